@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpu/ entry points: the emulated GPUs (time model, doorbells) and the
+ * sysfs/debugfs rendering. kernel/ calls these with node->lock held.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernel.h"
+#include "state.h"
+
+/* Start/stop the model thread and create the doorbell aperture. */
+int emu_gpu_start(struct emu_node *node);
+void emu_gpu_stop(struct emu_node *node);
+
+/* A queue was created (mapped at once, as create_queue_cpsch does) / is being
+ * removed (after this the model never touches it again). */
+int emu_gpu_queue_created(struct emu_queue *q);
+void emu_gpu_queue_destroyed(struct emu_queue *q);
+
+/* q->is_suspended changed. The model stops fetching from a suspended queue;
+ * a kernel it was running is context-saved and resumes where it stopped. */
+void emu_gpu_queue_suspension_changed(struct emu_queue *q);
+
+/* One device-wide preemption on an HWS GPU (execute_queues_cpsch with
+ * FILTER_DYNAMIC_QUEUES): every queue of every process on the GPU stops for
+ * the modelled unmap + CWSR + remap time. Returns that time in ns, which is
+ * how long the ioctl that caused it takes to return (the kernel waits for
+ * the unmap fence). On MES GPUs kernel/ calls emu_gpu_mes_remove_queue per
+ * queue instead. */
+uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period);
+uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q);
+
+/* Complete `call` with `ret` after `delay_ns` of model time (used for the
+ * ioctl latency of a preemption). 0 completes at once. */
+void emu_gpu_complete_after(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns);
+
+/* The doorbell frame of `process` on `gpu`, for kfd_mmap. */
+int emu_gpu_doorbell_segments(struct emu_gpu *gpu, struct emu_process *process,
+                              struct emu_mmap_result *ret);
+
+/* Rendering of /sys/class/kfd/kfd/{topology,proc} and debugfs kfd/{mqds,hqds,rls}
+ * under cfg.root. Called after every change kernel/ makes to processes or queues. */
+void emu_render_process(struct emu_process *p);   /* proc/<pid>/... */
+void emu_render_process_removed(struct emu_node *node, pid_t tgid);
+void emu_render_debugfs(struct emu_node *node);   /* mqds, hqds, rls */
+
+/* The default configuration of GPU number `index` (an MI308X-like gfx942
+ * part with the gpu_ids of the node in shared/data/real). transport/'s
+ * configuration parser starts from it. */
+void emu_gpu_config_default(unsigned index, struct emu_gpu_config *ret);

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernel/ entry points: what the transport calls when a client opens,
+ * ioctls, mmaps or closes /dev/kfd, and when a process's mm goes away.
+ * All are called with node->lock held.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "state.h"
+
+/* `current` of a file operation, in the server's (host) pid namespace. */
+struct emu_caller {
+        pid_t tgid;
+        pid_t tid;
+};
+
+/* An open /dev/kfd (struct file): kfd_open attaches it to the caller's kfd_process. */
+struct emu_file {
+        struct emu_process *process;     /* filep->private_data */
+        struct emu_file_transport *transport;
+};
+
+/* Returned by emu_kfd_ioctl when the caller sleeps in the kernel: the call
+ * stays owned by kernel/ until it is completed with emu_call_complete(). */
+#define EMU_CALL_PARKED 1000000L
+
+/* Largest argument kernel/ accepts into kdata (larger sizes get the
+ * kernel's own treatment: kmalloc of asize, so this only bounds the
+ * emulator; every KFD ioctl struct is far smaller). */
+#define EMU_KDATA_MAX 4096
+
+/* An ioctl in flight: built by transport/, run and maybe parked by kernel/. */
+struct emu_call {
+        struct emu_file *file;
+        struct emu_caller caller;
+        uint32_t cmd;                    /* as the caller passed it */
+        uint64_t arg;                    /* the user pointer */
+        uint32_t kcmd;                   /* the kernel's definition (ioctl->cmd) */
+        uint32_t usize;
+        uint8_t kdata[EMU_KDATA_MAX];
+        struct emu_call *next_waiter;    /* on a sema or wait queue */
+        int wait_kind;                   /* kernel/ private: what it sleeps on */
+        /* Called by emu_call_complete once the result is final (after the
+         * copy_to_user of kdata that kfd_ioctl does). transport/ sends the
+         * reply and frees the call. */
+        void (*reply)(struct emu_call *call, long ret);
+        void *transport_data;
+};
+
+/* kfd_open: find or create the caller's kfd_process. -EPERM for 32-bit callers. */
+int emu_kfd_open(struct emu_node *node, const struct emu_caller *caller, struct emu_file **ret_file);
+/* kfd_release: the last reference to an open file went away. Debug sessions
+ * are not affected (kfd-interface.md §6a). */
+void emu_kfd_release(struct emu_file *file);
+/* kfd_ioctl: returns the ioctl's return value (>= 0 or -errno) after the
+ * copy-out, or EMU_CALL_PARKED. */
+long emu_kfd_ioctl(struct emu_call *call);
+/* A signal reached a caller sleeping in a parked call (down_interruptible /
+ * wait_event_interruptible returned early): finish it the way the kernel does. */
+void emu_call_interrupt(struct emu_call *call);
+/* The caller died while parked: drop the call without replying. */
+void emu_call_abandon(struct emu_call *call);
+/* Finish a parked call with `ret`: copy kdata out like kfd_ioctl, then reply. */
+void emu_call_complete(struct emu_call *call, long ret);
+
+/* kfd_mmap. On success fills the segments the caller must map. */
+struct emu_mmap_segment {
+        int memfd;                       /* borrowed; valid until the reply is sent */
+        uint64_t memfd_offset;
+        uint64_t length;
+};
+struct emu_mmap_result {
+        unsigned n_segments;
+        struct emu_mmap_segment segments[2];
+};
+int emu_kfd_mmap(struct emu_file *file, const struct emu_caller *caller, uint64_t offset,
+                 uint64_t length, struct emu_mmap_result *ret);
+
+/* kfd_process_notifier_release: the process's mm is gone (exit or exec). */
+void emu_process_mm_release(struct emu_node *node, pid_t tgid);
+
+/* Lifecycle of the node. */
+int emu_node_init(struct emu_node *node, const struct emu_config *cfg);
+void emu_node_fini(struct emu_node *node);
+
+/* Provided by transport/: watch `p`'s process and call
+ * emu_process_mm_release() (with node->lock held) when it exits. kernel/
+ * calls it once when it creates a kfd_process. Returns 0 or -errno (the
+ * process is already gone: -ESRCH). */
+int emu_transport_watch_process(struct emu_node *node, struct emu_process *p);

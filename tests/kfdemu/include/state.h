@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The state of one emulated node, shared by the three parts of the kfdemu
+ * server:
+ *   kernel/     the amdkfd stand-in (kfd_chardev/kfd_debug/dqm/pqm rules),
+ *   transport/  the preload <-> server plumbing, user-memory access, main loop,
+ *   gpu/        the time model of the GPUs and the sysfs/debugfs rendering.
+ *
+ * Locking: one mutex, node->lock, protects everything reachable from the
+ * node. The transport thread holds it for every call into kernel/; the GPU
+ * model thread holds it while it touches queues. Nothing blocks with it held
+ * (no waiting on clients, no sleeping); user-memory copies with
+ * process_vm_readv/writev are allowed (they do not wait on the peer).
+ *
+ * Ownership of fields: kernel/ writes everything except the `hw` pointers
+ * (gpu/) and the `transport` pointers (transport/). Each part may read all.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "emu-hw.h"
+#include "kfd-abi.h"
+
+#define EMU_MAX_GPUS 16
+#define EMU_MAX_XCC 8
+
+struct emu_gpu_hw;     /* gpu/: the time model's per-device state */
+struct emu_queue_hw;   /* gpu/: the time model's per-queue state */
+struct emu_file_transport; /* transport/: the connection behind an open /dev/kfd */
+struct emu_call;
+
+/* One GPU as configured (kfdemu-run --gpus / --config). */
+struct emu_gpu_config {
+        uint32_t gpu_id;             /* 16-bit topology hash, e.g. 0xf7bc; 0 = derive */
+        uint32_t gfx_target_version; /* e.g. 90402 for gfx942 */
+        char name[32];               /* topology nodes/N/name, e.g. "gfx942" */
+        uint32_t device_id;          /* PCI device id, e.g. 0x74a2 */
+        uint32_t location_id;        /* bus << 8 | devfn */
+        uint32_t domain;
+        uint32_t drm_render_minor;   /* 128 + index */
+        uint32_t num_xcc;            /* 4 on MI308X */
+        uint32_t cu_count;           /* compute units on the device */
+        uint32_t simd_per_cu;
+        uint32_t max_waves_per_simd;
+        bool per_vmid_debug;         /* kfd_dbg_is_per_vmid_supported() */
+        bool mes;                    /* MES (gfx11+) instead of HWS */
+        bool debug_firmware;         /* capability TRAP_DEBUG_FIRMWARE_SUPPORTED */
+        bool cwsr_workaround;        /* GC 11.0.0-11.0.3 (kfd_dbg_has_cwsr_workaround) */
+        /* Time model (gpu/ documents and uses these). */
+        uint32_t preempt_us;         /* one device-wide unmap + remap on HWS */
+        uint32_t cwsr_save_us;       /* context save of the waves of one queue */
+        uint32_t cwsr_restore_us;
+        uint32_t wg_slots_per_cu;    /* workgroups one CU runs at once */
+};
+
+struct emu_config {
+        uint32_t kfd_major, kfd_minor;   /* GET_VERSION; default 1.13 */
+        int sched_policy;                /* amdgpu.sched_policy; 2 = NO_HWS */
+        uint32_t queue_preemption_timeout_ms;
+        unsigned n_gpus;
+        struct emu_gpu_config gpus[EMU_MAX_GPUS];
+        char root[4096];                 /* where sysfs/debugfs are rendered */
+};
+
+struct emu_node;
+
+struct emu_gpu {
+        struct emu_node *node;
+        unsigned index;                  /* topology node number (after the CPU node) */
+        struct emu_gpu_config cfg;
+        struct emu_process *debug_vmid_owner; /* non-per-VMID parts: who holds the debug VMID */
+        struct emu_gpu_hw *hw;
+};
+
+/* A per-process, per-device record (the kernel's kfd_process_device). */
+struct emu_pdd {
+        struct emu_gpu *gpu;
+        uint64_t exception_status;       /* device-level exceptions (EC_DEVICE_*) */
+        uint64_t doorbell_slots_used[EMU_DOORBELL_SLOTS / 64];
+};
+
+struct emu_queue {
+        struct emu_queue *next;          /* process list, newest first (pqm order) */
+        struct emu_process *process;
+        struct emu_gpu *gpu;
+        uint32_t id;
+        uint32_t type;                   /* KFD_IOC_QUEUE_TYPE_* (ioctl enum) */
+        uint64_t ring_base_address;
+        uint64_t write_pointer_address;
+        uint64_t read_pointer_address;
+        uint64_t ctx_save_restore_address;
+        uint64_t eop_buffer_address;
+        uint64_t eop_buffer_size;
+        uint32_t ring_size;              /* bytes */
+        uint32_t ctx_save_restore_size;
+        uint32_t ctl_stack_size;
+        uint32_t queue_percentage;
+        uint32_t queue_priority;
+        uint32_t doorbell_slot;          /* index in the process's frame on this GPU */
+        uint64_t exception_status;       /* starts as KFD_EC_MASK(EC_QUEUE_NEW) */
+        bool is_suspended;
+        bool is_being_destroyed;
+        bool is_evicted;
+        struct emu_queue_hw *hw;
+};
+
+/* The runtime-enable semaphore (kfd_process.runtime_enable_sema): a
+ * counting semaphore starting at 0 whose waiters are parked ioctls. */
+struct emu_sema {
+        int count;
+        struct emu_call *waiters;        /* FIFO through emu_call.next_waiter */
+};
+
+struct emu_process {
+        struct emu_process *next;        /* node list */
+        struct emu_node *node;
+        pid_t tgid;                      /* lead_thread->pid, host namespace */
+        int pidfd;                       /* to notice mm release (exit); -1 if none */
+        uint64_t start_time;             /* /proc/<pid>/stat field 22, guards pid reuse */
+        uint32_t pasid;
+        unsigned n_files;                /* open /dev/kfd files referring to it */
+        struct emu_pdd pdds[EMU_MAX_GPUS];
+        unsigned n_pdds;
+        struct emu_queue *queues;        /* newest first */
+        unsigned n_queues;
+        uint64_t queue_slots_used[GP_KFD_MAX_QUEUES_PER_PROCESS / 64];
+
+        /* Runtime (RUNTIME_ENABLE) side. */
+        struct kfd_runtime_info runtime_info;
+        bool is_runtime_retry;
+        struct emu_sema runtime_enable_sema;
+
+        /* Debugger side (this process as a target). */
+        bool debug_trap_enabled;
+        struct emu_process *debugger_process;
+        int dbg_ev_fd;                   /* the server's own copy of the debugger's dbg_fd (pidfd_getfd); -1 */
+        uint64_t exception_enable_mask;
+        uint64_t exception_status;       /* process-level (EC_PROCESS_*) */
+        unsigned debugged_process_count; /* this process as a debugger */
+        struct emu_call *destroy_waiters; /* DESTROY_QUEUE calls sleeping in wait_on_destroy_queue */
+};
+
+struct emu_node {
+        pthread_mutex_t lock;
+        struct emu_config cfg;
+        struct emu_gpu gpus[EMU_MAX_GPUS];
+        unsigned n_gpus;
+        struct emu_process *processes;
+        uint32_t next_pasid;
+        int log_fd;                      /* kfdemu's own log (what dmesg would say), -1 = none */
+};

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * copy_from_user / copy_to_user for kfdemu: process_vm_readv/writev on the
+ * process that made the call. Both return 0 or -EFAULT (a short or failed
+ * transfer, as the kernel's copy helpers report any fault).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+int emu_copy_from_user(pid_t tgid, void *dst, uint64_t uaddr, size_t len);
+int emu_copy_to_user(pid_t tgid, uint64_t uaddr, const void *src, size_t len);
