@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conf-gpu-app: the conformance suite's GPU application. It does, with raw
+ * ioctls, what a ROCm runtime does (open /dev/kfd, RUNTIME_ENABLE, AQL queues
+ * whose read/write indices live in an amd_queue_t-shaped object, doorbells)
+ * but one step per command, so a test can put the target exactly where a rule
+ * applies. Commands on stdin, one reply line each on stdout:
+ *
+ *   open                     -> ok | err -ERRNO
+ *   runtime-enable           -> ok | err -ERRNO   (may sleep in the kernel)
+ *   runtime-disable          -> ok | err -ERRNO   (may sleep in the kernel)
+ *   create GPU_ID            -> queue ID RING WPTR RPTR CTX RING_SIZE CTX_SIZE | err -ERRNO
+ *   destroy ID               -> ok | err -ERRNO   (sleeps while the queue is suspended)
+ *   submit ID NS COUNT       -> ok WRITE_INDEX    (COUNT kernels of NS each)
+ *   exit                     -> exits with status 0 (so does end of input)
+ *
+ * It prints "READY <pid>" first. Addresses are hex, everything else decimal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "conf-helpers.h"
+#include "emu-hw.h"
+#include "kfd-abi.h"
+
+#define APP_MAX_QUEUES 64
+#define APP_EOP_SIZE 4096u
+#define APP_CTX_SAVE_SIZE (256u * 1024u)
+#define APP_CTL_STACK_SIZE 4096u
+#define APP_PAGE 4096u
+
+/* HSA packet header: type in bits 0-7, system-scope acquire/release fences. */
+#define APP_HEADER_ACQUIRE_SYSTEM (2u << 9)
+#define APP_HEADER_RELEASE_SYSTEM (2u << 11)
+
+struct app_queue {
+        bool used;
+        uint32_t id;
+        uint32_t gpu_id;
+        uint8_t *amd_queue;   /* 256 bytes shaped like ROCr's amd_queue_t */
+        uint8_t *ring;
+        void *eop;
+        void *ctx_save;
+        volatile uint64_t *doorbell;
+        uint8_t *frame;
+        uint64_t write_index;
+};
+
+struct app_frame {
+        uint32_t gpu_id;
+        uint64_t offset;
+        uint8_t *base;
+};
+
+static int kfd = -1;
+static struct app_queue queues[APP_MAX_QUEUES];
+static struct app_frame frames[CONF_MAX_GPUS];
+
+static void *page_alloc(size_t size)
+{
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+}
+
+static void reply_result(long r)
+{
+        if (r < 0)
+                printf("err %ld\n", r);
+        else
+                printf("ok %ld\n", r);
+}
+
+static long cmd_open(void)
+{
+        if (kfd >= 0)
+                return -EALREADY;
+        kfd = conf_open_kfd();
+        return kfd < 0 ? kfd : 0;
+}
+
+static long cmd_runtime(uint32_t mode)
+{
+        struct kfd_ioctl_runtime_enable_args a = {
+                .r_debug = mode ? CONF_APP_R_DEBUG : 0,
+                .mode_mask = mode,
+        };
+        return conf_ioctl(kfd, AMDKFD_IOC_RUNTIME_ENABLE, &a);
+}
+
+/* libhsakmt maps the whole doorbell frame of a GPU once per process. */
+static uint8_t *doorbell_frame(uint32_t gpu_id, uint64_t doorbell_offset)
+{
+        uint64_t offset = doorbell_offset & ~(uint64_t)(EMU_DOORBELL_FRAME_SIZE - 1);
+        for (size_t i = 0; i < ELEMENTSOF(frames); i++) {
+                if (frames[i].base && frames[i].gpu_id == gpu_id && frames[i].offset == offset)
+                        return frames[i].base;
+                if (!frames[i].base) {
+                        void *p = mmap(NULL, EMU_DOORBELL_FRAME_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, kfd,
+                                       (off_t)offset);
+                        if (p == MAP_FAILED)
+                                return NULL;
+                        frames[i] = (struct app_frame){ .gpu_id = gpu_id, .offset = offset, .base = p };
+                        return p;
+                }
+        }
+        return NULL;
+}
+
+static struct app_queue *find_queue(uint32_t id)
+{
+        for (size_t i = 0; i < ELEMENTSOF(queues); i++)
+                if (queues[i].used && queues[i].id == id)
+                        return &queues[i];
+        return NULL;
+}
+
+static void free_queue_memory(struct app_queue *q)
+{
+        if (q->amd_queue)
+                munmap(q->amd_queue, APP_PAGE);
+        if (q->ring)
+                munmap(q->ring, CONF_APP_RING_SIZE);
+        if (q->eop)
+                munmap(q->eop, APP_EOP_SIZE);
+        if (q->ctx_save)
+                munmap(q->ctx_save, APP_CTX_SAVE_SIZE);
+        *q = (struct app_queue){ 0 };
+}
+
+static void cmd_create(uint32_t gpu_id)
+{
+        struct app_queue *q = NULL;
+        for (size_t i = 0; !q && i < ELEMENTSOF(queues); i++)
+                if (!queues[i].used)
+                        q = &queues[i];
+        if (!q) {
+                reply_result(-ENOSPC);
+                return;
+        }
+        q->amd_queue = page_alloc(APP_PAGE);
+        q->ring = page_alloc(CONF_APP_RING_SIZE);
+        q->eop = page_alloc(APP_EOP_SIZE);
+        q->ctx_save = page_alloc(APP_CTX_SAVE_SIZE);
+        if (!q->amd_queue || !q->ring || !q->eop || !q->ctx_save) {
+                free_queue_memory(q);
+                reply_result(-ENOMEM);
+                return;
+        }
+        /* hsa_queue_t.base_address and .size, as ROCr fills them. */
+        memcpy(q->amd_queue + 8, &(uint64_t){ (uintptr_t)q->ring }, 8);
+        memcpy(q->amd_queue + 24, &(uint32_t){ CONF_APP_RING_SIZE / EMU_AQL_PACKET_SIZE }, 4);
+        struct kfd_ioctl_create_queue_args a = {
+                .ring_base_address = (uintptr_t)q->ring,
+                .write_pointer_address = (uintptr_t)(q->amd_queue + GP_AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET),
+                .read_pointer_address = (uintptr_t)(q->amd_queue + GP_AMD_QUEUE_READ_DISPATCH_ID_OFFSET),
+                .ring_size = CONF_APP_RING_SIZE,
+                .gpu_id = gpu_id,
+                .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                .queue_percentage = KFD_MAX_QUEUE_PERCENTAGE,
+                .queue_priority = 7,
+                .eop_buffer_address = (uintptr_t)q->eop,
+                .eop_buffer_size = APP_EOP_SIZE,
+                .ctx_save_restore_address = (uintptr_t)q->ctx_save,
+                .ctx_save_restore_size = APP_CTX_SAVE_SIZE,
+                .ctl_stack_size = APP_CTL_STACK_SIZE,
+        };
+        long r = conf_ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, &a);
+        if (r < 0) {
+                free_queue_memory(q);
+                reply_result(r);
+                return;
+        }
+        q->used = true;
+        q->id = a.queue_id;
+        q->gpu_id = gpu_id;
+        q->frame = doorbell_frame(gpu_id, a.doorbell_offset);
+        if (q->frame)
+                q->doorbell = (volatile uint64_t *)(q->frame + (a.doorbell_offset & (EMU_DOORBELL_FRAME_SIZE - 1)));
+        printf("queue %u %lx %lx %lx %lx %u %u\n", q->id, (unsigned long)a.ring_base_address,
+               (unsigned long)a.write_pointer_address, (unsigned long)a.read_pointer_address,
+               (unsigned long)a.ctx_save_restore_address, a.ring_size, a.ctx_save_restore_size);
+}
+
+static void cmd_destroy(uint32_t id)
+{
+        struct kfd_ioctl_destroy_queue_args a = { .queue_id = id };
+        long r = conf_ioctl(kfd, AMDKFD_IOC_DESTROY_QUEUE, &a);
+        struct app_queue *q = find_queue(id);
+        if (r == 0 && q)
+                free_queue_memory(q);
+        reply_result(r);
+}
+
+/* Publishes one kernel dispatch packet the way ROCr does (emu-hw.h). */
+static void submit_one(struct app_queue *q, uint64_t ns)
+{
+        uint32_t slots = CONF_APP_RING_SIZE / EMU_AQL_PACKET_SIZE;
+        struct emu_aql_dispatch_packet *p =
+                (struct emu_aql_dispatch_packet *)(q->ring + (q->write_index % slots) * EMU_AQL_PACKET_SIZE);
+        /* The ring holds `slots` packets: wait for the GPU to consume one. */
+        uint64_t *read_index = (uint64_t *)(q->amd_queue + GP_AMD_QUEUE_READ_DISPATCH_ID_OFFSET);
+        while (q->write_index - __atomic_load_n(read_index, __ATOMIC_ACQUIRE) >= slots)
+                usleep(100);
+        *p = (struct emu_aql_dispatch_packet){
+                .setup = 1,
+                .workgroup_size_x = 64,
+                .workgroup_size_y = 1,
+                .workgroup_size_z = 1,
+                .grid_size_x = 1,
+                .grid_size_y = 1,
+                .grid_size_z = 1,
+                .kernel_object = ns,
+        };
+        __atomic_store_n(&p->header,
+                         (uint16_t)(EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH | APP_HEADER_ACQUIRE_SYSTEM |
+                                    APP_HEADER_RELEASE_SYSTEM),
+                         __ATOMIC_RELEASE);
+        q->write_index++;
+        uint64_t *write_index = (uint64_t *)(q->amd_queue + GP_AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET);
+        __atomic_store_n(write_index, q->write_index, __ATOMIC_RELEASE);
+        __atomic_store_n(q->doorbell, q->write_index, __ATOMIC_RELEASE);
+        /* The emulated hardware cannot trap the doorbell store: bump the
+         * node strobe and wake the GPU model (emu-hw.h step 4). */
+        uint32_t *strobe = (uint32_t *)(q->frame + EMU_NODE_STROBE_OFFSET);
+        __atomic_fetch_add(strobe, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, strobe, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void cmd_submit(uint32_t id, uint64_t ns, unsigned count)
+{
+        struct app_queue *q = find_queue(id);
+        if (!q || !q->doorbell) {
+                reply_result(-ENOENT);
+                return;
+        }
+        for (unsigned i = 0; i < count; i++)
+                submit_one(q, ns);
+        reply_result((long)q->write_index);
+}
+
+static void run_command(const char *line)
+{
+        unsigned a, c;
+        unsigned long b;
+        if (strcmp(line, "open") == 0)
+                reply_result(cmd_open());
+        else if (strcmp(line, "runtime-enable") == 0)
+                reply_result(cmd_runtime(KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK));
+        else if (strcmp(line, "runtime-disable") == 0)
+                reply_result(cmd_runtime(0));
+        else if (sscanf(line, "create %u", &a) == 1)
+                cmd_create(a);
+        else if (sscanf(line, "destroy %u", &a) == 1)
+                cmd_destroy(a);
+        else if (sscanf(line, "submit %u %lu %u", &a, &b, &c) == 3)
+                cmd_submit(a, b, c);
+        else if (strcmp(line, "exit") == 0)
+                exit(0);
+        else
+                reply_result(-EINVAL);
+}
+
+int main(void)
+{
+        char line[256];
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        printf("READY %d\n", (int)getpid());
+        while (fgets(line, sizeof(line), stdin)) {
+                line[strcspn(line, "\n")] = '\0';
+                run_command(line);
+        }
+        return 0;
+}

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ioctl dispatch (kfd_chardev.c: kfd_ioctl, kfd_ioctl_get_version) —
+ * kfd-interface.md §1 "Size handling" and §3 "Which fd".
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "conf-helpers.h"
+
+#define KFD_IOC(dir, nr, size) _IOC(dir, AMDKFD_IOCTL_BASE, nr, size)
+
+/* kfd_ioctl_get_version: only the compile-time version, major always 1; the
+ * debugger API needs >= 1.13 (§1). */
+static void get_version_reports_1_13_or_newer(void **state)
+{
+        struct kfd_ioctl_get_version_args v = { 0 };
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_VERSION, &v), 0);
+        assert_int_equal(v.major_version, 1);
+        assert_true(v.minor_version >= 13);
+}
+
+/* kfd_ioctl: an nr outside the table fails before anything is copied. The
+ * errno is -ENOTTY in newer trees and -EINVAL in older ones (§1 [ver]), so
+ * both kernels' answers are accepted and nothing else. */
+static void unknown_nr_is_rejected(void **state)
+{
+        uint8_t buf[64];
+        static const unsigned nrs[] = { 0x00, 0x7f, 0xff };
+        for (size_t i = 0; i < ELEMENTSOF(nrs); i++) {
+                memset(buf, 0x5a, sizeof(buf));
+                long r = conf_ioctl(conf_kfd(), KFD_IOC(_IOC_READ | _IOC_WRITE, nrs[i], 8), buf);
+                if (r != -ENOTTY && r != -EINVAL)
+                        fail_msg("nr 0x%02x: got %ld, want -ENOTTY (or -EINVAL on older kernels)", nrs[i], r);
+                for (size_t j = 0; j < sizeof(buf); j++)
+                        assert_int_equal(buf[j], 0x5a);
+        }
+}
+
+/* kfd_ioctl: the kernel buffer is max(user size, kernel size), the tail is
+ * zero-filled and exactly the user's size is copied back (§1). */
+static void get_version_short_size_copies_only_user_size(void **state)
+{
+        uint32_t buf[2] = { 0xaaaaaaaa, 0xbbbbbbbb };
+        assert_int_equal(conf_ioctl(conf_kfd(), KFD_IOC(_IOC_READ, 0x01, 4), buf), 0);
+        assert_int_equal(buf[0], 1);
+        assert_int_equal(buf[1], 0xbbbbbbbb);
+
+        buf[0] = 0xaaaaaaaa;
+        assert_int_equal(conf_ioctl(conf_kfd(), KFD_IOC(_IOC_READ, 0x01, 0), buf), 0);
+        assert_int_equal(buf[0], 0xaaaaaaaa);
+}
+
+/* kfd_ioctl: a larger user size gets the zero-filled tail copied back; the
+ * kernel uses its own direction (_IOR), so nothing is read from the user. */
+static void get_version_long_size_zero_fills_tail(void **state)
+{
+        uint32_t buf[4] = { 0xaaaaaaaa, 0xaaaaaaaa, 0xcccccccc, 0xdddddddd };
+        assert_int_equal(conf_ioctl(conf_kfd(), KFD_IOC(_IOC_READ | _IOC_WRITE, 0x01, 16), buf), 0);
+        assert_int_equal(buf[0], 1);
+        assert_true(buf[1] >= 13);
+        assert_int_equal(buf[2], 0);
+        assert_int_equal(buf[3], 0);
+}
+
+/* kfd_ioctl: DBG_TRAP with _IOC_SIZE 8 reads pid and op only; the union is
+ * zero-filled, so a snapshot request sees entry_size 0 (-EINVAL, §7) even
+ * though the caller's memory behind byte 8 holds a valid request, and those
+ * bytes are not written back. Self-debug (§3 step 5) needs no tracer. */
+static void dbg_trap_short_size_zero_fills_union(void **state)
+{
+        _cleanup_close_ int fifo = conf_event_fifo();
+        assert_true(fifo >= 0);
+        pid_t self = getpid();
+        assert_int_equal(conf_dbg_enable(conf_kfd(), self, 0, fifo, NULL), 0);
+
+        struct kfd_ioctl_dbg_trap_args a = {
+                .pid = (uint32_t)self,
+                .op = KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT,
+                .queue_snapshot = { .num_queues = 0, .entry_size = sizeof(struct kfd_queue_snapshot_entry) },
+        };
+        struct kfd_ioctl_dbg_trap_args before = a;
+        long r = conf_ioctl(conf_kfd(), KFD_IOC(_IOC_READ | _IOC_WRITE, 0x26, 8), &a);
+        long full = conf_dbg_trap(conf_kfd(), self, KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, &before);
+        assert_int_equal(conf_dbg_disable(conf_kfd(), self), 0);
+        assert_int_equal(r, -EINVAL);
+        assert_int_equal(a.queue_snapshot.entry_size, sizeof(struct kfd_queue_snapshot_entry));
+        assert_int_equal(full, 0);
+}
+
+/* kfd_ioctl: copy_from_user / copy_to_user failures are -EFAULT. */
+static void bad_arg_pointer_is_efault(void **state)
+{
+        long page = sysconf(_SC_PAGESIZE);
+        uint8_t *map = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        assert_true(map != MAP_FAILED);
+        assert_int_equal(mprotect(map + page, (size_t)page, PROT_NONE), 0);
+
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_VERSION, (void *)16), -EFAULT);
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_VERSION, map + page), -EFAULT);
+        /* Straddling into the unmapped page: the whole user size must copy. */
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_VERSION, map + page - 4), -EFAULT);
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_DBG_TRAP, map + page - 16), -EFAULT);
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_DBG_TRAP, NULL), -EFAULT);
+        munmap(map, (size_t)page * 2);
+}
+
+/* kfd_ioctl: "Only the process that opened /dev/kfd can use the file
+ * descriptor" — a fork child gets -EBADF on the inherited fd (§3), while its
+ * own open works. */
+static void inherited_fd_is_ebadf(void **state)
+{
+        int kfd = conf_kfd();
+        assert_true(kfd >= 0);
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                struct kfd_ioctl_get_version_args v;
+                struct kfd_ioctl_dbg_trap_args a = { 0 };
+                int code = 0;
+                if (conf_ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v) != -EBADF)
+                        code |= 1;
+                if (conf_dbg_trap(kfd, getpid(), KFD_IOC_DBG_TRAP_DISABLE, &a) != -EBADF)
+                        code |= 2;
+                int own = conf_open_kfd();
+                if (own < 0 || conf_ioctl(own, AMDKFD_IOC_GET_VERSION, &v) != 0)
+                        code |= 4;
+                _exit(code);
+        }
+        int status;
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) & 1)
+                fail_msg("GET_VERSION on an fd inherited over fork did not fail with EBADF");
+        if (WEXITSTATUS(status) & 2)
+                fail_msg("DBG_TRAP on an fd inherited over fork did not fail with EBADF");
+        if (WEXITSTATUS(status) & 4)
+                fail_msg("the fork child could not use its own /dev/kfd");
+        struct kfd_ioctl_get_version_args v;
+        assert_int_equal(conf_ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v), 0);
+}
+
+/* kfd_ioctl: a dup in the owning process is the same file and works. */
+static void dup_in_owner_works(void **state)
+{
+        _cleanup_close_ int copy = dup(conf_kfd());
+        assert_true(copy >= 0);
+        struct kfd_ioctl_get_version_args v;
+        assert_int_equal(conf_ioctl(copy, AMDKFD_IOC_GET_VERSION, &v), 0);
+}
+
+static int send_fd(int sock, int fd)
+{
+        char byte = 'f';
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u = { 0 };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        return sendmsg(sock, &msg, 0) == 1 ? 0 : NEG_ERRNO();
+}
+
+static int recv_fd(int sock)
+{
+        char byte;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+                return NEG_ERRNO();
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        if (!c || c->cmsg_type != SCM_RIGHTS)
+                return -EPROTO;
+        int fd;
+        memcpy(&fd, CMSG_DATA(c), sizeof(int));
+        return fd;
+}
+
+/* kfd_ioctl: an fd received over SCM_RIGHTS belongs to the sender's
+ * kfd_process, so the receiver gets -EBADF (§3). The sender stays alive
+ * meanwhile so its kfd_process exists. */
+static void fd_passed_by_scm_rights_is_ebadf(void **state)
+{
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                close(sv[0]);
+                int fd = conf_open_kfd();
+                if (fd < 0 || send_fd(sv[1], fd) < 0)
+                        _exit(1);
+                char c;
+                /* Hold the kfd_process until the parent is done. */
+                _exit(read(sv[1], &c, 1) < 0 ? 1 : 0);
+        }
+        close(sv[1]);
+        int fd = recv_fd(sv[0]);
+        struct kfd_ioctl_get_version_args v;
+        struct kfd_ioctl_dbg_trap_args a = { 0 };
+        long r_version = fd >= 0 ? conf_ioctl(fd, AMDKFD_IOC_GET_VERSION, &v) : fd;
+        long r_dbg = fd >= 0 ? conf_dbg_trap(fd, child, KFD_IOC_DBG_TRAP_DISABLE, &a) : fd;
+        close(sv[0]);
+        if (fd >= 0)
+                close(fd);
+        int status;
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(fd >= 0);
+        assert_int_equal(r_version, -EBADF);
+        assert_int_equal(r_dbg, -EBADF);
+}
+
+int main(int argc, char **argv)
+{
+        conf_init(argc, argv);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(get_version_reports_1_13_or_newer),
+                cmocka_unit_test(unknown_nr_is_rejected),
+                cmocka_unit_test(get_version_short_size_copies_only_user_size),
+                cmocka_unit_test(get_version_long_size_zero_fills_tail),
+                cmocka_unit_test(dbg_trap_short_size_zero_fills_union),
+                cmocka_unit_test(bad_arg_pointer_is_efault),
+                cmocka_unit_test(inherited_fd_is_ebadf),
+                cmocka_unit_test(dup_in_owner_works),
+                cmocka_unit_test(fd_passed_by_scm_rights_is_ebadf),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
