@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdbool.h>
+#include <string.h>
+
+#include "dbgtrap.h"
+#include "opts.h"
+#include "target.h"
+
+enum queue_op {
+        QUEUE_OP_SUSPEND,
+        QUEUE_OP_RESUME,
+};
+
+static bool id_in(const uint32_t *ids, size_t n, uint32_t id)
+{
+        /* No list means no restriction. */
+        if (!ids || n == 0)
+                return true;
+        for (size_t i = 0; i < n; i++)
+                if (ids[i] == id)
+                        return true;
+        return false;
+}
+
+static bool queue_selected(const struct gp_queue_opts *opts, const struct gp_queue *queue)
+{
+        return id_in(OPTS_GET(opts, gpu_ids, NULL), OPTS_GET(opts, n_gpu_ids, 0), queue->gpu_id) &&
+               id_in(OPTS_GET(opts, queue_ids, NULL), OPTS_GET(opts, n_queue_ids, 0),
+                     queue->queue_id);
+}
+
+static int ensure_arrays(struct gp_target *target, size_t n)
+{
+        size_t id_capacity = target->array_capacity;
+        int r;
+
+        r = grow_array((void **)&target->id_array, &id_capacity, n, sizeof(*target->id_array));
+        if (r < 0)
+                return r;
+        return grow_array((void **)&target->statuses, &target->array_capacity, n,
+                          sizeof(*target->statuses));
+}
+
+/* The kernel ORs status bits into the id array (q_array_invalidate, then
+ * each found queue is un-invalidated). Upstream's INVALID mask is a negative
+ * int: compare as u32. */
+static enum gp_queue_result decode_result(uint32_t slot)
+{
+        if (slot & (uint32_t)KFD_DBG_QUEUE_ERROR_MASK)
+                return GP_QUEUE_ERROR;
+        if (slot & (uint32_t)KFD_DBG_QUEUE_INVALID_MASK)
+                return GP_QUEUE_INVALID;
+        return GP_QUEUE_DONE;
+}
+
+static int issue(struct gp_target *target, enum queue_op op, uint32_t *ids, uint32_t n,
+                 const struct gp_queue_opts *opts)
+{
+        if (op == QUEUE_OP_SUSPEND)
+                return dbgtrap_suspend_queues(target->context->kfd_fd, target->pid, ids, n,
+                                              OPTS_GET(opts, grace_period, 0), 0);
+        return dbgtrap_resume_queues(target->context->kfd_fd, target->pid, ids, n);
+}
+
+static bool queue_listed(const struct gp_target *target, uint32_t queue_id)
+{
+        for (size_t i = 0; i < target->n_queues; i++)
+                if (target->queues[i].queue_id == queue_id)
+                        return true;
+        return false;
+}
+
+/*
+ * A queue comes back INVALID when it is new (EC_QUEUE_NEW not yet cleared),
+ * being destroyed, or gone — and ids are reused, so the id may now name a
+ * fresh queue. A snapshot clears NEW and tells which ids still exist; those
+ * are tried once more.
+ */
+static int retry_invalid(struct gp_target *target, const struct gp_queue_opts *opts,
+                         size_t *ret_n_retried)
+{
+        uint32_t n_retry = 0;
+        int r;
+
+        r = target_refresh_queues(target);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < target->n_statuses; i++)
+                if (target->statuses[i].result == GP_QUEUE_INVALID &&
+                    queue_listed(target, target->statuses[i].queue_id))
+                        target->id_array[n_retry++] = target->statuses[i].queue_id;
+        if (n_retry == 0) {
+                *ret_n_retried = 0;
+                return 0;
+        }
+
+        r = issue(target, QUEUE_OP_SUSPEND, target->id_array, n_retry, opts);
+        if (r < 0)
+                return r;
+        for (uint32_t k = 0; k < n_retry; k++) {
+                uint32_t queue_id = target->id_array[k] & ~((uint32_t)KFD_DBG_QUEUE_ERROR_MASK |
+                                                            (uint32_t)KFD_DBG_QUEUE_INVALID_MASK);
+                for (size_t i = 0; i < target->n_statuses; i++)
+                        if (target->statuses[i].queue_id == queue_id)
+                                target->statuses[i].result = decode_result(target->id_array[k]);
+        }
+        *ret_n_retried = n_retry;
+        return 0;
+}
+
+static int queue_op(struct gp_target *target, enum queue_op op, const struct gp_queue_opts *opts,
+                    struct gp_queue_report *ret_report)
+{
+        struct gp_queue_report report = { 0 };
+        uint32_t n = 0;
+        int r;
+
+        if (!target || !OPTS_VALID(opts))
+                return -EINVAL;
+        r = target_check_usable(target);
+        if (r < 0)
+                return r;
+
+        /* One non-blocking read tells whether the queue list moved since the
+         * last snapshot (every create and delete writes an event byte). */
+        r = target_handle_events(target);
+        if (r < 0)
+                return r;
+        if (target->gone)
+                return -GP_ERR_TARGET_GONE;
+        if (op == QUEUE_OP_SUSPEND && target->queues_stale) {
+                r = target_refresh_queues(target);
+                if (r < 0)
+                        return r;
+        }
+
+        r = ensure_arrays(target, target->n_queues);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < target->n_queues; i++) {
+                if (!queue_selected(opts, &target->queues[i]))
+                        continue;
+                target->id_array[n] = target->queues[i].queue_id;
+                target->statuses[n] = (struct gp_queue_status){
+                        .queue_id = target->queues[i].queue_id,
+                        .gpu_id = target->queues[i].gpu_id,
+                };
+                n++;
+        }
+        target->n_statuses = n;
+        if (n == 0)
+                return -GP_ERR_NO_QUEUES;
+
+        r = issue(target, op, target->id_array, n, opts);
+        if (r < 0)
+                return r;
+        for (uint32_t i = 0; i < n; i++)
+                target->statuses[i].result = decode_result(target->id_array[i]);
+
+        if (op == QUEUE_OP_SUSPEND) {
+                bool any_invalid = false;
+
+                for (uint32_t i = 0; i < n; i++)
+                        any_invalid |= target->statuses[i].result == GP_QUEUE_INVALID;
+                if (any_invalid) {
+                        r = retry_invalid(target, opts, &report.n_retried);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        for (uint32_t i = 0; i < n; i++) {
+                switch (target->statuses[i].result) {
+                case GP_QUEUE_DONE:
+                        report.n_done++;
+                        break;
+                case GP_QUEUE_INVALID:
+                        report.n_invalid++;
+                        break;
+                case GP_QUEUE_ERROR:
+                        report.n_error++;
+                        break;
+                }
+        }
+        report.queues = target->statuses;
+        report.n_queues = n;
+        log_debug(&target->context->logger, "pid %d: %s: %zu done, %zu invalid, %zu error",
+                  target->pid, op == QUEUE_OP_SUSPEND ? "suspend" : "resume", report.n_done,
+                  report.n_invalid, report.n_error);
+        if (ret_report)
+                *ret_report = report;
+        return (int)report.n_done;
+}
+
+GP_EXPORT int gp_target_suspend(struct gp_target *target, const struct gp_queue_opts *opts,
+                                struct gp_queue_report *ret_report)
+{
+        return queue_op(target, QUEUE_OP_SUSPEND, opts, ret_report);
+}
+
+GP_EXPORT int gp_target_resume(struct gp_target *target, const struct gp_queue_opts *opts,
+                               struct gp_queue_report *ret_report)
+{
+        return queue_op(target, QUEUE_OP_RESUME, opts, ret_report);
+}
