@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's configuration: <config dir>/gpreemptd.conf ([Daemon], the
+ * class defaults [Online] and [Offline]) plus drop-ins
+ * <config dir>/workloads.d/NAME.conf read in lexical order, each holding
+ * [Workload] sections. A configuration is either loaded whole or rejected
+ * with every problem named by file and line.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "diag.h"
+#include "policy-params.h"
+#include "workload.h"
+
+#define CONFIG_MAX_WORKLOADS 1024
+#define CONFIG_MAX_DROPINS 256
+
+enum log_level {
+        LOG_LEVEL_ERROR,
+        LOG_LEVEL_WARNING,
+        LOG_LEVEL_NOTICE,
+        LOG_LEVEL_INFO,
+        LOG_LEVEL_DEBUG,
+        _LOG_LEVEL_MAX,
+};
+
+struct daemon_settings {
+        char *runtime_dir;
+        enum log_level log_level;
+        uint64_t discovery_interval_us;
+        uint64_t idle_poll_interval_us;
+        uint64_t busy_poll_interval_us;
+        uint32_t grace_period;
+};
+
+struct config {
+        struct daemon_settings daemon;
+        struct policy_params class_defaults[_WORKLOAD_CLASS_MAX];
+        struct workload *workloads; /* in match order: files lexically, then sections */
+        size_t n_workloads;
+};
+
+/*
+ * Loads the configuration under config_dir. On any problem returns -EINVAL
+ * (other -errno for resources) with the problems in diag, and leaves *ret_config alone.
+ */
+int config_load(const char *config_dir, struct config **ret_config, struct diag *diag);
+void config_free(struct config *c);
+const char *log_level_to_string(enum log_level l);

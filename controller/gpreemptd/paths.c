@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+#include "paths.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fill(char **member, const char *env, const char *fallback)
+{
+        const char *v;
+
+        if (*member)
+                return 0;
+        v = getenv(env);
+        if (!v || !*v)
+                v = fallback;
+        if (!v)
+                return 0;
+        *member = strdup(v);
+        return *member ? 0 : -ENOMEM;
+}
+
+int paths_fill_defaults(struct paths *p)
+{
+        int r;
+
+        if ((r = fill(&p->config_dir, "GPREEMPT_CONFIG_DIR", "/etc/gpreempt")) < 0 ||
+            (r = fill(&p->runtime_dir, "GPREEMPT_RUNTIME_DIR", NULL)) < 0 ||
+            (r = fill(&p->proc_root, "GPREEMPT_PROC_ROOT", "/proc")) < 0 ||
+            (r = fill(&p->sysfs_root, "GPREEMPT_SYSFS_ROOT", "/sys")) < 0 ||
+            (r = fill(&p->kfd_device, "GPREEMPT_KFD_DEVICE", "/dev/kfd")) < 0 ||
+            (r = fill(&p->group, "GPREEMPT_GROUP", "gpreempt")) < 0)
+                return r;
+        return 0;
+}
+
+void paths_done(struct paths *p)
+{
+        free(p->config_dir);
+        free(p->runtime_dir);
+        free(p->proc_root);
+        free(p->sysfs_root);
+        free(p->kfd_device);
+        free(p->group);
+        *p = (struct paths){ 0 };
+}

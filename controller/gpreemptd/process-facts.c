@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+#include "process-facts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+static int read_bounded(const char *path, char **ret, size_t *ret_len)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : NEG_ERRNO();
+        buf = malloc(PROCESS_FACT_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        while (len < PROCESS_FACT_MAX) {
+                ssize_t n = read(fd, buf + len, PROCESS_FACT_MAX - len);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return errno == ESRCH ? -ESRCH : NEG_ERRNO();
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+static int read_uid(const char *proc_root, pid_t pid, uid_t *ret)
+{
+        _cleanup_free_ char *path = NULL, *status = NULL;
+        unsigned long uid;
+        size_t len;
+        char *line;
+        int r;
+
+        if (asprintf(&path, "%s/%d/status", proc_root, (int)pid) < 0)
+                return -ENOMEM;
+        r = read_bounded(path, &status, &len);
+        if (r < 0)
+                return r;
+        line = strstr(status, "\nUid:");
+        if (!line || sscanf(line + 5, "%lu", &uid) != 1)
+                return -EIO;
+        *ret = (uid_t)uid;
+        return 0;
+}
+
+static int read_cmdline(const char *proc_root, pid_t pid, char **ret)
+{
+        _cleanup_free_ char *path = NULL;
+        char *buf;
+        size_t len;
+        int r;
+
+        if (asprintf(&path, "%s/%d/cmdline", proc_root, (int)pid) < 0)
+                return -ENOMEM;
+        r = read_bounded(path, &buf, &len);
+        if (r < 0)
+                return r;
+        while (len > 0 && buf[len - 1] == '\0')
+                len--;
+        for (size_t i = 0; i < len; i++)
+                if (buf[i] == '\0')
+                        buf[i] = ' ';
+        buf[len] = '\0';
+        *ret = buf;
+        return 0;
+}
+
+/* The unified hierarchy's line is "0::<path>"; on hybrid setups fall back to name=systemd. */
+static int read_cgroup(const char *proc_root, pid_t pid, char **ret)
+{
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        const char *found = NULL;
+        char *save = NULL, *copy;
+        size_t len;
+        int r;
+
+        if (asprintf(&path, "%s/%d/cgroup", proc_root, (int)pid) < 0)
+                return -ENOMEM;
+        r = read_bounded(path, &buf, &len);
+        if (r < 0)
+                return r;
+        for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                if (strncmp(line, "0::", 3) == 0) {
+                        found = line + 3;
+                        break;
+                }
+                if (!found && strstr(line, ":name=systemd:"))
+                        found = strstr(line, ":name=systemd:") + strlen(":name=systemd:");
+        }
+        copy = strdup(found ? found : "");
+        if (!copy)
+                return -ENOMEM;
+        *ret = copy;
+        return 0;
+}
+
+static int read_exe(const char *proc_root, pid_t pid, char **ret)
+{
+        _cleanup_free_ char *path = NULL;
+        char target[PATH_MAX];
+        ssize_t n;
+        char *deleted;
+
+        if (asprintf(&path, "%s/%d/exe", proc_root, (int)pid) < 0)
+                return -ENOMEM;
+        n = readlink(path, target, sizeof(target) - 1);
+        if (n < 0) {
+                *ret = NULL; /* kernel threads and zombies have none: match on the rest */
+                return 0;
+        }
+        target[n] = '\0';
+        /* A binary replaced by a package upgrade still is the same program. */
+        deleted = strstr(target, " (deleted)");
+        if (deleted && deleted[strlen(" (deleted)")] == '\0')
+                *deleted = '\0';
+        *ret = strdup(target);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int process_facts_read(const char *proc_root, pid_t pid, struct process_facts *ret)
+{
+        struct process_facts p = { .pid = pid };
+        int r;
+
+        if ((r = read_uid(proc_root, pid, &p.uid)) < 0 || (r = read_cmdline(proc_root, pid, &p.cmdline)) < 0 ||
+            (r = read_cgroup(proc_root, pid, &p.cgroup)) < 0 || (r = read_exe(proc_root, pid, &p.exe)) < 0) {
+                process_facts_done(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+void process_facts_done(struct process_facts *p)
+{
+        free(p->exe);
+        free(p->cmdline);
+        free(p->cgroup);
+        *p = (struct process_facts){ 0 };
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+#include "workload-match.h"
+
+#include <fnmatch.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+
+static bool has_suffix(const char *s, size_t len, const char *suffix)
+{
+        size_t n = strlen(suffix);
+        return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+char *cgroup_path_unit(const char *cgroup)
+{
+        const char *best = NULL;
+        size_t best_len = 0;
+
+        for (const char *p = cgroup; *p;) {
+                size_t len;
+
+                while (*p == '/')
+                        p++;
+                len = strcspn(p, "/");
+                if (len && (has_suffix(p, len, ".service") || has_suffix(p, len, ".scope"))) {
+                        best = p;
+                        best_len = len;
+                }
+                p += len;
+        }
+        return best ? strndup(best, best_len) : NULL;
+}
+
+static const char *basename_of(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        return slash ? slash + 1 : path;
+}
+
+static bool value_matches(enum match_key key, const struct match_rule *rule, size_t i,
+                          const struct process_facts *p, const char *unit)
+{
+        const char *v = rule->values[i];
+
+        switch (key) {
+        case MATCH_EXECUTABLE:
+                if (!p->exe)
+                        return false;
+                /* A bare name matches the file name wherever it is installed. */
+                return fnmatch(v, v[0] == '/' ? p->exe : basename_of(p->exe), 0) == 0;
+        case MATCH_COMMAND_LINE:
+                return fnmatch(v, p->cmdline, 0) == 0;
+        case MATCH_USER:
+                return (uid_t)rule->numbers[i] == p->uid;
+        case MATCH_CGROUP:
+                return fnmatch(v, p->cgroup, 0) == 0;
+        case MATCH_UNIT:
+                return unit && fnmatch(v, unit, 0) == 0;
+        case MATCH_CONTAINER:
+                return strstr(p->cgroup, v) != NULL;
+        case MATCH_PID:
+                return (pid_t)rule->numbers[i] == p->pid;
+        case _MATCH_KEY_MAX:
+                break;
+        }
+        return false;
+}
+
+/* What the process has for this key, for the sentence that explains a non-match. */
+static char *describe_fact(enum match_key key, const struct process_facts *p, const char *unit)
+{
+        char *s = NULL;
+        int r = -1;
+
+        switch (key) {
+        case MATCH_EXECUTABLE:
+                r = asprintf(&s, "executable is %s", p->exe ? p->exe : "unknown");
+                break;
+        case MATCH_COMMAND_LINE:
+                r = asprintf(&s, "command line is \"%s\"", p->cmdline);
+                break;
+        case MATCH_USER: {
+                struct passwd *pw = getpwuid(p->uid);
+                r = asprintf(&s, "runs as uid %u%s%s%s", (unsigned)p->uid, pw ? " (" : "",
+                             pw ? pw->pw_name : "", pw ? ")" : "");
+                break;
+        }
+        case MATCH_CGROUP:
+        case MATCH_CONTAINER:
+                r = asprintf(&s, "cgroup is %s", p->cgroup);
+                break;
+        case MATCH_UNIT:
+                r = unit ? asprintf(&s, "unit is %s", unit) : asprintf(&s, "is in no systemd unit (cgroup %s)", p->cgroup);
+                break;
+        case MATCH_PID:
+                r = asprintf(&s, "pid is %d", (int)p->pid);
+                break;
+        case _MATCH_KEY_MAX:
+                break;
+        }
+        return r < 0 ? NULL : s;
+}
+
+static char *join_values(const struct match_rule *rule)
+{
+        size_t len = 1;
+        char *s;
+
+        for (size_t i = 0; i < rule->n_values; i++)
+                len += strlen(rule->values[i]) + 1;
+        s = calloc(1, len);
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < rule->n_values; i++) {
+                if (i)
+                        strcat(s, " ");
+                strcat(s, rule->values[i]);
+        }
+        return s;
+}
+
+bool workload_match(const struct workload *w, const struct process_facts *p, char **ret_reason)
+{
+        _cleanup_free_ char *unit = cgroup_path_unit(p->cgroup ? p->cgroup : "");
+        _cleanup_free_ char *matched = NULL;
+
+        for (int k = 0; k < _MATCH_KEY_MAX; k++) {
+                const struct match_rule *rule = &w->match[k];
+                bool any = false;
+
+                if (!rule->line)
+                        continue;
+                for (size_t i = 0; i < rule->n_values && !any; i++)
+                        any = value_matches(k, rule, i, p, unit);
+                if (!any) {
+                        if (ret_reason) {
+                                _cleanup_free_ char *fact = describe_fact(k, p, unit);
+                                _cleanup_free_ char *values = join_values(rule);
+
+                                if (asprintf(ret_reason, "%s=%s (%s:%u) does not match: %s",
+                                             match_key_to_string(k), values ? values : "", w->file,
+                                             rule->line, fact ? fact : "") < 0)
+                                        *ret_reason = NULL;
+                        }
+                        return false;
+                }
+                if (ret_reason) {
+                        char *grown = NULL;
+
+                        if (asprintf(&grown, "%s%s%s=", matched ? matched : "", matched ? ", " : "",
+                                     match_key_to_string(k)) < 0)
+                                grown = NULL;
+                        free(matched);
+                        matched = grown;
+                }
+        }
+        if (ret_reason) {
+                if (asprintf(ret_reason, "matches by %s", matched ? matched : "") < 0)
+                        *ret_reason = NULL;
+        }
+        return true;
+}
+
+const struct workload *config_classify(const struct config *c, const struct process_facts *p)
+{
+        for (size_t i = 0; i < c->n_workloads; i++)
+                if (workload_match(&c->workloads[i], p, NULL))
+                        return &c->workloads[i];
+        return NULL;
+}

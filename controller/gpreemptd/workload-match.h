@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which workload a process belongs to. A workload matches when every
+ * Match*= key it gives matches (a key matches when any of its values does);
+ * the first matching workload, in configuration order, wins. The same code
+ * explains the decision for `gpreemptctl verify-config --pid`.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "process-facts.h"
+
+/*
+ * Returns true if w matches p. If ret_reason is not NULL it receives a
+ * sentence: for a non-match, the first key that failed and what the process
+ * has instead; for a match, the keys that matched. (NULL on allocation failure.)
+ */
+bool workload_match(const struct workload *w, const struct process_facts *p, char **ret_reason);
+
+/* Returns the first matching workload, or NULL. */
+const struct workload *config_classify(const struct config *c, const struct process_facts *p);
+
+/* The systemd unit a cgroup path belongs to: its innermost .service or .scope component, or NULL. */
+char *cgroup_path_unit(const char *cgroup);

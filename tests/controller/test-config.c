@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/* The configuration parser: good files load, every malformed one is refused with file:line. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "config-fixture.h"
+#include "config.h"
+#include "ini-reader.h"
+
+static void test_missing_files_give_defaults(void **state)
+{
+        struct config_fixture f;
+        struct config *c = NULL;
+        struct diag d = { 0 };
+
+        config_fixture_init(&f);
+        assert_int_equal(config_load(f.dir, &c, &d), 0);
+        assert_int_equal(diag_count(&d), 0);
+        assert_string_equal(c->daemon.runtime_dir, "/run/gpreempt");
+        assert_int_equal(c->n_workloads, 0);
+        assert_int_equal(c->class_defaults[WORKLOAD_CLASS_ONLINE].hold_off_us, POLICY_DEFAULT_HOLD_OFF_US);
+        config_free(c);
+        config_fixture_cleanup(&f);
+}
+
+static void test_full_configuration(void **state)
+{
+        struct config_fixture f;
+        struct config *c = NULL;
+        struct diag d = { 0 };
+
+        config_fixture_init(&f);
+        config_fixture_write(&f, "gpreemptd.conf",
+                             "# comment\n; another\n\n[Daemon]\nRuntimeDirectory = /tmp/rt\nLogLevel=debug\n"
+                             "GracePeriod=4\nBusyPollIntervalUs=15\n"
+                             "[Online]\nHoldOffMs=7\n[Offline]\nMaxSuspendMs=900\nMinOfflineSharePercent=25\n");
+        config_fixture_write(&f, "workloads.d/20-train.conf",
+                             "[Workload]\nName=train\nClass=offline\nMatchExecutable=python3 /opt/*/train\n"
+                             "MaxSuspendMs=100\n");
+        config_fixture_write(&f, "workloads.d/10-serve.conf",
+                             "[Workload]\nName=serve\nClass=online\nMatchUnit=serve-*.service\n"
+                             "MatchUser=root 0\nHoldOffMs=3\n\n[Workload]\nName=cmd\nClass=online\n"
+                             "MatchCommandLine=* --serve *\n");
+        config_fixture_write(&f, "workloads.d/README", "not a drop-in, ignored");
+        assert_int_equal(config_load(f.dir, &c, &d), 0);
+        assert_string_equal(c->daemon.runtime_dir, "/tmp/rt");
+        assert_int_equal(c->daemon.log_level, LOG_LEVEL_DEBUG);
+        assert_int_equal(c->daemon.grace_period, 4);
+        assert_int_equal(c->daemon.busy_poll_interval_us, 15);
+        assert_int_equal(c->n_workloads, 3);
+        /* lexical order of drop-ins, then section order */
+        assert_string_equal(c->workloads[0].name, "serve");
+        assert_string_equal(c->workloads[1].name, "cmd");
+        assert_string_equal(c->workloads[2].name, "train");
+        assert_int_equal(c->workloads[0].policy.hold_off_us, 3000);
+        assert_int_equal(c->workloads[1].policy.hold_off_us, 7000);
+        assert_int_equal(c->workloads[2].policy.max_suspend_us, 100000);
+        assert_int_equal(c->workloads[2].policy.min_offline_share_percent, 25);
+        assert_int_equal(c->workloads[0].match[MATCH_USER].n_values, 2);
+        assert_int_equal(c->workloads[0].match[MATCH_USER].numbers[0], 0);
+        assert_string_equal(c->workloads[1].match[MATCH_COMMAND_LINE].values[0], "* --serve *");
+        assert_int_equal(c->workloads[2].match[MATCH_EXECUTABLE].n_values, 2);
+        assert_int_equal(c->workloads[2].line, 1);
+        config_free(c);
+        config_fixture_cleanup(&f);
+}
+
+struct malformed_case {
+        const char *file; /* relative to the config dir */
+        const char *text;
+        unsigned line;    /* the line the first error must name */
+        const char *says; /* a piece of the sentence */
+};
+
+#define W "[Workload]\nName=w\nClass=offline\nMatchPID=1\n"
+
+static const struct malformed_case malformed[] = {
+        { "gpreemptd.conf", "[Daemon]\nBogus=1\n", 2, "unknown key Bogus=" },
+        { "gpreemptd.conf", "[Deamon]\n", 1, "unknown section [Deamon]" },
+        { "gpreemptd.conf", "LogLevel=info\n", 1, "before any [Section]" },
+        { "gpreemptd.conf", "[Daemon\n", 1, "does not end with ']'" },
+        { "gpreemptd.conf", "[]\n", 1, "section name" },
+        { "gpreemptd.conf", "[Daemon]\nLogLevel\n", 2, "expected \"Key=Value\"" },
+        { "gpreemptd.conf", "[Daemon]\n=x\n", 2, "key \"\" is not a word" },
+        { "gpreemptd.conf", "[Daemon]\nLog Level=info\n", 2, "is not a word" },
+        { "gpreemptd.conf", "[Daemon]\nLogLevel=loud\n", 2, "expected one of error" },
+        { "gpreemptd.conf", "[Daemon]\nRuntimeDirectory=run/x\n", 2, "absolute path" },
+        { "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=0\n", 2, "from 1 to 60000" },
+        { "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=-5\n", 2, "whole number" },
+        { "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=10ms\n", 2, "whole number" },
+        { "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=99999999999999999999999\n", 2, "whole number" },
+        { "gpreemptd.conf", "[Daemon]\nGracePeriod=4294967296\n", 2, "GracePeriod=" },
+        { "gpreemptd.conf", "[Daemon]\nLogLevel=info\nLogLevel=debug\n", 3, "already set on line 2" },
+        { "gpreemptd.conf", "[Online]\nMaxSuspendMs=5\n", 2, "belongs in [Offline]" },
+        { "gpreemptd.conf", "[Offline]\nHoldOffMs=5\n", 2, "belongs in [Online]" },
+        { "gpreemptd.conf", "[Offline]\nMinOfflineSharePercent=95\n", 2, "from 0 to 90" },
+        { "gpreemptd.conf", "[Offline]\nShareWindowMs=5\n", 2, "from 10 to" },
+        { "gpreemptd.conf", "[Online]\nHoldOffMs=\n", 2, "HoldOffMs=" },
+        { "gpreemptd.conf", "\n\n[Daemon]\nLogLevel=info\0x\n", 4, "NUL byte" },
+        { "workloads.d/a.conf", "[Daemon]\nLogLevel=info\n", 1, "not allowed in a drop-in" },
+        { "workloads.d/a.conf", "[Workload]\nClass=online\nMatchPID=1\n", 1, "has no Name=" },
+        { "workloads.d/a.conf", "[Workload]\nName=x\nMatchPID=1\n", 1, "has no Class=" },
+        { "workloads.d/a.conf", "[Workload]\nName=x\nClass=online\n", 1, "has no Match" },
+        { "workloads.d/a.conf", "[Workload]\nName=x y\n", 2, "Name=x y" },
+        { "workloads.d/a.conf", "[Workload]\nName=x\nClass=batch\n", 3, "expected online or offline" },
+        { "workloads.d/a.conf", W "MatchPID=0\n", 5, "already set on line 4" },
+        { "workloads.d/a.conf", "[Workload]\nName=w\nClass=offline\nMatchPID=0\n", 4, "process id" },
+        { "workloads.d/a.conf", "[Workload]\nName=w\nClass=offline\nMatchPID=12 abc\n", 4, "\"abc\"" },
+        { "workloads.d/a.conf", "[Workload]\nName=w\nClass=offline\nMatchUser=no-such-user-xyz\n", 4,
+          "no such user" },
+        { "workloads.d/a.conf", "[Workload]\nName=w\nClass=offline\nMatchExecutable=bin/x\n", 4,
+          "absolute path" },
+        { "workloads.d/a.conf", "[Workload]\nName=w\nClass=offline\nMatchCgroup=system.slice\n", 4,
+          "starting with '/'" },
+        { "workloads.d/a.conf", "[Workload]\nName=w\nClass=offline\nMatchUnit=a/b.service\n", 4,
+          "without '/'" },
+        { "workloads.d/a.conf", "[Workload]\nName=w\nClass=offline\nMatchContainer=ab\n", 4, "at least 4" },
+        { "workloads.d/a.conf", "[Workload]\nName=w\nClass=offline\nMatchContainer=zzzzzz\n", 4,
+          "hexadecimal" },
+        { "workloads.d/a.conf", "[Workload]\nName=w\nClass=offline\nMatchCommandLine=\n", 4, "is empty" },
+        { "workloads.d/a.conf", W "HoldOffMs=4\n", 5, "applies to Class=online" },
+        { "workloads.d/a.conf", W "Frobnicate=1\n", 5, "unknown key Frobnicate=" },
+        { "workloads.d/a.conf", W W, 5, "\"w\" is already used at" },
+        { "workloads.d/a.conf", W "MaxSuspendMs=0\n", 5, "from 1 to" },
+};
+
+static void test_malformed(void **state)
+{
+        for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++) {
+                const struct malformed_case *m = &malformed[i];
+                struct config_fixture f;
+                struct config *c = NULL;
+                struct diag d = { 0 };
+                char where[256];
+
+                config_fixture_init(&f);
+                /* the NUL case: write the bytes, not the C string */
+                if (strstr(m->says, "NUL")) {
+                        char path[256];
+                        FILE *file;
+                        static const char bytes[] = "\n\n[Daemon]\nLogLevel=info\0x\n";
+
+                        snprintf(path, sizeof(path), "%s/%s", f.dir, m->file);
+                        file = fopen(path, "we");
+                        assert_non_null(file);
+                        fwrite(bytes, 1, sizeof(bytes) - 1, file);
+                        fclose(file);
+                } else {
+                        config_fixture_write(&f, m->file, m->text);
+                }
+                assert_int_equal(config_load(f.dir, &c, &d), -EINVAL);
+                assert_null(c);
+                assert_true(d.n_messages >= 1);
+                snprintf(where, sizeof(where), "%s/%s:%u: ", f.dir, m->file, m->line);
+                if (strncmp(d.messages[0], where, strlen(where)) != 0 || !strstr(d.messages[0], m->says))
+                        fail_msg("case %zu: got \"%s\", want \"%s...%s\"", i, d.messages[0], where, m->says);
+                diag_clear(&d);
+                config_fixture_cleanup(&f);
+        }
+}
+
+static void test_long_line_is_refused_and_counted(void **state)
+{
+        struct config_fixture f;
+        struct config *c = NULL;
+        struct diag d = { 0 };
+        char *text = malloc(3 * INI_LINE_MAX);
+
+        config_fixture_init(&f);
+        strcpy(text, "[Daemon]\nLogLevel=");
+        memset(text + strlen(text), 'x', 2 * INI_LINE_MAX);
+        strcpy(text + strlen("[Daemon]\nLogLevel=") + 2 * INI_LINE_MAX, "\nBogus=1\n");
+        config_fixture_write(&f, "gpreemptd.conf", text);
+        assert_int_equal(config_load(f.dir, &c, &d), -EINVAL);
+        assert_int_equal(d.n_messages, 2);
+        assert_non_null(strstr(d.messages[0], "gpreemptd.conf:2: line is longer than"));
+        /* the line after the long one keeps its own number */
+        assert_non_null(strstr(d.messages[1], "gpreemptd.conf:3: unknown key Bogus="));
+        free(text);
+        diag_clear(&d);
+        config_fixture_cleanup(&f);
+}
+
+static void test_all_errors_reported_at_once(void **state)
+{
+        struct config_fixture f;
+        struct config *c = NULL;
+        struct diag d = { 0 };
+
+        config_fixture_init(&f);
+        config_fixture_write(&f, "gpreemptd.conf", "[Daemon]\nA=1\nB=2\n");
+        config_fixture_write(&f, "workloads.d/x.conf", "[Workload]\nC=3\n");
+        assert_int_equal(config_load(f.dir, &c, &d), -EINVAL);
+        assert_true(d.n_messages >= 4);
+        diag_clear(&d);
+        config_fixture_cleanup(&f);
+}
+
+static void test_too_many_workloads(void **state)
+{
+        struct config_fixture f;
+        struct config *c = NULL;
+        struct diag d = { 0 };
+        size_t cap = (CONFIG_MAX_WORKLOADS + 2) * 64;
+        char *text = calloc(1, cap);
+
+        config_fixture_init(&f);
+        for (int i = 0; i < CONFIG_MAX_WORKLOADS + 1; i++)
+                snprintf(text + strlen(text), cap - strlen(text),
+                         "[Workload]\nName=w%d\nClass=online\nMatchPID=%d\n", i, i + 1);
+        config_fixture_write(&f, "workloads.d/many.conf", text);
+        assert_int_equal(config_load(f.dir, &c, &d), -EINVAL);
+        assert_int_equal(d.n_messages, 1);
+        assert_non_null(strstr(d.messages[0], "more than 1024 workloads"));
+        free(text);
+        diag_clear(&d);
+        config_fixture_cleanup(&f);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_missing_files_give_defaults),
+                cmocka_unit_test(test_full_configuration),
+                cmocka_unit_test(test_malformed),
+                cmocka_unit_test(test_long_line_is_refused_and_counted),
+                cmocka_unit_test(test_all_errors_reported_at_once),
+                cmocka_unit_test(test_too_many_workloads),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
