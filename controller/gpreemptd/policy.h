@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-GPU policy: a pure state machine, driven by what the detector saw
+ * and by a clock the caller passes in (so tests use a fake one). It does no
+ * I/O; it says "suspend the offline queues on this GPU" or "resume them".
+ *
+ * - Online work seen → suspend at once (online latency is the product).
+ * - Online idle for HoldOffMs, and the suspension at least CoalesceMs old →
+ *   resume. Bursts closer together than the hold-off stay one suspension:
+ *   every transition is a device-wide preemption on HWS GPUs.
+ * - Bounds, which win over online work so offline jobs' own watchdogs do not
+ *   fire: no suspension lasts longer than MaxSuspendMs (offline then runs for
+ *   a slice sized by MinOfflineSharePercent), and in every ShareWindowMs
+ *   window offline work is suspended at most (100 - MinOfflineSharePercent)%.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy-params.h"
+
+#define POLICY_NEVER UINT64_MAX
+
+enum policy_action {
+        POLICY_ACTION_NONE,
+        POLICY_ACTION_SUSPEND,
+        POLICY_ACTION_RESUME,
+};
+
+enum policy_resume_reason {
+        POLICY_RESUMED_IDLE,
+        POLICY_RESUMED_MAX_SUSPEND,
+        POLICY_RESUMED_SHARE,
+        _POLICY_RESUMED_MAX,
+};
+
+struct policy_stats {
+        uint64_t suspends;
+        uint64_t resumes[_POLICY_RESUMED_MAX];
+        uint64_t suspended_us; /* closed suspensions only; see policy_suspended_us() */
+};
+
+struct policy_gpu {
+        struct policy_params params;
+        bool online_busy;
+        bool suspended;
+        uint64_t idle_since;      /* valid while !online_busy */
+        uint64_t suspended_since; /* valid while suspended */
+        uint64_t offline_run_until; /* a bound forced a resume: no suspension before this */
+        uint64_t window_start;
+        uint64_t window_suspended_us; /* suspended time inside the current window */
+        uint64_t accounted_until;     /* window accounting is done up to here */
+        struct policy_stats stats;
+};
+
+void policy_gpu_init(struct policy_gpu *g, const struct policy_params *params, uint64_t now_us);
+/* New parameters (a reload, a workload joining or leaving the GPU) apply from now on. */
+void policy_gpu_set_params(struct policy_gpu *g, const struct policy_params *params, uint64_t now_us);
+
+/* The detector saw online work on this GPU. */
+enum policy_action policy_online_busy(struct policy_gpu *g, uint64_t now_us);
+/* The online side has had nothing to do since since_us (≤ now_us). */
+enum policy_action policy_online_idle(struct policy_gpu *g, uint64_t since_us, uint64_t now_us);
+/* Time passed: deadlines (hold-off, bounds, windows) are checked. */
+enum policy_action policy_tick(struct policy_gpu *g, uint64_t now_us);
+/* When policy_tick next has something to do; POLICY_NEVER if nothing is pending. */
+uint64_t policy_next_deadline(const struct policy_gpu *g);
+
+/*
+ * The caller could not carry out an action (e.g. no offline queue on the GPU
+ * any more): the policy forgets it, so the state matches the hardware.
+ */
+void policy_action_failed(struct policy_gpu *g, enum policy_action a, uint64_t now_us);
+
+/* Total time suspended, including the suspension in progress. */
+uint64_t policy_suspended_us(const struct policy_gpu *g, uint64_t now_us);
+/* How long offline work runs after MaxSuspendMs forced a resume. */
+uint64_t policy_offline_slice_us(const struct policy_params *p);
