@@ -73,6 +73,7 @@ struct emu_gpu {
         unsigned index;                  /* topology node number (after the CPU node) */
         struct emu_gpu_config cfg;
         struct emu_process *debug_vmid_owner; /* non-per-VMID parts: who holds the debug VMID */
+        uint32_t alloc_watch_ids;        /* address-watch slots taken on the device (kfd->alloc_watch_ids) */
         struct emu_gpu_hw *hw;
 };
 
@@ -81,6 +82,10 @@ struct emu_pdd {
         struct emu_gpu *gpu;
         uint64_t exception_status;       /* device-level exceptions (EC_DEVICE_*) */
         uint64_t doorbell_slots_used[EMU_DOORBELL_SLOTS / 64];
+        /* Debugger state of the device for this process (kfd_process_device). */
+        uint32_t spi_dbg_launch_mode;    /* KFD_DBG_TRAP_WAVE_LAUNCH_MODE_* last set */
+        uint32_t spi_dbg_override;       /* wave launch trap override mask last set */
+        uint32_t alloc_watch_ids;        /* address-watch slots this process owns here */
 };
 
 struct emu_queue {
@@ -119,7 +124,9 @@ struct emu_process {
         struct emu_process *next;        /* node list */
         struct emu_node *node;
         pid_t tgid;                      /* lead_thread->pid, host namespace */
-        int pidfd;                       /* to notice mm release (exit); -1 if none */
+        int pidfd;                       /* to notice mm release (exit); -1 if none. Set by
+                                          * transport/, closed by kernel/ when p is freed. */
+        bool is_released;                /* mm gone: off the node list, kept while files refer to it */
         uint64_t start_time;             /* /proc/<pid>/stat field 22, guards pid reuse */
         uint32_t pasid;
         unsigned n_files;                /* open /dev/kfd files referring to it */
@@ -140,6 +147,7 @@ struct emu_process {
         int dbg_ev_fd;                   /* the server's own copy of the debugger's dbg_fd (pidfd_getfd); -1 */
         uint64_t exception_enable_mask;
         uint64_t exception_status;       /* process-level (EC_PROCESS_*) */
+        uint32_t dbg_flags;              /* KFD_DBG_TRAP_FLAG_* (SET_FLAGS) */
         unsigned debugged_process_count; /* this process as a debugger */
         struct emu_call *destroy_waiters; /* DESTROY_QUEUE calls sleeping in wait_on_destroy_queue */
 };

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernel/'s internal contracts: what one file of the amdkfd stand-in calls
+ * in another. Every function here runs with node->lock held, like all of
+ * kernel.h.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kernel.h"
+#include "state.h"
+
+/* _IOC_NR range of the KFD 1.13 table (AMDKFD_COMMAND_START/END). */
+#define KFD_COMMAND_START 0x01
+#define KFD_COMMAND_END 0x27
+
+/* USE_DEFAULT_GRACE_PERIOD in kfd_device_queue_manager.h. */
+#define KFD_USE_DEFAULT_GRACE_PERIOD 0xffffffffu
+
+/* KFD_SCHED_POLICY_NO_HWS (amdgpu.sched_policy=2). */
+#define KFD_SCHED_POLICY_NO_HWS 2
+
+/* kfd_debug.c: MAX_WATCH_ADDRESSES. */
+#define KFD_MAX_WATCH_ADDRESSES 4
+
+/* What a parked call sleeps on (emu_call.wait_kind). */
+enum kfd_wait_kind {
+        KFD_WAIT_NONE = 0,
+        KFD_WAIT_RUNTIME_ENABLE, /* down_interruptible(&p->runtime_enable_sema) */
+        KFD_WAIT_DESTROY_QUEUE,  /* wait_event_interruptible(dqm->destroy_wait) */
+        KFD_WAIT_DEVICE,         /* the preemption fence: emu_gpu_complete_after */
+};
+
+/* kfd-log.c: what the kernel would print to dmesg. */
+void kfd_log(struct emu_node *node, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* kfd-chardev.c: finish a call (copy-out of kdata as kfd_ioctl does). */
+long kfd_ioctl_copy_out(struct emu_call *call, long ret);
+/* The call returns after `delay_ns` of modelled device time: parks it on
+ * the GPU model and returns EMU_CALL_PARKED, or `ret` if there is no delay. */
+long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns);
+
+/* kfd-node.c: kfd_device_by_id (topology). */
+struct emu_gpu *kfd_device_by_id(struct emu_node *node, uint32_t gpu_id);
+
+/* kfd-waitqueue.c */
+void kfd_waitlist_add_tail(struct emu_call **head, struct emu_call *call, enum kfd_wait_kind kind);
+bool kfd_waitlist_remove(struct emu_call **head, struct emu_call *call);
+struct emu_call *kfd_waitlist_pop(struct emu_call **head);
+
+/* kfd-process.c */
+int kfd_create_process(struct emu_node *node, pid_t tgid, struct emu_process **ret);
+struct emu_process *kfd_lookup_process_by_tgid(struct emu_node *node, pid_t tgid);
+struct emu_pdd *kfd_process_device_by_id(struct emu_process *p, uint32_t gpu_id);
+void kfd_process_put_file(struct emu_process *p);
+
+/* kfd-queue.c */
+long kfd_ioctl_create_queue(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_destroy_queue(struct emu_call *call, struct emu_process *p, void *data);
+struct emu_queue *kfd_queue_by_id(struct emu_process *p, uint32_t queue_id);
+/* QUEUE_IS_ACTIVE() of kfd_priv.h: mapped into the runlist. */
+bool kfd_queue_is_active(const struct emu_queue *q);
+/* wake_up_all(&dqm->destroy_wait) for `gpu`: destroys whose queue is no
+ * longer suspended proceed. */
+void kfd_wake_destroy_waiters(struct emu_node *node, struct emu_gpu *gpu);
+void kfd_destroy_wait_interrupted(struct emu_call *call);
+/* process_termination_cpsch: every queue goes, nobody waits. */
+void kfd_process_remove_queues(struct emu_process *p);
+
+/* kfd-runtime.c */
+long kfd_ioctl_runtime_enable(struct emu_call *call, struct emu_process *p, void *data);
+/* up(&p->runtime_enable_sema). */
+void kfd_runtime_sema_up(struct emu_process *p);
+void kfd_runtime_wait_interrupted(struct emu_call *call);
+
+/* Detach `p`'s parked calls from every wait list without replying: their
+ * threads are gone with the mm (the transport abandons them). */
+void kfd_process_detach_waiters(struct emu_process *p);
+
+/* kfd-dbgtrap.c */
+long kfd_ioctl_set_debug_trap(struct emu_call *call, struct emu_process *p, void *data);
+
+/* kfd-debug.c: the debug session (kfd_debug.c). */
+int kfd_dbg_trap_enable(struct emu_call *call, struct emu_process *target, uint32_t dbg_fd,
+                        uint64_t rinfo_ptr, uint32_t *rinfo_size);
+int kfd_dbg_trap_disable(struct emu_process *target);
+int kfd_dbg_trap_activate(struct emu_process *target);
+void kfd_dbg_trap_deactivate(struct emu_process *target, bool unwind, unsigned unwind_count);
+
+/* kfd-debug-hw.c: the debugger's hardware ops (ops 4, 5, 8, 9, 10). */
+int kfd_dbg_trap_set_wave_launch_override(struct emu_process *target, uint32_t override_mode,
+                                          uint32_t enable_mask, uint32_t support_request_mask,
+                                          uint32_t *ret_prev_mask, uint32_t *ret_supported_mask);
+int kfd_dbg_trap_set_wave_launch_mode(struct emu_process *target, uint32_t mode);
+int kfd_dbg_trap_set_dev_address_watch(struct emu_pdd *pdd, uint32_t *watch_id);
+int kfd_dbg_trap_clear_dev_address_watch(struct emu_pdd *pdd, uint32_t watch_id);
+void kfd_dbg_clear_process_address_watch(struct emu_process *target);
+int kfd_dbg_trap_set_flags(struct emu_process *target, uint32_t *flags);
+bool kfd_dbg_is_per_vmid_supported(const struct emu_gpu *gpu);
+
+/* kfd-runlist.c: the device queue manager's scheduler actions. */
+/* execute_queues_cpsch / debug_refresh_runlist on an HWS device: one
+ * device-wide preemption; returns its modelled duration (0 on MES). */
+uint64_t kfd_dqm_execute_queues(struct emu_gpu *gpu, uint32_t grace_period);
+int kfd_reserve_debug_trap_vmid(struct emu_gpu *gpu, struct emu_process *p);
+int kfd_release_debug_trap_vmid(struct emu_gpu *gpu);
+
+/* kfd-suspend.c */
+int kfd_suspend_queues(struct emu_call *call, struct emu_process *target, uint32_t num_queues,
+                       uint32_t grace_period, uint64_t exception_clear_mask, uint64_t queue_array_ptr,
+                       uint64_t *ret_delay_ns);
+int kfd_resume_queues(struct emu_call *call, struct emu_process *target, uint32_t num_queues,
+                      uint64_t queue_array_ptr, uint64_t *ret_delay_ns);
+
+/* kfd-events.c */
+/* kfd_dbg_ev_raise: record `event_mask` on the queue/device/process and
+ * write the event byte if subscribed. `raiser` is `current` (NULL for the
+ * GPU's own events). Returns whether the debugger is subscribed. */
+bool kfd_dbg_ev_raise(uint64_t event_mask, struct emu_process *p, struct emu_gpu *gpu,
+                      uint32_t queue_id, const struct emu_caller *raiser);
+int kfd_dbg_ev_query_debug_event(struct emu_process *p, uint32_t *ret_queue_id, uint32_t *ret_gpu_id,
+                                 uint64_t clear_mask, uint64_t *ret_status);
+int kfd_dbg_trap_query_exception_info(struct emu_call *call, struct emu_process *target,
+                                      uint32_t source_id, uint32_t exception_code, bool clear,
+                                      uint64_t info_ptr, uint32_t *info_size);
+void kfd_dbg_set_enabled_debug_exception_mask(struct emu_process *target, uint64_t mask,
+                                              const struct emu_caller *raiser);
+int kfd_dbg_send_exception_to_runtime(struct emu_process *p, uint32_t gpu_id, uint32_t queue_id,
+                                      uint64_t error_reason);
+
+/* kfd-snapshot.c */
+int kfd_pqm_get_queue_snapshot(struct emu_call *call, struct emu_process *target, uint64_t clear_mask,
+                               uint64_t buf, uint32_t *num_queues, uint32_t *entry_size);
+int kfd_dbg_trap_device_snapshot(struct emu_call *call, struct emu_process *target, uint64_t clear_mask,
+                                 uint64_t buf, uint32_t *num_devices, uint32_t *entry_size);
+
+/* kfd-ptrace.c: what the kernel knows about tasks, read from /proc. */
+struct kfd_task {
+        pid_t tid;        /* host namespace */
+        pid_t tgid;
+        pid_t tracer_tid; /* TracerPid; 0 = not traced */
+        bool has_mm;      /* get_task_mm() would succeed */
+};
+/* find_get_pid(pid) in the caller's pid namespace + get_pid_task(). */
+int kfd_find_task(const struct emu_caller *caller, uint32_t pid, struct kfd_task *ret);
+/* ptrace_parent(task) == current (the calling thread). */
+bool kfd_ptrace_parent_is(pid_t tid, pid_t tracer_tid);
+/* The file open as `fd` in `tgid`'s table, as the server's own descriptor (fget). */
+int kfd_fget(pid_t tgid, uint32_t fd, int *ret_fd);
+/* in_compat_syscall() for kfd_open: the caller runs a 32-bit image. */
+bool kfd_task_is_32bit(pid_t tgid);
