@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app-job.h"
+#include "app-signals.h"
+#include "cleanup.h"
+
+#define NS_PER_S 1000000000LL
+/* How long a worker blocks before it looks at its stop flag again: short
+ * enough that SIGTERM is honoured promptly even while the queue is
+ * suspended, long enough to cost nothing. */
+#define WAIT_SLICE_NS (20 * 1000 * 1000)
+#define MAX_WORKERS (APP_MAX_QUEUES + 1)
+
+struct app_worker {
+        struct app_job *job;
+        struct emu_aql_queue *queue;       /* NULL once destroyed */
+        struct emu_queue_identity identity;
+        pthread_t thread;
+        bool started, joined;
+        atomic_bool stop;
+        atomic_bool done;
+        int64_t first_arrival_ns;
+        double interval_ns;                /* open loop: mean gap between arrivals */
+        unsigned short rng[3];
+        pthread_mutex_t lock;              /* everything below */
+        struct latency_stats stats;
+        uint64_t requests, kernels, abandoned;
+        uint64_t final_read_index, final_write_index;
+        int error;
+};
+
+struct app_job {
+        const struct app_options *opts;
+        struct emu_runtime *rt;
+        struct clr_log *log;
+        int64_t start_ns;
+        int64_t end_ns;                    /* 0 = no duration limit */
+        int64_t stop_ns;                   /* when app_job_stop ran; 0 = running */
+        atomic_uint_fast64_t requests_claimed;
+        struct app_worker *workers[MAX_WORKERS];
+        unsigned n_workers;
+};
+
+static int64_t now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static bool worker_should_stop(struct app_worker *w)
+{
+        return atomic_load(&w->stop);
+}
+
+/* Sleeps until `when` in slices, so a stop request is seen. false if stopped. */
+static bool sleep_until(struct app_worker *w, int64_t when)
+{
+        for (;;) {
+                int64_t left = when - now_ns();
+                struct timespec ts;
+
+                if (worker_should_stop(w))
+                        return false;
+                if (left <= 0)
+                        return true;
+                if (left > WAIT_SLICE_NS)
+                        left = WAIT_SLICE_NS;
+                ts = (struct timespec){.tv_sec = left / NS_PER_S, .tv_nsec = left % NS_PER_S};
+                nanosleep(&ts, NULL);
+        }
+}
+
+/* Waits for the packet `index` to be consumed. 0, or -ECANCELED if stopped. */
+static int wait_consumed(struct app_worker *w, uint64_t index)
+{
+        for (;;) {
+                int r;
+
+                if (worker_should_stop(w))
+                        return -ECANCELED;
+                r = emu_aql_queue_wait(w->queue, index, WAIT_SLICE_NS);
+                if (r == 0)
+                        return 0;
+                if (r != -ETIMEDOUT && r != -EINTR)
+                        return r;
+        }
+}
+
+static double exponential_gap(struct app_worker *w)
+{
+        /* erand48 is in [0, 1); 1 - u keeps log() away from 0. */
+        return -log(1.0 - erand48(w->rng)) * w->interval_ns;
+}
+
+/* Submits one request's kernels; ret_last is the last packet's index. */
+static int submit_request(struct app_worker *w, uint64_t *ret_last)
+{
+        const struct app_options *o = w->job->opts;
+        struct emu_kernel_launch launch = {
+                .duration_ns = o->kernel_ns,
+                .workgroups = o->workgroups,
+                .workgroup_size = o->workgroup_size,
+        };
+        struct emu_dispatch_record rec = {0};
+
+        for (unsigned k = 0; k < o->kernels_per_request; k++) {
+                int r;
+
+                while ((r = emu_aql_queue_dispatch(w->queue, &launch, &rec)) == -EAGAIN) {
+                        /* Ring full: wait for the oldest packet to go. */
+                        uint64_t oldest = emu_aql_queue_write_index(w->queue) - w->identity.ring_packets;
+
+                        r = wait_consumed(w, oldest);
+                        if (r < 0)
+                                return r;
+                }
+                if (r < 0)
+                        return r;
+                if (w->job->log)
+                        clr_log_kernel_dispatch(w->job->log, &w->identity, &rec, o->kernel_name);
+        }
+        *ret_last = rec.index;
+        return 0;
+}
+
+static bool claim_request(struct app_job *job)
+{
+        if (job->opts->requests == 0)
+                return true;
+        return atomic_fetch_add(&job->requests_claimed, 1) < job->opts->requests;
+}
+
+static void *worker_main(void *userdata)
+{
+        struct app_worker *w = userdata;
+        struct app_job *job = w->job;
+        bool open_loop = job->opts->arrival != APP_ARRIVAL_CLOSED_LOOP;
+        int64_t next_arrival = w->first_arrival_ns;
+        int error = 0;
+
+        while (!worker_should_stop(w) && claim_request(job)) {
+                int64_t scheduled;
+                uint64_t last;
+                int r;
+
+                if (open_loop) {
+                        scheduled = next_arrival;
+                        next_arrival += job->opts->arrival == APP_ARRIVAL_POISSON ? (int64_t)exponential_gap(w)
+                                                                                  : (int64_t)w->interval_ns;
+                        if (job->end_ns && scheduled >= job->end_ns)
+                                break;
+                        if (!sleep_until(w, scheduled))
+                                break;
+                } else {
+                        scheduled = now_ns();
+                        if (job->end_ns && scheduled >= job->end_ns)
+                                break;
+                }
+                r = submit_request(w, &last);
+                if (r == 0)
+                        r = wait_consumed(w, last);
+                pthread_mutex_lock(&w->lock);
+                if (r == 0) {
+                        w->requests++;
+                        w->kernels += job->opts->kernels_per_request;
+                        r = latency_stats_add(&w->stats, (uint64_t)(now_ns() - scheduled));
+                } else if (r == -ECANCELED) {
+                        w->abandoned++;
+                }
+                pthread_mutex_unlock(&w->lock);
+                if (r == -ECANCELED)
+                        break;
+                if (r < 0) {
+                        error = r;
+                        break;
+                }
+        }
+        pthread_mutex_lock(&w->lock);
+        w->error = error;
+        pthread_mutex_unlock(&w->lock);
+        atomic_store(&w->done, true);
+        app_signals_wake();
+        return NULL;
+}
+
+static void worker_free(struct app_worker *w)
+{
+        latency_stats_clear(&w->stats);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+}
+
+int app_job_new(const struct app_options *opts, struct emu_runtime *rt, struct clr_log *log,
+                struct app_job **ret_job)
+{
+        struct app_job *job = calloc(1, sizeof(*job));
+
+        if (!job)
+                return -ENOMEM;
+        job->opts = opts;
+        job->rt = rt;
+        job->log = log;
+        atomic_init(&job->requests_claimed, 0);
+        *ret_job = job;
+        return 0;
+}
+
+static void worker_join(struct app_worker *w)
+{
+        if (w->started && !w->joined) {
+                atomic_store(&w->stop, true);
+                pthread_join(w->thread, NULL);
+                w->joined = true;
+        }
+}
+
+void app_job_stop(struct app_job *job)
+{
+        if (job->stop_ns == 0 && job->start_ns != 0)
+                job->stop_ns = now_ns();
+        /* Flag everyone first so they wind down in parallel. */
+        for (unsigned i = 0; i < job->n_workers; i++)
+                atomic_store(&job->workers[i]->stop, true);
+        for (unsigned i = 0; i < job->n_workers; i++)
+                worker_join(job->workers[i]);
+}
+
+void app_job_free(struct app_job *job)
+{
+        if (!job)
+                return;
+        app_job_stop(job);
+        for (unsigned i = 0; i < job->n_workers; i++)
+                worker_free(job->workers[i]);
+        free(job);
+}
+
+int app_job_add_queue(struct app_job *job, uint32_t gpu_id)
+{
+        struct emu_queue_options qo = {
+                .gpu_id = gpu_id,
+                .priority = job->opts->priority,
+                .ring_packets = job->opts->ring_packets,
+        };
+        struct app_worker *w;
+        int r;
+
+        if (job->n_workers == MAX_WORKERS)
+                return -E2BIG;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        r = emu_aql_queue_create(job->rt, &qo, &w->queue);
+        if (r < 0) {
+                free(w);
+                return r;
+        }
+        w->job = job;
+        pthread_mutex_init(&w->lock, NULL);
+        atomic_init(&w->stop, false);
+        atomic_init(&w->done, false);
+        emu_aql_queue_identity(w->queue, &w->identity);
+        /* Distinct, reproducible Poisson streams per queue. */
+        w->rng[0] = (unsigned short)(job->opts->seed ^ 0x330e);
+        w->rng[1] = (unsigned short)((job->opts->seed >> 16) ^ job->n_workers);
+        w->rng[2] = (unsigned short)((job->opts->seed >> 32) ^ (job->n_workers * 0x9e37u));
+        job->workers[job->n_workers++] = w;
+        if (job->log)
+                clr_log_queue_created(job->log, &w->identity, (uintptr_t)w);
+        return 0;
+}
+
+int app_job_start(struct app_job *job)
+{
+        const struct app_options *o = job->opts;
+        int64_t now = now_ns();
+        double interval = o->rate > 0 ? (double)NS_PER_S * o->queues / o->rate : 0;
+        bool first_start = job->start_ns == 0;
+        sigset_t all, old;
+        int r = 0;
+
+        if (first_start) {
+                job->start_ns = now;
+                job->end_ns = o->duration_s > 0 ? now + (int64_t)(o->duration_s * NS_PER_S) : 0;
+        }
+        /* Workers take no signals: the main thread handles them all. */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        for (unsigned i = 0; i < job->n_workers && r == 0; i++) {
+                struct app_worker *w = job->workers[i];
+
+                if (w->started || !w->queue)
+                        continue;
+                w->interval_ns = interval;
+                if (o->arrival == APP_ARRIVAL_FIXED)
+                        /* Phase-shift the initial queues so that arrivals over
+                         * the node are evenly spaced at 1/R. */
+                        w->first_arrival_ns = first_start
+                                                      ? job->start_ns + (int64_t)(i * interval / o->queues)
+                                                      : now;
+                else if (o->arrival == APP_ARRIVAL_POISSON)
+                        w->first_arrival_ns = now + (int64_t)exponential_gap(w);
+                r = -pthread_create(&w->thread, NULL, worker_main, w);
+                if (r == 0)
+                        w->started = true;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return r;
+}
+
+static void worker_retire_queue(struct app_worker *w)
+{
+        pthread_mutex_lock(&w->lock);
+        w->final_read_index = emu_aql_queue_read_index(w->queue);
+        w->final_write_index = emu_aql_queue_write_index(w->queue);
+        pthread_mutex_unlock(&w->lock);
+}
+
+static int worker_destroy_queue(struct app_job *job, struct app_worker *w)
+{
+        int r;
+
+        worker_join(w);
+        worker_retire_queue(w);
+        r = emu_aql_queue_destroy(w->queue);
+        if (r < 0)
+                return r;
+        w->queue = NULL;
+        if (job->log)
+                clr_log_queue_destroyed(job->log, &w->identity, (uintptr_t)w);
+        return 0;
+}
+
+int app_job_destroy_one_queue(struct app_job *job)
+{
+        for (unsigned i = job->n_workers; i > 0; i--) {
+                struct app_worker *w = job->workers[i - 1];
+
+                if (w->queue)
+                        return worker_destroy_queue(job, w);
+        }
+        return -ENOENT;
+}
+
+int app_job_destroy_queues(struct app_job *job)
+{
+        int first_error = 0;
+
+        for (unsigned i = 0; i < job->n_workers; i++) {
+                struct app_worker *w = job->workers[i];
+                int r;
+
+                if (!w->queue)
+                        continue;
+                r = worker_destroy_queue(job, w);
+                if (r < 0 && first_error == 0)
+                        first_error = r;
+        }
+        return first_error;
+}
+
+int app_job_error(struct app_job *job)
+{
+        for (unsigned i = 0; i < job->n_workers; i++) {
+                struct app_worker *w = job->workers[i];
+                int r;
+
+                pthread_mutex_lock(&w->lock);
+                r = w->error;
+                pthread_mutex_unlock(&w->lock);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+unsigned app_job_queue_count(const struct app_job *job)
+{
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < job->n_workers; i++)
+                n += job->workers[i]->queue != NULL;
+        return n;
+}
+
+bool app_job_workers_done(struct app_job *job)
+{
+        for (unsigned i = 0; i < job->n_workers; i++) {
+                struct app_worker *w = job->workers[i];
+
+                if (w->queue && !atomic_load(&w->done))
+                        return false;
+        }
+        return true;
+}
+
+int app_job_report(struct app_job *job, struct app_job_report *ret)
+{
+        const struct latency_stats *stats[MAX_WORKERS];
+        _cleanup_free_ struct app_queue_report *queues = calloc(job->n_workers ? job->n_workers : 1,
+                                                                  sizeof(*queues));
+        struct app_job_report rep = {0};
+        int r;
+
+        if (!queues)
+                return -ENOMEM;
+        for (unsigned i = 0; i < job->n_workers; i++) {
+                struct app_worker *w = job->workers[i];
+
+                pthread_mutex_lock(&w->lock);
+        }
+        for (unsigned i = 0; i < job->n_workers; i++) {
+                struct app_worker *w = job->workers[i];
+                struct app_queue_report *q = &queues[i];
+
+                stats[i] = &w->stats;
+                q->identity = w->identity;
+                q->destroyed = w->queue == NULL;
+                q->read_index = w->queue ? emu_aql_queue_read_index(w->queue) : w->final_read_index;
+                q->write_index = w->queue ? emu_aql_queue_write_index(w->queue) : w->final_write_index;
+                q->requests = w->requests;
+                q->kernels = w->kernels;
+                rep.requests += w->requests;
+                rep.kernels += w->kernels;
+                rep.abandoned += w->abandoned;
+                if (rep.error == 0)
+                        rep.error = w->error;
+        }
+        r = latency_summarize(stats, job->n_workers, &rep.latency);
+        for (unsigned i = 0; i < job->n_workers; i++)
+                pthread_mutex_unlock(&job->workers[i]->lock);
+        if (r < 0)
+                return r;
+        if (job->start_ns)
+                rep.elapsed_s = (double)((job->stop_ns ? job->stop_ns : now_ns()) - job->start_ns) / NS_PER_S;
+        rep.n_queues = job->n_workers;
+        rep.queues = TAKE_PTR(queues);
+        *ret = rep;
+        return 0;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emu-runtime: a small stand-in for ROCr + libhsakmt that drives /dev/kfd
+ * the way a real HIP application does (rocm-userspace.md §4-5):
+ *
+ *   open /dev/kfd (O_RDWR|O_CLOEXEC) -> GET_VERSION (>= 1.13)
+ *   -> RUNTIME_ENABLE {&r_debug, ENABLE}        (hsaKmtRuntimeEnable)
+ *   -> GPUs from the topology's nodes/N/gpu_id  (0 = CPU node, skipped)
+ *   -> per queue: an amd_queue_t in our own memory, a ring, an EOP buffer,
+ *      a ctx-save area; CREATE_QUEUE; map the GPU's doorbell frame once
+ *   -> dispatch packets, ring doorbells, wait for the read index
+ *   -> DESTROY_QUEUE, RUNTIME_ENABLE {mode 0} (hsaKmtRuntimeDisable), close.
+ *
+ * It only uses libc: under kfdemu the preload library routes these calls to
+ * the emulated kernel, on a real node they reach amdkfd. Every function
+ * returns 0 or a positive count on success and -errno on failure; nothing
+ * prints. A runtime may be shared by threads: queue creation and
+ * destruction are serialised inside; each queue must be driven (dispatch,
+ * wait) by one thread at a time.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Upper bounds on what the runtime accepts; they also bound what a user
+ * can ask for on the command line. */
+#define EMU_RUNTIME_MAX_GPUS 64u
+#define EMU_QUEUE_MIN_PACKETS 16u
+#define EMU_QUEUE_MAX_PACKETS (1u << 20) /* 64 MiB of ring */
+#define EMU_QUEUE_DEFAULT_PACKETS 1024u
+/* The priority the real MI308X node showed on every queue (evaluation.md). */
+#define EMU_QUEUE_DEFAULT_PRIORITY 7u
+
+struct emu_runtime;
+struct emu_aql_queue;
+
+struct emu_runtime_options {
+        /* Issue RUNTIME_ENABLE as ROCr >= 5.7 does. false plays a process
+         * whose runtime never enabled debugging (Debian's ROCm 5.2.3). */
+        bool runtime_enable;
+        /* Ask for trap temporaries to be saved (HSA_ENABLE_DEBUG=1). */
+        bool ttmp_save;
+        /* NULL = "/dev/kfd". */
+        const char *kfd_path;
+        /* NULL = "/sys/class/kfd/kfd/topology". */
+        const char *topology_path;
+};
+
+struct emu_gpu_info {
+        uint32_t gpu_id;
+        uint32_t node;             /* topology node number */
+        uint32_t cu_count;         /* simd_count / simd_per_cu */
+        uint32_t waves_per_cu;     /* simd_per_cu * max_waves_per_simd */
+        uint32_t num_xcc;
+};
+
+/* Opens the device and brings the runtime up. ret_rt is set only on success. */
+int emu_runtime_open(const struct emu_runtime_options *options, struct emu_runtime **ret_rt);
+
+/* RUNTIME_ENABLE with mode 0 (only if it was enabled), unmaps the doorbell
+ * frames and closes the device. Blocks, as hsaKmtRuntimeDisable does, until
+ * a debugger attached to this process acknowledges the runtime event.
+ * Queues must have been destroyed. Returns the disable's result; the
+ * runtime is freed in every case. */
+int emu_runtime_close(struct emu_runtime *rt);
+
+/* The KFD interface version the device reported. */
+void emu_runtime_kfd_version(const struct emu_runtime *rt, uint32_t *ret_major, uint32_t *ret_minor);
+bool emu_runtime_is_debug_enabled(const struct emu_runtime *rt);
+unsigned emu_runtime_gpu_count(const struct emu_runtime *rt);
+const struct emu_gpu_info *emu_runtime_gpu(const struct emu_runtime *rt, unsigned index);
+/* Index of the GPU with this gpu_id, or -ENODEV. */
+int emu_runtime_find_gpu(const struct emu_runtime *rt, uint32_t gpu_id);
+
+struct emu_queue_options {
+        uint32_t gpu_id;
+        uint32_t priority;         /* KFD queue priority 0..15 */
+        uint32_t ring_packets;     /* power of two, EMU_QUEUE_MIN..MAX_PACKETS */
+};
+
+int emu_aql_queue_create(struct emu_runtime *rt, const struct emu_queue_options *options,
+                         struct emu_aql_queue **ret_queue);
+
+/* DESTROY_QUEUE, then frees the queue's memory. Like the kernel's
+ * wait_on_destroy_queue this blocks while the queue is suspended by a
+ * debugger. On failure the queue is left alive (the GPU may still write to
+ * its memory) and -errno is returned. */
+int emu_aql_queue_destroy(struct emu_aql_queue *queue);
+
+/* One emulated kernel launch (emu-hw.h: the packet describes the work). */
+struct emu_kernel_launch {
+        uint64_t duration_ns;      /* run time alone on the whole GPU */
+        uint32_t workgroups;       /* grid_size_x */
+        uint16_t workgroup_size;   /* work-items per workgroup, 1..1024 */
+};
+
+/* What a dispatch put into the ring, for logging. */
+struct emu_dispatch_record {
+        uint64_t index;            /* packet index (the write index before it) */
+        uint64_t read_index;       /* read_dispatch_id seen when it was written */
+        uint16_t header;
+        uint16_t setup;
+        uint64_t kernel_object;
+        uint64_t kernarg_address;
+        uint64_t completion_signal;
+        uint32_t grid[3];
+        uint16_t workgroup[3];
+        uint32_t private_segment_size;
+        uint32_t group_segment_size;
+};
+
+/* Publishes one kernel dispatch packet and rings the doorbell (emu-hw.h).
+ * -EAGAIN when the ring is full (nothing was written). ret_record may be NULL. */
+int emu_aql_queue_dispatch(struct emu_aql_queue *queue, const struct emu_kernel_launch *launch,
+                           struct emu_dispatch_record *ret_record);
+
+/* Waits until the GPU has consumed the packet with this index
+ * (read_dispatch_id > index), at most timeout_ns: callers wait in slices so
+ * that a suspended queue never keeps them from their own stop conditions.
+ * 0 when done, -ETIMEDOUT, or -EINTR when a signal handler ran. */
+int emu_aql_queue_wait(struct emu_aql_queue *queue, uint64_t index, int64_t timeout_ns);
+
+uint64_t emu_aql_queue_read_index(const struct emu_aql_queue *queue);
+uint64_t emu_aql_queue_write_index(const struct emu_aql_queue *queue);
+
+/* Addresses and ids as a debugger or a log would see them. */
+struct emu_queue_identity {
+        uint32_t queue_id;         /* KFD queue id (sysfs queues/<id>) */
+        uint32_t gpu_id;
+        uint32_t priority;
+        uint32_t ring_packets;
+        uint64_t hsa_queue_id;     /* ROCr's hsa_queue.id (the log's id=) */
+        uintptr_t amd_queue;       /* hsa_queue_t* = amd_queue_t VA */
+        uintptr_t ring;            /* hsa_queue.base_address = KFD ring base */
+        uintptr_t write_pointer;   /* &amd_queue_t.write_dispatch_id */
+        uintptr_t read_pointer;    /* &amd_queue_t.read_dispatch_id */
+        uintptr_t ctx_save;
+        uint64_t doorbell_offset;
+};
+
+void emu_aql_queue_identity(const struct emu_aql_queue *queue, struct emu_queue_identity *ret);
