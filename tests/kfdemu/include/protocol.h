@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire protocol between the kfdemu preload library (in every emulated
+ * process) and the kfdemu server (kfdemu-run). One SOCK_SEQPACKET unix
+ * socket, one message per packet, fixed-size little structs in host byte
+ * order (both ends run on the same machine, built from the same tree).
+ *
+ * Two kinds of connections, told apart by their first message:
+ *
+ *   file     one per open("/dev/kfd"). The client socket IS the kfd fd the
+ *            application sees, so close/dup/fork/exec act on it as on a real
+ *            struct file; the server calls kfd_release when its last
+ *            reference goes (HUP). First and only message: OPEN.
+ *
+ *   channel  one per client thread, created lazily by the preload, carrying
+ *            that thread's calls: IOCTL, MMAP, INTERRUPTED, EXEC. First
+ *            message: HELLO. A file is named in a call by the inode number
+ *            of the client's file socket (its identity while it is open).
+ *
+ * The caller's tgid is never taken from a message: the server reads
+ * SO_PEERCRED. Thread ids are sent (the kernel's `current` is a thread) in
+ * the client's pid namespace and translated by the server.
+ */
+#pragma once
+
+#include <stdint.h>
+
+/* The environment kfdemu-run gives COMMAND. */
+#define KFDEMU_ENV_SOCKET "KFDEMU_SOCKET"
+#define KFDEMU_ENV_ROOT "KFDEMU_ROOT"
+#define KFDEMU_ENV_PRELOAD "KFDEMU_PRELOAD"
+
+enum kfdemu_msg_type {
+        KFDEMU_MSG_OPEN = 1,        /* file: kfd_open          -> reply */
+        KFDEMU_MSG_HELLO = 2,       /* channel: who is calling -> no reply */
+        KFDEMU_MSG_IOCTL = 3,       /* channel: kfd_ioctl      -> reply, maybe later */
+        KFDEMU_MSG_INTERRUPTED = 4, /* channel: a signal hit the waiting thread -> no reply */
+        KFDEMU_MSG_MMAP = 5,        /* channel: kfd_mmap       -> mmap reply + SCM_RIGHTS */
+        KFDEMU_MSG_EXEC = 6,        /* channel: the process has a new mm -> reply */
+};
+
+struct kfdemu_msg_open {
+        uint32_t type;
+        int32_t tid;                /* gettid() of the opener */
+        uint64_t file_inode;        /* st_ino of the client's socket */
+};
+
+struct kfdemu_msg_hello {
+        uint32_t type;
+        int32_t tid;                /* gettid() of the thread that owns the channel */
+};
+
+struct kfdemu_msg_ioctl {
+        uint32_t type;
+        uint32_t cmd;
+        uint64_t file_inode;
+        uint64_t arg;
+};
+
+struct kfdemu_msg_interrupted {
+        uint32_t type;
+        uint32_t pad;
+};
+
+struct kfdemu_msg_mmap {
+        uint32_t type;
+        uint32_t pad;
+        uint64_t file_inode;
+        uint64_t offset;
+        uint64_t length;
+};
+
+struct kfdemu_msg_exec {
+        uint32_t type;
+        uint32_t pad;
+};
+
+/* The largest message a client may send; anything larger is hostile. */
+#define KFDEMU_MSG_MAX sizeof(struct kfdemu_msg_mmap)
+
+enum kfdemu_reply_status {
+        KFDEMU_REPLY_RESULT = 0,    /* `result` is the call's return (>= 0 or -errno) */
+        KFDEMU_REPLY_NOT_MINE = 1,  /* the fd is no kfdemu file: do the real syscall */
+};
+
+struct kfdemu_reply {
+        uint32_t status;
+        uint32_t pad;
+        int64_t result;
+};
+
+#define KFDEMU_MMAP_MAX_SEGMENTS 2
+
+/* Sent with one memfd per segment in SCM_RIGHTS, in segment order. */
+struct kfdemu_reply_mmap {
+        uint32_t status;
+        uint32_t n_segments;
+        int64_t result;
+        struct {
+                uint64_t memfd_offset;
+                uint64_t length;
+        } segments[KFDEMU_MMAP_MAX_SEGMENTS];
+};

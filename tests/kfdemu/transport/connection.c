@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One client connection: an open /dev/kfd (a *file*) or one thread's call
+ * *channel* (protocol.h). Every function here runs with node.lock held.
+ *
+ * A client that breaks the protocol (unknown or mis-sized message, a
+ * second call while one is in flight, a file connection that talks after
+ * OPEN) is disconnected: that is what happens to its fd, never to the
+ * server.
+ */
+#include <errno.h>
+#include <search.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "caller.h"
+#include "cleanup.h"
+#include "protocol.h"
+#include "server.h"
+
+enum connection_kind {
+        CONNECTION_NEW,                  /* nothing received yet */
+        CONNECTION_FILE,
+        CONNECTION_CHANNEL,
+};
+
+struct connection {
+        struct connection *prev, *next;
+        struct kfdemu_server *server;
+        int fd;
+        sd_event_source *source;
+        enum connection_kind kind;
+        struct emu_caller caller;        /* opener (file) or owner thread (channel), host ids */
+
+        /* CONNECTION_FILE */
+        uint64_t file_inode;
+        struct emu_file *file;
+        /* A parked ioctl holds the file like the kernel's fdget() does:
+         * kfd_release waits until the last in-flight call returns. */
+        unsigned calls_in_flight;
+        bool client_closed;
+
+        /* CONNECTION_CHANNEL: the call in flight and the file it names. */
+        struct emu_call *call;
+        struct connection *call_file;
+};
+
+/* ---- connection registry ---- */
+
+static int compare_inode(const void *a, const void *b)
+{
+        const struct connection *x = a, *y = b;
+
+        return x->file_inode < y->file_inode ? -1 : x->file_inode > y->file_inode;
+}
+
+static struct connection *file_by_inode(struct kfdemu_server *server, uint64_t inode)
+{
+        struct connection key = { .file_inode = inode };
+        void *found = tfind(&key, &server->files_by_inode, compare_inode);
+
+        return found ? *(struct connection **)found : NULL;
+}
+
+static void connection_unlink(struct connection *c)
+{
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                c->server->connections = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        c->server->n_connections--;
+}
+
+/* The socket goes away, the connection may live on (a file with calls in
+ * flight). Must run on the loop thread: it touches the event source. */
+static void connection_close_socket(struct connection *c)
+{
+        c->source = sd_event_source_disable_unref(c->source);
+        closep(&c->fd);
+        c->fd = -1;
+        if (c->kind == CONNECTION_FILE && !c->client_closed)
+                tdelete(c, &c->server->files_by_inode, compare_inode);
+        c->client_closed = true;
+}
+
+static void file_release_if_unused(struct connection *f)
+{
+        if (!f->client_closed || f->calls_in_flight > 0)
+                return;
+        emu_kfd_release(f->file);
+        connection_unlink(f);
+        free(f);
+}
+
+/* ---- replies ---- */
+
+static int send_reply(struct connection *c, const void *reply, size_t size)
+{
+        /* Never block the loop (or the model thread) on a client: a
+         * well-behaved client is waiting in recv for exactly this message. */
+        if (c->fd < 0)
+                return -EPIPE;
+        if (send(c->fd, reply, size, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                return NEG_ERRNO();
+        return 0;
+}
+
+static int send_result(struct connection *c, enum kfdemu_reply_status status, long result)
+{
+        struct kfdemu_reply reply = { .status = status, .result = result };
+
+        return send_reply(c, &reply, sizeof(reply));
+}
+
+/* The call is over: from the loop (a synchronous result) or, for a parked
+ * call, from whoever completes it (emu_call_complete, maybe the model thread). */
+static void channel_finish_call(struct connection *ch, long result, bool reply)
+{
+        struct connection *file = ch->call_file;
+
+        if (reply)
+                send_result(ch, KFDEMU_REPLY_RESULT, result);
+        free(ch->call);
+        ch->call = NULL;
+        ch->call_file = NULL;
+        file->calls_in_flight--;
+        file_release_if_unused(file);
+}
+
+static void call_reply(struct emu_call *call, long ret)
+{
+        channel_finish_call(call->transport_data, ret, true);
+}
+
+/* ---- messages ---- */
+
+static int handle_open(struct connection *c, const struct kfdemu_msg_open *msg)
+{
+        struct kfdemu_server *server = c->server;
+        pid_t tid;
+        int r;
+
+        r = caller_resolve_tid(c->caller.tgid, msg->tid, &tid);
+        if (r < 0)
+                return send_result(c, KFDEMU_REPLY_RESULT, r);
+        c->caller.tid = tid;
+
+        /* Socket inodes are unique while the socket lives; a duplicate is a
+         * client lying about its identity. */
+        if (file_by_inode(server, msg->file_inode))
+                return send_result(c, KFDEMU_REPLY_RESULT, -EEXIST);
+
+        r = emu_kfd_open(&server->node, &c->caller, &c->file);
+        if (r < 0)
+                return send_result(c, KFDEMU_REPLY_RESULT, r);
+        c->kind = CONNECTION_FILE;
+        c->file_inode = msg->file_inode;
+        c->file->transport = (struct emu_file_transport *)c;
+        if (!tsearch(c, &server->files_by_inode, compare_inode)) {
+                emu_kfd_release(c->file);
+                c->file = NULL;
+                c->kind = CONNECTION_NEW;
+                return send_result(c, KFDEMU_REPLY_RESULT, -ENOMEM);
+        }
+        return send_result(c, KFDEMU_REPLY_RESULT, 0);
+}
+
+static int handle_hello(struct connection *c, const struct kfdemu_msg_hello *msg)
+{
+        pid_t tid;
+        int r;
+
+        r = caller_resolve_tid(c->caller.tgid, msg->tid, &tid);
+        if (r < 0)
+                return r;
+        c->caller.tid = tid;
+        c->kind = CONNECTION_CHANNEL;
+        return 0;
+}
+
+static int handle_ioctl(struct connection *ch, const struct kfdemu_msg_ioctl *msg)
+{
+        struct connection *file = file_by_inode(ch->server, msg->file_inode);
+        struct emu_call *call;
+
+        if (!file)
+                return send_result(ch, KFDEMU_REPLY_NOT_MINE, 0);
+
+        call = calloc(1, sizeof(*call));
+        if (!call)
+                return send_result(ch, KFDEMU_REPLY_RESULT, -ENOMEM);
+        *call = (struct emu_call){
+                .file = file->file,
+                .caller = ch->caller,
+                .cmd = msg->cmd,
+                .arg = msg->arg,
+                .reply = call_reply,
+                .transport_data = ch,
+        };
+        /* Account the call before the kernel runs it: it may complete a
+         * parked call (call_reply) before emu_kfd_ioctl even returns. */
+        ch->call = call;
+        ch->call_file = file;
+        file->calls_in_flight++;
+
+        long r = emu_kfd_ioctl(call);
+        if (r != EMU_CALL_PARKED)
+                channel_finish_call(ch, r, true);
+        return 0;
+}
+
+static int handle_interrupted(struct connection *ch)
+{
+        /* The signal may have arrived after the reply left: nothing to do. */
+        if (ch->call)
+                emu_call_interrupt(ch->call);
+        return 0;
+}
+
+static int send_mmap_reply(struct connection *ch, long result, const struct emu_mmap_result *map)
+{
+        struct kfdemu_reply_mmap reply = { .status = KFDEMU_REPLY_RESULT, .result = result };
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * KFDEMU_MMAP_MAX_SEGMENTS)];
+        } control;
+        struct iovec iov = { .iov_base = &reply, .iov_len = sizeof(reply) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        if (result < 0 || map->n_segments == 0)
+                return send_reply(ch, &reply, sizeof(reply));
+        if (map->n_segments > KFDEMU_MMAP_MAX_SEGMENTS)
+                return send_result(ch, KFDEMU_REPLY_RESULT, -EIO);
+
+        memset(&control, 0, sizeof(control));
+        reply.n_segments = map->n_segments;
+        mh.msg_control = control.buf;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * map->n_segments);
+        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&mh);
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int) * map->n_segments);
+        for (unsigned i = 0; i < map->n_segments; i++) {
+                int fd = map->segments[i].memfd;
+
+                reply.segments[i].memfd_offset = map->segments[i].memfd_offset;
+                reply.segments[i].length = map->segments[i].length;
+                memcpy(CMSG_DATA(cmsg) + i * sizeof(int), &fd, sizeof(int));
+        }
+        if (sendmsg(ch->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                return NEG_ERRNO();
+        return 0;
+}
+
+static int handle_mmap(struct connection *ch, const struct kfdemu_msg_mmap *msg)
+{
+        struct connection *file = file_by_inode(ch->server, msg->file_inode);
+        struct emu_mmap_result map = { 0 };
+
+        if (!file)
+                return send_result(ch, KFDEMU_REPLY_NOT_MINE, 0);
+        int r = emu_kfd_mmap(file->file, &ch->caller, msg->offset, msg->length, &map);
+        return send_mmap_reply(ch, r, &map);
+}
+
+static int handle_exec(struct connection *ch)
+{
+        /* exec_mmap() drops the old mm: kfd_process_notifier_release runs
+         * before the new image's first instruction. */
+        emu_process_mm_release(&ch->server->node, ch->caller.tgid);
+        return send_result(ch, KFDEMU_REPLY_RESULT, 0);
+}
+
+#define IS_MSG(type_name, size) ((size) == sizeof(struct type_name))
+
+/* Returns < 0 when the client broke the protocol. */
+static int dispatch(struct connection *c, const void *buf, size_t size)
+{
+        uint32_t type;
+
+        if (size < sizeof(type))
+                return -EBADMSG;
+        memcpy(&type, buf, sizeof(type));
+
+        switch (c->kind) {
+        case CONNECTION_NEW:
+                if (type == KFDEMU_MSG_OPEN && IS_MSG(kfdemu_msg_open, size))
+                        return handle_open(c, buf);
+                if (type == KFDEMU_MSG_HELLO && IS_MSG(kfdemu_msg_hello, size))
+                        return handle_hello(c, buf);
+                return -EBADMSG;
+        case CONNECTION_FILE:
+                return -EBADMSG;         /* a file says nothing after OPEN */
+        case CONNECTION_CHANNEL:
+                if (type == KFDEMU_MSG_INTERRUPTED && IS_MSG(kfdemu_msg_interrupted, size))
+                        return handle_interrupted(c);
+                if (c->call)
+                        return -EBUSY;   /* one call per thread at a time */
+                if (type == KFDEMU_MSG_IOCTL && IS_MSG(kfdemu_msg_ioctl, size))
+                        return handle_ioctl(c, buf);
+                if (type == KFDEMU_MSG_MMAP && IS_MSG(kfdemu_msg_mmap, size))
+                        return handle_mmap(c, buf);
+                if (type == KFDEMU_MSG_EXEC && IS_MSG(kfdemu_msg_exec, size))
+                        return handle_exec(c);
+                return -EBADMSG;
+        }
+        return -EBADMSG;
+}
+
+/* ---- lifetime ---- */
+
+static void connection_free(struct connection *c)
+{
+        connection_close_socket(c);
+        switch (c->kind) {
+        case CONNECTION_FILE:
+                file_release_if_unused(c);
+                return;
+        case CONNECTION_CHANNEL:
+                /* The thread died (or closed its channel) while the kernel
+                 * had it asleep: nobody is left to reply to. */
+                if (c->call) {
+                        emu_call_abandon(c->call);
+                        channel_finish_call(c, 0, false);
+                }
+                break;
+        case CONNECTION_NEW:
+                break;
+        }
+        connection_unlink(c);
+        free(c);
+}
+
+static int on_connection_ready(sd_event_source *source, int fd, uint32_t revents, void *userdata)
+{
+        struct connection *c = userdata;
+        struct kfdemu_server *server = c->server;
+        uint64_t buf[KFDEMU_MSG_MAX / sizeof(uint64_t) + 1];
+
+        pthread_mutex_lock(&server->node.lock);
+        /* A bounded batch: a client streaming garbage cannot hold the loop. */
+        for (int i = 0; i < 16; i++) {
+                ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        break;
+                if (n <= 0) {
+                        /* EOF (the client's last reference closed) or a dead peer. */
+                        connection_free(c);
+                        break;
+                }
+                int r = (size_t)n > KFDEMU_MSG_MAX ? -EMSGSIZE : dispatch(c, buf, (size_t)n);
+                if (r < 0 && r != -EAGAIN && r != -EPIPE && r != -ECONNRESET) {
+                        server_log(server, "dropping client pid %d: %s", (int)c->caller.tgid, strerror(-r));
+                        connection_free(c);
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&server->node.lock);
+        return 0;
+}
+
+int connection_accept(struct kfdemu_server *server, int listen_fd)
+{
+        _cleanup_close_ int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        struct connection *c;
+        int r;
+
+        if (fd < 0)
+                return errno == EAGAIN ? 0 : NEG_ERRNO();
+        if (server->n_connections >= SERVER_MAX_CONNECTIONS) {
+                server_log(server, "refusing a connection: %u clients already", server->n_connections);
+                return 1;
+        }
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
+                return 1;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->server = server;
+        c->caller.tgid = cred.pid;
+        r = sd_event_add_io(server->event, &c->source, fd, EPOLLIN, on_connection_ready, c);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
+        c->fd = TAKE_FD(fd);
+        c->next = server->connections;
+        if (c->next)
+                c->next->prev = c;
+        server->connections = c;
+        server->n_connections++;
+        return 1;
+}
+
+void connection_drop_all(struct kfdemu_server *server)
+{
+        /* First the calls (they hold files), then every connection. */
+        for (struct connection *c = server->connections; c; c = c->next)
+                if (c->kind == CONNECTION_CHANNEL && c->call) {
+                        emu_call_abandon(c->call);
+                        c->call_file->calls_in_flight--;
+                        free(c->call);
+                        c->call = NULL;
+                        c->call_file = NULL;
+                }
+        while (server->connections) {
+                struct connection *c = server->connections;
+
+                connection_close_socket(c);
+                if (c->kind == CONNECTION_FILE)
+                        emu_kfd_release(c->file);
+                connection_unlink(c);
+                free(c);
+        }
+}

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kfdemu-run: start an emulated amdkfd node, run COMMAND inside it (with
+ * the preload library that routes /dev/kfd and the KFD sysfs/debugfs to
+ * this server), tear the node down, exit with COMMAND's status.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <systemd/sd-event.h>
+
+#include "cleanup.h"
+#include "gpu.h"
+#include "kfdemu-preload-path.h"
+#include "node-config.h"
+#include "protocol.h"
+#include "server.h"
+
+struct options {
+        unsigned n_gpus;                 /* 0 = not given */
+        const char *config_path;
+        const char *root;
+        const char *log_path;
+        bool keep;
+        char **command;
+};
+
+struct run {
+        pid_t child;
+        int exit_status;
+};
+
+static void usage(FILE *out)
+{
+        fprintf(out,
+                "Usage: kfdemu-run [OPTIONS] -- COMMAND [ARG...]\n"
+                "\n"
+                "Run COMMAND (and everything it starts) on an emulated AMD GPU node:\n"
+                "its /dev/kfd, /sys/class/kfd and /sys/kernel/debug/kfd are kfdemu's.\n"
+                "The run ends when COMMAND exits; kfdemu-run exits with its status.\n"
+                "\n"
+                "Options:\n"
+                "  --gpus N        number of emulated GPUs, 1..%d (default 1, or Gpus= in --config)\n"
+                "  --config FILE   node and GPU settings, INI ([Node], [GPU0]..[GPU15])\n"
+                "  --root DIR      render sysfs/debugfs and put the socket in DIR (kept afterwards)\n"
+                "  --log FILE      append what the emulated kernel would log (dmesg) to FILE\n"
+                "  --keep          keep the private directory and print its path\n"
+                "  --help          show this help\n"
+                "\n"
+                "Environment: KFDEMU_PRELOAD overrides the preload library's path.\n"
+                "See kfdemu-run(1).\n",
+                EMU_MAX_GPUS);
+}
+
+static int parse_options(int argc, char **argv, struct options *ret)
+{
+        enum { OPT_GPUS = 256, OPT_CONFIG, OPT_ROOT, OPT_LOG, OPT_KEEP, OPT_HELP };
+        static const struct option longopts[] = {
+                { "gpus", required_argument, NULL, OPT_GPUS },
+                { "config", required_argument, NULL, OPT_CONFIG },
+                { "root", required_argument, NULL, OPT_ROOT },
+                { "log", required_argument, NULL, OPT_LOG },
+                { "keep", no_argument, NULL, OPT_KEEP },
+                { "help", no_argument, NULL, OPT_HELP },
+                {},
+        };
+        struct options o = { 0 };
+        int c;
+
+        /* '+': options end at COMMAND, whose own options are its business. */
+        while ((c = getopt_long(argc, argv, "+", longopts, NULL)) >= 0) {
+                char *end;
+                unsigned long n;
+
+                switch (c) {
+                case OPT_GPUS:
+                        errno = 0;
+                        n = strtoul(optarg, &end, 10);
+                        if (errno || *end || end == optarg || n < 1 || n > EMU_MAX_GPUS) {
+                                fprintf(stderr, "kfdemu-run: --gpus %s is not a GPU count; use 1..%d.\n", optarg,
+                                        EMU_MAX_GPUS);
+                                return -EINVAL;
+                        }
+                        o.n_gpus = (unsigned)n;
+                        break;
+                case OPT_CONFIG:
+                        o.config_path = optarg;
+                        break;
+                case OPT_ROOT:
+                        o.root = optarg;
+                        break;
+                case OPT_LOG:
+                        o.log_path = optarg;
+                        break;
+                case OPT_KEEP:
+                        o.keep = true;
+                        break;
+                case OPT_HELP:
+                        usage(stdout);
+                        exit(EXIT_SUCCESS);
+                default:
+                        fprintf(stderr, "Try 'kfdemu-run --help'.\n");
+                        return -EINVAL;
+                }
+        }
+        if (optind >= argc) {
+                fprintf(stderr, "kfdemu-run: no COMMAND given; write it after '--', e.g. kfdemu-run -- ./test.\n");
+                return -EINVAL;
+        }
+        o.command = argv + optind;
+        *ret = o;
+        return 0;
+}
+
+/* The node as the kernel would come up: KFD 1.13, sched_policy 0 (HWS),
+ * queue_preemption_timeout_ms 9000 (amdgpu's defaults), then the file,
+ * then the command line. */
+static int build_config(const struct options *o, struct emu_config *cfg)
+{
+        struct node_config_file file = { 0 };
+        char error[1024];
+
+        *cfg = (struct emu_config){
+                .kfd_major = 1,
+                .kfd_minor = 13,
+                .sched_policy = 0,
+                .queue_preemption_timeout_ms = 9000,
+        };
+        for (unsigned i = 0; i < EMU_MAX_GPUS; i++)
+                emu_gpu_config_default(i, &cfg->gpus[i]);
+
+        if (o->config_path && node_config_parse_file(o->config_path, cfg, &file, error, sizeof(error)) < 0) {
+                fprintf(stderr, "kfdemu-run: %s.\n", error);
+                return -EINVAL;
+        }
+        cfg->n_gpus = o->n_gpus ? o->n_gpus : file.n_gpus ? file.n_gpus : 1;
+        if (o->config_path && node_config_check_gpu_count(o->config_path, &file, cfg->n_gpus, error, sizeof(error)) < 0) {
+                fprintf(stderr, "kfdemu-run: %s.\n", error);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int make_private_dir(const struct options *o, char *dir, size_t size)
+{
+        if (o->root) {
+                if (mkdir(o->root, 0700) < 0 && errno != EEXIST) {
+                        fprintf(stderr, "kfdemu-run: cannot create --root %s: %m.\n", o->root);
+                        return NEG_ERRNO();
+                }
+                if (!realpath(o->root, dir)) {
+                        fprintf(stderr, "kfdemu-run: cannot resolve --root %s: %m.\n", o->root);
+                        return NEG_ERRNO();
+                }
+                return 0;
+        }
+
+        const char *tmp = getenv("TMPDIR");
+        if (!tmp || *tmp != '/')
+                tmp = "/tmp";
+        if ((size_t)snprintf(dir, size, "%s/kfdemu.XXXXXX", tmp) >= size) {
+                fprintf(stderr, "kfdemu-run: TMPDIR is too long; set a shorter TMPDIR.\n");
+                return -ENAMETOOLONG;
+        }
+        if (!mkdtemp(dir)) {
+                fprintf(stderr, "kfdemu-run: cannot create a private directory in %s: %m. "
+                                "Point TMPDIR at a writable directory.\n", tmp);
+                return NEG_ERRNO();
+        }
+        return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+        return remove(path) < 0 ? -1 : 0;
+}
+
+static int preload_path(char path[static PATH_MAX])
+{
+        const char *p = getenv(KFDEMU_ENV_PRELOAD);
+
+        if (!p || !*p)
+                p = KFDEMU_PRELOAD_BUILD_PATH;
+        if (!realpath(p, path) || access(path, R_OK) < 0) {
+                fprintf(stderr, "kfdemu-run: cannot use the preload library %s: %m. "
+                                "Build it (ninja libkfdemu-preload.so) or set KFDEMU_PRELOAD to its path.\n", p);
+                return -ENOENT;
+        }
+        return 0;
+}
+
+/* COMMAND's environment: the preload first, so its open/ioctl win over the
+ * application's own libraries. */
+static int set_child_environment(const char *preload, const char *socket_path, const char *root)
+{
+        const char *old = getenv("LD_PRELOAD");
+        _cleanup_free_ char *value = NULL;
+
+        if (asprintf(&value, "%s%s%s", preload, old && *old ? ":" : "", old && *old ? old : "") < 0)
+                return -ENOMEM;
+        if (setenv("LD_PRELOAD", value, 1) < 0 || setenv(KFDEMU_ENV_SOCKET, socket_path, 1) < 0 ||
+            setenv(KFDEMU_ENV_ROOT, root, 1) < 0)
+                return NEG_ERRNO();
+        return 0;
+}
+
+static int spawn_command(char **command, const sigset_t *saved_mask, pid_t *ret_pid)
+{
+        pid_t pid = fork();
+
+        if (pid < 0)
+                return NEG_ERRNO();
+        if (pid == 0) {
+                sigprocmask(SIG_SETMASK, saved_mask, NULL);
+                execvp(command[0], command);
+                fprintf(stderr, "kfdemu-run: cannot run %s: %m.\n", command[0]);
+                _exit(127);
+        }
+        *ret_pid = pid;
+        return 0;
+}
+
+static int on_child_exit(sd_event_source *source, const siginfo_t *si, void *userdata)
+{
+        struct run *run = userdata;
+
+        /* The shell's convention: 128 + signal for a command a signal killed. */
+        run->exit_status = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
+        return sd_event_exit(sd_event_source_get_event(source), 0);
+}
+
+static int on_forwarded_signal(sd_event_source *source, const struct signalfd_siginfo *si, void *userdata)
+{
+        struct run *run = userdata;
+
+        kill(run->child, (int)si->ssi_signo);
+        return 0;
+}
+
+static int run_node(const struct options *o, const struct emu_config *cfg, const char *socket_path, int log_fd)
+{
+        static struct kfdemu_server server;
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        struct run run = { .exit_status = EXIT_FAILURE };
+        sigset_t mask, saved_mask;
+        int r;
+
+        /* sd-event's child and signal sources need these blocked in every
+         * thread: block them before the GPU model thread starts. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigprocmask(SIG_BLOCK, &mask, &saved_mask);
+
+        r = sd_event_new(&event);
+        if (r < 0) {
+                fprintf(stderr, "kfdemu-run: cannot create the event loop: %s.\n", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        r = server_start(&server, event, cfg, socket_path, log_fd);
+        if (r < 0) {
+                fprintf(stderr, "kfdemu-run: cannot start the emulated node: %s. "
+                                "Run with --log FILE for the emulator's own messages.\n", strerror(-r));
+                return EXIT_FAILURE;
+        }
+
+        r = spawn_command(o->command, &saved_mask, &run.child);
+        if (r >= 0)
+                r = sd_event_add_child(event, NULL, run.child, WEXITED, on_child_exit, &run);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGINT, on_forwarded_signal, &run);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGTERM, on_forwarded_signal, &run);
+        if (r >= 0)
+                r = sd_event_loop(event);
+        if (r < 0)
+                fprintf(stderr, "kfdemu-run: cannot run %s: %s.\n", o->command[0], strerror(-r));
+
+        server_stop(&server);
+        return run.exit_status;
+}
+
+int main(int argc, char **argv)
+{
+        struct options o;
+        static struct emu_config cfg;
+        char dir[PATH_MAX], socket_path[PATH_MAX + 16], preload[PATH_MAX];
+        _cleanup_close_ int log_fd = -1;
+
+        if (parse_options(argc, argv, &o) < 0 || build_config(&o, &cfg) < 0)
+                return EXIT_FAILURE;
+        if (preload_path(preload) < 0)
+                return EXIT_FAILURE;
+        if (o.log_path) {
+                log_fd = open(o.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+                if (log_fd < 0) {
+                        fprintf(stderr, "kfdemu-run: cannot open the log %s: %m.\n", o.log_path);
+                        return EXIT_FAILURE;
+                }
+        }
+        if (make_private_dir(&o, dir, sizeof(dir)) < 0)
+                return EXIT_FAILURE;
+        snprintf(cfg.root, sizeof(cfg.root), "%s", dir);
+        snprintf(socket_path, sizeof(socket_path), "%s/kfdemu.sock", dir);
+
+        int status = EXIT_FAILURE;
+        if (set_child_environment(preload, socket_path, dir) < 0)
+                fprintf(stderr, "kfdemu-run: cannot set COMMAND's environment: %m.\n");
+        else
+                status = run_node(&o, &cfg, socket_path, log_fd);
+
+        if (o.keep || o.root)
+                fprintf(stderr, "kfdemu-run: the node's files are kept in %s\n", dir);
+        else
+                nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        if (o.root)
+                unlink(socket_path);
+        return status;
+}

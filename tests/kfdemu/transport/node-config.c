@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parser of kfdemu-run's node configuration file (inih does the INI syntax;
+ * this file gives the keys their meaning and their limits).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ini.h>
+
+#include "cleanup.h"
+#include "node-config.h"
+
+enum field_kind { FIELD_U32, FIELD_BOOL, FIELD_NAME };
+
+struct gpu_field {
+        const char *key;
+        enum field_kind kind;
+        size_t offset;
+        uint32_t min, max;               /* FIELD_U32 only */
+};
+
+#define U32_FIELD(k, member, lo, hi) \
+        { k, FIELD_U32, offsetof(struct emu_gpu_config, member), lo, hi }
+#define BOOL_FIELD(k, member) { k, FIELD_BOOL, offsetof(struct emu_gpu_config, member), 0, 1 }
+
+static const struct gpu_field gpu_fields[] = {
+        /* KFD_GPU_ID_HASH_WIDTH is 16 bits; 0 lets the node derive one. */
+        U32_FIELD("GpuId", gpu_id, 0, 0xffff),
+        /* gfx9.0.0 (90000) .. gfx12 (120000 + stepping). */
+        U32_FIELD("GfxTargetVersion", gfx_target_version, 10000, 199999),
+        { "Name", FIELD_NAME, offsetof(struct emu_gpu_config, name), 0, 0 },
+        U32_FIELD("DeviceId", device_id, 0, 0xffff),
+        U32_FIELD("LocationId", location_id, 0, 0xffff),
+        U32_FIELD("Domain", domain, 0, 0xffff),
+        U32_FIELD("DrmRenderMinor", drm_render_minor, 128, 255),
+        U32_FIELD("NumXcc", num_xcc, 1, EMU_MAX_XCC),
+        U32_FIELD("ComputeUnits", cu_count, 1, 1024),
+        U32_FIELD("SimdPerCU", simd_per_cu, 1, 16),
+        U32_FIELD("MaxWavesPerSimd", max_waves_per_simd, 1, 64),
+        BOOL_FIELD("PerVmidDebug", per_vmid_debug),
+        BOOL_FIELD("MES", mes),
+        BOOL_FIELD("DebugFirmware", debug_firmware),
+        BOOL_FIELD("CwsrWorkaround", cwsr_workaround),
+        /* Model times are bounded by a minute: more would only hang tests. */
+        U32_FIELD("PreemptMicroseconds", preempt_us, 0, 60000000),
+        U32_FIELD("CwsrSaveMicroseconds", cwsr_save_us, 0, 60000000),
+        U32_FIELD("CwsrRestoreMicroseconds", cwsr_restore_us, 0, 60000000),
+        U32_FIELD("WorkgroupSlotsPerCU", wg_slots_per_cu, 1, 1024),
+};
+
+struct parse_state {
+        struct emu_config *cfg;
+        struct node_config_file *file;
+        char *error;
+        size_t error_size;
+        bool failed;
+        unsigned line;                   /* inih reports lines only through its return */
+};
+
+static int parse_u32(const char *value, uint32_t min, uint32_t max, uint32_t *ret)
+{
+        char *end;
+
+        if (*value == '\0' || *value == '-' || *value == '+')
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(value, &end, 0);
+        if (errno != 0 || *end != '\0')
+                return -EINVAL;
+        if (v < min || v > max)
+                return -ERANGE;
+        *ret = (uint32_t)v;
+        return 0;
+}
+
+static int parse_bool(const char *value, bool *ret)
+{
+        static const char *const yes[] = { "1", "yes", "true", "on" };
+        static const char *const no[] = { "0", "no", "false", "off" };
+
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                if (strcasecmp(value, yes[i]) == 0) {
+                        *ret = true;
+                        return 0;
+                }
+                if (strcasecmp(value, no[i]) == 0) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+static int parse_kfd_version(const char *value, uint32_t *ret_major, uint32_t *ret_minor)
+{
+        unsigned major, minor;
+        int consumed = 0;
+
+        if (sscanf(value, "%u.%u%n", &major, &minor, &consumed) != 2 || value[consumed] != '\0')
+                return -EINVAL;
+        /* GET_VERSION's major has always been 1; minors stop well below 100. */
+        if (major != 1 || minor > 99)
+                return -ERANGE;
+        *ret_major = major;
+        *ret_minor = minor;
+        return 0;
+}
+
+__attribute__((format(printf, 2, 3)))
+static int fail(struct parse_state *s, const char *fmt, ...)
+{
+        if (!s->failed) {
+                va_list ap;
+                va_start(ap, fmt);
+                vsnprintf(s->error, s->error_size, fmt, ap);
+                va_end(ap);
+                s->failed = true;
+        }
+        return 0;                        /* inih: stop and report this line */
+}
+
+static int value_error(struct parse_state *s, const char *section, const char *name, const char *value,
+                       int r, const char *expected)
+{
+        return fail(s, "[%s] %s=%s is %s; expected %s", section, name, value,
+                    r == -ERANGE ? "out of range" : "not valid", expected);
+}
+
+static int handle_node_key(struct parse_state *s, const char *name, const char *value)
+{
+        struct emu_config *cfg = s->cfg;
+        uint32_t v;
+        int r;
+
+        if (strcmp(name, "KfdVersion") == 0) {
+                r = parse_kfd_version(value, &cfg->kfd_major, &cfg->kfd_minor);
+                return r < 0 ? value_error(s, "Node", name, value, r, "1.MINOR such as 1.13") : 1;
+        }
+        if (strcmp(name, "SchedPolicy") == 0) {
+                /* amdgpu.sched_policy: 0 HWS, 1 HWS without oversubscription, 2 NO_HWS. */
+                r = parse_u32(value, 0, 2, &v);
+                if (r < 0)
+                        return value_error(s, "Node", name, value, r, "0, 1 or 2");
+                cfg->sched_policy = (int)v;
+                return 1;
+        }
+        if (strcmp(name, "QueuePreemptionTimeoutMs") == 0) {
+                r = parse_u32(value, 1, 600000, &cfg->queue_preemption_timeout_ms);
+                return r < 0 ? value_error(s, "Node", name, value, r, "1..600000 milliseconds") : 1;
+        }
+        if (strcmp(name, "Gpus") == 0) {
+                r = parse_u32(value, 1, EMU_MAX_GPUS, &v);
+                if (r < 0)
+                        return value_error(s, "Node", name, value, r, "1..16");
+                s->file->n_gpus = v;
+                return 1;
+        }
+        return fail(s, "[Node] has no key '%s'; known keys: KfdVersion, SchedPolicy, "
+                       "QueuePreemptionTimeoutMs, Gpus", name);
+}
+
+static int handle_gpu_key(struct parse_state *s, const char *section, unsigned index, const char *name,
+                          const char *value)
+{
+        struct emu_gpu_config *gpu = &s->cfg->gpus[index];
+        char expected[64];
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(gpu_fields); i++) {
+                const struct gpu_field *f = &gpu_fields[i];
+                void *field = (char *)gpu + f->offset;
+
+                if (strcmp(name, f->key) != 0)
+                        continue;
+                switch (f->kind) {
+                case FIELD_U32:
+                        r = parse_u32(value, f->min, f->max, field);
+                        snprintf(expected, sizeof(expected), "an integer in %" PRIu32 "..%" PRIu32, f->min, f->max);
+                        return r < 0 ? value_error(s, section, name, value, r, expected) : 1;
+                case FIELD_BOOL:
+                        r = parse_bool(value, field);
+                        return r < 0 ? value_error(s, section, name, value, r, "yes or no") : 1;
+                case FIELD_NAME:
+                        if (*value == '\0' || strlen(value) >= sizeof(gpu->name) || strpbrk(value, " \t/"))
+                                return value_error(s, section, name, value, -EINVAL,
+                                                   "1..31 characters without spaces or '/'");
+                        snprintf(gpu->name, sizeof(gpu->name), "%s", value);
+                        return 1;
+                }
+        }
+
+        size_t len = 0;
+        char known[512] = "";
+        for (size_t i = 0; i < ELEMENTSOF(gpu_fields); i++)
+                len += (size_t)snprintf(known + len, len < sizeof(known) ? sizeof(known) - len : 0, "%s%s",
+                                        i ? ", " : "", gpu_fields[i].key);
+        return fail(s, "[%s] has no key '%s'; known keys: %s", section, name, known);
+}
+
+static int parse_gpu_section(const char *section, unsigned *ret_index)
+{
+        uint32_t index;
+
+        /* "GPU0".."GPU15", no leading zeros or signs. */
+        if (strncmp(section, "GPU", 3) != 0 || section[3] == '\0' || (section[3] == '0' && section[4] != '\0') ||
+            strspn(section + 3, "0123456789") != strlen(section + 3) ||
+            parse_u32(section + 3, 0, EMU_MAX_GPUS - 1, &index) < 0)
+                return -EINVAL;
+        *ret_index = index;
+        return 0;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+        struct parse_state *s = user;
+        unsigned index;
+
+        if (s->failed)
+                return 1;                /* keep the first error only */
+        if (strcmp(section, "Node") == 0)
+                return handle_node_key(s, name, value);
+        if (parse_gpu_section(section, &index) == 0) {
+                if (index + 1 > s->file->highest_gpu_section)
+                        s->file->highest_gpu_section = index + 1;
+                return handle_gpu_key(s, section, index, name, value);
+        }
+        if (*section == '\0')
+                return fail(s, "key '%s' is outside any section; put it under [Node] or [GPUn]", name);
+        return fail(s, "unknown section [%s]; sections are [Node] and [GPU0]..[GPU15]", section);
+}
+
+int node_config_parse_file(const char *path, struct emu_config *cfg, struct node_config_file *ret_file,
+                           char *error, size_t error_size)
+{
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        struct emu_config parsed = *cfg;
+        struct node_config_file file = { 0 };
+        char message[512] = "";
+        struct parse_state s = {
+                .cfg = &parsed, .file = &file, .error = message, .error_size = sizeof(message),
+        };
+
+        if (!f) {
+                int r = -errno;
+                snprintf(error, error_size, "cannot read the configuration file %s: %s", path, strerror(-r));
+                return r;
+        }
+
+        int line = ini_parse_file(f, handler, &s);
+        if (line != 0 || s.failed) {
+                if (!s.failed)
+                        snprintf(message, sizeof(message), "%s",
+                                 line < 0 ? "cannot be read" : "is not INI syntax ([Section] or Key=Value)");
+                snprintf(error, error_size, "%s:%d: %s", path, line, message);
+                return -EINVAL;
+        }
+
+        *cfg = parsed;
+        *ret_file = file;
+        return 0;
+}
+
+int node_config_check_gpu_count(const char *path, const struct node_config_file *file, unsigned n_gpus,
+                                char *error, size_t error_size)
+{
+        if (file->highest_gpu_section > n_gpus) {
+                snprintf(error, error_size,
+                         "%s: [GPU%u] configures a GPU the node does not have (it has %u); "
+                         "raise Gpus= or --gpus, or remove the section",
+                         path, file->highest_gpu_section - 1, n_gpus);
+                return -EINVAL;
+        }
+        return 0;
+}

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The preload's side of the protocol: the per-thread call channel and the
+ * constructor that reports an exec. A channel belongs to one thread because
+ * the kernel's `current` is a thread and a thread sleeping in an ioctl must
+ * not receive another thread's reply.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "preload.h"
+#include "protocol.h"
+
+/* Channels live above the fds applications usually count on, so a program
+ * that closes "all fds from 3" or expects the lowest free number still
+ * sees what it would without kfdemu. */
+#define CHANNEL_FD_MIN 512
+
+struct channel {
+        int fd;
+        pid_t tid;                       /* the thread that made it; changes on fork */
+        uint64_t inode;                  /* re-checked before use: the app may have closed fd */
+        bool busy;                       /* a call is in flight (a signal handler may call again) */
+};
+
+static struct sockaddr_un server_address;
+static char root_path[PATH_MAX];
+static pthread_key_t channel_key;
+static pthread_once_t channel_key_once = PTHREAD_ONCE_INIT;
+static __thread struct channel thread_channel __attribute__((tls_model("initial-exec"))) = { .fd = -1 };
+
+void *preload_next_symbol(const char *name)
+{
+        void *fn = dlsym(RTLD_NEXT, name);
+
+        if (!fn) {
+                /* The preload cannot work at all: say so once and stop. */
+                dprintf(STDERR_FILENO, "libkfdemu-preload: libc has no %s: %s\n", name, dlerror());
+                abort();
+        }
+        return fn;
+}
+
+const char *preload_socket_path(void)
+{
+        return server_address.sun_path[0] ? server_address.sun_path : NULL;
+}
+
+const char *preload_root_path(void)
+{
+        return root_path[0] ? root_path : NULL;
+}
+
+uint64_t preload_socket_inode(int fd)
+{
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+                return 0;
+        return st.st_ino;
+}
+
+static int connect_server(int type_flags)
+{
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | type_flags, 0);
+
+        if (fd < 0)
+                return -errno;
+        while (connect(fd, (struct sockaddr *)&server_address, sizeof(server_address)) < 0) {
+                if (errno == EINTR)
+                        continue;
+                int r = errno == ENOENT || errno == ECONNREFUSED ? -ENODEV : -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+static int send_all(int fd, const void *msg, size_t size)
+{
+        while (send(fd, msg, size, MSG_NOSIGNAL) < 0)
+                if (errno != EINTR)
+                        return -EIO;
+        return 0;
+}
+
+static void channel_close(struct channel *ch)
+{
+        if (ch->fd >= 0 && preload_socket_inode(ch->fd) == ch->inode)
+                close(ch->fd);
+        ch->fd = -1;
+}
+
+static void channel_destructor(void *value)
+{
+        channel_close(value);
+}
+
+static void channel_key_create(void)
+{
+        pthread_key_create(&channel_key, channel_destructor);
+}
+
+static int channel_open(struct channel *ch)
+{
+        struct kfdemu_msg_hello hello = { .type = KFDEMU_MSG_HELLO, .tid = gettid() };
+        int fd = connect_server(SOCK_CLOEXEC);
+
+        if (fd < 0)
+                return fd;
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, CHANNEL_FD_MIN);
+        if (high >= 0) {
+                close(fd);
+                fd = high;
+        }
+        int r = send_all(fd, &hello, sizeof(hello));
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        *ch = (struct channel){ .fd = fd, .tid = hello.tid, .inode = preload_socket_inode(fd) };
+        return 0;
+}
+
+/* The calling thread's channel, made on first use and after a fork. */
+static int channel_get(struct channel **ret)
+{
+        struct channel *ch = &thread_channel;
+
+        if (ch->fd >= 0 && ch->tid != gettid())
+                channel_close(ch);       /* the parent's, inherited over fork */
+        if (ch->fd >= 0 && preload_socket_inode(ch->fd) != ch->inode)
+                ch->fd = -1;             /* the application closed it: that fd is not ours */
+        if (ch->fd < 0) {
+                int r = channel_open(ch);
+                if (r < 0)
+                        return r;
+                pthread_once(&channel_key_once, channel_key_create);
+                pthread_setspecific(channel_key, ch);
+        }
+        *ret = ch;
+        return 0;
+}
+
+static ssize_t receive_reply(int fd, void *reply, size_t reply_size, int *fds, unsigned max_fds,
+                             unsigned *ret_n_fds)
+{
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * KFDEMU_MMAP_MAX_SEGMENTS)];
+        } control;
+        struct iovec iov = { .iov_base = reply, .iov_len = reply_size };
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1,
+                .msg_control = control.buf, .msg_controllen = sizeof(control.buf),
+        };
+        unsigned n_fds = 0;
+
+        ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0)
+                return -errno;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < count; i++) {
+                        int got;
+                        memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                        if (n_fds < max_fds)
+                                fds[n_fds++] = got;
+                        else
+                                close(got);
+                }
+        }
+        if (ret_n_fds)
+                *ret_n_fds = n_fds;
+        return n == 0 ? -EIO : n;        /* EOF: the server is gone */
+}
+
+static ssize_t call_on(struct channel *ch, const void *request, size_t request_size, bool interruptible,
+                       void *reply, size_t reply_size, int *fds, unsigned max_fds, unsigned *ret_n_fds)
+{
+        static const struct kfdemu_msg_interrupted interrupted = { .type = KFDEMU_MSG_INTERRUPTED };
+        struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+        int r = send_all(ch->fd, request, request_size);
+
+        if (r < 0)
+                return r;
+        for (;;) {
+                /* poll, unlike recv, returns EINTR after every signal handler
+                 * whatever its SA_RESTART: what an interruptible sleep sees. */
+                if (poll(&pfd, 1, -1) < 0) {
+                        if (errno != EINTR)
+                                return -EIO;
+                        if (interruptible && send_all(ch->fd, &interrupted, sizeof(interrupted)) < 0)
+                                return -EIO;
+                        continue;
+                }
+                ssize_t n = receive_reply(ch->fd, reply, reply_size, fds, max_fds, ret_n_fds);
+                if (n == -EAGAIN || n == -EINTR)
+                        continue;
+                return n;
+        }
+}
+
+ssize_t preload_call(const void *request, size_t request_size, bool interruptible, void *reply,
+                     size_t reply_size, int *fds, unsigned max_fds, unsigned *ret_n_fds)
+{
+        struct channel *ch;
+        int r = channel_get(&ch);
+
+        if (r < 0)
+                return r;
+        if (ch->busy) {
+                /* A signal handler calls while this thread's own call is in
+                 * flight: a channel of its own keeps the replies apart. */
+                struct channel nested;
+                r = channel_open(&nested);
+                if (r < 0)
+                        return r;
+                ssize_t n = call_on(&nested, request, request_size, interruptible, reply, reply_size, fds,
+                                    max_fds, ret_n_fds);
+                channel_close(&nested);
+                return n;
+        }
+        ch->busy = true;
+        ssize_t n = call_on(ch, request, request_size, interruptible, reply, reply_size, fds, max_fds,
+                            ret_n_fds);
+        ch->busy = false;
+        if (n < 0)
+                channel_close(ch);       /* broken: the next call makes a new one */
+        return n;
+}
+
+int preload_kfd_open(int flags)
+{
+        struct kfdemu_msg_open msg = { .type = KFDEMU_MSG_OPEN, .tid = gettid() };
+        struct kfdemu_reply reply;
+        int fd = connect_server(flags & O_CLOEXEC ? SOCK_CLOEXEC : 0);
+
+        if (fd < 0) {
+                errno = -fd;
+                return -1;
+        }
+        msg.file_inode = preload_socket_inode(fd);
+        /* kfd_open does not sleep: no interruption to report, just wait. */
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        ssize_t n = send_all(fd, &msg, sizeof(msg));
+        while (n >= 0) {
+                if (poll(&pfd, 1, -1) < 0 && errno != EINTR) {
+                        n = -EIO;
+                        break;
+                }
+                n = receive_reply(fd, &reply, sizeof(reply), NULL, 0, NULL);
+                if (n != -EAGAIN && n != -EINTR)
+                        break;
+                n = 0;
+        }
+        if (n >= 0 && (n != sizeof(reply) || reply.status != KFDEMU_REPLY_RESULT))
+                n = -EIO;
+        if (n >= 0 && reply.result < 0)
+                n = reply.result;
+        if (n < 0) {
+                close(fd);
+                errno = (int)-n;
+                return -1;
+        }
+        return fd;
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+        const char *socket_path = getenv(KFDEMU_ENV_SOCKET);
+        const char *root = getenv(KFDEMU_ENV_ROOT);
+        int saved_errno = errno;
+
+        if (root && *root == '/' && strlen(root) < sizeof(root_path))
+                memcpy(root_path, root, strlen(root) + 1);
+        if (!socket_path || !*socket_path)
+                return;
+        if (strlen(socket_path) >= sizeof(server_address.sun_path)) {
+                dprintf(STDERR_FILENO, "libkfdemu-preload: %s=%s is longer than a unix socket path may be; "
+                                       "run kfdemu-run with a shorter TMPDIR\n", KFDEMU_ENV_SOCKET, socket_path);
+                abort();
+        }
+        server_address.sun_family = AF_UNIX;
+        memcpy(server_address.sun_path, socket_path, strlen(socket_path) + 1);
+
+        /* exec gave this process a new mm: the old one's kfd_process is
+         * torn down before main, as kfd_process_notifier_release does. */
+        struct kfdemu_msg_exec msg = { .type = KFDEMU_MSG_EXEC };
+        struct kfdemu_reply reply;
+        preload_call(&msg, sizeof(msg), false, &reply, sizeof(reply), NULL, 0, NULL);
+        errno = saved_errno;
+}

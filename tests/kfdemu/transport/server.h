@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kfdemu server: the emulated node plus the sd-event loop that carries
+ * every client's open/ioctl/mmap/close to it (see protocol.h).
+ *
+ * Threads: the loop runs on the thread that calls sd_event_loop(); the GPU
+ * model runs on its own thread and may complete parked calls. Everything
+ * below, like the node, is protected by node.lock; the loop takes it in
+ * every callback.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <systemd/sd-event.h>
+
+#include "kernel.h"
+#include "state.h"
+
+struct connection;
+struct process_watch;
+
+/* Bounds what a flood of clients can make the server hold. */
+#define SERVER_MAX_CONNECTIONS 16384
+
+struct kfdemu_server {
+        struct emu_node node;
+        sd_event *event;
+        int listen_fd;
+        sd_event_source *listen_source;
+        void *files_by_inode;            /* tsearch tree of open file connections */
+        struct connection *connections;  /* every live connection */
+        unsigned n_connections;
+        struct process_watch *watches;   /* emu_transport_watch_process */
+        bool node_ready, gpus_started;
+};
+
+/* Brings up the node (emu_node_init, emu_gpu_start) and listens on
+ * `socket_path`. `log_fd` (or -1) receives what dmesg would show. On
+ * failure everything set up so far is torn down again. */
+int server_start(struct kfdemu_server *server, sd_event *event, const struct emu_config *cfg,
+                 const char *socket_path, int log_fd);
+/* Stops the GPUs, drops every client and tears the node down. */
+void server_stop(struct kfdemu_server *server);
+
+/* kfdemu's own messages go where the kernel's would (node.log_fd). */
+void server_log(struct kfdemu_server *server, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* connection.c */
+int connection_accept(struct kfdemu_server *server, int listen_fd);
+void connection_drop_all(struct kfdemu_server *server);
+
+/* process-watch.c */
+void process_watch_drop_all(struct kfdemu_server *server);
