@@ -11,7 +11,9 @@
 #include "kernel.h"
 #include "state.h"
 
-/* Start/stop the model thread and create the doorbell aperture. */
+/* Start/stop the model thread and create the doorbell aperture. Called
+ * WITHOUT node->lock (stop joins the thread, which takes it). After stop,
+ * every other entry point still works but nothing is modelled any more. */
 int emu_gpu_start(struct emu_node *node);
 void emu_gpu_stop(struct emu_node *node);
 
@@ -36,6 +38,10 @@ uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q);
 /* Complete `call` with `ret` after `delay_ns` of model time (used for the
  * ioctl latency of a preemption). 0 completes at once. */
 void emu_gpu_complete_after(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns);
+
+/* A call parked with emu_gpu_complete_after is finished another way
+ * (interrupted by a signal, or its caller died): forget it. */
+void emu_gpu_cancel_completion(struct emu_node *node, struct emu_call *call);
 
 /* The doorbell frame of `process` on `gpu`, for kfd_mmap. */
 int emu_gpu_doorbell_segments(struct emu_gpu *gpu, struct emu_process *process,

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* Model time is CLOCK_MONOTONIC, the clock applications time their kernels with. */
+#include <time.h>
+
+#include "gpu-internal.h"
+
+uint64_t emu_now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The default emulated GPU: an MI308X (gfx942, GC 9.4.3-class, 4 XCCs) like
+ * the node the project's real data comes from (shared/data/real).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu.h"
+
+/* gpu_ids of the eight GPUs of the real node, in topology order
+ * (mi308x-hqds-5queues.txt, "Node 2..9, gpu_id ..."). */
+static const uint32_t real_gpu_ids[] = { 0xf7bc, 0xf05b, 0xeb40, 0xc66d, 0xf220, 0xf5c7, 0xeedc, 0xc3f1 };
+
+/* PCI buses of the GPUs: invented, in the spacing an 8-GPU OAM board shows. */
+static const uint8_t pci_buses[] = { 0x05, 0x26, 0x46, 0x65, 0x85, 0xa6, 0xc6, 0xe5 };
+
+/* Beyond the real node's eight GPUs: a 16-bit id that looks like the
+ * kernel's hash (kfd_generate_gpu_id) and cannot collide with the table. */
+static uint32_t invented_gpu_id(unsigned index)
+{
+        uint32_t id = ((index + 1) * 0x9e37u) & 0xffffu;
+
+        for (unsigned i = 0; i < sizeof(real_gpu_ids) / sizeof(real_gpu_ids[0]); i++)
+                if (id == real_gpu_ids[i] || id == 0)
+                        return invented_gpu_id(index + 8);
+        return id;
+}
+
+void emu_gpu_config_default(unsigned index, struct emu_gpu_config *ret)
+{
+        unsigned n_real = sizeof(real_gpu_ids) / sizeof(real_gpu_ids[0]);
+
+        *ret = (struct emu_gpu_config){
+                .gpu_id = index < n_real ? real_gpu_ids[index] : invented_gpu_id(index),
+                .gfx_target_version = 90402,
+                .device_id = 0x74a2,             /* MI308X's PCI device id */
+                .location_id = (uint32_t)pci_buses[index % sizeof(pci_buses)] << 8 |
+                               (index / sizeof(pci_buses)) << 3,
+                .domain = 0,
+                .drm_render_minor = 128 + index,
+                .num_xcc = 4,
+                .cu_count = 80,                  /* 20 CUs per XCC on MI308X */
+                .simd_per_cu = 4,
+                .max_waves_per_simd = 8,
+                .per_vmid_debug = true,          /* GC 9.4.3: kfd_dbg_is_per_vmid_supported */
+                .mes = false,                    /* gfx9 parts use the HWS */
+                .debug_firmware = true,
+                .cwsr_workaround = false,        /* GC 11.0.0-11.0.3 only */
+                /* Time model: to be calibrated against evaluation.md §1.
+                 * The starting points: XSched measures 500-800 us per
+                 * preemption on MI308X, which these three add up to. */
+                .preempt_us = 200,
+                .cwsr_save_us = 300,
+                .cwsr_restore_us = 100,
+                /* 32 wave slots per CU (8 waves x 4 SIMDs) hold eight
+                 * 256-work-item (4-wave) workgroups. */
+                .wg_slots_per_cu = 8,
+        };
+        snprintf(ret->name, sizeof(ret->name), "%s", "gfx942");
+}

@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model thread: what the command processors of the node's GPUs do.
+ * It sleeps on the node strobe until a doorbell rings or the next modelled
+ * event is due, fetches AQL packets from the applications' rings, runs them
+ * through the time model (model.c), reports read indices back as the CP's
+ * rptr report does, and finishes the ioctls kernel/ parked on a preemption.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "gpu-internal.h"
+
+/* The kernel's cu_occupancy is sampled on read; kfdemu re-renders it this
+ * often while something runs, and only when it changed. */
+#define OCCUPANCY_PERIOD_NS 10000000ull
+/* Packets consumed per queue per wake-up, so one queue with a ring full of
+ * barriers cannot hold node->lock for long. */
+#define MAX_PACKETS_PER_FETCH 256u
+
+struct emu_node_hw *emu_node_hw_of(struct emu_node *node)
+{
+        return node->n_gpus > 0 && node->gpus[0].hw ? node->gpus[0].hw->node_hw : NULL;
+}
+
+unsigned emu_gpu_slot(const struct emu_gpu *gpu)
+{
+        return (unsigned)(gpu - gpu->node->gpus);
+}
+
+static struct emu_queue_hw *queue_hw_of(struct emu_model_queue *mq)
+{
+        return (struct emu_queue_hw *)mq;
+}
+
+static int read_user(pid_t tgid, void *dst, uint64_t uaddr, size_t len)
+{
+        struct iovec local = { .iov_base = dst, .iov_len = len };
+        struct iovec remote = { .iov_base = (void *)(uintptr_t)uaddr, .iov_len = len };
+
+        return process_vm_readv(tgid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static int write_user(pid_t tgid, uint64_t uaddr, const void *src, size_t len)
+{
+        struct iovec local = { .iov_base = (void *)src, .iov_len = len };
+        struct iovec remote = { .iov_base = (void *)(uintptr_t)uaddr, .iov_len = len };
+
+        return process_vm_writev(tgid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* The CP's rptr report, then the completion strobe (the stand-in for the
+ * completion signal's interrupt). A dead process's memory is gone: the
+ * write fails and nobody waits for the strobe, both harmless. */
+static void report_read_index(struct emu_node_hw *nh, struct emu_queue_hw *qh)
+{
+        struct emu_queue *q = qh->q;
+
+        (void)write_user(q->process->tgid, q->read_pointer_address, &qh->read_index, sizeof(qh->read_index));
+        emu_completion_strobe_bump(nh, qh->frame, q->doorbell_slot);
+}
+
+static uint64_t ring_slots(const struct emu_queue *q)
+{
+        return q->ring_size / EMU_AQL_PACKET_SIZE;
+}
+
+/* Consume the packets the doorbell announced, up to the first kernel
+ * dispatch, which goes to the model; barriers and unknown packets complete
+ * at once (everything before them on the queue has completed, since the
+ * queue runs one packet at a time). */
+static void fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh)
+{
+        struct emu_node_hw *nh = gpu->hw->node_hw;
+        struct emu_queue *q = qh->q;
+        uint64_t doorbell = __atomic_load_n(emu_doorbell_word(nh, qh->frame, q->doorbell_slot), __ATOMIC_ACQUIRE);
+        bool reported = false;
+
+        if (ring_slots(q) == 0)
+                return;
+        for (unsigned n = 0; n < MAX_PACKETS_PER_FETCH && qh->next_fetch < doorbell && !qh->mq.busy; n++) {
+                struct emu_aql_dispatch_packet pkt;
+                uint64_t addr = q->ring_base_address + (qh->next_fetch % ring_slots(q)) * EMU_AQL_PACKET_SIZE;
+
+                if (read_user(q->process->tgid, &pkt, addr, sizeof(pkt)) < 0)
+                        break;
+                /* Header still INVALID: the packet is not published yet. */
+                if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_INVALID)
+                        break;
+                qh->next_fetch++;
+                if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH) {
+                        emu_model_start(&gpu->hw->model, &qh->mq, pkt.kernel_object, pkt.grid_size_x);
+                        break;
+                }
+                qh->read_index = qh->next_fetch;
+                reported = true;
+        }
+        if (reported)
+                report_read_index(nh, qh);
+}
+
+static void retire_finished(struct emu_gpu *gpu)
+{
+        for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next) {
+                struct emu_queue_hw *qh = queue_hw_of(mq);
+
+                if (!mq->done)
+                        continue;
+                emu_model_retire(&gpu->hw->model, mq);
+                qh->read_index = qh->next_fetch;
+                report_read_index(gpu->hw->node_hw, qh);
+        }
+}
+
+static bool any_idle_queue_has_packets(struct emu_gpu *gpu)
+{
+        struct emu_node_hw *nh = gpu->hw->node_hw;
+
+        for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next) {
+                struct emu_queue_hw *qh = queue_hw_of(mq);
+
+                if (mq->done)
+                        return true;
+                if (!mq->busy && !qh->q->is_suspended &&
+                    __atomic_load_n(emu_doorbell_word(nh, qh->frame, qh->q->doorbell_slot), __ATOMIC_ACQUIRE) > qh->next_fetch)
+                        return true;
+        }
+        return false;
+}
+
+static void run_gpu(struct emu_gpu *gpu, uint64_t now)
+{
+        /* A dispatch of length 0 finishes as it starts: loop until quiet,
+         * bounded so a ring of empty kernels cannot hold node->lock forever. */
+        for (unsigned round = 0; round < MAX_PACKETS_PER_FETCH; round++) {
+                emu_model_advance(&gpu->hw->model, now);
+                retire_finished(gpu);
+                for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next)
+                        if (!mq->busy && !queue_hw_of(mq)->q->is_suspended)
+                                fetch_packets(gpu, queue_hw_of(mq));
+                if (!any_idle_queue_has_packets(gpu))
+                        break;
+        }
+}
+
+static void complete_due_calls(struct emu_node_hw *nh, uint64_t now)
+{
+        while (nh->pending_calls && nh->pending_calls->due_ns <= now) {
+                struct emu_pending_call *pc = nh->pending_calls;
+
+                nh->pending_calls = pc->next;
+                emu_call_complete(pc->call, pc->ret);
+                free(pc);
+        }
+}
+
+static void refresh_occupancy(struct emu_node *node)
+{
+        for (struct emu_process *p = node->processes; p; p = p->next)
+                for (unsigned i = 0; i < p->n_pdds; i++) {
+                        struct emu_gpu *gpu = p->pdds[i].gpu;
+                        int frame = emu_frame_find(gpu->hw->node_hw, p->tgid, emu_gpu_slot(gpu));
+                        int value = emu_gpu_cu_occupancy(gpu, p->tgid);
+
+                        if (frame >= 0 && gpu->hw->node_hw->frames[frame].cu_occupancy_rendered != value)
+                                emu_render_cu_occupancy(p, gpu, value);
+                }
+}
+
+static bool node_has_work(struct emu_node *node)
+{
+        for (unsigned i = 0; i < node->n_gpus; i++)
+                if (emu_model_has_work(&node->gpus[i].hw->model))
+                        return true;
+        return false;
+}
+
+static bool occupancy_rendered_nonzero(const struct emu_node_hw *nh)
+{
+        for (unsigned i = 0; i < EMU_MAX_FRAMES; i++)
+                if (nh->frames[i].used && nh->frames[i].cu_occupancy_rendered != 0)
+                        return true;
+        return false;
+}
+
+/* One pass of the command processors; returns when to look again. */
+static uint64_t engine_step(struct emu_node *node, uint64_t now)
+{
+        struct emu_node_hw *nh = emu_node_hw_of(node);
+        uint64_t next = EMU_MODEL_NEVER;
+
+        for (unsigned i = 0; i < node->n_gpus; i++) {
+                uint64_t t;
+
+                run_gpu(&node->gpus[i], now);
+                t = emu_model_next_event(&node->gpus[i].hw->model);
+                if (t < next)
+                        next = t;
+        }
+        complete_due_calls(nh, now);
+        if (nh->pending_calls && nh->pending_calls->due_ns < next)
+                next = nh->pending_calls->due_ns;
+
+        /* Occupancy is watched only while it can change or must drop back
+         * to 0, so an idle node costs no wake-ups. */
+        if (node_has_work(node) || occupancy_rendered_nonzero(nh)) {
+                if (now >= nh->next_occupancy_ns) {
+                        refresh_occupancy(node);
+                        nh->next_occupancy_ns = now + OCCUPANCY_PERIOD_NS;
+                }
+                if (nh->next_occupancy_ns < next)
+                        next = nh->next_occupancy_ns;
+        }
+        return next;
+}
+
+static void wait_strobe(uint32_t *strobe, uint32_t seen, uint64_t now, uint64_t until)
+{
+        struct timespec timeout;
+
+        if (until == EMU_MODEL_NEVER) {
+                syscall(SYS_futex, strobe, FUTEX_WAIT, seen, NULL, NULL, 0);
+                return;
+        }
+        if (until <= now)
+                return;
+        timeout = (struct timespec){ .tv_sec = (time_t)((until - now) / 1000000000u),
+                                     .tv_nsec = (long)((until - now) % 1000000000u) };
+        syscall(SYS_futex, strobe, FUTEX_WAIT, seen, &timeout, NULL, 0);
+}
+
+static void *engine_main(void *arg)
+{
+        struct emu_node *node = arg;
+        struct emu_node_hw *nh = emu_node_hw_of(node);
+
+        pthread_mutex_lock(&node->lock);
+        while (!nh->stop) {
+                /* Read the strobe before looking at the doorbells: a ring
+                 * after this point changes it and the wait returns at once. */
+                uint32_t seen = __atomic_load_n(emu_node_strobe(nh), __ATOMIC_ACQUIRE);
+                uint64_t now = emu_now_ns();
+                uint64_t next = engine_step(node, now);
+
+                pthread_mutex_unlock(&node->lock);
+                wait_strobe(emu_node_strobe(nh), seen, now, next);
+                pthread_mutex_lock(&node->lock);
+        }
+        pthread_mutex_unlock(&node->lock);
+        return NULL;
+}
+
+static void free_gpu_hw(struct emu_node *node, struct emu_node_hw *nh)
+{
+        for (struct emu_process *p = node->processes; p; p = p->next)
+                for (struct emu_queue *q = p->queues; q; q = q->next) {
+                        free(q->hw);
+                        q->hw = NULL;
+                }
+        for (unsigned i = 0; i < node->n_gpus; i++) {
+                free(node->gpus[i].hw);
+                node->gpus[i].hw = NULL;
+        }
+        while (nh->pending_calls) {
+                struct emu_pending_call *pc = nh->pending_calls;
+
+                nh->pending_calls = pc->next;
+                free(pc);
+        }
+        emu_aperture_close(nh);
+        free(nh);
+}
+
+static void model_params(const struct emu_gpu_config *cfg, struct emu_model_params *ret)
+{
+        uint64_t capacity = (uint64_t)cfg->cu_count * cfg->wg_slots_per_cu;
+
+        *ret = (struct emu_model_params){
+                .capacity = capacity ? capacity : 1,
+                .wg_slots_per_cu = cfg->wg_slots_per_cu,
+                .cu_count = cfg->cu_count,
+        };
+}
+
+static int gpu_hw_alloc(struct emu_node *node, struct emu_node_hw *nh)
+{
+        uint64_t now = emu_now_ns();
+
+        for (unsigned i = 0; i < node->n_gpus; i++) {
+                struct emu_gpu_hw *hw = calloc(1, sizeof(*hw));
+                struct emu_model_params params;
+
+                if (!hw)
+                        return -ENOMEM;
+                hw->node_hw = nh;
+                model_params(&node->gpus[i].cfg, &params);
+                emu_model_init(&hw->model, &params, now);
+                node->gpus[i].hw = hw;
+        }
+        return 0;
+}
+
+int emu_gpu_start(struct emu_node *node)
+{
+        struct emu_node_hw *nh;
+        int r;
+
+        if (node->n_gpus == 0)
+                return -EINVAL;
+        nh = calloc(1, sizeof(*nh));
+        if (!nh)
+                return -ENOMEM;
+        nh->aperture_fd = -1;
+        pthread_mutex_lock(&node->lock);
+        r = emu_aperture_open(nh);
+        if (r >= 0)
+                r = gpu_hw_alloc(node, nh);
+        if (r >= 0)
+                r = emu_render_topology(node);
+        if (r >= 0) {
+                emu_render_debugfs(node);
+                r = -pthread_create(&nh->thread, NULL, engine_main, node);
+        }
+        if (r < 0)
+                free_gpu_hw(node, nh);
+        else
+                nh->thread_running = true;
+        pthread_mutex_unlock(&node->lock);
+        return r;
+}
+
+void emu_gpu_stop(struct emu_node *node)
+{
+        struct emu_node_hw *nh;
+
+        pthread_mutex_lock(&node->lock);
+        nh = emu_node_hw_of(node);
+        if (!nh) {
+                pthread_mutex_unlock(&node->lock);
+                return;
+        }
+        nh->stop = true;
+        emu_node_strobe_bump(nh);
+        pthread_mutex_unlock(&node->lock);
+        if (nh->thread_running)
+                pthread_join(nh->thread, NULL);
+        pthread_mutex_lock(&node->lock);
+        free_gpu_hw(node, nh);
+        pthread_mutex_unlock(&node->lock);
+}
+
+/* The sysfs cu_occupancy of `tgid` on `gpu`. */
+int emu_gpu_cu_occupancy(struct emu_gpu *gpu, pid_t tgid)
+{
+        if (!gpu->hw)
+                return 0;
+        emu_model_advance(&gpu->hw->model, emu_now_ns());
+        return emu_model_cu_occupancy(&gpu->hw->model, (uint32_t)tgid);
+}
+
+/* Where the MQD buffers of a GPU's queues start in its GART: invented, the
+ * lowest MQD address of the real dump (mi308x-mqds-5queues.txt). */
+#define MQD_GART_BASE 0x006ed000ull
+
+int emu_gpu_queue_created(struct emu_queue *q)
+{
+        struct emu_gpu_hw *gh = q->gpu->hw;
+        struct emu_queue_hw *qh;
+        unsigned frame;
+        int r;
+
+        if (!gh)
+                return -ENODEV;
+        r = emu_frame_get(gh->node_hw, q->process->tgid, emu_gpu_slot(q->gpu), &frame);
+        if (r < 0)
+                return r;
+        qh = calloc(1, sizeof(*qh));
+        if (!qh)
+                return -ENOMEM;
+        qh->q = q;
+        qh->frame = frame;
+        qh->mq.owner = (uint32_t)q->process->tgid;
+        qh->logical_xcc_start = gh->logical_xcc_next++;
+        /* allocate_mqd: one buffer with an MQD and control stack per XCC. */
+        qh->mqd_gpu_addr = MQD_GART_BASE + gh->next_mqd_addr;
+        gh->next_mqd_addr += emu_mqd_stride(q) * (q->gpu->cfg.num_xcc ? q->gpu->cfg.num_xcc : 1);
+        /* hqd_load takes the write pointer from the queue's memory; the
+         * packets before it are not the new queue's work. A doorbell slot
+         * reused from a destroyed queue still holds that queue's last
+         * index, so it restarts at the new queue's index. */
+        if (read_user(q->process->tgid, &qh->read_index, q->read_pointer_address, sizeof(qh->read_index)) < 0)
+                qh->read_index = 0;
+        qh->next_fetch = qh->read_index;
+        __atomic_store_n(emu_doorbell_word(gh->node_hw, frame, q->doorbell_slot), qh->read_index, __ATOMIC_RELEASE);
+
+        emu_model_advance(&gh->model, emu_now_ns());
+        emu_model_add_queue(&gh->model, &qh->mq);
+        emu_model_set_suspended(&gh->model, &qh->mq, q->is_suspended, 0);
+        q->hw = qh;
+        emu_node_strobe_bump(gh->node_hw);
+        return 0;
+}
+
+void emu_gpu_queue_destroyed(struct emu_queue *q)
+{
+        struct emu_gpu_hw *gh = q->gpu->hw;
+
+        if (!q->hw)
+                return;
+        if (gh) {
+                emu_model_advance(&gh->model, emu_now_ns());
+                emu_model_remove_queue(&gh->model, &q->hw->mq);
+                emu_node_strobe_bump(gh->node_hw);
+        }
+        free(q->hw);
+        q->hw = NULL;
+}
+
+void emu_gpu_queue_suspension_changed(struct emu_queue *q)
+{
+        struct emu_gpu_hw *gh = q->gpu->hw;
+
+        if (!q->hw || !gh)
+                return;
+        emu_model_advance(&gh->model, emu_now_ns());
+        emu_model_set_suspended(&gh->model, &q->hw->mq, q->is_suspended,
+                                (uint64_t)q->gpu->cfg.cwsr_restore_us * 1000);
+        emu_node_strobe_bump(gh->node_hw);
+}
+
+static bool has_waves(const struct emu_model_queue *mq)
+{
+        return mq->busy && !mq->done && !mq->suspended;
+}
+
+/* execute_queues_cpsch: unmap every queue (the HWS saves the waves of
+ * each busy one with CWSR), wait for the fence, map the runlist again.
+ * The ioctl returns after the unmap; the queues run again only once their
+ * waves are restored. */
+uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period)
+{
+        struct emu_gpu_hw *gh = gpu->hw;
+        uint64_t now = emu_now_ns();
+        uint64_t latency = (uint64_t)gpu->cfg.preempt_us * 1000;
+        bool waves = false;
+
+        if (!gh)
+                return latency;
+        emu_model_advance(&gh->model, now);
+        for (struct emu_model_queue *mq = gh->model.queues; mq; mq = mq->next)
+                waves |= has_waves(mq);
+        if (waves)
+                latency += (uint64_t)gpu->cfg.cwsr_save_us * 1000;
+        emu_model_stall_device(&gh->model, now + latency +
+                               (waves ? (uint64_t)gpu->cfg.cwsr_restore_us * 1000 : 0));
+        emu_node_strobe_bump(gh->node_hw);
+        return latency;
+}
+
+/* MES REMOVE_QUEUE: only this queue is preempted (kfd-interface.md §9.5). */
+uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q)
+{
+        struct emu_gpu_hw *gh = q->gpu->hw;
+        uint64_t now = emu_now_ns();
+        uint64_t latency = (uint64_t)EMU_MES_REMOVE_QUEUE_US * 1000;
+
+        if (!gh || !q->hw)
+                return latency;
+        emu_model_advance(&gh->model, now);
+        if (has_waves(&q->hw->mq))
+                latency += (uint64_t)q->gpu->cfg.cwsr_save_us * 1000;
+        emu_model_stall_queue(&gh->model, &q->hw->mq, now + latency);
+        emu_node_strobe_bump(gh->node_hw);
+        return latency;
+}
+
+void emu_gpu_complete_after(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns)
+{
+        struct emu_node_hw *nh = emu_node_hw_of(node);
+        struct emu_pending_call *pc, **pos;
+
+        if (delay_ns == 0 || !nh) {
+                emu_call_complete(call, ret);
+                return;
+        }
+        pc = malloc(sizeof(*pc));
+        if (!pc) {
+                /* No memory to wait with: finish now, early but correct. */
+                emu_call_complete(call, ret);
+                return;
+        }
+        *pc = (struct emu_pending_call){ .due_ns = emu_now_ns() + delay_ns, .call = call, .ret = ret };
+        for (pos = &nh->pending_calls; *pos && (*pos)->due_ns <= pc->due_ns; pos = &(*pos)->next)
+                ;
+        pc->next = *pos;
+        *pos = pc;
+        emu_node_strobe_bump(nh);
+}
+
+void emu_gpu_cancel_completion(struct emu_node *node, struct emu_call *call)
+{
+        struct emu_node_hw *nh = emu_node_hw_of(node);
+
+        if (!nh)
+                return;
+        for (struct emu_pending_call **pos = &nh->pending_calls; *pos; pos = &(*pos)->next)
+                if ((*pos)->call == call) {
+                        struct emu_pending_call *pc = *pos;
+
+                        *pos = pc->next;
+                        free(pc);
+                        return;
+                }
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The time model of one emulated GPU, free of threads, clocks and I/O so
+ * that it can be driven by a fake clock: the engine (engine.c) feeds it
+ * dispatches and the wall-clock time, the unit tests feed it made-up times.
+ * README.md ("The GPU time model") describes the model and its parameters.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define EMU_MODEL_NEVER UINT64_MAX
+
+/* Parameters of the model beyond emu_gpu_config (see config-default.c for
+ * their defaults and where they come from). */
+struct emu_model_params {
+        uint64_t capacity;          /* workgroup slots: cu_count * wg_slots_per_cu */
+        uint32_t wg_slots_per_cu;
+        uint32_t cu_count;
+};
+
+/* One hardware queue as the model sees it: at most one dispatch in flight
+ * (the CP processes a queue's AQL packets in order). */
+struct emu_model_queue {
+        struct emu_model_queue *next;
+        uint32_t owner;              /* process tag, for per-process occupancy */
+        bool suspended;
+        uint64_t blocked_until;      /* CWSR restore or a queue-level preemption */
+
+        bool busy;                   /* a dispatch is in flight */
+        bool done;                   /* ... and has finished; the engine collects it */
+        uint64_t duration_ns;        /* how long it runs alone on the whole device */
+        uint64_t demand;             /* workgroup slots it can use: min(workgroups, capacity) */
+        uint64_t wave_ns;            /* alone-time of one round of its workgroups */
+        double progress_ns;          /* alone-time already done */
+        uint64_t admit_at;           /* it gets no slots before this time */
+        double alloc;                /* slots it holds now */
+};
+
+struct emu_model {
+        struct emu_model_params params;
+        struct emu_model_queue *queues;
+        uint64_t now;
+        uint64_t stall_until;        /* device-wide preemption in progress */
+};
+
+void emu_model_init(struct emu_model *m, const struct emu_model_params *params, uint64_t now);
+void emu_model_add_queue(struct emu_model *m, struct emu_model_queue *q);
+void emu_model_remove_queue(struct emu_model *m, struct emu_model_queue *q);
+
+/* Run the model up to `now`. Finished dispatches get q->done set. */
+void emu_model_advance(struct emu_model *m, uint64_t now);
+/* The next time at which something changes on its own, or EMU_MODEL_NEVER. */
+uint64_t emu_model_next_event(const struct emu_model *m);
+
+/* Start a dispatch on an idle queue (call emu_model_advance(now) first). */
+void emu_model_start(struct emu_model *m, struct emu_model_queue *q, uint64_t duration_ns,
+                     uint32_t workgroups);
+/* The engine took the finished dispatch: the queue is idle again. */
+void emu_model_retire(struct emu_model *m, struct emu_model_queue *q);
+
+/* Suspension: a suspended queue holds no slots and makes no progress; on
+ * resume it waits restore_ns (CWSR restore) and goes on where it stopped. */
+void emu_model_set_suspended(struct emu_model *m, struct emu_model_queue *q, bool suspended,
+                             uint64_t restore_ns);
+/* Preemptions: nothing on the device / on one queue runs before `until`. */
+void emu_model_stall_device(struct emu_model *m, uint64_t until);
+void emu_model_stall_queue(struct emu_model *m, struct emu_model_queue *q, uint64_t until);
+
+/* Does any queue of the device hold slots or have a dispatch in flight? */
+bool emu_model_has_work(const struct emu_model *m);
+/* CUs occupied by the queues tagged `owner` (the sysfs cu_occupancy). */
+int emu_model_cu_occupancy(const struct emu_model *m, uint32_t owner);

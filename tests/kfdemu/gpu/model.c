@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The GPU time model: processor sharing of the device's workgroup slots
+ * between the dispatches of its queues, with admission at workgroup-round
+ * boundaries, suspension that keeps progress (CWSR), and preemption stalls.
+ * README.md, "The GPU time model", is the description; this file is the
+ * arithmetic.
+ */
+#include <math.h>
+#include <stddef.h>
+
+#include "gpu-model.h"
+
+/* Below half a nanosecond of alone-time left, a dispatch has finished:
+ * completion times are rounded up to whole nanoseconds. */
+#define DONE_EPSILON_NS 0.5
+
+void emu_model_init(struct emu_model *m, const struct emu_model_params *params, uint64_t now)
+{
+        *m = (struct emu_model){ .params = *params, .now = now };
+}
+
+void emu_model_add_queue(struct emu_model *m, struct emu_model_queue *q)
+{
+        q->next = m->queues;
+        m->queues = q;
+}
+
+static bool is_running(const struct emu_model *m, const struct emu_model_queue *q)
+{
+        return q->busy && !q->done && !q->suspended && m->now >= q->blocked_until &&
+               m->now >= q->admit_at && m->now >= m->stall_until;
+}
+
+/* Max-min fair (water-filling) split of the slots between the running
+ * dispatches, each capped at its demand: small kernels that fit beside each
+ * other run at full speed, kernels that do not fit share the device. */
+static void compute_allocations(struct emu_model *m)
+{
+        double remaining = (double)m->params.capacity;
+        unsigned n_unserved = 0;
+
+        for (struct emu_model_queue *q = m->queues; q; q = q->next) {
+                q->alloc = 0;
+                if (is_running(m, q))
+                        n_unserved++;
+        }
+        while (n_unserved > 0) {
+                double share = remaining / n_unserved;
+                bool capped_any = false;
+
+                for (struct emu_model_queue *q = m->queues; q; q = q->next)
+                        if (is_running(m, q) && q->alloc == 0 && (double)q->demand <= share) {
+                                q->alloc = (double)q->demand;
+                                remaining -= q->alloc;
+                                n_unserved--;
+                                capped_any = true;
+                        }
+                if (capped_any)
+                        continue;
+                for (struct emu_model_queue *q = m->queues; q; q = q->next)
+                        if (is_running(m, q) && q->alloc == 0)
+                                q->alloc = share;
+                n_unserved = 0;
+        }
+}
+
+static double held_slots(const struct emu_model *m, unsigned *ret_n_running)
+{
+        double held = 0;
+        unsigned n = 0;
+
+        for (const struct emu_model_queue *q = m->queues; q; q = q->next)
+                if (q->alloc > 0) {
+                        held += q->alloc;
+                        n++;
+                }
+        *ret_n_running = n;
+        return held;
+}
+
+/* Slots the dispatcher can hand a newcomer right now without waiting for
+ * anybody's workgroups to finish. */
+static bool fits_now(const struct emu_model *m, const struct emu_model_queue *q)
+{
+        unsigned n_running;
+        double free_slots = (double)m->params.capacity - held_slots(m, &n_running);
+        double fair = (double)m->params.capacity / (n_running + 1);
+
+        return free_slots + DONE_EPSILON_NS >= fmin((double)q->demand, fair);
+}
+
+/* Wall time until the running dispatch `q` finishes its current round of
+ * workgroups, i.e. until the CUs it holds become free for others. */
+static uint64_t round_end(const struct emu_model *m, const struct emu_model_queue *q)
+{
+        double rate = q->alloc / (double)q->demand;
+        double left = (double)q->wave_ns - fmod(q->progress_ns, (double)q->wave_ns);
+
+        return m->now + (uint64_t)ceil(left / rate);
+}
+
+/* A dispatch that arrives while the device is full waits until the first
+ * dispatch that holds more than its new fair share ends a round of
+ * workgroups: the hardware dispatcher cannot take CUs from running
+ * workgroups, only fill the ones that finish. This is what makes a small
+ * kernel wait behind a big one on a real GPU. */
+static uint64_t admission_time(const struct emu_model *m, const struct emu_model_queue *q)
+{
+        unsigned n_running;
+        uint64_t best = EMU_MODEL_NEVER;
+        double fair;
+
+        if (fits_now(m, q))
+                return m->now;
+        held_slots(m, &n_running);
+        fair = (double)m->params.capacity / (n_running + 1);
+        for (const struct emu_model_queue *o = m->queues; o; o = o->next)
+                if (o != q && o->alloc > fair) {
+                        uint64_t t = round_end(m, o);
+                        if (t < best)
+                                best = t;
+                }
+        return best == EMU_MODEL_NEVER ? m->now : best;
+}
+
+/* Recompute the split; a waiting dispatch is let in early when the device
+ * frees up by other means (a dispatch finished or was suspended). */
+static void refresh(struct emu_model *m)
+{
+        compute_allocations(m);
+        for (struct emu_model_queue *q = m->queues; q; q = q->next)
+                if (q->busy && !q->done && q->admit_at > m->now && fits_now(m, q)) {
+                        q->admit_at = m->now;
+                        compute_allocations(m);
+                }
+}
+
+static uint64_t completion_time(const struct emu_model *m, const struct emu_model_queue *q)
+{
+        double left = (double)q->duration_ns - q->progress_ns;
+
+        if (left <= DONE_EPSILON_NS)
+                return m->now;
+        return m->now + (uint64_t)ceil(left * (double)q->demand / q->alloc);
+}
+
+uint64_t emu_model_next_event(const struct emu_model *m)
+{
+        uint64_t next = EMU_MODEL_NEVER;
+
+        for (const struct emu_model_queue *q = m->queues; q; q = q->next) {
+                uint64_t t = EMU_MODEL_NEVER;
+
+                if (!q->busy || q->done || q->suspended)
+                        continue;
+                if (q->alloc > 0)
+                        t = completion_time(m, q);
+                else if (m->stall_until > m->now)
+                        t = m->stall_until;
+                else if (q->blocked_until > m->now)
+                        t = q->blocked_until;
+                else if (q->admit_at > m->now)
+                        t = q->admit_at;
+                if (t < next)
+                        next = t;
+        }
+        return next;
+}
+
+void emu_model_advance(struct emu_model *m, uint64_t now)
+{
+        while (m->now < now) {
+                uint64_t step_end = emu_model_next_event(m);
+                double dt;
+
+                if (step_end > now)
+                        step_end = now;
+                dt = (double)(step_end - m->now);
+                for (struct emu_model_queue *q = m->queues; q; q = q->next) {
+                        if (q->alloc <= 0)
+                                continue;
+                        q->progress_ns += dt * q->alloc / (double)q->demand;
+                        if ((double)q->duration_ns - q->progress_ns <= DONE_EPSILON_NS) {
+                                q->progress_ns = (double)q->duration_ns;
+                                q->done = true;
+                        }
+                }
+                m->now = step_end;
+                refresh(m);
+        }
+}
+
+void emu_model_start(struct emu_model *m, struct emu_model_queue *q, uint64_t duration_ns,
+                     uint32_t workgroups)
+{
+        uint64_t wgs = workgroups ? workgroups : 1;
+        uint64_t demand = wgs < m->params.capacity ? wgs : m->params.capacity;
+        uint64_t rounds = (wgs + demand - 1) / demand;
+
+        q->busy = true;
+        q->done = duration_ns == 0;
+        q->duration_ns = duration_ns;
+        q->demand = demand;
+        q->wave_ns = duration_ns / rounds ? duration_ns / rounds : 1;
+        q->progress_ns = 0;
+        q->alloc = 0;
+        q->admit_at = m->now;
+        q->admit_at = admission_time(m, q);
+        refresh(m);
+}
+
+void emu_model_retire(struct emu_model *m, struct emu_model_queue *q)
+{
+        q->busy = false;
+        q->done = false;
+        q->alloc = 0;
+        refresh(m);
+}
+
+void emu_model_remove_queue(struct emu_model *m, struct emu_model_queue *q)
+{
+        for (struct emu_model_queue **p = &m->queues; *p; p = &(*p)->next)
+                if (*p == q) {
+                        *p = q->next;
+                        break;
+                }
+        q->next = NULL;
+        refresh(m);
+}
+
+void emu_model_set_suspended(struct emu_model *m, struct emu_model_queue *q, bool suspended,
+                             uint64_t restore_ns)
+{
+        if (q->suspended == suspended)
+                return;
+        q->suspended = suspended;
+        if (!suspended && q->busy && m->now + restore_ns > q->blocked_until)
+                q->blocked_until = m->now + restore_ns;
+        refresh(m);
+}
+
+void emu_model_stall_device(struct emu_model *m, uint64_t until)
+{
+        if (until > m->stall_until)
+                m->stall_until = until;
+        refresh(m);
+}
+
+void emu_model_stall_queue(struct emu_model *m, struct emu_model_queue *q, uint64_t until)
+{
+        if (until > q->blocked_until)
+                q->blocked_until = until;
+        refresh(m);
+}
+
+bool emu_model_has_work(const struct emu_model *m)
+{
+        for (const struct emu_model_queue *q = m->queues; q; q = q->next)
+                if (q->busy)
+                        return true;
+        return false;
+}
+
+int emu_model_cu_occupancy(const struct emu_model *m, uint32_t owner)
+{
+        double slots = 0;
+        double cus;
+
+        for (const struct emu_model_queue *q = m->queues; q; q = q->next)
+                if (q->owner == owner)
+                        slots += q->alloc;
+        if (m->params.wg_slots_per_cu == 0)
+                return 0;
+        cus = ceil(slots / m->params.wg_slots_per_cu - 1e-9);
+        return cus > m->params.cu_count ? (int)m->params.cu_count : (int)cus;
+}

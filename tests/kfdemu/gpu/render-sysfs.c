@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * /sys/class/kfd/kfd/{topology,proc} and /sys/module/amdgpu/parameters as
+ * the kernel formats them (kfd_topology.c: node_show, sysprops_show;
+ * kfd_process.c: kfd_procfs_show, kfd_procfs_queue_show,
+ * kfd_procfs_stats_show; amdgpu_drv.c module parameters).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysinfo.h>
+
+#include "cleanup.h"
+#include "gpu-internal.h"
+
+#define KFD_DIR "sys/devices/virtual/kfd/kfd"
+#define PATH_LEN 256
+
+/* kfd_topology.h capability bits that a gfx942 node sets and gpreempt or
+ * ROCdbgapi look at (kfd-interface.md §8.2). */
+#define HSA_CAP_WATCH_POINTS_SUPPORTED 0x00000080u
+#define HSA_CAP_WATCH_POINTS_TOTALBITS_SHIFT 8
+#define HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT 12
+#define HSA_CAP_DOORBELL_TYPE_2_0 0x2u
+#define HSA_CAP_TRAP_DEBUG_SUPPORT 0x00008000u
+#define HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_TRAP_OVERRIDE_SUPPORTED 0x00010000u
+#define HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_MODE_SUPPORTED 0x00020000u
+#define HSA_CAP_TRAP_DEBUG_PRECISE_MEMORY_OPERATIONS_SUPPORTED 0x00040000u
+#define HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED 0x20000000u
+/* debug_prop of GC 9.4.3 (kfd_topology_set_dbg_firmware_support and
+ * kfd_topology_set_capabilities): address-watch mask bits 7..30 and
+ * DISPATCH_INFO_ALWAYS_VALID. */
+#define HSA_DBG_WATCH_ADDR_MASK_LO_BIT_GFX9_4_3 7u
+#define HSA_DBG_WATCH_ADDR_MASK_HI_BIT_GFX9_4_3 (30u << 4)
+#define HSA_DBG_DISPATCH_INFO_ALWAYS_VALID 0x400u
+
+/* Values of a gfx942 node that kfdemu does not model; each is what an
+ * MI300-series node reports or, where marked, invented. */
+#define GFX942_LDS_SIZE_KB 64
+#define GFX942_NUM_GWS 64
+#define GFX942_WAVE_FRONT_SIZE 64
+#define GFX942_SE_PER_XCC 4
+#define GFX942_MAX_SLOTS_SCRATCH_CU 32
+#define GFX942_NUM_SDMA_ENGINES 2
+#define GFX942_NUM_SDMA_XGMI_ENGINES 6      /* 8 SDMA engines in the real hqds dump */
+#define GFX942_NUM_SDMA_QUEUES_PER_ENGINE 8
+#define GFX942_NUM_CP_QUEUES 24             /* 4 pipes x 6 queues per XCC (hqds dump) */
+#define GFX942_CWSR_SIZE 0xba6000           /* per XCC: ctx save size in the real MQDs */
+#define GFX942_CTL_STACK_SIZE 0x2000        /* cp_hqd_cntl_stack_size in the real MQDs */
+#define GFX942_MAX_ENGINE_CLK_MHZ 2100
+#define GFX942_MEC_FW_VERSION 177           /* invented */
+#define GFX942_SDMA_FW_VERSION 19           /* invented */
+#define HOST_MAX_CLOCK_MHZ 3700             /* invented: cpufreq of the host */
+#define AMD_VENDOR_ID 0x1002
+#define SIMD_ID_BASE_FIRST_GPU 0x80001000u  /* invented in the kernel's style */
+
+static void prop32(FILE *f, const char *name, uint32_t value)
+{
+        fprintf(f, "%s %u\n", name, value);           /* sysfs_show_32bit_prop */
+}
+
+static void prop64(FILE *f, const char *name, uint64_t value)
+{
+        fprintf(f, "%s %llu\n", name, (unsigned long long)value); /* sysfs_show_64bit_prop */
+}
+
+static uint32_t gpu_capability(const struct emu_gpu_config *cfg)
+{
+        uint32_t cap = HSA_CAP_WATCH_POINTS_SUPPORTED |
+                       2u << HSA_CAP_WATCH_POINTS_TOTALBITS_SHIFT |  /* log2 of 4 watch points */
+                       HSA_CAP_DOORBELL_TYPE_2_0 << HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT |
+                       HSA_CAP_TRAP_DEBUG_SUPPORT |
+                       HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_TRAP_OVERRIDE_SUPPORTED |
+                       HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_MODE_SUPPORTED |
+                       HSA_CAP_TRAP_DEBUG_PRECISE_MEMORY_OPERATIONS_SUPPORTED;
+
+        if (cfg->debug_firmware)
+                cap |= HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED;
+        return cap;
+}
+
+/* node_show's keys, in its order; `gpu` NULL for the CPU node. */
+static void write_node_properties(FILE *f, const struct emu_gpu *gpu)
+{
+        const struct emu_gpu_config *c = gpu ? &gpu->cfg : NULL;
+        uint32_t arrays = c ? c->num_xcc * GFX942_SE_PER_XCC : 0;
+
+        prop32(f, "cpu_cores_count", c ? 0 : (uint32_t)get_nprocs_conf());
+        prop32(f, "simd_count", c ? c->cu_count * c->simd_per_cu : 0);
+        prop32(f, "mem_banks_count", 0);
+        prop32(f, "caches_count", 0);
+        prop32(f, "io_links_count", 0);
+        prop32(f, "p2p_links_count", 0);
+        prop32(f, "cpu_core_id_base", 0);
+        prop32(f, "simd_id_base", c ? SIMD_ID_BASE_FIRST_GPU + emu_gpu_slot(gpu) * c->cu_count * c->simd_per_cu : 0);
+        prop32(f, "max_waves_per_simd", c ? c->max_waves_per_simd : 0);
+        prop32(f, "lds_size_in_kb", c ? GFX942_LDS_SIZE_KB : 0);
+        prop32(f, "gds_size_in_kb", 0);
+        prop32(f, "num_gws", c ? GFX942_NUM_GWS : 0);
+        prop32(f, "wave_front_size", c ? GFX942_WAVE_FRONT_SIZE : 0);
+        prop32(f, "array_count", arrays);
+        prop32(f, "simd_arrays_per_engine", c ? 1 : 0);
+        prop32(f, "cu_per_simd_array", arrays ? c->cu_count / arrays : 0);
+        prop32(f, "simd_per_cu", c ? c->simd_per_cu : 0);
+        prop32(f, "max_slots_scratch_cu", c ? GFX942_MAX_SLOTS_SCRATCH_CU : 0);
+        prop32(f, "gfx_target_version", c ? c->gfx_target_version : 0);
+        prop32(f, "vendor_id", c ? AMD_VENDOR_ID : 0);
+        prop32(f, "device_id", c ? c->device_id : 0);
+        prop32(f, "location_id", c ? c->location_id : 0);
+        prop32(f, "domain", c ? c->domain : 0);
+        prop32(f, "drm_render_minor", c ? c->drm_render_minor : 0);
+        prop64(f, "hive_id", 0);
+        prop32(f, "num_sdma_engines", c ? GFX942_NUM_SDMA_ENGINES : 0);
+        prop32(f, "num_sdma_xgmi_engines", c ? GFX942_NUM_SDMA_XGMI_ENGINES : 0);
+        prop32(f, "num_sdma_queues_per_engine", c ? GFX942_NUM_SDMA_QUEUES_PER_ENGINE : 0);
+        prop32(f, "num_cp_queues", c ? GFX942_NUM_CP_QUEUES : 0);
+        prop32(f, "cwsr_size", c ? GFX942_CWSR_SIZE : 0);
+        prop32(f, "ctl_stack_size", c ? GFX942_CTL_STACK_SIZE : 0);
+        if (c) {
+                prop32(f, "max_engine_clk_fcompute", GFX942_MAX_ENGINE_CLK_MHZ);
+                prop64(f, "local_mem_size", 0);
+                prop32(f, "fw_version", GFX942_MEC_FW_VERSION);
+                prop32(f, "capability", gpu_capability(c));
+                prop64(f, "debug_prop", HSA_DBG_WATCH_ADDR_MASK_LO_BIT_GFX9_4_3 |
+                                        HSA_DBG_WATCH_ADDR_MASK_HI_BIT_GFX9_4_3 |
+                                        HSA_DBG_DISPATCH_INFO_ALWAYS_VALID);
+                prop32(f, "sdma_fw_version", GFX942_SDMA_FW_VERSION);
+                /* Invented, unique per GPU as adev->unique_id is. */
+                prop64(f, "unique_id", 0x1f0e3d4c00000000ull | (uint64_t)c->location_id << 16 | c->gpu_id);
+                prop32(f, "num_xcc", c->num_xcc);
+        }
+        prop32(f, "max_engine_clk_ccompute", HOST_MAX_CLOCK_MHZ);
+}
+
+static int render_node(const char *root, unsigned n, const struct emu_gpu *gpu)
+{
+        _cleanup_free_ char *text = NULL;
+        char path[PATH_LEN];
+        size_t len = 0;
+        FILE *f;
+        int r;
+
+        snprintf(path, sizeof(path), KFD_DIR "/topology/nodes/%u/gpu_id", n);
+        r = emu_render_printf(root, path, "%u\n", gpu ? gpu->cfg.gpu_id : 0);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), KFD_DIR "/topology/nodes/%u/name", n);
+        r = emu_render_printf(root, path, "%s\n", gpu ? gpu->cfg.name : "");
+        if (r < 0)
+                return r;
+        f = open_memstream(&text, &len);
+        if (!f)
+                return -ENOMEM;
+        write_node_properties(f, gpu);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        snprintf(path, sizeof(path), KFD_DIR "/topology/nodes/%u/properties", n);
+        return emu_render_write(root, path, text, len);
+}
+
+int emu_render_topology(struct emu_node *node)
+{
+        const char *root = node->cfg.root;
+        int r;
+
+        r = emu_render_symlink(root, "sys/class/kfd/kfd", "../../devices/virtual/kfd/kfd");
+        if (r < 0)
+                return r;
+        /* generation_count: 1 for the CPU node, +1 per GPU added. */
+        r = emu_render_printf(root, KFD_DIR "/topology/generation_id", "%u\n", node->n_gpus + 1);
+        if (r < 0)
+                return r;
+        r = emu_render_printf(root, KFD_DIR "/topology/system_properties",
+                              "platform_oem 0\nplatform_id 0\nplatform_rev 0\n");
+        if (r < 0)
+                return r;
+        r = render_node(root, 0, NULL);
+        for (unsigned i = 0; r >= 0 && i < node->n_gpus; i++)
+                r = render_node(root, 1 + i, &node->gpus[i]);
+        if (r < 0)
+                return r;
+        r = emu_render_printf(root, "sys/module/amdgpu/parameters/sched_policy", "%d\n", node->cfg.sched_policy);
+        if (r >= 0)
+                r = emu_render_printf(root, "sys/module/amdgpu/parameters/queue_preemption_timeout_ms", "%u\n",
+                                      node->cfg.queue_preemption_timeout_ms);
+        if (r >= 0)
+                r = emu_render_printf(root, "sys/module/amdgpu/parameters/cwsr_enable", "%d\n", 1);
+        return r;
+}
+
+/* enum kfd_queue_type (kfd_priv.h, trees with DIQ): what queues/<id>/type shows. */
+static int internal_queue_type(uint32_t ioctl_type)
+{
+        switch (ioctl_type) {
+        case KFD_IOC_QUEUE_TYPE_SDMA:
+                return 1;
+        case KFD_IOC_QUEUE_TYPE_SDMA_XGMI:
+                return 4;
+        default:
+                return 0;                 /* COMPUTE, PM4 and AQL alike */
+        }
+}
+
+static void render_queue(const char *root, pid_t tgid, const struct emu_queue *q)
+{
+        char path[PATH_LEN];
+
+        snprintf(path, sizeof(path), KFD_DIR "/proc/%d/queues/%u/size", (int)tgid, q->id);
+        emu_render_printf(root, path, "%llu", (unsigned long long)q->ring_size);
+        snprintf(path, sizeof(path), KFD_DIR "/proc/%d/queues/%u/type", (int)tgid, q->id);
+        emu_render_printf(root, path, "%d", internal_queue_type(q->type));
+        snprintf(path, sizeof(path), KFD_DIR "/proc/%d/queues/%u/gpuid", (int)tgid, q->id);
+        emu_render_printf(root, path, "%u", q->gpu->cfg.gpu_id);
+}
+
+/* kfd_procfs_del_queue: directories of destroyed queues go away. */
+static void remove_stale_queues(const char *root, const struct emu_process *p)
+{
+        char path[PATH_MAX];
+        DIR *dir;
+        struct dirent *de;
+
+        snprintf(path, sizeof(path), "%s/" KFD_DIR "/proc/%d/queues", root, (int)p->tgid);
+        dir = opendir(path);
+        if (!dir)
+                return;
+        while ((de = readdir(dir))) {
+                char *end;
+                unsigned long id = strtoul(de->d_name, &end, 10);
+                bool live = false;
+
+                if (de->d_name[0] == '.' || *end != '\0')
+                        continue;
+                for (const struct emu_queue *q = p->queues; q && !live; q = q->next)
+                        live = q->id == id;
+                if (!live) {
+                        char rel[PATH_LEN];
+
+                        snprintf(rel, sizeof(rel), KFD_DIR "/proc/%d/queues/%lu", (int)p->tgid, id);
+                        emu_render_remove_tree(root, rel);
+                }
+        }
+        closedir(dir);
+}
+
+void emu_render_cu_occupancy(struct emu_process *p, struct emu_gpu *gpu, int value)
+{
+        struct emu_node_hw *nh = gpu->hw ? gpu->hw->node_hw : NULL;
+        char path[PATH_LEN];
+        int frame;
+
+        snprintf(path, sizeof(path), KFD_DIR "/proc/%d/stats_%u/cu_occupancy", (int)p->tgid, gpu->cfg.gpu_id);
+        if (emu_render_printf(p->node->cfg.root, path, "%d\n", value) < 0 || !nh)
+                return;
+        frame = emu_frame_find(nh, p->tgid, emu_gpu_slot(gpu));
+        if (frame >= 0)
+                nh->frames[frame].cu_occupancy_rendered = value;
+}
+
+void emu_render_process(struct emu_process *p)
+{
+        const char *root = p->node->cfg.root;
+        char path[PATH_LEN];
+
+        snprintf(path, sizeof(path), KFD_DIR "/proc/%d/pasid", (int)p->tgid);
+        emu_render_printf(root, path, "%u\n", p->pasid);
+        for (unsigned i = 0; i < p->n_pdds; i++) {
+                struct emu_gpu *gpu = p->pdds[i].gpu;
+                uint32_t id = gpu->cfg.gpu_id;
+
+                /* kfdemu allocates no memory for processes: 0 bytes. */
+                snprintf(path, sizeof(path), KFD_DIR "/proc/%d/vram_%u", (int)p->tgid, id);
+                emu_render_printf(root, path, "%llu\n", 0ull);
+                snprintf(path, sizeof(path), KFD_DIR "/proc/%d/sdma_%u", (int)p->tgid, id);
+                emu_render_printf(root, path, "%llu\n", 0ull);
+                snprintf(path, sizeof(path), KFD_DIR "/proc/%d/stats_%u/evicted_ms", (int)p->tgid, id);
+                emu_render_printf(root, path, "%llu\n", 0ull);
+                emu_render_cu_occupancy(p, gpu, emu_gpu_cu_occupancy(gpu, p->tgid));
+        }
+        for (const struct emu_queue *q = p->queues; q; q = q->next)
+                render_queue(root, p->tgid, q);
+        remove_stale_queues(root, p);
+}
+
+void emu_render_process_removed(struct emu_node *node, pid_t tgid)
+{
+        struct emu_node_hw *nh = emu_node_hw_of(node);
+        char path[PATH_LEN];
+
+        snprintf(path, sizeof(path), KFD_DIR "/proc/%d", (int)tgid);
+        emu_render_remove_tree(node->cfg.root, path);
+        /* The process's doorbell frames are free for the next process. */
+        if (nh)
+                emu_frames_release(nh, tgid);
+}
