@@ -89,6 +89,11 @@ enum gp_runtime_state {
         GP_RUNTIME_ENABLED_ERROR = 3,
 };
 
+/* "disabled", "enabled", "enabled-busy", "enabled-error". */
+const char *gp_runtime_state_to_string(enum gp_runtime_state state);
+/* "pm4", "sdma", "aql", "sdma-xgmi" for KFD_IOC_QUEUE_TYPE_*. */
+const char *gp_queue_type_to_string(uint32_t type);
+
 enum gp_event_type {
         /* A queue appeared (queue_id, gpu_id); it is not suspended. */
         GP_EVENT_QUEUE_NEW = 1,

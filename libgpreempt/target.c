@@ -12,21 +12,6 @@
 #include "opts.h"
 #include "ptrace.h"
 
-static const char *runtime_state_name(enum gp_runtime_state state)
-{
-        switch (state) {
-        case GP_RUNTIME_DISABLED:
-                return "disabled";
-        case GP_RUNTIME_ENABLED:
-                return "enabled";
-        case GP_RUNTIME_ENABLED_BUSY:
-                return "enabled-busy";
-        case GP_RUNTIME_ENABLED_ERROR:
-                return "enabled-error";
-        }
-        return "unknown";
-}
-
 int target_check_usable(const struct gp_target *target)
 {
         if (gettid() != target->tracer_tid)
@@ -179,7 +164,7 @@ GP_EXPORT int gp_target_attach(struct gp_context *context, pid_t pid,
         target->debug_enabled = true;
         target->runtime_state = (enum gp_runtime_state)info.runtime_state;
         log_info(logger, "pid %d: attached, runtime %s", pid,
-                 runtime_state_name(target->runtime_state));
+                 gp_runtime_state_to_string(target->runtime_state));
 
         /* kfd_dbg_trap_activate swallows its errors into the runtime state:
          * in these states no suspend can ever succeed. */

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpreemptctl: the command-line front end of gpreempt. Verbs are looked up in
+ * a table and accept any unambiguous prefix ("q" for "queues").
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report.h"
+#include "verbs.h"
+
+static const struct verb verbs[] = {
+        { "hold", "PID... [--for DURATION] [--gpu ID]... [--json]",
+          "suspend processes' GPU queues until a duration ends or a signal comes", verb_hold },
+        { "queues", "PID [--json]", "list a process's GPU queues", verb_queues },
+};
+
+static void print_help(void)
+{
+        printf("Usage: gpreemptctl [-v] VERB [ARGS...]\n"
+               "\n"
+               "Suspend and inspect the GPU queues of processes on AMD GPU nodes.\n"
+               "\n"
+               "Verbs (any unambiguous prefix works):\n");
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+                printf("  %-8s %s\n           %s\n", verbs[i].name, verbs[i].synopsis,
+                       verbs[i].summary);
+        printf("\n"
+               "Options:\n"
+               "  -v, --verbose   say what the library does (twice: every kernel call)\n"
+               "  -h, --help      show this help\n"
+               "  --version       show the version\n"
+               "\n"
+               "Run 'gpreemptctl VERB --help' for a verb's options; see gpreemptctl(1).\n");
+}
+
+static const struct verb *find_verb(const char *name, int *ret_matches)
+{
+        const struct verb *found = NULL;
+        size_t len = strlen(name);
+        int matches = 0;
+
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+                if (strcmp(verbs[i].name, name) == 0) {
+                        *ret_matches = 1;
+                        return &verbs[i];
+                }
+                if (len > 0 && strncmp(verbs[i].name, name, len) == 0) {
+                        found = &verbs[i];
+                        matches++;
+                }
+        }
+        *ret_matches = matches;
+        return matches == 1 ? found : NULL;
+}
+
+int main(int argc, char **argv)
+{
+        enum { OPT_VERSION = 0x100 };
+        static const struct option options[] = {
+                { "verbose", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, OPT_VERSION },
+                {},
+        };
+        struct ctl_globals globals = { 0 };
+        const struct verb *verb;
+        int c, matches, first;
+
+        /* '+': stop at the verb; its options are its own. */
+        while ((c = getopt_long(argc, argv, "+vh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'v':
+                        globals.verbosity++;
+                        break;
+                case 'h':
+                        print_help();
+                        return CTL_EXIT_OK;
+                case OPT_VERSION:
+                        printf("gpreemptctl %s\n", GPREEMPT_VERSION);
+                        return CTL_EXIT_OK;
+                default:
+                        return report_usage(NULL, "unknown option");
+                }
+        }
+        if (optind >= argc)
+                return report_usage(NULL, "no verb given.");
+
+        verb = find_verb(argv[optind], &matches);
+        if (!verb) {
+                if (matches > 1)
+                        return report_usage(NULL, "'%s' is ambiguous: it starts %d verbs.",
+                                            argv[optind], matches);
+                return report_usage(NULL, "'%s' is not a verb; see 'gpreemptctl --help'.",
+                                    argv[optind]);
+        }
+        /* Each verb parses its own options from the start (optind 0 resets
+         * getopt completely). */
+        first = optind;
+        argv[first] = (char *)verb->name;
+        optind = 0;
+        return verb->run(&globals, argc - first, argv + first);
+}

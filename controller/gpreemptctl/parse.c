@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+#include "parse.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_unsigned(const char *s, unsigned long long max, unsigned long long *ret_value)
+{
+        unsigned long long v;
+        char *end;
+
+        /* strtoull accepts "-1" and leading spaces: refuse anything but digits. */
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == ERANGE || v > max)
+                return -ERANGE;
+        if (*end != '\0')
+                return -EINVAL;
+        *ret_value = v;
+        return 0;
+}
+
+int parse_pid(const char *s, pid_t *ret_pid)
+{
+        unsigned long long v;
+        int r;
+
+        r = parse_unsigned(s, INT_MAX, &v);
+        if (r < 0)
+                return r;
+        if (v == 0)
+                return -ERANGE;
+        *ret_pid = (pid_t)v;
+        return 0;
+}
+
+int parse_u32(const char *s, uint32_t *ret_value)
+{
+        unsigned long long v;
+        int r;
+
+        r = parse_unsigned(s, UINT32_MAX, &v);
+        if (r < 0)
+                return r;
+        *ret_value = (uint32_t)v;
+        return 0;
+}
+
+int parse_duration(const char *s, uint64_t *ret_usec)
+{
+        static const struct {
+                const char *suffix;
+                double usec;
+        } units[] = {
+                { "us", 1 },         { "ms", 1e3 },  { "s", 1e6 }, { "", 1e6 },
+                { "min", 60e6 },     { "m", 60e6 },  { "h", 3600e6 },
+        };
+        /* A year is longer than anyone holds a process; beyond it, typos. */
+        const double max_usec = 366.0 * 24 * 3600e6;
+        double value;
+        char *end;
+
+        if (!s || !*s)
+                return -EINVAL;
+        if (strcmp(s, "infinity") == 0) {
+                *ret_usec = UINT64_MAX;
+                return 0;
+        }
+        if ((*s < '0' || *s > '9') && *s != '.')
+                return -EINVAL;
+        errno = 0;
+        value = strtod(s, &end);
+        if (errno == ERANGE || !isfinite(value))
+                return -ERANGE;
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+                if (strcmp(end, units[i].suffix) != 0)
+                        continue;
+                value *= units[i].usec;
+                if (value > max_usec)
+                        return -ERANGE;
+                *ret_usec = (uint64_t)value;
+                return 0;
+        }
+        return -EINVAL;
+}

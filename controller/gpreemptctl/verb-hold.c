@@ -1,0 +1,609 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpreemptctl hold PID...: suspend the processes' GPU queues and keep them
+ * suspended, catching queues created meanwhile, until --for ends or SIGINT /
+ * SIGTERM arrives; then resume, detach and say what happened.
+ *
+ * Everything runs on the main thread, which attached the targets: the kernel
+ * takes debugger calls only from the tracer thread. If this program dies,
+ * even by SIGKILL, the kernel's debugger-exit teardown
+ * (kfd_process_notifier_release_internal) resumes every queue it suspended.
+ */
+#include <getopt.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-event.h>
+
+#include "cleanup.h"
+#include "parse.h"
+#include "report.h"
+#include "verbs.h"
+
+/* --gpu can be given this often; more GPUs than any node has. */
+#define HOLD_MAX_GPUS 64
+/* Queue ids named by events and not yet suspended, per process. */
+#define HOLD_MAX_PENDING_QUEUES 1024
+#define HOLD_MAX_ERRORS 16
+
+enum held_state {
+        HELD_FAILED,          /* never attached */
+        HELD_WAITING_RUNTIME, /* attached; its runtime has not enabled debugging yet */
+        HELD_ACTIVE,          /* attached with its runtime enabled */
+        HELD_GONE,            /* exited or exec'd while held */
+};
+
+struct hold;
+
+struct held {
+        struct hold *hold;
+        pid_t pid;
+        struct gp_target *target;
+        sd_event_source *io;
+        enum held_state state;
+        bool suspend_all;
+        uint32_t pending[HOLD_MAX_PENDING_QUEUES];
+        size_t n_pending;
+        size_t queues_suspended;
+        size_t queues_resumed;
+        size_t queues_not_suspended;
+        size_t retries;
+        size_t new_queues_caught;
+        size_t runtime_events;
+        const char *gone_reason;
+        char *errors[HOLD_MAX_ERRORS];
+        size_t n_errors;
+        bool precondition_failed;
+};
+
+struct hold {
+        struct gp_context *context;
+        sd_event *event;
+        struct held *held;
+        size_t n_held;
+        uint32_t gpu_ids[HOLD_MAX_GPUS];
+        size_t n_gpu_ids;
+        uint32_t grace_period;
+        bool json;
+};
+
+static void print_help(void)
+{
+        printf("Usage: gpreemptctl hold PID... [--for DURATION] [--gpu ID]... [--json]\n"
+               "\n"
+               "Suspend the GPU queues of the processes and keep them suspended, also the\n"
+               "queues they create meanwhile, until DURATION has passed or SIGINT/SIGTERM\n"
+               "arrives; then resume them and detach. A process whose ROCm runtime has not\n"
+               "started yet is held from the moment it does.\n"
+               "\n"
+               "  --for DURATION       how long to hold: 500ms, 30s, 5m, 1h (default: until\n"
+               "                       interrupted)\n"
+               "  --gpu ID             only queues on this GPU (KFD gpu_id); repeatable\n"
+               "  --grace-period N     wave time before the context save, in ~1000 GPU\n"
+               "                       clocks (default 0)\n"
+               "  --json               print the result as JSON\n"
+               "  -h, --help           show this help\n"
+               "\n"
+               "Exit status: 0 all held and released, 1 usage, 2 nothing could be held,\n"
+               "3 some processes or queues were not held, 4 a failure while holding.\n");
+}
+
+static void held_add_error(struct held *h, int error, enum gp_op op)
+{
+        int state = h->target ? (int)gp_target_runtime_state(h->target) : -1;
+        char *sentence = report_error(error, op, h->pid, state);
+
+        if (sentence && h->n_errors < HOLD_MAX_ERRORS)
+                h->errors[h->n_errors++] = sentence;
+        else
+                free(sentence);
+}
+
+static void held_say(const struct held *h, const char *what)
+{
+        if (h->hold->json)
+                return;
+        printf("pid %d: %s\n", (int)h->pid, what);
+        fflush(stdout);
+}
+
+static void on_target_event(struct gp_target *target, const struct gp_event *event,
+                            void *userdata)
+{
+        struct held *h = userdata;
+
+        switch (event->type) {
+        case GP_EVENT_QUEUE_NEW:
+                /* Suspended right after this round of events. */
+                if (h->n_pending < HOLD_MAX_PENDING_QUEUES)
+                        h->pending[h->n_pending++] = event->queue_id;
+                else
+                        h->suspend_all = true;
+                break;
+        case GP_EVENT_RUNTIME:
+                h->runtime_events++;
+                if (event->runtime_state == GP_RUNTIME_ENABLED &&
+                    h->state == HELD_WAITING_RUNTIME) {
+                        h->state = HELD_ACTIVE;
+                        h->suspend_all = true;
+                        held_say(h, "runtime enabled debugging; holding its queues from now on");
+                }
+                break;
+        case GP_EVENT_EXITED:
+                h->state = HELD_GONE;
+                h->gone_reason = "exited";
+                break;
+        case GP_EVENT_EXECED:
+                h->state = HELD_GONE;
+                h->gone_reason = "exec'd";
+                break;
+        case GP_EVENT_QUEUE_DELETED:
+        case GP_EVENT_STOPPED:
+                break;
+        }
+}
+
+static struct gp_queue_opts held_queue_opts(const struct held *h, const uint32_t *queue_ids,
+                                            size_t n_queue_ids)
+{
+        return (struct gp_queue_opts){
+                .sz = sizeof(struct gp_queue_opts),
+                .gpu_ids = h->hold->n_gpu_ids ? h->hold->gpu_ids : NULL,
+                .n_gpu_ids = h->hold->n_gpu_ids,
+                .grace_period = h->hold->grace_period,
+                .queue_ids = queue_ids,
+                .n_queue_ids = n_queue_ids,
+        };
+}
+
+/* Suspends what events asked for: everything, or the new queues. */
+static void held_suspend_pending(struct held *h)
+{
+        struct gp_queue_report report;
+        struct gp_queue_opts opts;
+        bool all = h->suspend_all;
+        int r;
+
+        if (h->state != HELD_ACTIVE || (!all && h->n_pending == 0))
+                return;
+        opts = held_queue_opts(h, all ? NULL : h->pending, all ? 0 : h->n_pending);
+        h->suspend_all = false;
+        h->n_pending = 0;
+
+        r = gp_target_suspend(h->target, &opts, &report);
+        if (r == -GP_ERR_NO_QUEUES)
+                /* Not yet any queue (on these GPUs), or it is gone already. */
+                return;
+        if (r == -GP_ERR_TARGET_GONE)
+                return;
+        if (r < 0) {
+                held_add_error(h, r, GP_OP_SUSPEND);
+                return;
+        }
+        if (all)
+                h->queues_suspended = report.n_done;
+        else {
+                h->queues_suspended += report.n_done;
+                h->new_queues_caught += report.n_done;
+        }
+        h->retries += report.n_retried;
+        h->queues_not_suspended += report.n_invalid + report.n_error;
+        if (!h->hold->json) {
+                if (all)
+                        printf("pid %d: suspended %zu queue%s\n", (int)h->pid, report.n_done,
+                               report.n_done == 1 ? "" : "s");
+                else
+                        printf("pid %d: suspended %zu new queue%s\n", (int)h->pid, report.n_done,
+                               report.n_done == 1 ? "" : "s");
+                fflush(stdout);
+        }
+}
+
+static void held_after_gone(struct held *h)
+{
+        if (h->io)
+                h->io = sd_event_source_disable_unref(h->io);
+        if (!h->hold->json) {
+                char what[64];
+
+                snprintf(what, sizeof(what), "%s while held; nothing of it is suspended",
+                         h->gone_reason ? h->gone_reason : "went away");
+                held_say(h, what);
+        }
+}
+
+static int on_event_fd(sd_event_source *source, int fd, uint32_t revents, void *userdata)
+{
+        struct held *h = userdata;
+        int r;
+
+        r = gp_target_process_events(h->target);
+        if (r < 0 && r != -GP_ERR_TARGET_GONE)
+                held_add_error(h, r, GP_OP_EVENTS);
+        if (h->state == HELD_GONE || gp_target_is_gone(h->target)) {
+                h->state = HELD_GONE;
+                held_after_gone(h);
+                return 0;
+        }
+        held_suspend_pending(h);
+        return 0;
+}
+
+static int on_sigchld(sd_event_source *source, const struct signalfd_siginfo *si, void *userdata)
+{
+        struct hold *hold = userdata;
+
+        /* SIGCHLD coalesces: look at every target, each until nothing is
+         * pending, so no stop is left unserviced (a stopped tracee would
+         * wait for us forever). */
+        for (size_t i = 0; i < hold->n_held; i++) {
+                struct held *h = &hold->held[i];
+                enum held_state before = h->state;
+                int r;
+
+                if (!h->target)
+                        continue;
+                r = gp_target_service_ptrace(h->target);
+                if (r < 0)
+                        held_add_error(h, r, GP_OP_PTRACE);
+                if (h->state == HELD_GONE && before != HELD_GONE)
+                        held_after_gone(h);
+        }
+        return 0;
+}
+
+static int on_quit(sd_event_source *source, const struct signalfd_siginfo *si, void *userdata)
+{
+        return sd_event_exit(sd_event_source_get_event(source), 0);
+}
+
+static int on_timeout(sd_event_source *source, uint64_t usec, void *userdata)
+{
+        return sd_event_exit(sd_event_source_get_event(source), 0);
+}
+
+static void held_attach(struct held *h)
+{
+        struct hold *hold = h->hold;
+        const struct gp_queue *queues;
+        size_t n_queues;
+        int r;
+
+        r = gp_target_attach(hold->context, h->pid,
+                             &(struct gp_attach_opts){ .sz = sizeof(struct gp_attach_opts),
+                                                       .event_fn = on_target_event,
+                                                       .event_userdata = h },
+                             &h->target);
+        if (r < 0) {
+                h->state = HELD_FAILED;
+                h->precondition_failed = true;
+                held_add_error(h, r, GP_OP_ATTACH);
+                return;
+        }
+        r = sd_event_add_io(hold->event, &h->io, gp_target_event_fd(h->target), EPOLLIN,
+                            on_event_fd, h);
+        if (r < 0) {
+                held_add_error(h, r, GP_OP_EVENTS);
+                return;
+        }
+
+        switch (gp_target_runtime_state(h->target)) {
+        case GP_RUNTIME_ENABLED:
+                h->state = HELD_ACTIVE;
+                h->suspend_all = true;
+                held_suspend_pending(h);
+                if (h->n_errors > 0)
+                        h->precondition_failed = true;
+                return;
+        case GP_RUNTIME_DISABLED:
+                /* RUNTIME_ENABLE fails with EEXIST once queues exist: a
+                 * process that has queues and no enabled runtime never will
+                 * have one (a runtime older than ROCm 5.7). Let SUSPEND say so
+                 * in the kernel's words. */
+                r = gp_target_snapshot(h->target, &queues, &n_queues);
+                if (r >= 0 && n_queues > 0) {
+                        r = gp_target_suspend(h->target, &(struct gp_queue_opts){ .sz = sizeof(struct gp_queue_opts) },
+                                              NULL);
+                        if (r < 0) {
+                                h->precondition_failed = true;
+                                held_add_error(h, r, GP_OP_SUSPEND);
+                                return;
+                        }
+                }
+                h->state = HELD_WAITING_RUNTIME;
+                held_say(h, "waiting for its ROCm runtime to enable debugging");
+                return;
+        default:
+                /* attach turns BUSY/ERROR into errors. */
+                return;
+        }
+}
+
+static void held_release(struct held *h)
+{
+        struct gp_queue_report report;
+        struct gp_queue_opts opts = held_queue_opts(h, NULL, 0);
+        int r;
+
+        if (!h->target)
+                return;
+        if (h->state == HELD_ACTIVE && h->queues_suspended > 0) {
+                r = gp_target_resume(h->target, &opts, &report);
+                if (r >= 0)
+                        h->queues_resumed = report.n_done;
+                else if (r != -GP_ERR_NO_QUEUES && r != -GP_ERR_TARGET_GONE)
+                        held_add_error(h, r, GP_OP_RESUME);
+        }
+        if (h->io)
+                h->io = sd_event_source_disable_unref(h->io);
+        /* DISABLE resumes whatever is still suspended. */
+        r = gp_target_detach(h->target);
+        h->target = NULL;
+        if (r < 0)
+                held_add_error(h, r, GP_OP_DETACH);
+}
+
+static const char *held_state_name(const struct held *h)
+{
+        switch (h->state) {
+        case HELD_FAILED:
+                return "failed";
+        case HELD_WAITING_RUNTIME:
+                return "waited-for-runtime";
+        case HELD_ACTIVE:
+                return "held";
+        case HELD_GONE:
+                return h->gone_reason && strcmp(h->gone_reason, "exec'd") == 0 ? "execed"
+                                                                                : "exited";
+        }
+        return "unknown";
+}
+
+static void print_results_json(const struct hold *hold)
+{
+        json_object *root = json_object_new_object();
+        json_object *processes = json_object_new_array();
+
+        for (size_t i = 0; i < hold->n_held; i++) {
+                const struct held *h = &hold->held[i];
+                json_object *p = json_object_new_object();
+                json_object *errors = json_object_new_array();
+
+                json_object_object_add(p, "pid", json_object_new_int64(h->pid));
+                json_object_object_add(p, "state", json_object_new_string(held_state_name(h)));
+                json_object_object_add(p, "queues_suspended",
+                                       json_object_new_uint64(h->queues_suspended));
+                json_object_object_add(p, "queues_resumed",
+                                       json_object_new_uint64(h->queues_resumed));
+                json_object_object_add(p, "queues_not_suspended",
+                                       json_object_new_uint64(h->queues_not_suspended));
+                json_object_object_add(p, "retries", json_object_new_uint64(h->retries));
+                json_object_object_add(p, "new_queues_caught",
+                                       json_object_new_uint64(h->new_queues_caught));
+                json_object_object_add(p, "runtime_events",
+                                       json_object_new_uint64(h->runtime_events));
+                for (size_t e = 0; e < h->n_errors; e++)
+                        json_object_array_add(errors, json_object_new_string(h->errors[e]));
+                json_object_object_add(p, "errors", errors);
+                json_object_array_add(processes, p);
+        }
+        json_object_object_add(root, "processes", processes);
+        puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(root);
+}
+
+static void print_results_text(const struct hold *hold)
+{
+        for (size_t i = 0; i < hold->n_held; i++) {
+                const struct held *h = &hold->held[i];
+
+                if (h->state == HELD_FAILED) {
+                        printf("pid %d: not held\n", (int)h->pid);
+                        continue;
+                }
+                printf("pid %d: %s; %zu queue%s suspended (%zu caught while held, %zu retried, "
+                       "%zu not suspendable), %zu resumed, %zu runtime event%s acknowledged, "
+                       "%zu error%s\n",
+                       (int)h->pid, held_state_name(h), h->queues_suspended,
+                       h->queues_suspended == 1 ? "" : "s", h->new_queues_caught, h->retries,
+                       h->queues_not_suspended, h->queues_resumed, h->runtime_events,
+                       h->runtime_events == 1 ? "" : "s", h->n_errors,
+                       h->n_errors == 1 ? "" : "s");
+        }
+}
+
+static int hold_exit_code(const struct hold *hold)
+{
+        size_t n_precondition = 0, n_partial = 0, n_failed = 0;
+
+        for (size_t i = 0; i < hold->n_held; i++) {
+                const struct held *h = &hold->held[i];
+
+                if (h->precondition_failed)
+                        n_precondition++;
+                else if (h->n_errors > 0)
+                        n_failed++;
+                else if (h->queues_not_suspended > 0)
+                        n_partial++;
+        }
+        if (n_precondition == hold->n_held)
+                return CTL_EXIT_PRECONDITION;
+        if (n_failed > 0)
+                return CTL_EXIT_FAILURE;
+        if (n_precondition > 0 || n_partial > 0)
+                return CTL_EXIT_PARTIAL;
+        return CTL_EXIT_OK;
+}
+
+static int hold_run(struct hold *hold, uint64_t duration_usec)
+{
+        sigset_t mask;
+        int r;
+
+        /* sd-event reads signals from a signalfd: they must be blocked. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGCHLD);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+
+        r = sd_event_new(&hold->event);
+        if (r < 0)
+                return r;
+        r = sd_event_add_signal(hold->event, NULL, SIGINT, on_quit, hold);
+        if (r >= 0)
+                r = sd_event_add_signal(hold->event, NULL, SIGTERM, on_quit, hold);
+        if (r >= 0)
+                r = sd_event_add_signal(hold->event, NULL, SIGCHLD, on_sigchld, hold);
+        if (r >= 0 && duration_usec != UINT64_MAX)
+                r = sd_event_add_time_relative(hold->event, NULL, CLOCK_MONOTONIC, duration_usec,
+                                               0, on_timeout, hold);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < hold->n_held; i++)
+                held_attach(&hold->held[i]);
+        /* Stops that came during the attaches. */
+        on_sigchld(NULL, NULL, hold);
+
+        if (hold_exit_code(hold) != CTL_EXIT_PRECONDITION) {
+                if (!hold->json) {
+                        printf("holding; interrupt (Ctrl-C) or send SIGTERM to release\n");
+                        fflush(stdout);
+                }
+                r = sd_event_loop(hold->event);
+                if (r < 0)
+                        return r;
+        }
+
+        for (size_t i = 0; i < hold->n_held; i++)
+                held_release(&hold->held[i]);
+        /* Collect what the detaches left (a last exit status). */
+        return 0;
+}
+
+static void hold_done(struct hold *hold)
+{
+        for (size_t i = 0; i < hold->n_held; i++) {
+                struct held *h = &hold->held[i];
+
+                if (h->io)
+                        sd_event_source_disable_unref(h->io);
+                if (h->target)
+                        (void)gp_target_detach(h->target);
+                for (size_t e = 0; e < h->n_errors; e++)
+                        free(h->errors[e]);
+        }
+        free(hold->held);
+        sd_event_unref(hold->event);
+        gp_context_free(hold->context);
+}
+
+int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
+{
+        enum { OPT_FOR = 0x100, OPT_GPU, OPT_GRACE, OPT_JSON };
+        static const struct option options[] = {
+                { "for", required_argument, NULL, OPT_FOR },
+                { "gpu", required_argument, NULL, OPT_GPU },
+                { "grace-period", required_argument, NULL, OPT_GRACE },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        struct hold hold = { 0 };
+        uint64_t duration_usec = UINT64_MAX;
+        int c, r, exit_code;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case OPT_FOR:
+                        if (parse_duration(optarg, &duration_usec) < 0)
+                                return report_usage("hold",
+                                                    "'%s' is not a duration (e.g. 500ms, 30s, "
+                                                    "5m, 1h, infinity).",
+                                                    optarg);
+                        break;
+                case OPT_GPU:
+                        if (hold.n_gpu_ids >= HOLD_MAX_GPUS)
+                                return report_usage("hold", "more than %d --gpu options.",
+                                                    HOLD_MAX_GPUS);
+                        if (parse_u32(optarg, &hold.gpu_ids[hold.n_gpu_ids]) < 0)
+                                return report_usage("hold",
+                                                    "'%s' is not a GPU id (the decimal KFD "
+                                                    "gpu_id, see 'gpreemptctl queues').",
+                                                    optarg);
+                        hold.n_gpu_ids++;
+                        break;
+                case OPT_GRACE:
+                        if (parse_u32(optarg, &hold.grace_period) < 0)
+                                return report_usage("hold", "'%s' is not a grace period.",
+                                                    optarg);
+                        break;
+                case OPT_JSON:
+                        hold.json = true;
+                        break;
+                case 'h':
+                        print_help();
+                        return CTL_EXIT_OK;
+                default:
+                        return report_usage("hold", "unknown option.");
+                }
+        }
+        if (optind >= argc)
+                return report_usage("hold", "no process id given.");
+
+        hold.n_held = (size_t)(argc - optind);
+        hold.held = calloc(hold.n_held, sizeof(*hold.held));
+        if (!hold.held)
+                return report_usage("hold", "out of memory.");
+        for (size_t i = 0; i < hold.n_held; i++) {
+                struct held *h = &hold.held[i];
+
+                h->hold = &hold;
+                if (parse_pid(argv[optind + (int)i], &h->pid) < 0) {
+                        free(hold.held);
+                        return report_usage("hold", "'%s' is not a process id.",
+                                            argv[optind + (int)i]);
+                }
+                for (size_t k = 0; k < i; k++)
+                        if (hold.held[k].pid == h->pid) {
+                                free(hold.held);
+                                return report_usage("hold", "process %d is given twice.",
+                                                    (int)h->pid);
+                        }
+        }
+
+        r = open_context(globals, &hold.context);
+        if (r < 0) {
+                _cleanup_free_ char *sentence = report_error(r, GP_OP_OPEN, 0, -1);
+
+                if (hold.json) {
+                        json_object *root = json_object_new_object();
+
+                        json_object_object_add(root, "error",
+                                               json_object_new_string(sentence ? sentence : ""));
+                        puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+                        json_object_put(root);
+                }
+                free(hold.held);
+                return CTL_EXIT_PRECONDITION;
+        }
+
+        r = hold_run(&hold, duration_usec);
+        if (r < 0) {
+                fprintf(stderr, "gpreemptctl: the event loop failed: %s.\n", strerror(-r));
+                hold_done(&hold);
+                return CTL_EXIT_FAILURE;
+        }
+        if (hold.json)
+                print_results_json(&hold);
+        else
+                print_results_text(&hold);
+        exit_code = hold_exit_code(&hold);
+        hold_done(&hold);
+        return exit_code;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpreemptctl is a table of verbs; each verb group lives in its own
+ * verb-*.c file and adds its entries to verbs[] in main.c.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+/* Exit codes scripts can rely on (documented in gpreemptctl.1.scd). */
+enum ctl_exit {
+        CTL_EXIT_OK = 0,
+        CTL_EXIT_USAGE = 1,        /* bad command line */
+        CTL_EXIT_PRECONDITION = 2, /* nothing done: KFD, permissions, the target */
+        CTL_EXIT_PARTIAL = 3,      /* some processes or queues were not handled */
+        CTL_EXIT_FAILURE = 4,      /* an operation failed after it started */
+};
+
+struct ctl_globals {
+        /* 0: errors only; 1: -v (info); 2: -vv (debug). */
+        int verbosity;
+};
+
+struct verb {
+        const char *name;
+        const char *synopsis;
+        const char *summary;
+        /* argv[0] is the verb's name as typed. Returns an enum ctl_exit. */
+        int (*run)(const struct ctl_globals *globals, int argc, char **argv);
+};
+
+int verb_hold(const struct ctl_globals *globals, int argc, char **argv);
+int verb_queues(const struct ctl_globals *globals, int argc, char **argv);
