@@ -7,6 +7,7 @@
  * down. (exec, the other way an mm goes, is reported by the preload.)
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -52,6 +53,15 @@ static int on_process_exit(sd_event_source *source, int fd, uint32_t revents, vo
         return 0;
 }
 
+/* kernel/ keeps a pidfd of its own in p->pidfd (to reach the process's fd
+ * table, e.g. the debugger's dbg_fd) and closes it when p is freed; the
+ * watch holds another, whose lifetime is the process's. */
+static int give_pidfd(struct emu_process *p, int pidfd)
+{
+        p->pidfd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+        return p->pidfd < 0 ? NEG_ERRNO() : 0;
+}
+
 int emu_transport_watch_process(struct emu_node *node, struct emu_process *p)
 {
         struct kfdemu_server *server = server_of(node);
@@ -62,11 +72,14 @@ int emu_transport_watch_process(struct emu_node *node, struct emu_process *p)
          * the pidfd already watching it stays valid. */
         for (w = server->watches; w; w = w->next)
                 if (w->tgid == p->tgid)
-                        return 0;
+                        return give_pidfd(p, w->pidfd);
 
         _cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, p->tgid, 0);
         if (pidfd < 0)
                 return errno == ESRCH ? -ESRCH : NEG_ERRNO();
+        r = give_pidfd(p, pidfd);
+        if (r < 0)
+                return r;
 
         w = calloc(1, sizeof(*w));
         if (!w)

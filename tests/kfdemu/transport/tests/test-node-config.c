@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/* kfdemu-run's node configuration file: values land in emu_config, every
+ * mistake is refused with file:line and what is wrong. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "node-config.h"
+
+struct parsed {
+        struct emu_config cfg;
+        struct node_config_file file;
+        char error[1024];
+        char path[64];
+        int r;
+};
+
+static void parse(const char *text, struct parsed *out)
+{
+        memset(out, 0, sizeof(*out));
+        snprintf(out->path, sizeof(out->path), "/tmp/kfdemu-node-config.XXXXXX");
+        int fd = mkstemp(out->path);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        close(fd);
+
+        out->cfg.kfd_major = 1;
+        out->cfg.kfd_minor = 13;
+        out->cfg.queue_preemption_timeout_ms = 9000;
+        for (unsigned i = 0; i < EMU_MAX_GPUS; i++)
+                snprintf(out->cfg.gpus[i].name, sizeof(out->cfg.gpus[i].name), "gfx942");
+        out->r = node_config_parse_file(out->path, &out->cfg, &out->file, out->error, sizeof(out->error));
+        unlink(out->path);
+}
+
+static void assert_error(const char *text, int line, const char *needle)
+{
+        struct parsed p;
+        char where[96];
+
+        parse(text, &p);
+        assert_int_equal(p.r, -EINVAL);
+        snprintf(where, sizeof(where), "%s:%d: ", p.path, line);
+        if (strncmp(p.error, where, strlen(where)) != 0 || !strstr(p.error, needle))
+                fail_msg("error \"%s\" should start with \"%s\" and mention \"%s\"", p.error, where, needle);
+}
+
+static void test_values(void **state)
+{
+        struct parsed p;
+
+        parse("# a node\n"
+              "[Node]\n"
+              "KfdVersion=1.16\n"
+              "SchedPolicy=2\n"
+              "QueuePreemptionTimeoutMs=500\n"
+              "Gpus=3\n"
+              "\n"
+              "[GPU2]\n"
+              "GpuId=0xf7bc\n"
+              "GfxTargetVersion=110000\n"
+              "Name=gfx1100\n"
+              "NumXcc=1\n"
+              "ComputeUnits=96\n"
+              "PerVmidDebug=yes\n"
+              "MES=true\n"
+              "DebugFirmware=no\n"
+              "CwsrWorkaround=1\n"
+              "PreemptMicroseconds=250\n"
+              "WorkgroupSlotsPerCU=8\n",
+              &p);
+        assert_int_equal(p.r, 0);
+        assert_int_equal(p.cfg.kfd_major, 1);
+        assert_int_equal(p.cfg.kfd_minor, 16);
+        assert_int_equal(p.cfg.sched_policy, 2);
+        assert_int_equal(p.cfg.queue_preemption_timeout_ms, 500);
+        assert_int_equal(p.file.n_gpus, 3);
+        assert_int_equal(p.file.highest_gpu_section, 3);
+        assert_int_equal(p.cfg.gpus[2].gpu_id, 0xf7bc);
+        assert_int_equal(p.cfg.gpus[2].gfx_target_version, 110000);
+        assert_string_equal(p.cfg.gpus[2].name, "gfx1100");
+        assert_int_equal(p.cfg.gpus[2].num_xcc, 1);
+        assert_int_equal(p.cfg.gpus[2].cu_count, 96);
+        assert_true(p.cfg.gpus[2].per_vmid_debug);
+        assert_true(p.cfg.gpus[2].mes);
+        assert_false(p.cfg.gpus[2].debug_firmware);
+        assert_true(p.cfg.gpus[2].cwsr_workaround);
+        assert_int_equal(p.cfg.gpus[2].preempt_us, 250);
+        assert_int_equal(p.cfg.gpus[2].wg_slots_per_cu, 8);
+        /* Untouched GPUs keep the defaults the caller put in. */
+        assert_string_equal(p.cfg.gpus[0].name, "gfx942");
+}
+
+static void test_errors_name_the_line(void **state)
+{
+        assert_error("[Node]\nGpus=2\nColour=blue\n", 3, "no key 'Colour'");
+        assert_error("[Node]\nGpus=17\n", 2, "out of range");
+        assert_error("[Node]\nGpus=two\n", 2, "not valid");
+        assert_error("[Node]\nKfdVersion=2.0\n", 2, "KfdVersion");
+        assert_error("[Node]\nKfdVersion=1.13x\n", 2, "KfdVersion");
+        assert_error("[Node]\nSchedPolicy=3\n", 2, "0, 1 or 2");
+        assert_error("\n[GPU0]\nMES=maybe\n", 3, "yes or no");
+        assert_error("[GPU0]\nNumXcc=9\n", 2, "out of range");
+        assert_error("[GPU0]\nGpuId=0x10000\n", 2, "out of range");
+        assert_error("[GPU0]\nComputeUnits=-4\n", 2, "not valid");
+        assert_error("[GPU0]\nName=has space\n", 2, "characters");
+        assert_error("[GPU0]\nName=a-name-that-is-longer-than-31-chars\n", 2, "characters");
+        assert_error("[GPU16]\nMES=yes\n", 2, "unknown section [GPU16]");
+        assert_error("[GPU01]\nMES=yes\n", 2, "unknown section");
+        assert_error("[Nodes]\nGpus=1\n", 2, "unknown section");
+        assert_error("Gpus=1\n", 1, "outside any section");
+        assert_error("[Node]\nthis line has no equals sign\n", 2, "not INI syntax");
+}
+
+static void test_first_error_wins(void **state)
+{
+        assert_error("[Node]\nGpus=1\nBad=1\nWorse=2\n", 3, "'Bad'");
+}
+
+static void test_gpu_section_beyond_count(void **state)
+{
+        struct parsed p;
+        char error[512];
+
+        parse("[Node]\nGpus=2\n[GPU3]\nMES=yes\n", &p);
+        assert_int_equal(p.r, 0);
+        assert_int_equal(node_config_check_gpu_count("node.conf", &p.file, 2, error, sizeof(error)), -EINVAL);
+        assert_non_null(strstr(error, "[GPU3]"));
+        assert_int_equal(node_config_check_gpu_count("node.conf", &p.file, 4, error, sizeof(error)), 0);
+}
+
+static void test_unreadable_file(void **state)
+{
+        struct emu_config cfg = { 0 };
+        struct node_config_file file;
+        char error[512];
+
+        assert_int_equal(node_config_parse_file("/nonexistent/node.conf", &cfg, &file, error, sizeof(error)), -ENOENT);
+        assert_non_null(strstr(error, "/nonexistent/node.conf"));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_values),
+                cmocka_unit_test(test_errors_name_the_line),
+                cmocka_unit_test(test_first_error_wins),
+                cmocka_unit_test(test_gpu_section_beyond_count),
+                cmocka_unit_test(test_unreadable_file),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
