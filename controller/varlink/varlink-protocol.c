@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+#include "varlink-protocol.h"
+
+#include <errno.h>
+#include <json.h>
+#include <stdlib.h>
+#include <string.h>
+
+int varlink_buffer_append(struct varlink_buffer *b, const void *data, size_t len)
+{
+        char *grown;
+
+        if (len > b->limit || b->size > b->limit - len)
+                return -ENOBUFS;
+        grown = realloc(b->data, b->size + len);
+        if (!grown)
+                return -ENOMEM;
+        memcpy(grown + b->size, data, len);
+        b->data = grown;
+        b->size += len;
+        return 0;
+}
+
+void varlink_buffer_consume(struct varlink_buffer *b, size_t len)
+{
+        if (len >= b->size) {
+                free(b->data);
+                b->data = NULL;
+                b->size = 0;
+                return;
+        }
+        memmove(b->data, b->data + len, b->size - len);
+        b->size -= len;
+}
+
+void varlink_buffer_done(struct varlink_buffer *b)
+{
+        free(b->data);
+        b->data = NULL;
+        b->size = 0;
+}
+
+int varlink_buffer_append_json(struct varlink_buffer *b, struct json_object *message)
+{
+        size_t len;
+        const char *text = json_object_to_json_string_length(message, JSON_C_TO_STRING_PLAIN, &len);
+        int r;
+
+        if (!text)
+                return -ENOMEM;
+        if (len + 1 > VARLINK_MESSAGE_MAX)
+                return -EMSGSIZE;
+        r = varlink_buffer_append(b, text, len + 1); /* the NUL is the frame end */
+        return r;
+}
+
+int varlink_parse_message(const char *text, size_t len, struct json_object **ret)
+{
+        struct json_tokener *tok = json_tokener_new_ex(VARLINK_JSON_DEPTH_MAX);
+        struct json_object *obj;
+        bool whole;
+
+        if (!tok)
+                return -ENOMEM;
+        /* strict: no comments, no single quotes, no trailing garbage accepted as "close enough" */
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+        obj = json_tokener_parse_ex(tok, text, (int)len);
+        whole = json_tokener_get_error(tok) == json_tokener_success &&
+                json_tokener_get_parse_end(tok) == len;
+        json_tokener_free(tok);
+        if (!obj || !whole || !json_object_is_type(obj, json_type_object)) {
+                json_object_put(obj);
+                return -EBADMSG;
+        }
+        *ret = obj;
+        return 0;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Varlink wire protocol (varlink.org): each message is one JSON object
+ * followed by a NUL byte. Calls are {"method": "iface.Method",
+ * "parameters": {...}, "oneway": bool, "more": bool}; replies are
+ * {"parameters": {...}} or {"error": "iface.ErrorName", "parameters": {...}}.
+ * Shared by the server (gpreemptd) and the client (gpreemptctl).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct json_object;
+
+/* One message, NUL included. Replies carrying a full status fit easily. */
+#define VARLINK_MESSAGE_MAX (256u * 1024u)
+/* JSON nesting a message may have: our interface needs 4. */
+#define VARLINK_JSON_DEPTH_MAX 16
+
+#define VARLINK_SERVICE_INTERFACE "org.varlink.service"
+#define VARLINK_ERROR_INTERFACE_NOT_FOUND "org.varlink.service.InterfaceNotFound"
+#define VARLINK_ERROR_METHOD_NOT_FOUND "org.varlink.service.MethodNotFound"
+#define VARLINK_ERROR_METHOD_NOT_IMPLEMENTED "org.varlink.service.MethodNotImplemented"
+#define VARLINK_ERROR_INVALID_PARAMETER "org.varlink.service.InvalidParameter"
+
+/* A growable byte buffer that refuses to grow past its limit. */
+struct varlink_buffer {
+        char *data;
+        size_t size;
+        size_t limit;
+};
+
+/* Appends; returns 0 or -ENOBUFS past the limit, -ENOMEM. */
+int varlink_buffer_append(struct varlink_buffer *b, const void *data, size_t len);
+/* Drops the first len bytes. */
+void varlink_buffer_consume(struct varlink_buffer *b, size_t len);
+void varlink_buffer_done(struct varlink_buffer *b);
+
+/* Serialises a message and appends it, with its NUL, to b. */
+int varlink_buffer_append_json(struct varlink_buffer *b, struct json_object *message);
+
+/*
+ * Parses one NUL-free message text into a JSON object (depth-limited, the
+ * whole text must be one value). Returns 0 or -EBADMSG.
+ */
+int varlink_parse_message(const char *text, size_t len, struct json_object **ret);

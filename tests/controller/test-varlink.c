@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Varlink server and client: introspection, dispatch, authorisation by
+ * SO_PEERCRED, and hostile clients (garbage, no NUL, huge, deep, slow, too
+ * many, not reading) that must get an error or a disconnect, never a hang.
+ */
+#include <errno.h>
+#include <json.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "varlink-client.h"
+#include "varlink-protocol.h"
+#include "varlink-server.h"
+
+#define READ_GID 4242
+#define NOBODY 65534
+
+static char socket_path[108];
+static pthread_t server_thread;
+static int ready_pipe[2];
+
+static void method_echo(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        varlink_call_reply(call, json_object_get(params));
+}
+
+static void method_silent(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+}
+
+static void method_quit(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        sd_event_exit(userdata, 0);
+        varlink_call_reply(call, NULL);
+}
+
+static const struct varlink_method methods[] = {
+        { "Echo", VARLINK_ACCESS_READ, method_echo },
+        { "Change", VARLINK_ACCESS_WRITE, method_echo },
+        { "Silent", VARLINK_ACCESS_READ, method_silent },
+        { "Quit", VARLINK_ACCESS_WRITE, method_quit },
+};
+
+static const struct varlink_interface iface = {
+        .name = "io.gpreempt.Test",
+        .description = "interface io.gpreempt.Test\nmethod Echo() -> ()\n",
+        .methods = methods,
+        .n_methods = sizeof(methods) / sizeof(methods[0]),
+};
+
+static void *serve(void *arg)
+{
+        static const struct varlink_service_info info = { "gpreempt", "test", "0", "https://example.invalid" };
+        struct varlink_server *s = NULL;
+        sd_event *e = NULL;
+
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(varlink_server_new(e, &info, &iface, READ_GID, e, &s), 0);
+        assert_int_equal(varlink_server_listen_path(s, socket_path), 0);
+        assert_int_equal(write(ready_pipe[1], "x", 1), 1);
+        sd_event_loop(e);
+        varlink_server_free(s);
+        sd_event_unref(e);
+        return NULL;
+}
+
+static int setup(void **state)
+{
+        char c;
+
+        snprintf(socket_path, sizeof(socket_path), "/tmp/gpreempt-varlink-test-%d.sock", (int)getpid());
+        assert_int_equal(pipe(ready_pipe), 0);
+        assert_int_equal(pthread_create(&server_thread, NULL, serve, NULL), 0);
+        assert_int_equal(read(ready_pipe[0], &c, 1), 1);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct varlink_client *c;
+        struct json_object *p;
+        char *err;
+
+        assert_int_equal(varlink_client_connect(socket_path, &c), 0);
+        assert_int_equal(varlink_client_call(c, "io.gpreempt.Test.Quit", NULL, 5000, &p, &err), 0);
+        json_object_put(p);
+        varlink_client_free(c);
+        pthread_join(server_thread, NULL);
+        unlink(socket_path);
+        return 0;
+}
+
+static int raw_connect(void)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        assert_true(fd >= 0);
+        strcpy(sa.sun_path, socket_path);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        return fd;
+}
+
+static void raw_send(int fd, const void *data, size_t len)
+{
+        const char *p = data;
+
+        while (len > 0) {
+                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return; /* the server may hang up mid-way: that is allowed */
+                p += n;
+                len -= (size_t)n;
+        }
+}
+
+/* Reads one reply; returns its error name (static buffer) or "" for success, NULL on disconnect. */
+static const char *raw_reply(int fd, int timeout_ms)
+{
+        static char buf[VARLINK_MESSAGE_MAX];
+        static char error[256];
+        size_t len = 0;
+        struct json_object *msg, *e;
+
+        for (;;) {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                ssize_t n;
+
+                if (poll(&pfd, 1, timeout_ms) <= 0)
+                        fail_msg("no reply within %d ms", timeout_ms);
+                n = recv(fd, buf + len, 1, 0);
+                if (n <= 0)
+                        return NULL;
+                if (buf[len] == '\0')
+                        break;
+                len++;
+                assert_true(len < sizeof(buf));
+        }
+        assert_int_equal(varlink_parse_message(buf, len, &msg), 0);
+        error[0] = '\0';
+        if (json_object_object_get_ex(msg, "error", &e))
+                snprintf(error, sizeof(error), "%s", json_object_get_string(e));
+        json_object_put(msg);
+        return error;
+}
+
+static void call_expect(int fd, const char *message, const char *error)
+{
+        const char *got;
+
+        raw_send(fd, message, strlen(message) + 1);
+        got = raw_reply(fd, 5000);
+        assert_non_null(got);
+        assert_string_equal(got, error);
+}
+
+static void test_introspection(void **state)
+{
+        struct varlink_client *c;
+        struct json_object *p, *arg, *v;
+        char *err;
+
+        assert_int_equal(varlink_client_connect(socket_path, &c), 0);
+        assert_int_equal(varlink_client_call(c, "org.varlink.service.GetInfo", NULL, 5000, &p, &err), 0);
+        assert_null(err);
+        assert_true(json_object_object_get_ex(p, "interfaces", &v));
+        assert_int_equal(json_object_array_length(v), 2);
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 1)), "io.gpreempt.Test");
+        json_object_put(p);
+
+        arg = json_object_new_object();
+        json_object_object_add(arg, "interface", json_object_new_string("io.gpreempt.Test"));
+        assert_int_equal(varlink_client_call(c, "org.varlink.service.GetInterfaceDescription", arg, 5000, &p, &err), 0);
+        assert_null(err);
+        assert_true(json_object_object_get_ex(p, "description", &v));
+        assert_non_null(strstr(json_object_get_string(v), "interface io.gpreempt.Test"));
+        json_object_put(p);
+        json_object_put(arg);
+
+        arg = json_object_new_object();
+        json_object_object_add(arg, "interface", json_object_new_string("com.example.Nope"));
+        assert_int_equal(varlink_client_call(c, "org.varlink.service.GetInterfaceDescription", arg, 5000, &p, &err), 0);
+        assert_string_equal(err, VARLINK_ERROR_INTERFACE_NOT_FOUND);
+        free(err);
+        json_object_put(p);
+        json_object_put(arg);
+        varlink_client_free(c);
+}
+
+static void test_dispatch_and_errors(void **state)
+{
+        struct varlink_client *c;
+        struct json_object *p, *arg, *v;
+        char *err;
+        int fd;
+
+        assert_int_equal(varlink_client_connect(socket_path, &c), 0);
+        arg = json_object_new_object();
+        json_object_object_add(arg, "x", json_object_new_int(7));
+        assert_int_equal(varlink_client_call(c, "io.gpreempt.Test.Echo", arg, 5000, &p, &err), 0);
+        assert_null(err);
+        assert_true(json_object_object_get_ex(p, "x", &v));
+        assert_int_equal(json_object_get_int(v), 7);
+        json_object_put(p);
+        json_object_put(arg);
+        assert_int_equal(varlink_client_call(c, "io.gpreempt.Test.Nope", NULL, 5000, &p, &err), 0);
+        assert_string_equal(err, VARLINK_ERROR_METHOD_NOT_FOUND);
+        free(err);
+        json_object_put(p);
+        assert_int_equal(varlink_client_call(c, "io.gpreempt.Test.Silent", NULL, 5000, &p, &err), 0);
+        assert_string_equal(err, "io.gpreempt.Test.InternalError");
+        free(err);
+        json_object_put(p);
+        varlink_client_free(c);
+
+        fd = raw_connect();
+        call_expect(fd, "{\"method\":\"com.example.X.Y\"}", VARLINK_ERROR_INTERFACE_NOT_FOUND);
+        call_expect(fd, "{\"method\":\"NoDot\"}", VARLINK_ERROR_INTERFACE_NOT_FOUND);
+        call_expect(fd, "{\"method\":\"org.varlink.service.Nope\"}", VARLINK_ERROR_METHOD_NOT_FOUND);
+        /* a oneway call gets no reply: the next reply is the next call's */
+        static const char oneway[] = "{\"method\":\"io.gpreempt.Test.Echo\",\"oneway\":true}";
+        raw_send(fd, oneway, sizeof(oneway));
+        call_expect(fd, "{\"method\":\"io.gpreempt.Test.Echo\",\"parameters\":{}}", "");
+        close(fd);
+}
+
+static void test_garbage_gets_errors_and_connection_survives(void **state)
+{
+        static const char *const garbage[] = {
+                "", "xyz", "{", "[1]", "1", "\"s\"", "{}", "{\"method\":5}", "{\"method\":null}",
+                "{\"method\":\"io.gpreempt.Test.Echo\",\"parameters\":[]}",
+                "{\"method\":\"io.gpreempt.Test.Echo\",\"oneway\":\"yes\"}",
+                "{\"method\":\"io.gpreempt.Test.Echo\",\"upgrade\":true}",
+                "{\"method\":\"io.gpreempt.Test.Echo\"} trailing", "{'method':'x'}",
+                "{\"method\":\"io.gpreempt.Test.Echo\"}{\"method\":\"x\"}", "\xff\xfe\x80",
+        };
+        int fd = raw_connect();
+
+        for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++)
+                call_expect(fd, garbage[i], VARLINK_ERROR_INVALID_PARAMETER);
+        call_expect(fd, "{\"method\":\"io.gpreempt.Test.Echo\"}", "");
+        close(fd);
+}
+
+static void test_deep_nesting(void **state)
+{
+        size_t depth = 100000;
+        char *msg = malloc(2 * depth + 64);
+        int fd = raw_connect();
+
+        strcpy(msg, "{\"method\":\"io.gpreempt.Test.Echo\",\"parameters\":{\"a\":");
+        size_t len = strlen(msg);
+        memset(msg + len, '[', depth / 4);
+        memset(msg + len + depth / 4, ']', depth / 4);
+        strcpy(msg + len + depth / 2, "}}");
+        call_expect(fd, msg, VARLINK_ERROR_INVALID_PARAMETER);
+        free(msg);
+        close(fd);
+}
+
+static void test_message_without_nul_is_cut_off(void **state)
+{
+        size_t len = VARLINK_MESSAGE_MAX + 4096;
+        char *junk = malloc(len);
+        int fd = raw_connect();
+        const char *got;
+
+        memset(junk, 'a', len);
+        raw_send(fd, junk, len);
+        got = raw_reply(fd, 5000);
+        assert_non_null(got);
+        assert_string_equal(got, VARLINK_ERROR_INVALID_PARAMETER);
+        assert_null(raw_reply(fd, 5000)); /* and then the server hangs up */
+        free(junk);
+        close(fd);
+}
+
+static void test_slow_partial_message_is_dropped(void **state)
+{
+        int fd = raw_connect();
+
+        raw_send(fd, "{\"meth", 6);
+        /* the partial-message limit is 2 s; the reply must be a hang-up, not a wait forever */
+        assert_null(raw_reply(fd, 5000));
+        close(fd);
+}
+
+static void test_connection_limit(void **state)
+{
+        int fds[VARLINK_SERVER_CONNECTIONS_MAX + 1];
+        int extra;
+
+        for (int i = 0; i < VARLINK_SERVER_CONNECTIONS_MAX; i++) {
+                fds[i] = raw_connect();
+                call_expect(fds[i], "{\"method\":\"io.gpreempt.Test.Echo\"}", "");
+        }
+        extra = raw_connect();
+        raw_send(extra, "{\"method\":\"io.gpreempt.Test.Echo\"}", sizeof("{\"method\":\"io.gpreempt.Test.Echo\"}"));
+        assert_null(raw_reply(extra, 5000));
+        close(extra);
+        for (int i = 0; i < VARLINK_SERVER_CONNECTIONS_MAX; i++)
+                close(fds[i]);
+        /* the server has noticed the closes once it answers again */
+        fds[0] = raw_connect();
+        call_expect(fds[0], "{\"method\":\"io.gpreempt.Test.Echo\"}", "");
+        close(fds[0]);
+}
+
+static void test_client_that_never_reads(void **state)
+{
+        static const char call[] = "{\"method\":\"org.varlink.service.GetInfo\"}";
+        int fd = raw_connect(), other;
+        struct pollfd pfd = { .events = POLLOUT };
+
+        pfd.fd = fd;
+        /* write until the kernel refuses more: the server must stop reading, not buffer forever */
+        for (int i = 0; i < 200000 && poll(&pfd, 1, 200) == 1; i++) {
+                if (send(fd, call, sizeof(call), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                        break;
+        }
+        other = raw_connect();
+        call_expect(other, "{\"method\":\"io.gpreempt.Test.Echo\"}", "");
+        close(other);
+        close(fd);
+}
+
+/* Runs fn in a child with the given credentials, so SO_PEERCRED sees them. */
+static void as_user(gid_t gid, uid_t uid, const char *method, const char *error)
+{
+        pid_t pid = fork();
+        int status;
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int fd;
+                const char *got;
+                char msg[128];
+
+                if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+                        _exit(2);
+                fd = raw_connect();
+                snprintf(msg, sizeof(msg), "{\"method\":\"%s\"}", method);
+                raw_send(fd, msg, strlen(msg) + 1);
+                got = raw_reply(fd, 5000);
+                _exit(got && strcmp(got, error) == 0 ? 0 : 1);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_authorisation(void **state)
+{
+        as_user(NOBODY, NOBODY, "io.gpreempt.Test.Echo", "io.gpreempt.Test.PermissionDenied");
+        as_user(NOBODY, NOBODY, "io.gpreempt.Test.Change", "io.gpreempt.Test.PermissionDenied");
+        as_user(NOBODY, NOBODY, "org.varlink.service.GetInfo", "");
+        as_user(READ_GID, NOBODY, "io.gpreempt.Test.Echo", "");
+        as_user(READ_GID, NOBODY, "io.gpreempt.Test.Change", "io.gpreempt.Test.PermissionDenied");
+        as_user(0, 0, "io.gpreempt.Test.Change", "");
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_introspection),
+                cmocka_unit_test(test_dispatch_and_errors),
+                cmocka_unit_test(test_garbage_gets_errors_and_connection_survives),
+                cmocka_unit_test(test_deep_nesting),
+                cmocka_unit_test(test_message_without_nul_is_cut_off),
+                cmocka_unit_test(test_slow_partial_message_is_dropped),
+                cmocka_unit_test(test_connection_limit),
+                cmocka_unit_test(test_client_that_never_reads),
+                cmocka_unit_test(test_authorisation),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
