@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model thread end to end, with this test program as the GPU
+ * application: its doorbell frame is mapped from the aperture as kfd_mmap
+ * hands it out, its AQL packets and read index live in its own memory and
+ * are read and written with process_vm_readv/writev, as for any client.
+ */
+#include <limits.h>
+#include <linux/futex.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "emu-hw.h"
+#include "gpu.h"
+
+#define MS 1000000ull
+#define RING_SLOTS 64u
+
+struct fixture {
+        char root[PATH_MAX];
+        struct emu_node node;
+        struct emu_process process;
+        struct emu_queue queue;
+        struct emu_aql_dispatch_packet ring[RING_SLOTS] __attribute__((aligned(4096)));
+        uint64_t write_dispatch_id;
+        uint64_t read_dispatch_id;
+        uint8_t *frame;
+        uint64_t written;
+};
+
+static uint64_t now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The calls the model thread completes (emu_gpu_complete_after). */
+static struct {
+        long ret;
+        uint64_t at;
+        uint32_t done;
+} completed;
+
+void emu_call_complete(struct emu_call *call, long ret)
+{
+        completed.ret = ret;
+        completed.at = now_ns();
+        __atomic_store_n(&completed.done, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &completed.done, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void futex_wait_until(uint32_t *word, uint32_t seen, uint64_t deadline)
+{
+        uint64_t now = now_ns();
+        struct timespec ts;
+
+        if (now >= deadline)
+                return;
+        ts = (struct timespec){ .tv_sec = (time_t)((deadline - now) / 1000000000u),
+                                .tv_nsec = (long)((deadline - now) % 1000000000u) };
+        syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+/* kfd_mmap of the doorbell offset: the process's frame page, then the
+ * node strobe page, in one 8 KiB mapping. */
+static uint8_t *map_frame(struct fixture *fx)
+{
+        struct emu_mmap_result segs;
+        uint8_t *frame = mmap(NULL, EMU_DOORBELL_FRAME_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        assert_true(frame != MAP_FAILED);
+        pthread_mutex_lock(&fx->node.lock);
+        assert_int_equal(emu_gpu_doorbell_segments(&fx->node.gpus[0], &fx->process, &segs), 0);
+        assert_int_equal(segs.n_segments, 2);
+        for (unsigned i = 0, off = 0; i < segs.n_segments; off += (unsigned)segs.segments[i].length, i++)
+                assert_true(mmap(frame + off, segs.segments[i].length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                                 segs.segments[i].memfd, (off_t)segs.segments[i].memfd_offset) != MAP_FAILED);
+        pthread_mutex_unlock(&fx->node.lock);
+        return frame;
+}
+
+static int setup(void **state)
+{
+        struct fixture *fx = aligned_alloc(4096, (sizeof(struct fixture) + 4095) / 4096 * 4096);
+
+        memset(fx, 0, sizeof(*fx));
+        snprintf(fx->root, sizeof(fx->root), "/tmp/kfdemu-gpu-engine-XXXXXX");
+        assert_non_null(mkdtemp(fx->root));
+        pthread_mutex_init(&fx->node.lock, NULL);
+        fx->node.n_gpus = fx->node.cfg.n_gpus = 1;
+        snprintf(fx->node.cfg.root, sizeof(fx->node.cfg.root), "%s", fx->root);
+        fx->node.gpus[0].node = &fx->node;
+        emu_gpu_config_default(0, &fx->node.gpus[0].cfg);
+        assert_int_equal(emu_gpu_start(&fx->node), 0);
+
+        fx->process = (struct emu_process){ .node = &fx->node, .tgid = getpid(), .pasid = 1, .n_pdds = 1 };
+        fx->process.pdds[0].gpu = &fx->node.gpus[0];
+        fx->node.processes = &fx->process;
+        fx->frame = map_frame(fx);
+        fx->queue = (struct emu_queue){
+                .process = &fx->process,
+                .gpu = &fx->node.gpus[0],
+                .type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                .ring_base_address = (uintptr_t)fx->ring,
+                .ring_size = sizeof(fx->ring),
+                .write_pointer_address = (uintptr_t)&fx->write_dispatch_id,
+                .read_pointer_address = (uintptr_t)&fx->read_dispatch_id,
+                .doorbell_slot = 3,
+        };
+        fx->process.queues = &fx->queue;
+        pthread_mutex_lock(&fx->node.lock);
+        assert_int_equal(emu_gpu_queue_created(&fx->queue), 0);
+        pthread_mutex_unlock(&fx->node.lock);
+        completed.done = 0;
+        *state = fx;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *fx = *state;
+        char cmd[PATH_MAX + 16];
+
+        pthread_mutex_lock(&fx->node.lock);
+        emu_gpu_queue_destroyed(&fx->queue);
+        pthread_mutex_unlock(&fx->node.lock);
+        emu_gpu_stop(&fx->node);
+        munmap(fx->frame, EMU_DOORBELL_FRAME_SIZE);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->root);
+        assert_int_equal(system(cmd), 0);
+        pthread_mutex_destroy(&fx->node.lock);
+        free(fx);
+        return 0;
+}
+
+/* What ROCr does to launch a kernel, plus the emulator's strobe (emu-hw.h). */
+static void submit(struct fixture *fx, uint16_t type, uint64_t duration_ns, uint32_t workgroups)
+{
+        struct emu_aql_dispatch_packet *p = &fx->ring[fx->written % RING_SLOTS];
+        uint32_t *strobe = (uint32_t *)(fx->frame + EMU_NODE_STROBE_OFFSET);
+
+        memset((uint8_t *)p + 2, 0, sizeof(*p) - 2);
+        p->workgroup_size_x = 256;
+        p->grid_size_x = workgroups;
+        p->kernel_object = duration_ns;
+        __atomic_store_n(&p->header, type, __ATOMIC_RELEASE);
+        fx->written++;
+        __atomic_store_n(&fx->write_dispatch_id, fx->written, __ATOMIC_RELEASE);
+        __atomic_store_n((uint64_t *)(fx->frame + EMU_DOORBELL_SIZE * fx->queue.doorbell_slot), fx->written,
+                         __ATOMIC_RELEASE);
+        __atomic_add_fetch(strobe, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, strobe, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Wait on the slot's completion strobe for the read index to reach `index`. */
+static bool wait_read_index(struct fixture *fx, uint64_t index, uint64_t timeout_ns)
+{
+        uint32_t *strobe = (uint32_t *)(fx->frame + EMU_COMPLETION_STROBE_OFFSET + 4 * fx->queue.doorbell_slot);
+        uint64_t deadline = now_ns() + timeout_ns;
+
+        for (;;) {
+                uint32_t seen = __atomic_load_n(strobe, __ATOMIC_ACQUIRE);
+
+                if (__atomic_load_n(&fx->read_dispatch_id, __ATOMIC_ACQUIRE) >= index)
+                        return true;
+                if (now_ns() >= deadline)
+                        return false;
+                futex_wait_until(strobe, seen, deadline);
+        }
+}
+
+static void test_kernel_runs_for_its_duration(void **state)
+{
+        struct fixture *fx = *state;
+        uint64_t t0 = now_ns();
+
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 3 * MS, 64);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+        assert_true(now_ns() - t0 >= 3 * MS);
+        assert_int_equal(fx->read_dispatch_id, 1);
+}
+
+static void test_barrier_completes_after_the_kernel_before_it(void **state)
+{
+        struct fixture *fx = *state;
+        uint64_t t0 = now_ns();
+
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 2 * MS, 64);
+        submit(fx, EMU_AQL_PACKET_TYPE_BARRIER_AND, 0, 0);
+        assert_true(wait_read_index(fx, 2, 1000 * MS));
+        assert_true(now_ns() - t0 >= 2 * MS);
+}
+
+static void set_suspended(struct fixture *fx, bool suspended)
+{
+        pthread_mutex_lock(&fx->node.lock);
+        fx->queue.is_suspended = suspended;
+        emu_gpu_queue_suspension_changed(&fx->queue);
+        pthread_mutex_unlock(&fx->node.lock);
+}
+
+static void test_suspended_queue_does_not_run(void **state)
+{
+        struct fixture *fx = *state;
+        uint64_t resumed;
+
+        set_suspended(fx, true);
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 1 * MS, 64);
+        assert_false(wait_read_index(fx, 1, 30 * MS));
+        resumed = now_ns();
+        set_suspended(fx, false);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+        assert_true(now_ns() - resumed >= 1 * MS);
+}
+
+static void test_suspension_mid_kernel_keeps_progress(void **state)
+{
+        struct fixture *fx = *state;
+        uint64_t t0 = now_ns(), suspended_for;
+
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64);
+        futex_wait_until(&(uint32_t){ 0 }, 0, t0 + 5 * MS);
+        set_suspended(fx, true);
+        suspended_for = now_ns();
+        assert_false(wait_read_index(fx, 1, 40 * MS));
+        suspended_for = now_ns() - suspended_for;
+        set_suspended(fx, false);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+        /* 20 ms of work plus the time it stood still, plus the restore. */
+        assert_true(now_ns() - t0 >= 20 * MS + suspended_for);
+}
+
+static void test_hws_preemption_stalls_and_reports_its_cost(void **state)
+{
+        struct fixture *fx = *state;
+        const struct emu_gpu_config *cfg = &fx->node.gpus[0].cfg;
+        uint64_t t0 = now_ns(), cost;
+
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 5 * MS, 64);
+        futex_wait_until(&(uint32_t){ 0 }, 0, t0 + 1 * MS);
+        pthread_mutex_lock(&fx->node.lock);
+        cost = emu_gpu_hws_preempt(&fx->node.gpus[0], 0);
+        pthread_mutex_unlock(&fx->node.lock);
+        /* The unmap and the context save of the running waves. */
+        assert_int_equal(cost, (uint64_t)(cfg->preempt_us + cfg->cwsr_save_us) * 1000);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+        assert_true(now_ns() - t0 >= 5 * MS + cost + (uint64_t)cfg->cwsr_restore_us * 1000);
+}
+
+static void test_parked_call_completes_after_its_delay(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_call call;
+        uint64_t t0 = now_ns();
+
+        pthread_mutex_lock(&fx->node.lock);
+        emu_gpu_complete_after(&fx->node, &call, 7, 2 * MS);
+        pthread_mutex_unlock(&fx->node.lock);
+        while (!__atomic_load_n(&completed.done, __ATOMIC_ACQUIRE) && now_ns() - t0 < 1000 * MS)
+                futex_wait_until(&completed.done, 0, t0 + 1000 * MS);
+        assert_true(completed.done);
+        assert_int_equal(completed.ret, 7);
+        assert_true(completed.at - t0 >= 2 * MS);
+}
+
+static void test_cancelled_call_never_completes(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_call call;
+
+        pthread_mutex_lock(&fx->node.lock);
+        emu_gpu_complete_after(&fx->node, &call, 7, 2 * MS);
+        emu_gpu_cancel_completion(&fx->node, &call);
+        pthread_mutex_unlock(&fx->node.lock);
+        futex_wait_until(&completed.done, 0, now_ns() + 10 * MS);
+        assert_false(completed.done);
+}
+
+/* The product's CPU budget is measured beside kfdemu: an idle node must
+ * not poll. */
+static void test_idle_node_uses_no_cpu(void **state)
+{
+        struct timespec a, b;
+        uint64_t used;
+
+        (void)state;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+        futex_wait_until(&(uint32_t){ 0 }, 0, now_ns() + 200 * MS);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+        used = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000u + (uint64_t)(b.tv_nsec - a.tv_nsec);
+        assert_true(used < 5 * MS);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_kernel_runs_for_its_duration, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_barrier_completes_after_the_kernel_before_it, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_suspended_queue_does_not_run, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_suspension_mid_kernel_keeps_progress, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hws_preemption_stalls_and_reports_its_cost, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_parked_call_completes_after_its_delay, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cancelled_call_never_completes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_idle_node_uses_no_cpu, setup, teardown),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
