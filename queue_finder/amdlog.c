@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parser for HIP/CLR logs written with AMD_LOG_LEVEL >= 3 (rocm-userspace.md
+ * §6). Line prefixes, all with optional file/line:
+ *
+ *   :3:rocdevice.cpp  :1234: 0012345678 us: 4242 : [tid:0x7f12] <msg>    ROCclr 5.2.3
+ *   :4:rocdevice.cpp  :1234: 0012345678 us: [pid:4242 tid: 0x7f12] <msg> clr, level >= 4
+ *   :3:rocdevice.cpp  :1234: 0012345678 us: <msg>                        clr, level 3
+ *
+ * Messages used (everything else is skipped after a few byte compares):
+ *   created hardware queue %p with size %d with priority %d, cooperative: %i   <= 6.1, %p = amd_queue_t
+ *   Created SWq=%p to map on HWq=%p with size ..., cooperative: %i            >= 6.2, HWq = ring base
+ *   acquireQueue refCount: %p (%d), [Ss]elected queue [with least ]refCount: %p (%d)
+ *   HWq=0x%zx, Dispatch|BarrierAND|BarrierValue Header = ...                  <= 6.1
+ *   SWq=0x%zx, HWq=0x%zx, id=%d, ... Header = ..., rptr=%u, wptr=%u           >= 6.2
+ *   ShaderName : %s
+ *
+ * Speed matters (real logs are 6-13 M lines, 1.5-2.6 GB): one pass, a 4 MiB
+ * read buffer, memchr to split lines, a fixed set of prefix compares per line,
+ * a hash table from (pid, address) to the queue record with a one-entry cache
+ * in front, and no allocation per line. Memory is constant apart from one
+ * record per queue.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "array.h"
+#include "cleanup.h"
+#include "line-reader.h"
+#include "scan.h"
+#include "sources.h"
+
+/* The clr prefix (file padded to 25, line, usec) ends well before this. */
+#define PREFIX_WINDOW 192
+/* Threads whose last ShaderName is remembered until their next dispatch. */
+#define PENDING_KERNELS 32
+
+enum addr_kind {
+        ADDR_AMD_QUEUE = 1,
+        ADDR_RING_BASE = 2,
+        ADDR_LEGACY_HWQ = 3,
+};
+
+struct slot {
+        uint64_t addr;
+        pid_t pid;
+        uint8_t kind;       /* 0 = empty */
+        uint32_t index;     /* into out.queues */
+};
+
+struct pending_kernel {
+        uint64_t tid;
+        pid_t pid;
+        bool valid;
+        char name[sizeof(((struct qf_log_queue *) 0)->last_kernel)];
+};
+
+struct log_parser {
+        const char *name;
+        struct qf_diags *diags;
+        struct qf_log out;
+        struct slot *slots;
+        size_t n_slots;         /* power of two */
+        size_t used_slots;
+        struct slot cache;      /* last lookup hit */
+        bool full_warned;
+        struct pending_kernel pending[PENDING_KERNELS];
+        unsigned next_pending;
+        /* set while one line is parsed */
+        unsigned long lineno;
+        pid_t pid;
+        uint64_t tid;
+};
+
+static size_t slot_hash(pid_t pid, uint64_t addr, enum addr_kind kind)
+{
+        uint64_t h = (addr >> 8) ^ ((uint64_t) (uint32_t) pid << 32) ^ kind;
+        h *= 0x9e3779b97f4a7c15ULL;
+        return (size_t) (h >> 29);
+}
+
+static struct slot *find_slot(struct slot *slots, size_t n_slots, pid_t pid, uint64_t addr, enum addr_kind kind)
+{
+        size_t mask = n_slots - 1;
+        for (size_t i = slot_hash(pid, addr, kind) & mask;; i = (i + 1) & mask) {
+                struct slot *s = &slots[i];
+                if (s->kind == 0 || (s->kind == kind && s->addr == addr && s->pid == pid))
+                        return s;
+        }
+}
+
+static struct qf_log_queue *lookup(struct log_parser *lp, uint64_t addr, enum addr_kind kind)
+{
+        if (lp->cache.kind == kind && lp->cache.addr == addr && lp->cache.pid == lp->pid)
+                return &lp->out.queues[lp->cache.index];
+        if (lp->n_slots == 0)
+                return NULL;
+        struct slot *s = find_slot(lp->slots, lp->n_slots, lp->pid, addr, kind);
+        if (s->kind == 0)
+                return NULL;
+        lp->cache = *s;
+        return &lp->out.queues[s->index];
+}
+
+static int grow_slots(struct log_parser *lp)
+{
+        size_t n = lp->n_slots ? lp->n_slots * 2 : 256;
+        struct slot *slots = calloc(n, sizeof(*slots));
+        if (!slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < lp->n_slots; i++)
+                if (lp->slots[i].kind)
+                        *find_slot(slots, n, lp->slots[i].pid, lp->slots[i].addr, lp->slots[i].kind) = lp->slots[i];
+        free(lp->slots);
+        lp->slots = slots;
+        lp->n_slots = n;
+        return 0;
+}
+
+/* Makes addr (of the given kind) name queue q. */
+static void index_queue(struct log_parser *lp, struct qf_log_queue *q, uint64_t addr, enum addr_kind kind)
+{
+        if ((lp->used_slots + 1) * 4 > lp->n_slots * 3 && grow_slots(lp) < 0)
+                return;
+        struct slot *s = find_slot(lp->slots, lp->n_slots, q->pid, addr, kind);
+        if (s->kind == 0)
+                lp->used_slots++;
+        *s = (struct slot){ .addr = addr, .pid = q->pid, .kind = kind,
+                            .index = (uint32_t) (q - lp->out.queues) };
+        lp->cache = (struct slot){ 0 };
+}
+
+static struct qf_log_queue *new_queue(struct log_parser *lp)
+{
+        if (lp->out.n >= QF_MAX_LOG_QUEUES) {
+                if (!lp->full_warned)
+                        qf_diag_add(lp->diags, lp->name, lp->lineno,
+                                    "more than %d queues in the log; ignoring further queues", QF_MAX_LOG_QUEUES);
+                lp->full_warned = true;
+                return NULL;
+        }
+        struct qf_log_queue *q = QF_APPEND(lp->out.queues, lp->out.n);
+        if (!q)
+                return NULL;
+        /* The array may have moved: cached slots hold indices, not pointers. */
+        q->pid = lp->pid;
+        q->priority = -1;
+        q->cooperative = -1;
+        return q;
+}
+
+static void set_amd_queue(struct log_parser *lp, struct qf_log_queue *q, uint64_t addr)
+{
+        if (q->has_amd_queue)
+                return;
+        q->has_amd_queue = true;
+        q->amd_queue = addr;
+        index_queue(lp, q, addr, ADDR_AMD_QUEUE);
+}
+
+static void set_ring_base(struct log_parser *lp, struct qf_log_queue *q, uint64_t addr)
+{
+        if (q->has_ring_base)
+                return;
+        q->has_ring_base = true;
+        q->ring_base = addr;
+        index_queue(lp, q, addr, ADDR_RING_BASE);
+}
+
+/* The queue a (SWq, HWq) pair from a >= 6.2 line belongs to. */
+static struct qf_log_queue *queue_by_pair(struct log_parser *lp, uint64_t swq, uint64_t hwq)
+{
+        struct qf_log_queue *q = lookup(lp, hwq, ADDR_RING_BASE);
+        if (!q)
+                q = lookup(lp, swq, ADDR_AMD_QUEUE);
+        if (!q && !(q = new_queue(lp)))
+                return NULL;
+        set_ring_base(lp, q, hwq);
+        set_amd_queue(lp, q, swq);
+        return q;
+}
+
+/* The queue a pre-6.2 "HWq=" belongs to: whichever meaning the log already
+ * established for that address, else kept as a legacy address. */
+static struct qf_log_queue *queue_by_legacy_hwq(struct log_parser *lp, uint64_t addr)
+{
+        struct qf_log_queue *q = lookup(lp, addr, ADDR_AMD_QUEUE);
+        if (!q)
+                q = lookup(lp, addr, ADDR_RING_BASE);
+        if (!q)
+                q = lookup(lp, addr, ADDR_LEGACY_HWQ);
+        if (q)
+                return q;
+        if (!(q = new_queue(lp)))
+                return NULL;
+        q->has_legacy_hwq = true;
+        q->legacy_hwq = addr;
+        index_queue(lp, q, addr, ADDR_LEGACY_HWQ);
+        return q;
+}
+
+static void touch(struct log_parser *lp, struct qf_log_queue *q)
+{
+        if (!q->first_line)
+                q->first_line = lp->lineno;
+        q->last_line = lp->lineno;
+        q->last_tid = lp->tid;
+}
+
+static void malformed(struct log_parser *lp, const char *what)
+{
+        qf_diag_add(lp->diags, lp->name, lp->lineno, "malformed %s line", what);
+}
+
+/* "with size %d with priority %d, cooperative: %i" */
+static bool parse_creation_tail(struct qf_scan *s, struct qf_log_queue *q)
+{
+        uint64_t size, prio, coop;
+        if (!QF_SCAN_LIT(s, " with size ") || !qf_scan_dec(s, UINT32_MAX, &size) ||
+            !QF_SCAN_LIT(s, " with priority ") || !qf_scan_dec(s, 1000, &prio) ||
+            !QF_SCAN_LIT(s, ", cooperative: ") || !qf_scan_dec(s, 1, &coop))
+                return false;
+        q->has_size = true;
+        q->size_packets = size;
+        q->priority = (int) prio;
+        q->cooperative = (int) coop;
+        return true;
+}
+
+static void parse_created_62(struct log_parser *lp, struct qf_scan s)
+{
+        uint64_t swq, hwq;
+        struct qf_scan t = s;
+        if (!qf_scan_hex_ptr(&t, &swq) || !QF_SCAN_LIT(&t, " to map on HWq=") || !qf_scan_hex_ptr(&t, &hwq))
+                return malformed(lp, "\"Created SWq\"");
+        struct qf_log_queue *q = queue_by_pair(lp, swq, hwq);
+        if (!q)
+                return;
+        if (!parse_creation_tail(&t, q))
+                malformed(lp, "\"Created SWq\"");
+        q->created_62 = true;
+        q->created_line = lp->lineno;
+        touch(lp, q);
+}
+
+static void parse_created_old(struct log_parser *lp, struct qf_scan s)
+{
+        uint64_t amdq;
+        if (!qf_scan_hex_ptr(&s, &amdq))
+                return malformed(lp, "\"created hardware queue\"");
+        struct qf_log_queue *q = lookup(lp, amdq, ADDR_AMD_QUEUE);
+        if (!q) {
+                if (!(q = new_queue(lp)))
+                        return;
+                set_amd_queue(lp, q, amdq);
+        }
+        if (!parse_creation_tail(&s, q))
+                malformed(lp, "\"created hardware queue\"");
+        q->created_line = lp->lineno;
+        touch(lp, q);
+}
+
+/* "%p (%d)": the address is the ring base when the log uses the >= 6.2
+ * wording, the amd_queue_t otherwise; either way it names a known queue. */
+static void parse_refcount(struct log_parser *lp, struct qf_scan s)
+{
+        uint64_t addr, count;
+        if (!qf_scan_hex_ptr(&s, &addr) || !QF_SCAN_LIT(&s, " (") || !qf_scan_dec(&s, UINT32_MAX, &count) ||
+            !QF_SCAN_LIT(&s, ")"))
+                return malformed(lp, "refCount");
+        struct qf_log_queue *q = queue_by_legacy_hwq(lp, addr);
+        if (!q)
+                return;
+        if (count > q->max_refcount)
+                q->max_refcount = count;
+        touch(lp, q);
+}
+
+/* ", rptr=%u, wptr=%u" ends >= 6.2 packet lines. */
+static void parse_pointers(struct qf_scan s, struct qf_log_queue *q)
+{
+        size_t window = qf_scan_left(&s) < 64 ? qf_scan_left(&s) : 64;
+        const char *p = memmem(s.end - window, window, ", rptr=", 7);
+        if (!p)
+                return;
+        struct qf_scan t = { .p = p + 7, .end = s.end };
+        uint64_t rptr, wptr;
+        if (qf_scan_dec(&t, UINT64_MAX, &rptr) && QF_SCAN_LIT(&t, ", wptr=") && qf_scan_dec(&t, UINT64_MAX, &wptr)) {
+                q->has_pointers = true;
+                q->last_rptr = rptr;
+                q->last_wptr = wptr;
+        }
+}
+
+static void take_pending_kernel(struct log_parser *lp, struct qf_log_queue *q)
+{
+        for (unsigned i = 0; i < PENDING_KERNELS; i++) {
+                struct pending_kernel *k = &lp->pending[i];
+                if (k->valid && k->tid == lp->tid && k->pid == lp->pid) {
+                        memcpy(q->last_kernel, k->name, sizeof(q->last_kernel));
+                        k->valid = false;
+                        return;
+                }
+        }
+}
+
+/* After the queue address(es): "Dispatch Header = ..." or "Barrier... Header". */
+static void count_packet(struct log_parser *lp, struct qf_scan s, struct qf_log_queue *q)
+{
+        if (QF_SCAN_LIT(&s, "Dispatch Header")) {
+                q->dispatches++;
+                take_pending_kernel(lp, q);
+        } else if (QF_SCAN_LIT(&s, "Barrier")) {
+                q->barriers++;
+        } else {
+                return malformed(lp, "AQL packet");
+        }
+        parse_pointers(s, q);
+        touch(lp, q);
+}
+
+static void parse_dispatch_62(struct log_parser *lp, struct qf_scan s)
+{
+        uint64_t swq, hwq, id;
+        if (!qf_scan_hex_ptr(&s, &swq) || !QF_SCAN_LIT(&s, ", HWq=") || !qf_scan_hex_ptr(&s, &hwq) ||
+            !QF_SCAN_LIT(&s, ", id=") || !qf_scan_dec(&s, UINT64_MAX, &id) || !QF_SCAN_LIT(&s, ", "))
+                return malformed(lp, "AQL packet");
+        struct qf_log_queue *q = queue_by_pair(lp, swq, hwq);
+        if (!q)
+                return;
+        q->has_rocr_id = true;
+        q->rocr_id = id;
+        count_packet(lp, s, q);
+}
+
+static void parse_dispatch_legacy(struct log_parser *lp, struct qf_scan s)
+{
+        uint64_t hwq;
+        if (!qf_scan_hex_ptr(&s, &hwq) || !QF_SCAN_LIT(&s, ", "))
+                return malformed(lp, "AQL packet");
+        struct qf_log_queue *q = queue_by_legacy_hwq(lp, hwq);
+        if (q)
+                count_packet(lp, s, q);
+}
+
+static void parse_shader_name(struct log_parser *lp, struct qf_scan s)
+{
+        struct pending_kernel *k = NULL;
+        for (unsigned i = 0; i < PENDING_KERNELS && !k; i++)
+                if (lp->pending[i].valid && lp->pending[i].tid == lp->tid && lp->pending[i].pid == lp->pid)
+                        k = &lp->pending[i];
+        if (!k) {
+                k = &lp->pending[lp->next_pending];
+                lp->next_pending = (lp->next_pending + 1) % PENDING_KERNELS;
+        }
+        size_t n = qf_scan_left(&s);
+        if (n > sizeof(k->name) - 1)
+                n = sizeof(k->name) - 1;
+        memcpy(k->name, s.p, n);
+        k->name[n] = 0;
+        /* The name goes into JSON and a terminal: keep it printable. */
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) k->name[i] < 0x20 || k->name[i] == 0x7f)
+                        k->name[i] = '?';
+        k->tid = lp->tid;
+        k->pid = lp->pid;
+        k->valid = true;
+}
+
+static void parse_message(struct log_parser *lp, struct qf_scan s)
+{
+        if (qf_scan_left(&s) < 4)
+                return;
+        switch (s.p[0]) {
+        case 'S':
+                if (QF_SCAN_LIT(&s, "SWq="))
+                        return parse_dispatch_62(lp, s);
+                if (QF_SCAN_LIT(&s, "ShaderName : "))
+                        return parse_shader_name(lp, s);
+                if (QF_SCAN_LIT(&s, "Selected queue refCount: "))
+                        return parse_refcount(lp, s);
+                return;
+        case 'H':
+                if (QF_SCAN_LIT(&s, "HWq="))
+                        return parse_dispatch_legacy(lp, s);
+                return;
+        case 'C':
+                if (QF_SCAN_LIT(&s, "Created SWq="))
+                        return parse_created_62(lp, s);
+                return;
+        case 'c':
+                if (QF_SCAN_LIT(&s, "created hardware queue "))
+                        return parse_created_old(lp, s);
+                return;
+        case 'a':
+                if (QF_SCAN_LIT(&s, "acquireQueue refCount: "))
+                        return parse_refcount(lp, s);
+                return;
+        case 's':
+                if (QF_SCAN_LIT(&s, "selected queue refCount: ") ||
+                    QF_SCAN_LIT(&s, "selected queue with least refCount: "))
+                        return parse_refcount(lp, s);
+                return;
+        default:
+                return;
+        }
+}
+
+/* Colour escapes ("\e[32m") can precede the prefix or the message. */
+static void skip_escapes(struct qf_scan *s)
+{
+        while (qf_scan_left(s) >= 2 && s->p[0] == '\033' && s->p[1] == '[') {
+                const char *p = s->p + 2;
+                while (p < s->end && !(*p >= 0x40 && *p <= 0x7e))
+                        p++;
+                s->p = p < s->end ? p + 1 : p;
+        }
+}
+
+/* The pid/tid part after " us: ", if any. */
+static void parse_pid_tid(struct log_parser *lp, struct qf_scan *s)
+{
+        struct qf_scan t = *s;
+        uint64_t pid, tid;
+        lp->pid = 0;
+        lp->tid = 0;
+        if (QF_SCAN_LIT(&t, "[pid:")) {
+                if (qf_scan_dec(&t, INT32_MAX, &pid) && QF_SCAN_LIT(&t, " tid: ") && qf_scan_hex_ptr(&t, &tid) &&
+                    QF_SCAN_LIT(&t, "] ")) {
+                        lp->pid = (pid_t) pid;
+                        lp->tid = tid;
+                        lp->out.prefix = QF_LOG_PREFIX_CLR;
+                        *s = t;
+                }
+                return;
+        }
+        if (qf_scan_dec(&t, INT32_MAX, &pid)) {
+                qf_scan_spaces(&t);
+                if (QF_SCAN_LIT(&t, ": [tid:")) {
+                        qf_scan_spaces(&t);
+                        if (qf_scan_hex_ptr(&t, &tid) && QF_SCAN_LIT(&t, "] ")) {
+                                lp->pid = (pid_t) pid;
+                                lp->tid = tid;
+                                lp->out.prefix = QF_LOG_PREFIX_ROCCLR;
+                                *s = t;
+                        }
+                }
+                return;
+        }
+        lp->out.prefix = QF_LOG_PREFIX_NONE;
+}
+
+/* p points at ':' of ":<level>:". Returns false when this is no log prefix. */
+static bool parse_log_line(struct log_parser *lp, const char *p, const char *end)
+{
+        if (end - p < 4 || p[1] < '0' || p[1] > '9')
+                return false;
+        const char *q = p[2] == ':' ? p + 3 : (p[2] >= '0' && p[2] <= '9' && p[3] == ':') ? p + 4 : NULL;
+        if (!q)
+                return false;
+        const char *window_end = end - q > PREFIX_WINDOW ? q + PREFIX_WINDOW : end;
+        /* " us: " ends the timestamp; file names may contain 'u'. */
+        for (;;) {
+                q = memchr(q, 'u', (size_t) (window_end - q));
+                if (!q || window_end - q < 4)
+                        return false;
+                if (q[-1] == ' ' && q[1] == 's' && q[2] == ':' && q[3] == ' ')
+                        break;
+                q++;
+        }
+        struct qf_scan s = { .p = q + 4, .end = end };
+        lp->out.log_lines++;
+        parse_pid_tid(lp, &s);
+        skip_escapes(&s);
+        parse_message(lp, s);
+        return true;
+}
+
+static void parse_line(struct log_parser *lp, const struct qf_line *l)
+{
+        lp->lineno = l->lineno;
+        if (l->truncated)
+                qf_diag_add(lp->diags, lp->name, l->lineno, "line longer than %d bytes; only its start was read",
+                            QF_LINE_MAX);
+
+        struct qf_scan s = qf_scan_init(l->p, l->len);
+        skip_escapes(&s);
+        if (s.p < s.end && s.p[0] == ':' && parse_log_line(lp, s.p, s.end))
+                return;
+
+        /* Not a log line at its start. Programs print to the same stream
+         * without a newline, so a log line can follow other text; the rare
+         * non-log lines can afford a search. */
+        bool binary = memchr(l->p, 0, l->len) != NULL;
+        for (const char *c = s.p; c < s.end && (c = memchr(c, ':', (size_t) (s.end - c))); c++)
+                if (parse_log_line(lp, c, s.end))
+                        return;
+        if (binary)
+                qf_diag_add(lp->diags, lp->name, l->lineno, "binary data (NUL bytes) in a line without a log prefix");
+}
+
+int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log *ret)
+{
+        _cleanup_line_reader_ struct qf_line_reader *reader = NULL;
+        _cleanup_free_ struct log_parser *lp = calloc(1, sizeof(*lp));
+        if (!lp)
+                return -ENOMEM;
+        lp->name = name;
+        lp->diags = diags;
+
+        int r = qf_line_reader_new(fd, &reader);
+        if (r >= 0) {
+                struct qf_line l;
+                while ((r = qf_line_reader_next(reader, &l)) > 0) {
+                        parse_line(lp, &l);
+                        lp->out.lines = l.lineno;
+                }
+        }
+        free(lp->slots);
+        if (r < 0) {
+                qf_log_clear(&lp->out);
+                return r;
+        }
+        if (lp->out.lines > 0 && lp->out.log_lines == 0)
+                qf_diag_add(diags, name, 0,
+                            "no AMD log lines found; the application must run with AMD_LOG_LEVEL=3 or higher");
+        *ret = lp->out;
+        return 0;
+}
+
+void qf_log_clear(struct qf_log *l)
+{
+        free(l->queues);
+        *l = (struct qf_log){ 0 };
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading the small attribute files of sysfs and procfs.
+ *
+ * Kernel attributes are one page at most; anything that does not fit the
+ * caller's buffer is an error rather than silently cut. Paths are opened
+ * with open(2) on the full path (no openat on a directory fd) so that a
+ * preload library redirecting paths, as the test emulator does, sees them.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
+int qf_pathf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Reads the whole file into buf (NUL-terminated); -EFBIG when it does not fit. */
+int qf_read_file(const char *path, char *buf, size_t size, size_t *ret_len);
+
+/* A decimal unsigned value, optionally followed by one newline (procfs queue
+ * attributes have none, most sysfs attributes have one). */
+int qf_read_u64(const char *path, uint64_t *ret);

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * queue_finder: which GPU hardware queues does a process own, on which GPU,
+ * and what are they doing. Reads every source the node offers (see
+ * queue_finder.1.scd), joins them, and prints a table, JSON, or a gpreemptd
+ * workload snippet.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "join.h"
+#include "nspid.h"
+#include "report.h"
+#include "scan.h"
+#include "sources.h"
+
+#define DEFAULT_KFD_ROOT "/sys/class/kfd/kfd"
+#define DEFAULT_DEBUGFS_ROOT "/sys/kernel/debug/kfd"
+#define DEFAULT_PROC_ROOT "/proc"
+
+enum source_index {
+        SRC_TOPOLOGY,
+        SRC_SYSFS,
+        SRC_MQDS,
+        SRC_HQDS,
+        SRC_LOG,
+        N_SOURCES,
+};
+
+struct options {
+        bool json;
+        bool live;
+        const char *kfd_root;
+        const char *debugfs_root;
+        const char *proc_root;
+        const char *mqds_file;
+        const char *hqds_file;
+        const char *log_file;
+        const char *pid_ns;
+        bool emit_config;
+        enum qf_workload_class config_class;
+        pid_t pids[QF_MAX_PROCESSES];
+        size_t n_pids;
+};
+
+/* Everything read, freed in one place. */
+struct state {
+        struct qf_diags warnings;
+        struct qf_source_status sources[N_SOURCES];
+        struct qf_gpu *gpus;
+        size_t n_gpus;
+        struct qf_sysfs_process *sysfs;
+        size_t n_sysfs;
+        struct qf_mqds mqds;
+        struct qf_hqds hqds;
+        struct qf_log log;
+        bool have_log;
+        struct qf_result result;
+        char mqds_path[4096], hqds_path[4096];
+};
+
+static void state_clear(struct state *s)
+{
+        qf_result_clear(&s->result);
+        for (size_t i = 0; i < s->n_sysfs; i++)
+                qf_sysfs_process_clear(&s->sysfs[i]);
+        free(s->sysfs);
+        free(s->gpus);
+        qf_mqds_clear(&s->mqds);
+        qf_hqds_clear(&s->hqds);
+        qf_log_clear(&s->log);
+        qf_diags_clear(&s->warnings);
+}
+
+static void help(void)
+{
+        printf("Usage: queue_finder [OPTIONS] [PID...]\n"
+               "\n"
+               "Show the GPU hardware queues of processes on an AMD GPU node, joined across\n"
+               "KFD sysfs, debugfs mqds/hqds and HIP/CLR logs. Without PIDs, every process\n"
+               "found is shown.\n"
+               "\n"
+               "Options:\n"
+               "  -h, --help                 show this help\n"
+               "  -j, --json                 print JSON (schema: queue_finder(1))\n"
+               "      --log FILE|-           read a HIP/CLR log (AMD_LOG_LEVEL>=3); - is stdin\n"
+               "      --mqds FILE            read a saved debugfs mqds dump instead of the live one\n"
+               "      --hqds FILE            read a saved debugfs hqds dump instead of the live one\n"
+               "      --no-live              read only the files given, nothing from this node\n"
+               "      --pid-ns PID|PATH      the PIDs given are in this pid namespace (a pid in it,\n"
+               "                             or /proc/<pid>/ns/pid)\n"
+               "      --emit-config CLASS    print gpreemptd [Workload] sections, CLASS online|offline\n"
+               "      --sysfs-root DIR       KFD sysfs directory (default " DEFAULT_KFD_ROOT ")\n"
+               "      --debugfs-root DIR     KFD debugfs directory (default " DEFAULT_DEBUGFS_ROOT ")\n"
+               "      --proc-root DIR        procfs (default " DEFAULT_PROC_ROOT ")\n");
+}
+
+static int parse_pid(const char *arg, pid_t *ret)
+{
+        struct qf_scan s = qf_scan_init(arg, strlen(arg));
+        uint64_t v;
+        if (!qf_scan_dec(&s, INT32_MAX, &v) || !qf_scan_at_end(&s) || v == 0)
+                return -EINVAL;
+        *ret = (pid_t) v;
+        return 0;
+}
+
+/* 0 to run, 1 to exit successfully (help), -EINVAL after printing why not. */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+        enum { OPT_LOG = 256, OPT_MQDS, OPT_HQDS, OPT_NO_LIVE, OPT_PID_NS, OPT_EMIT, OPT_SYSFS, OPT_DEBUGFS, OPT_PROC };
+        static const struct option longopts[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "json", no_argument, NULL, 'j' },
+                { "log", required_argument, NULL, OPT_LOG },
+                { "mqds", required_argument, NULL, OPT_MQDS },
+                { "hqds", required_argument, NULL, OPT_HQDS },
+                { "no-live", no_argument, NULL, OPT_NO_LIVE },
+                { "pid-ns", required_argument, NULL, OPT_PID_NS },
+                { "emit-config", required_argument, NULL, OPT_EMIT },
+                { "sysfs-root", required_argument, NULL, OPT_SYSFS },
+                { "debugfs-root", required_argument, NULL, OPT_DEBUGFS },
+                { "proc-root", required_argument, NULL, OPT_PROC },
+                {},
+        };
+        *o = (struct options){
+                .live = true,
+                .kfd_root = DEFAULT_KFD_ROOT,
+                .debugfs_root = DEFAULT_DEBUGFS_ROOT,
+                .proc_root = DEFAULT_PROC_ROOT,
+        };
+
+        for (int c; (c = getopt_long(argc, argv, "hj", longopts, NULL)) >= 0;) {
+                switch (c) {
+                case 'h':
+                        help();
+                        return 1;
+                case 'j':
+                        o->json = true;
+                        break;
+                case OPT_LOG:
+                        o->log_file = optarg;
+                        break;
+                case OPT_MQDS:
+                        o->mqds_file = optarg;
+                        break;
+                case OPT_HQDS:
+                        o->hqds_file = optarg;
+                        break;
+                case OPT_NO_LIVE:
+                        o->live = false;
+                        break;
+                case OPT_PID_NS:
+                        o->pid_ns = optarg;
+                        break;
+                case OPT_EMIT:
+                        if (strcmp(optarg, "online") == 0)
+                                o->config_class = QF_WORKLOAD_ONLINE;
+                        else if (strcmp(optarg, "offline") == 0)
+                                o->config_class = QF_WORKLOAD_OFFLINE;
+                        else {
+                                fprintf(stderr, "queue_finder: --emit-config takes \"online\" or \"offline\", not \"%s\".\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        o->emit_config = true;
+                        break;
+                case OPT_SYSFS:
+                        o->kfd_root = optarg;
+                        break;
+                case OPT_DEBUGFS:
+                        o->debugfs_root = optarg;
+                        break;
+                case OPT_PROC:
+                        o->proc_root = optarg;
+                        break;
+                default:
+                        fprintf(stderr, "Try 'queue_finder --help' for the options.\n");
+                        return -EINVAL;
+                }
+        }
+        if (o->json && o->emit_config) {
+                fprintf(stderr, "queue_finder: --json and --emit-config print different things; choose one.\n");
+                return -EINVAL;
+        }
+        int stdin_users = 0;
+        stdin_users += o->log_file && strcmp(o->log_file, "-") == 0;
+        stdin_users += o->mqds_file && strcmp(o->mqds_file, "-") == 0;
+        stdin_users += o->hqds_file && strcmp(o->hqds_file, "-") == 0;
+        if (stdin_users > 1) {
+                fprintf(stderr, "queue_finder: only one input can be read from stdin (-).\n");
+                return -EINVAL;
+        }
+        for (int i = optind; i < argc; i++) {
+                if (o->n_pids == QF_MAX_PROCESSES) {
+                        fprintf(stderr, "queue_finder: at most %d PIDs can be given.\n", QF_MAX_PROCESSES);
+                        return -EINVAL;
+                }
+                if (parse_pid(argv[i], &o->pids[o->n_pids]) < 0) {
+                        fprintf(stderr, "queue_finder: \"%s\" is not a process id (a positive decimal number).\n",
+                                argv[i]);
+                        return -EINVAL;
+                }
+                o->n_pids++;
+        }
+        return 0;
+}
+
+/* Container pids given with --pid-ns become host pids, which is what KFD uses. */
+static int map_pids(struct options *o)
+{
+        if (!o->pid_ns)
+                return 0;
+        struct qf_pid_ns ns;
+        int r = qf_pid_ns_from_arg(o->proc_root, o->pid_ns, &ns);
+        if (r < 0) {
+                fprintf(stderr, "queue_finder: cannot open the pid namespace \"%s\": %s.\n", o->pid_ns, strerror(-r));
+                return r;
+        }
+        for (size_t i = 0; i < o->n_pids; i++) {
+                pid_t host;
+                r = qf_nspid_to_host(o->proc_root, &ns, o->pids[i], &host);
+                if (r < 0) {
+                        fprintf(stderr,
+                                "queue_finder: no process has pid %d in pid namespace pid:[%llu] (%s); reading other "
+                                "users' namespaces needs root.\n",
+                                (int) o->pids[i], (unsigned long long) ns.ino, strerror(-r));
+                        return r;
+                }
+                o->pids[i] = host;
+        }
+        return 0;
+}
+
+static int open_input(const char *path)
+{
+        if (strcmp(path, "-") == 0)
+                return STDIN_FILENO;
+        return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* Reads one text source. A file the user named must be readable (an error);
+ * the live debugfs file is optional (root only), so failing to open it is
+ * only recorded in the source status. */
+static int read_text_source(struct state *st, enum source_index idx, const char *path, bool required,
+                            int (*parse)(int, const char *, struct qf_diags *, void *), void *ret)
+{
+        st->sources[idx].path = path;
+        int fd = open_input(path);
+        if (fd < 0) {
+                st->sources[idx].error = -errno;
+                if (!required)
+                        return 0;
+                fprintf(stderr, "queue_finder: cannot open %s: %s.\n", path, strerror(errno));
+                return -errno;
+        }
+        int r = parse(fd, path, &st->warnings, ret);
+        if (fd != STDIN_FILENO)
+                close(fd);
+        if (r < 0) {
+                st->sources[idx].error = r;
+                fprintf(stderr, "queue_finder: reading %s failed: %s.\n", path, strerror(-r));
+                return required ? r : 0;
+        }
+        return 1;
+}
+
+static int parse_mqds_any(int fd, const char *name, struct qf_diags *d, void *ret)
+{
+        return qf_mqds_parse(fd, name, d, ret);
+}
+
+static int parse_hqds_any(int fd, const char *name, struct qf_diags *d, void *ret)
+{
+        return qf_hqds_parse(fd, name, d, ret);
+}
+
+static int parse_log_any(int fd, const char *name, struct qf_diags *d, void *ret)
+{
+        return qf_log_parse(fd, name, d, ret);
+}
+
+static int read_sysfs(struct state *st, const struct options *o)
+{
+        st->sources[SRC_SYSFS].path = o->kfd_root;
+        _cleanup_free_ pid_t *listed = NULL;
+        const pid_t *pids = o->pids;
+        size_t n = o->n_pids;
+        if (n == 0) {
+                int r = qf_sysfs_list_pids(o->kfd_root, &listed, &n);
+                if (r < 0) {
+                        st->sources[SRC_SYSFS].error = r;
+                        return 0;
+                }
+                pids = listed;
+        }
+        st->sysfs = calloc(n ? n : 1, sizeof(*st->sysfs));
+        if (!st->sysfs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                int r = qf_sysfs_read_process(o->kfd_root, pids[i], &st->warnings, &st->sysfs[st->n_sysfs]);
+                if (r == -ENOMEM)
+                        return r;
+                if (r == 0)
+                        st->n_sysfs++;
+        }
+        return 0;
+}
+
+static int read_sources(struct state *st, const struct options *o)
+{
+        static const char *const names[N_SOURCES] = { "topology", "sysfs", "mqds", "hqds", "log" };
+        for (int i = 0; i < N_SOURCES; i++)
+                st->sources[i] = (struct qf_source_status){ .name = names[i], .skipped = true };
+        int r;
+
+        if (o->live) {
+                st->sources[SRC_TOPOLOGY].skipped = false;
+                st->sources[SRC_TOPOLOGY].path = o->kfd_root;
+                r = qf_topology_read(o->kfd_root, &st->warnings, &st->gpus, &st->n_gpus);
+                if (r == -ENOMEM)
+                        return r;
+                st->sources[SRC_TOPOLOGY].error = r < 0 ? r : 0;
+                for (size_t i = 0; i < st->n_gpus; i++)
+                        qf_gpu_name_resolve(&st->gpus[i]);
+
+                st->sources[SRC_SYSFS].skipped = false;
+                if ((r = read_sysfs(st, o)) < 0)
+                        return r;
+        }
+
+        snprintf(st->mqds_path, sizeof(st->mqds_path), "%s/mqds", o->debugfs_root);
+        snprintf(st->hqds_path, sizeof(st->hqds_path), "%s/hqds", o->debugfs_root);
+        const char *mqds = o->mqds_file ? o->mqds_file : o->live ? st->mqds_path : NULL;
+        const char *hqds = o->hqds_file ? o->hqds_file : o->live ? st->hqds_path : NULL;
+        if (mqds) {
+                st->sources[SRC_MQDS].skipped = false;
+                if ((r = read_text_source(st, SRC_MQDS, mqds, o->mqds_file, parse_mqds_any, &st->mqds)) < 0)
+                        return r;
+        }
+        if (hqds) {
+                st->sources[SRC_HQDS].skipped = false;
+                if ((r = read_text_source(st, SRC_HQDS, hqds, o->hqds_file, parse_hqds_any, &st->hqds)) < 0)
+                        return r;
+        }
+        if (o->log_file) {
+                st->sources[SRC_LOG].skipped = false;
+                if ((r = read_text_source(st, SRC_LOG, o->log_file, true, parse_log_any, &st->log)) < 0)
+                        return r;
+                st->have_log = true;
+        }
+        return 0;
+}
+
+static int print_report(struct state *st, const struct options *o)
+{
+        struct qf_report rep = {
+                .result = &st->result,
+                .gpus = st->gpus,
+                .n_gpus = st->n_gpus,
+                .log = st->have_log ? &st->log : NULL,
+                .sources = st->sources,
+                .n_sources = N_SOURCES,
+                .warnings = &st->warnings,
+        };
+        int r;
+        if (o->json) {
+                struct json_object *doc = NULL;
+                if ((r = qf_report_json(&rep, &doc)) < 0)
+                        return r;
+                const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+                                                                               JSON_C_TO_STRING_NOSLASHESCAPE);
+                r = text && puts(text) >= 0 ? 0 : -EIO;
+                json_object_put(doc);
+                return r;
+        }
+        if (o->emit_config)
+                return qf_report_config(stdout, &rep, o->config_class);
+        return qf_report_table(stdout, &rep);
+}
+
+static int run(const struct options *o)
+{
+        struct state st = { 0 };
+        int r = read_sources(&st, o);
+        if (r >= 0) {
+                const struct qf_inputs in = {
+                        .sysfs = st.sysfs,
+                        .n_sysfs = st.n_sysfs,
+                        .mqds = &st.mqds,
+                        .mqds_name = st.sources[SRC_MQDS].path,
+                        .hqds = &st.hqds,
+                        .log = &st.log,
+                        .log_name = o->log_file,
+                        .pids = o->pids,
+                        .n_pids = o->n_pids,
+                };
+                r = qf_join(&in, &st.result);
+        }
+        if (r >= 0) {
+                for (size_t i = 0; i < st.result.n_processes; i++)
+                        qf_process_identify(o->proc_root, &st.result.processes[i]);
+                r = print_report(&st, o);
+        }
+        if (r == -ENOMEM)
+                fprintf(stderr, "queue_finder: out of memory.\n");
+        else if (r == -EIO)
+                fprintf(stderr, "queue_finder: cannot write the output.\n");
+        state_clear(&st);
+        return r;
+}
+
+int main(int argc, char **argv)
+{
+        _cleanup_free_ struct options *o = malloc(sizeof(*o));
+        if (!o) {
+                fprintf(stderr, "queue_finder: out of memory.\n");
+                return EXIT_FAILURE;
+        }
+        int r = parse_options(argc, argv, o);
+        if (r != 0)
+                return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        if (map_pids(o) < 0)
+                return EXIT_FAILURE;
+        return run(o) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The readable table: one block per process, one row per queue, then the
+ * GPUs, hardware slots nobody explains, conflicts and warnings.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report.h"
+
+static void format_value(char *buf, size_t size, const struct qf_value *v, bool as_hex)
+{
+        if (!v->sources)
+                snprintf(buf, size, "-");
+        else if (as_hex)
+                snprintf(buf, size, "0x%" PRIx64, v->v);
+        else
+                snprintf(buf, size, "%" PRIu64, v->v);
+}
+
+static void format_sources(char *buf, size_t size, unsigned sources)
+{
+        size_t len = 0;
+        buf[0] = 0;
+        for (unsigned bit = 0; bit < QF_SOURCE_COUNT; bit++)
+                if (sources & (1U << bit))
+                        len += (size_t) snprintf(buf + len, len < size ? size - len : 0, "%s%s", len ? "," : "",
+                                                 qf_source_name(1U << bit));
+}
+
+/* "4/4" active hardware slots out of the MQD copies, "-" when unknown. */
+static void format_xcc(char *buf, size_t size, const struct qf_queue *q)
+{
+        if (q->n_hqds) {
+                unsigned active = 0;
+                for (size_t i = 0; i < q->n_hqds; i++)
+                        active += q->hqds[i]->active;
+                snprintf(buf, size, "%u/%u", active, (unsigned) q->n_hqds);
+        } else if (q->mqd) {
+                snprintf(buf, size, "%d/%u", __builtin_popcount(q->mqd->active_mask), q->mqd->n_xcc);
+        } else {
+                snprintf(buf, size, "-");
+        }
+}
+
+static void print_queue(FILE *f, const struct qf_queue *q)
+{
+        char id[24], gpu[16], size[24], ring[24], rptr[24], wptr[24], xcc[16], src[64], dispatches[24];
+        format_value(id, sizeof(id), &q->queue_id, false);
+        if (q->gpu_id.sources)
+                snprintf(gpu, sizeof(gpu), "%" PRIx64, q->gpu_id.v);
+        else
+                snprintf(gpu, sizeof(gpu), "-");
+        format_value(size, sizeof(size), &q->ring_size, false);
+        format_value(ring, sizeof(ring), &q->ring_base, true);
+        format_value(rptr, sizeof(rptr), &q->rptr_addr, true);
+        format_value(wptr, sizeof(wptr), &q->wptr_addr, true);
+        format_xcc(xcc, sizeof(xcc), q);
+        format_sources(src, sizeof(src), q->sources);
+        if (q->log)
+                snprintf(dispatches, sizeof(dispatches), "%" PRIu64, q->log->dispatches);
+        else
+                snprintf(dispatches, sizeof(dispatches), "-");
+        fprintf(f, "  %-5s %-5s %-8s %-15s %-15s %-15s %-5s %-10s %s\n", id, gpu, size, ring, rptr, wptr, xcc,
+                dispatches, src);
+}
+
+static void print_diags(FILE *f, const struct qf_diags *d, const char *indent)
+{
+        for (size_t i = 0; i < d->n; i++) {
+                if (d->items[i].line)
+                        fprintf(f, "%s%s:%lu: %s\n", indent, d->items[i].file, d->items[i].line, d->items[i].message);
+                else
+                        fprintf(f, "%s%s: %s\n", indent, d->items[i].file, d->items[i].message);
+        }
+        if (d->dropped)
+                fprintf(f, "%s(%zu more not shown)\n", indent, d->dropped);
+}
+
+static void print_process(FILE *f, const struct qf_process *p)
+{
+        if (p->pid)
+                fprintf(f, "PID %d", (int) p->pid);
+        else
+                fprintf(f, "Queues from the log without a pid");
+        if (p->has_exe)
+                fprintf(f, "  %s", p->exe);
+        if (p->has_pasid)
+                fprintf(f, "  pasid %u", p->pasid);
+        if (p->has_pid_ns)
+                fprintf(f, "  pid ns pid:[%llu]", (unsigned long long) p->pid_ns.ino);
+        if (p->n_nspid > 1) {
+                fprintf(f, "  NSpid");
+                for (size_t i = 0; i < p->n_nspid; i++)
+                        fprintf(f, " %d", (int) p->nspid[i]);
+        }
+        fputc('\n', f);
+        if (p->n_queues == 0) {
+                fprintf(f, "  no queues found\n");
+        } else {
+                fprintf(f, "  %-5s %-5s %-8s %-15s %-15s %-15s %-5s %-10s %s\n", "QUEUE", "GPU", "SIZE", "RING BASE",
+                        "RPTR ADDR", "WPTR ADDR", "XCC", "DISPATCH", "SOURCES");
+                for (size_t i = 0; i < p->n_queues; i++)
+                        print_queue(f, &p->queues[i]);
+        }
+        if (p->sysfs)
+                for (size_t i = 0; i < p->sysfs->n_occupancy; i++)
+                        fprintf(f, "  CUs occupied on gpu %x: %lld\n", p->sysfs->occupancy[i].gpu_id,
+                                (long long) p->sysfs->occupancy[i].cus);
+        if (p->conflicts.n) {
+                fprintf(f, "  Conflicts between sources:\n");
+                print_diags(f, &p->conflicts, "    ");
+        }
+}
+
+int qf_report_table(FILE *f, const struct qf_report *r)
+{
+        const struct qf_result *res = r->result;
+        for (size_t i = 0; res && i < res->n_processes; i++) {
+                print_process(f, &res->processes[i]);
+                fputc('\n', f);
+        }
+        if (!res || res->n_processes == 0)
+                fprintf(f, "No GPU processes found.\n\n");
+
+        if (r->n_gpus) {
+                fprintf(f, "GPUs:\n");
+                for (size_t i = 0; i < r->n_gpus; i++) {
+                        const struct qf_gpu *g = &r->gpus[i];
+                        fprintf(f, "  gpu %-5x node %-3u %-8s %s%s\n", g->gpu_id, g->node, g->gfx, g->marketing_name,
+                                g->drm_render_minor >= 0 ? "" : "  (no render node)");
+                }
+                fputc('\n', f);
+        }
+        if (res && res->n_unowned_hqds) {
+                fprintf(f, "Active hardware queue slots no known queue explains:\n");
+                for (size_t i = 0; i < res->n_unowned_hqds; i++) {
+                        const struct qf_hqd *h = res->unowned_hqds[i];
+                        fprintf(f, "  gpu %x xcc %u pipe %u queue %u ring base 0x%" PRIx64 "\n", h->gpu_id, h->inst,
+                                h->pipe, h->queue, h->ring_base);
+                }
+                fputc('\n', f);
+        }
+        bool header = false;
+        for (size_t i = 0; i < r->n_sources; i++) {
+                const struct qf_source_status *s = &r->sources[i];
+                if (s->skipped || !s->error)
+                        continue;
+                if (!header)
+                        fprintf(f, "Sources not read:\n");
+                header = true;
+                fprintf(f, "  %s (%s): %s\n", s->name, s->path ? s->path : "-", strerror(-s->error));
+        }
+        if (r->warnings->n || r->warnings->dropped) {
+                fprintf(f, "%sWarnings:\n", header ? "\n" : "");
+                print_diags(f, r->warnings, "  ");
+        }
+        return ferror(f) ? -EIO : 0;
+}

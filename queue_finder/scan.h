@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A cursor over a byte range and the few token readers the parsers need.
+ *
+ * Inputs are views into a read buffer, not C strings: they are not
+ * NUL-terminated and may contain NUL, so nothing here uses the str*()
+ * functions or sscanf. Every reader either consumes a complete token and
+ * returns true, or leaves the cursor where it was and returns false.
+ * Numbers that do not fit the requested width are rejected, not wrapped.
+ * Static inline because the log parser calls these for every line.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+struct qf_scan {
+        const char *p;
+        const char *end;
+};
+
+static inline struct qf_scan qf_scan_init(const char *p, size_t len)
+{
+        return (struct qf_scan){ .p = p, .end = p + len };
+}
+
+static inline size_t qf_scan_left(const struct qf_scan *s)
+{
+        return (size_t) (s->end - s->p);
+}
+
+static inline bool qf_scan_lit(struct qf_scan *s, const char *lit, size_t len)
+{
+        if (qf_scan_left(s) < len || memcmp(s->p, lit, len) != 0)
+                return false;
+        s->p += len;
+        return true;
+}
+#define QF_SCAN_LIT(s, lit) qf_scan_lit((s), (lit), sizeof(lit) - 1)
+
+static inline void qf_scan_spaces(struct qf_scan *s)
+{
+        while (s->p < s->end && *s->p == ' ')
+                s->p++;
+}
+
+static inline int qf_hex_digit(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        c |= 0x20;
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        return -1;
+}
+
+/* 1 to max_digits hex digits, no prefix. */
+static inline bool qf_scan_hex(struct qf_scan *s, unsigned max_digits, uint64_t *ret)
+{
+        const char *p = s->p;
+        uint64_t v = 0;
+        unsigned n = 0;
+        for (int d; p < s->end && (d = qf_hex_digit(*p)) >= 0; p++) {
+                if (++n > max_digits)
+                        return false;
+                v = (v << 4) | (uint64_t) d;
+        }
+        if (n == 0)
+                return false;
+        s->p = p;
+        *ret = v;
+        return true;
+}
+
+/* "0x" followed by up to 16 hex digits: how %p and 0x%zx print. */
+static inline bool qf_scan_hex_ptr(struct qf_scan *s, uint64_t *ret)
+{
+        struct qf_scan t = *s;
+        if (!QF_SCAN_LIT(&t, "0x") || !qf_scan_hex(&t, 16, ret))
+                return false;
+        *s = t;
+        return true;
+}
+
+/* Decimal digits with a value of at most max. */
+static inline bool qf_scan_dec(struct qf_scan *s, uint64_t max, uint64_t *ret)
+{
+        const char *p = s->p;
+        uint64_t v = 0;
+        for (; p < s->end && *p >= '0' && *p <= '9'; p++) {
+                uint64_t d = (uint64_t) (*p - '0');
+                if (v > (max - d) / 10)
+                        return false;
+                v = v * 10 + d;
+        }
+        if (p == s->p)
+                return false;
+        s->p = p;
+        *ret = v;
+        return true;
+}
+
+static inline bool qf_scan_at_end(const struct qf_scan *s)
+{
+        return s->p == s->end;
+}

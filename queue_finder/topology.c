@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * /sys/class/kfd/kfd/topology/nodes/<n>/ (kfd_topology.c; kfd-interface.md
+ * §8.2, rocm-userspace.md §8): gpu_id ("%u\n", 0 for CPU nodes), name, and
+ * properties ("<key> <decimal>" lines). The node number n is not the gpu_id.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "cleanup.h"
+#include "fileio.h"
+#include "scan.h"
+#include "sources.h"
+
+/* The properties file is about 1.5 KiB today. */
+#define PROPERTIES_MAX 16384
+
+static void closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
+#define _cleanup_closedir_ __attribute__((cleanup(closedirp)))
+
+/* gfx_target_version 90402 → "gfx942", 90010 → "gfx90a": major, then minor
+ * and stepping as one hex digit each (decoded as ROCdbgapi does). */
+static void format_gfx(uint32_t version, char *buf, size_t size)
+{
+        if (version == 0) {
+                snprintf(buf, size, "unknown");
+                return;
+        }
+        snprintf(buf, size, "gfx%u%x%x", version / 10000, (version / 100) % 100 & 0xf, version % 100 & 0xf);
+}
+
+static void apply_property(struct qf_gpu *g, const char *key, size_t key_len, uint64_t v)
+{
+#define KEY(k) (key_len == sizeof(k) - 1 && memcmp(key, k, key_len) == 0)
+        if (KEY("gfx_target_version"))
+                g->gfx_target_version = (uint32_t) v;
+        else if (KEY("vendor_id"))
+                g->vendor_id = (uint32_t) v;
+        else if (KEY("device_id"))
+                g->device_id = (uint32_t) v;
+        else if (KEY("location_id")) {
+                /* bus << 8 | devfn; newer kernels put the partition above bit 16. */
+                g->bus = (uint8_t) (v >> 8);
+                g->dev = (uint8_t) ((v & 0xff) >> 3);
+                g->fn = (uint8_t) (v & 7);
+                g->has_location = true;
+        } else if (KEY("domain"))
+                g->domain = (uint32_t) v;
+        else if (KEY("drm_render_minor"))
+                g->drm_render_minor = v <= INT_MAX ? (int) v : -1;
+        else if (KEY("num_xcc"))
+                g->num_xcc = (uint32_t) v;
+#undef KEY
+}
+
+static void parse_properties(const char *path, const char *buf, size_t len, struct qf_diags *diags,
+                             struct qf_gpu *g)
+{
+        unsigned long lineno = 0;
+        for (const char *p = buf, *end = buf + len; p < end;) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                const char *line_end = nl ? nl : end;
+                lineno++;
+                const char *sp = memchr(p, ' ', (size_t) (line_end - p));
+                uint64_t v;
+                struct qf_scan s = { .p = sp ? sp + 1 : line_end, .end = line_end };
+                /* unique_id is hex in newer trees; not needed here. */
+                if (!sp || !qf_scan_dec(&s, UINT64_MAX, &v) || !qf_scan_at_end(&s)) {
+                        if (!(sp && (size_t) (sp - p) == 9 && memcmp(p, "unique_id", 9) == 0))
+                                qf_diag_add(diags, path, lineno, "expected \"<name> <decimal value>\"");
+                } else {
+                        apply_property(g, p, (size_t) (sp - p), v);
+                }
+                p = line_end + 1;
+        }
+}
+
+static int read_node(const char *nodes_dir, unsigned node, struct qf_diags *diags, struct qf_gpu *ret)
+{
+        char path[PATH_MAX];
+        uint64_t gpu_id;
+
+        int r = qf_pathf(path, sizeof(path), "%s/%u/gpu_id", nodes_dir, node);
+        if (r < 0)
+                return r;
+        r = qf_read_u64(path, &gpu_id);
+        if (r < 0) {
+                /* EPERM: the device cgroup hides this GPU (node_show). */
+                qf_diag_add(diags, path, 0, "cannot read the node's gpu_id: %s", strerror(-r));
+                return r;
+        }
+        if (gpu_id == 0 || gpu_id > UINT32_MAX)
+                return -ENODEV; /* a CPU node */
+
+        struct qf_gpu g = { .node = node, .gpu_id = (uint32_t) gpu_id, .drm_render_minor = -1 };
+        size_t len;
+        if (qf_pathf(path, sizeof(path), "%s/%u/name", nodes_dir, node) == 0 &&
+            qf_read_file(path, g.name, sizeof(g.name), &len) == 0) {
+                while (len > 0 && (g.name[len - 1] == '\n' || g.name[len - 1] == ' '))
+                        g.name[--len] = 0;
+        }
+
+        _cleanup_free_ char *props = malloc(PROPERTIES_MAX);
+        if (!props)
+                return -ENOMEM;
+        r = qf_pathf(path, sizeof(path), "%s/%u/properties", nodes_dir, node);
+        if (r >= 0)
+                r = qf_read_file(path, props, PROPERTIES_MAX, &len);
+        if (r < 0)
+                qf_diag_add(diags, path, 0, "cannot read the node's properties: %s", strerror(-r));
+        else
+                parse_properties(path, props, len, diags, &g);
+
+        format_gfx(g.gfx_target_version, g.gfx, sizeof(g.gfx));
+        *ret = g;
+        return 0;
+}
+
+static int compare_nodes(const void *a, const void *b)
+{
+        const struct qf_gpu *x = a, *y = b;
+        return (x->node > y->node) - (x->node < y->node);
+}
+
+int qf_topology_read(const char *kfd_root, struct qf_diags *diags, struct qf_gpu **ret_gpus, size_t *ret_n)
+{
+        char nodes_dir[PATH_MAX];
+        int r = qf_pathf(nodes_dir, sizeof(nodes_dir), "%s/topology/nodes", kfd_root);
+        if (r < 0)
+                return r;
+        _cleanup_closedir_ DIR *d = opendir(nodes_dir);
+        if (!d)
+                return -errno;
+
+        _cleanup_free_ struct qf_gpu *gpus = NULL;
+        size_t n = 0;
+        for (struct dirent *de; (de = readdir(d));) {
+                uint64_t node;
+                struct qf_scan s = qf_scan_init(de->d_name, strlen(de->d_name));
+                if (!qf_scan_dec(&s, UINT32_MAX, &node) || !qf_scan_at_end(&s))
+                        continue;
+                struct qf_gpu g;
+                if (read_node(nodes_dir, (unsigned) node, diags, &g) < 0)
+                        continue;
+                if (n >= QF_MAX_GPUS)
+                        break;
+                struct qf_gpu *slot = QF_APPEND(gpus, n);
+                if (!slot)
+                        return -ENOMEM;
+                *slot = g;
+        }
+        if (n > 1)
+                qsort(gpus, n, sizeof(*gpus), compare_nodes);
+        *ret_gpus = TAKE_PTR(gpus);
+        *ret_n = n;
+        return 0;
+}
