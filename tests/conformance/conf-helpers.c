@@ -530,12 +530,17 @@ pid_t conf_unused_pid(void)
 
 /* ---- fixtures ----------------------------------------------------------------- */
 
-int conf_session_spawn(struct conf_session *s, bool runtime_enable)
+void conf_session_init(struct conf_session *s)
 {
         *s = (struct conf_session){
                 .fifo = -1,
                 .target = { .pid = -1, .cmd_fd = -1, .out_fd = -1 },
         };
+}
+
+int conf_session_spawn(struct conf_session *s, bool runtime_enable)
+{
+        conf_session_init(s);
         s->n_gpus = conf_gpu_ids(s->gpu_ids, CONF_MAX_GPUS);
         if (s->n_gpus <= 0)
                 return -ENODEV;
@@ -569,12 +574,21 @@ void conf_session_end(struct conf_session *s)
         s->fifo = -1;
 }
 
-int conf_fixture_spawned(void **state)
+int conf_fixture_empty(void **state)
 {
-        struct conf_session *s = calloc(1, sizeof(*s));
+        struct conf_session *s = malloc(sizeof(*s));
         if (!s)
                 return -1;
+        conf_session_init(s);
         *state = s;
+        return 0;
+}
+
+int conf_fixture_spawned(void **state)
+{
+        if (conf_fixture_empty(state) < 0)
+                return -1;
+        struct conf_session *s = *state;
         int r = conf_session_spawn(s, true);
         if (r < 0)
                 fprintf(stderr, "# fixture: cannot start the target application: %s\n", strerror(-r));

@@ -141,6 +141,8 @@ struct conf_session {
         int n_gpus;
 };
 
+/* Nothing started yet (what conf_session_end accepts). */
+void conf_session_init(struct conf_session *s);
 /* Spawns the target (opened /dev/kfd; runtime enabled if asked). */
 int conf_session_spawn(struct conf_session *s, bool runtime_enable);
 /* PTRACE_SEIZE from this thread, the FIFO, ENABLE with `mask`. */
@@ -151,6 +153,7 @@ void conf_session_end(struct conf_session *s);
 /* cmocka fixtures over a conf_session in *state:
  *   spawned:  target opened /dev/kfd, runtime enabled, not traced;
  *   attached: the same, traced by this thread and debug-enabled with CONF_SUBSCRIPTION. */
+int conf_fixture_empty(void **state);    /* no target yet: the test spawns it */
 int conf_fixture_spawned(void **state);
 int conf_fixture_attached(void **state);
 int conf_fixture_end(void **state);

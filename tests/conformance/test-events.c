@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The debug event channel and QUERY_DEBUG_EVENT: kfd_debug.c:
+ * kfd_dbg_ev_raise, kfd_dbg_ev_query_debug_event,
+ * kfd_dbg_set_enabled_debug_exception_mask — kfd-interface.md §5.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "conf-helpers.h"
+
+#define NEW_MASK KFD_EC_MASK(EC_QUEUE_NEW)
+#define DELETE_MASK KFD_EC_MASK(EC_DEVICE_QUEUE_DELETE)
+#define RUNTIME_MASK KFD_EC_MASK(EC_PROCESS_RUNTIME)
+
+struct event {
+        long r;
+        uint64_t mask;
+        uint32_t gpu_id, queue_id;
+};
+
+static struct event query(pid_t pid, uint64_t clear)
+{
+        struct event e = { .gpu_id = 0xdead, .queue_id = 0xdead };
+        e.r = conf_dbg_query_event(conf_kfd(), pid, clear, &e.mask, &e.gpu_id, &e.queue_id);
+        return e;
+}
+
+static void expect_queue_event(pid_t pid, uint64_t clear, const struct conf_queue *q, uint64_t status)
+{
+        struct event e = query(pid, clear);
+        assert_int_equal(e.r, 0);
+        assert_int_equal(e.mask, status);
+        assert_int_equal(e.queue_id, q->id);
+        assert_int_equal(e.gpu_id, q->gpu_id);
+}
+
+/* kfd_dbg_ev_raise: one '.' per raise whose bits intersect the
+ * subscription, written in the raising context (the CREATE_QUEUE ioctl), so
+ * it is in the FIFO by the time the target's ioctl returns. */
+static void one_byte_per_raise(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q;
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[i % s->n_gpus], &q), 0);
+        assert_int_equal(conf_event_wait(s->fifo, 0), 3);
+}
+
+/* An unsubscribed raise writes nothing (the status still accumulates). */
+static void unsubscribed_raise_writes_nothing(void **state)
+{
+        struct conf_session *s = *state;
+        assert_int_equal(conf_session_attach(s, RUNTIME_MASK), 0);
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        assert_int_equal(conf_event_wait(s->fifo, 0), 0);
+        assert_int_equal(query(s->target.pid, 0).r, -EAGAIN);
+}
+
+/* §5: an eventfd is accepted by ENABLE, but the kernel's 1-byte write fails
+ * (EINVAL, ignored), so it never becomes readable; the event is still
+ * queryable. */
+static void eventfd_gets_no_wakeup(void **state)
+{
+        struct conf_session *s = *state;
+        _cleanup_close_ int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        assert_true(efd >= 0);
+        assert_int_equal(conf_seize(s->target.pid), 0);
+        s->target.traced = true;
+        assert_int_equal(conf_dbg_enable(conf_kfd(), s->target.pid, NEW_MASK, efd, NULL), 0);
+        s->enabled = true;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        uint64_t count;
+        assert_int_equal(read(efd, &count, sizeof(count)), -1);
+        assert_int_equal(errno, EAGAIN);
+        expect_queue_event(s->target.pid, NEW_MASK, &q, NEW_MASK);
+}
+
+/* kfd_dbg_ev_query_debug_event: queues (newest first), then devices, then
+ * the process; each source comes back with its whole status and is cleared
+ * with the given mask; -EAGAIN when nothing subscribed is pending. Statuses
+ * are sticky: the runtime ack does not clear EC_PROCESS_RUNTIME. */
+static void query_order_is_queues_devices_process(void **state)
+{
+        struct conf_session *s = *state;
+        assert_int_equal(conf_session_spawn(s, false), 0);
+        assert_int_equal(conf_session_attach(s, CONF_SUBSCRIPTION), 0);
+        pid_t pid = s->target.pid;
+        assert_int_equal(conf_target_send(&s->target, "runtime-enable"), 0);
+        assert_int_equal(conf_event_wait(s->fifo, CONF_REPLY_TIMEOUT_MS), 1);
+        assert_int_equal(conf_dbg_send_runtime_event(conf_kfd(), pid, RUNTIME_MASK, 0, 0), 0);
+        char line[64];
+        assert_int_equal(conf_target_reply(&s->target, line, sizeof(line), CONF_REPLY_TIMEOUT_MS), 0);
+        assert_int_equal(conf_parse_result(line), 0);
+
+        uint32_t gpu_a = s->gpu_ids[0], gpu_b = s->gpu_ids[s->n_gpus - 1];
+        struct conf_queue older, newer, gone;
+        assert_int_equal(conf_target_create_queue(&s->target, gpu_a, &older), 0);
+        assert_int_equal(conf_target_create_queue(&s->target, gpu_b, &newer), 0);
+        assert_int_equal(conf_target_create_queue(&s->target, gpu_a, &gone), 0);
+        assert_int_equal(conf_target_call(&s->target, "destroy %u", gone.id), 0);
+
+        expect_queue_event(pid, UINT64_MAX, &newer, NEW_MASK);
+        expect_queue_event(pid, UINT64_MAX, &older, NEW_MASK);
+        struct event e = query(pid, UINT64_MAX);
+        assert_int_equal(e.r, 0);
+        assert_int_equal(e.mask, DELETE_MASK);
+        assert_int_equal(e.gpu_id, gpu_a);
+        e = query(pid, UINT64_MAX);
+        assert_int_equal(e.r, 0);
+        assert_int_equal(e.mask, RUNTIME_MASK);
+        assert_int_equal(e.gpu_id, 0);
+        assert_int_equal(e.queue_id, 0);
+        assert_int_equal(query(pid, UINT64_MAX).r, -EAGAIN);
+}
+
+/* Only the returned source is cleared, and only with the given mask: with
+ * no (or an unrelated) clear mask the same source comes back forever. */
+static void query_clears_only_with_mask(void **state)
+{
+        struct conf_session *s = *state;
+        pid_t pid = s->target.pid;
+        struct conf_queue a, b;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &a), 0);
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &b), 0);
+        expect_queue_event(pid, 0, &b, NEW_MASK);
+        expect_queue_event(pid, 0, &b, NEW_MASK);
+        expect_queue_event(pid, DELETE_MASK | RUNTIME_MASK, &b, NEW_MASK);
+        expect_queue_event(pid, NEW_MASK, &b, NEW_MASK);
+        expect_queue_event(pid, NEW_MASK, &a, NEW_MASK);
+        assert_int_equal(query(pid, NEW_MASK).r, -EAGAIN);
+}
+
+/* kfd_dbg_set_enabled_debug_exception_mask: the mask is replaced (no OR),
+ * and one byte is written at once if something pending matches the new
+ * mask. ENABLE itself does not notify for pending statuses. */
+static void set_exceptions_enabled_notifies_pending(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        assert_int_equal(conf_session_attach(s, RUNTIME_MASK), 0);
+        pid_t pid = s->target.pid;
+        assert_int_equal(conf_event_wait(s->fifo, 0), 0);
+        assert_int_equal(query(pid, 0).r, -EAGAIN);
+
+        assert_int_equal(conf_dbg_set_exceptions_enabled(conf_kfd(), pid, NEW_MASK), 0);
+        assert_int_equal(conf_event_wait(s->fifo, 0), 1);
+        expect_queue_event(pid, 0, &q, NEW_MASK);
+
+        assert_int_equal(conf_dbg_set_exceptions_enabled(conf_kfd(), pid, DELETE_MASK), 0);
+        assert_int_equal(conf_event_wait(s->fifo, 0), 0);
+        assert_int_equal(query(pid, 0).r, -EAGAIN);
+}
+
+/* ENABLE with queues that already carry NEW: no byte, but the queue is
+ * there to query (§5: ENABLE does not notify for already-pending statuses). */
+static void enable_does_not_notify_pending(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        assert_int_equal(conf_session_attach(s, NEW_MASK), 0);
+        assert_int_equal(conf_event_wait(s->fifo, 0), 0);
+        expect_queue_event(s->target.pid, NEW_MASK, &q, NEW_MASK);
+}
+
+int main(int argc, char **argv)
+{
+        conf_init(argc, argv);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(one_byte_per_raise, conf_fixture_attached, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(unsubscribed_raise_writes_nothing, conf_fixture_spawned, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(eventfd_gets_no_wakeup, conf_fixture_spawned, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(query_order_is_queues_devices_process, conf_fixture_empty,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(query_clears_only_with_mask, conf_fixture_attached, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(set_exceptions_enabled_notifies_pending, conf_fixture_spawned,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(enable_does_not_notify_pending, conf_fixture_spawned, conf_fixture_end),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
