@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,30 +188,37 @@ static ssize_t receive_reply(int fd, void *reply, size_t reply_size, int *fds, u
         return n == 0 ? -EIO : n;        /* EOF: the server is gone */
 }
 
-static ssize_t call_on(struct channel *ch, const void *request, size_t request_size, bool interruptible,
+static ssize_t call_on(const struct channel *ch, const void *request, size_t request_size, bool interruptible,
                        void *reply, size_t reply_size, int *fds, unsigned max_fds, unsigned *ret_n_fds)
 {
         static const struct kfdemu_msg_interrupted interrupted = { .type = KFDEMU_MSG_INTERRUPTED };
         struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-        int r = send_all(ch->fd, request, request_size);
+        sigset_t all, caller_mask;
+        ssize_t n;
 
-        if (r < 0)
-                return r;
-        for (;;) {
-                /* poll, unlike recv, returns EINTR after every signal handler
-                 * whatever its SA_RESTART: what an interruptible sleep sees. */
-                if (poll(&pfd, 1, -1) < 0) {
+        /* Signals stay blocked from the request until ppoll unblocks them
+         * atomically, so one that arrives in between still interrupts the
+         * wait, as signal_pending() does in the kernel. ppoll, unlike recv,
+         * fails with EINTR after every handler whatever its SA_RESTART:
+         * what an interruptible sleep sees. */
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &caller_mask);
+        n = send_all(ch->fd, request, request_size);
+        while (n >= 0) {
+                if (ppoll(&pfd, 1, NULL, &caller_mask) < 0) {
                         if (errno != EINTR)
-                                return -EIO;
-                        if (interruptible && send_all(ch->fd, &interrupted, sizeof(interrupted)) < 0)
-                                return -EIO;
+                                n = -EIO;
+                        else if (interruptible)
+                                n = send_all(ch->fd, &interrupted, sizeof(interrupted));
                         continue;
                 }
-                ssize_t n = receive_reply(ch->fd, reply, reply_size, fds, max_fds, ret_n_fds);
-                if (n == -EAGAIN || n == -EINTR)
-                        continue;
-                return n;
+                n = receive_reply(ch->fd, reply, reply_size, fds, max_fds, ret_n_fds);
+                if (n != -EAGAIN && n != -EINTR)
+                        break;
+                n = 0;
         }
+        pthread_sigmask(SIG_SETMASK, &caller_mask, NULL);
+        return n;
 }
 
 ssize_t preload_call(const void *request, size_t request_size, bool interruptible, void *reply,
@@ -246,36 +254,25 @@ int preload_kfd_open(int flags)
 {
         struct kfdemu_msg_open msg = { .type = KFDEMU_MSG_OPEN, .tid = gettid() };
         struct kfdemu_reply reply;
-        int fd = connect_server(flags & O_CLOEXEC ? SOCK_CLOEXEC : 0);
+        struct channel file = { .fd = connect_server(flags & O_CLOEXEC ? SOCK_CLOEXEC : 0) };
 
-        if (fd < 0) {
-                errno = -fd;
+        if (file.fd < 0) {
+                errno = -file.fd;
                 return -1;
         }
-        msg.file_inode = preload_socket_inode(fd);
-        /* kfd_open does not sleep: no interruption to report, just wait. */
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        ssize_t n = send_all(fd, &msg, sizeof(msg));
-        while (n >= 0) {
-                if (poll(&pfd, 1, -1) < 0 && errno != EINTR) {
-                        n = -EIO;
-                        break;
-                }
-                n = receive_reply(fd, &reply, sizeof(reply), NULL, 0, NULL);
-                if (n != -EAGAIN && n != -EINTR)
-                        break;
-                n = 0;
-        }
+        msg.file_inode = preload_socket_inode(file.fd);
+        /* kfd_open does not sleep: no interruption to report. */
+        ssize_t n = call_on(&file, &msg, sizeof(msg), false, &reply, sizeof(reply), NULL, 0, NULL);
         if (n >= 0 && (n != sizeof(reply) || reply.status != KFDEMU_REPLY_RESULT))
                 n = -EIO;
         if (n >= 0 && reply.result < 0)
                 n = reply.result;
         if (n < 0) {
-                close(fd);
+                close(file.fd);
                 errno = (int)-n;
                 return -1;
         }
-        return fd;
+        return file.fd;
 }
 
 __attribute__((constructor)) static void preload_init(void)

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * /dev/kfd as an application sees it through the preload: a real fd that
+ * open/close/dup/fork/exec treat as a struct file, ioctls that reach the
+ * emulated kfd_ioctl, the doorbell mmap, and the KFD's sysfs. Runs inside
+ * kfdemu-run --gpus 2.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "emu-hw.h"
+#include "kfd-test.h"
+
+static char *self_exe;
+
+static int open_kfd(int flags)
+{
+        int fd = open("/dev/kfd", flags);
+
+        if (fd < 0)
+                fail_msg("open(/dev/kfd): %m");
+        return fd;
+}
+
+static void test_get_version(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+
+        assert_int_equal(kfd_test_get_version(fd), 0);
+        close(fd);
+}
+
+static void test_open_flags(void **state)
+{
+        int with = open_kfd(O_RDWR | O_CLOEXEC);
+        int without = openat(AT_FDCWD, "/dev/kfd", O_RDWR);
+
+        assert_true(without >= 0);
+        assert_true(fcntl(with, F_GETFD) & FD_CLOEXEC);
+        assert_false(fcntl(without, F_GETFD) & FD_CLOEXEC);
+        /* open() hands out the lowest free fd, as for a real device. */
+        close(with);
+        int again = open_kfd(O_RDWR | O_CLOEXEC);
+        assert_int_equal(again, with);
+        close(again);
+        close(without);
+}
+
+static void test_dup_and_close(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+        int copy = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+
+        assert_true(copy >= 100);
+        close(fd);
+        /* The file lives while a reference does. */
+        assert_int_equal(kfd_test_get_version(copy), 0);
+        close(copy);
+        assert_int_equal(kfd_test_get_version(copy), -EBADF);
+}
+
+static void test_bad_argument_pointer(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+
+        /* copy_to_user of GET_VERSION's result to an unmapped address. */
+        assert_int_equal(kfd_test_ioctl(fd, AMDKFD_IOC_GET_VERSION, (void *)16), -EFAULT);
+        close(fd);
+}
+
+static void test_foreign_socket_untouched(void **state)
+{
+        int sv[2];
+        struct kfd_ioctl_get_version_args args;
+
+        /* A 'K' ioctl on a socket that is no kfd file is the real syscall. */
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(kfd_test_ioctl(sv[0], AMDKFD_IOC_GET_VERSION, &args), -ENOTTY);
+        close(sv[0]);
+        close(sv[1]);
+}
+
+static void test_fork_child_gets_ebadf(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+        int status;
+
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0)
+                /* kfd_ioctl: the file's lead_thread is the parent's, not ours. */
+                _exit(kfd_test_get_version(fd) == -EBADF ? 0 : 1);
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_equal(kfd_test_get_version(fd), 0);
+        close(fd);
+}
+
+static void test_sysfs_redirection(void **state)
+{
+        char path[128], line[256];
+        struct stat st;
+        unsigned nodes = 0;
+        DIR *d;
+        struct dirent *de;
+
+        d = opendir("/sys/class/kfd/kfd/topology/nodes");
+        assert_non_null(d);
+        while ((de = readdir(d)))
+                nodes += de->d_name[0] != '.';
+        closedir(d);
+        assert_int_equal(nodes, 3);      /* the CPU node and two GPUs */
+
+        assert_true(kfd_test_gpu_id(1) != 0);
+        assert_true(kfd_test_gpu_id(2) != 0);
+        assert_int_equal(kfd_test_gpu_id(0), 0);
+
+        snprintf(path, sizeof(path), "/sys/devices/virtual/kfd/kfd/topology/nodes/1/properties");
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(access(path, R_OK), 0);
+        assert_int_equal(faccessat(AT_FDCWD, path, R_OK, 0), 0);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        ssize_t n = read(fd, line, sizeof(line) - 1);
+        assert_true(n > 0);
+        close(fd);
+
+        FILE *f = fopen("/sys/module/amdgpu/parameters/sched_policy", "re");
+        assert_non_null(f);
+        assert_non_null(fgets(line, sizeof(line), f));
+        assert_int_equal(atoi(line), 0);
+        fclose(f);
+
+        /* The device node itself answers stat/access. */
+        assert_int_equal(access("/dev/kfd", R_OK | W_OK), 0);
+        /* Paths outside the KFD's trees are left alone. */
+        assert_int_equal(stat("/sys/class/kfd/kfd-not", &st), -1);
+        assert_int_equal(errno, ENOENT);
+}
+
+static void test_proc_dir_follows_open(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+        char path[128];
+
+        assert_true(kfd_test_proc_dir_exists(getpid()));
+        snprintf(path, sizeof(path), "/sys/class/kfd/kfd/proc/%d/pasid", (int)getpid());
+        FILE *f = fopen(path, "re");
+        assert_non_null(f);
+        fclose(f);
+        close(fd);
+}
+
+static void test_doorbell_mmap(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+        uint32_t gpu_id = kfd_test_gpu_id(1);
+        off_t offset = (off_t)(EMU_KFD_MMAP_TYPE_DOORBELL | EMU_KFD_MMAP_GPU_ID(gpu_id));
+
+        volatile uint64_t *a = mmap(NULL, EMU_DOORBELL_FRAME_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+        volatile uint64_t *b = mmap(NULL, EMU_DOORBELL_FRAME_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+        assert_true(a != MAP_FAILED);
+        assert_true(b != MAP_FAILED);
+        /* Both mappings show the one doorbell page of this process on the GPU. */
+        a[3] = 0x1234;
+        assert_true(b[3] == 0x1234);
+
+        /* kfd_doorbell_mmap accepts exactly the process's doorbell slice. */
+        void *wrong = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+        assert_true(wrong == MAP_FAILED);
+        assert_int_equal(errno, EINVAL);
+
+        munmap((void *)a, EMU_DOORBELL_FRAME_SIZE);
+        munmap((void *)b, EMU_DOORBELL_FRAME_SIZE);
+        close(fd);
+}
+
+struct hammer {
+        int fd;
+        int failures;
+};
+
+static void *hammer_thread(void *arg)
+{
+        struct hammer *h = arg;
+
+        for (int i = 0; i < 300; i++)
+                if (kfd_test_get_version(h->fd) < 0)
+                        h->failures++;
+        return NULL;
+}
+
+static void test_many_threads_one_fd(void **state)
+{
+        enum { N_THREADS = 48 };
+        struct hammer h[N_THREADS];
+        pthread_t threads[N_THREADS];
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+
+        for (int i = 0; i < N_THREADS; i++) {
+                h[i] = (struct hammer){ .fd = fd };
+                assert_int_equal(pthread_create(&threads[i], NULL, hammer_thread, &h[i]), 0);
+        }
+        for (int i = 0; i < N_THREADS; i++) {
+                assert_int_equal(pthread_join(threads[i], NULL), 0);
+                assert_int_equal(h[i].failures, 0);
+        }
+        close(fd);
+}
+
+static void test_application_closes_the_channel(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+
+        assert_int_equal(kfd_test_get_version(fd), 0);
+        /* A program that closes "every fd above 2" also closes the preload's
+         * call channel; the next call must still work. */
+        for (int i = 3; i < 1024; i++)
+                if (i != fd)
+                        close(i);
+        assert_int_equal(kfd_test_get_version(fd), 0);
+        close(fd);
+}
+
+static void test_exec_releases_the_process(void **state)
+{
+        int status;
+
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                open_kfd(O_RDWR | O_CLOEXEC);
+                if (!kfd_test_proc_dir_exists(getpid()))
+                        _exit(2);
+                execl(self_exe, self_exe, "--after-exec", (char *)NULL);
+                _exit(3);
+        }
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* The new image of test_exec_releases_the_process: the old mm's
+ * kfd_process must be gone (its only file closed on exec), and a new open
+ * makes a new one. */
+static int after_exec(void)
+{
+        if (!kfd_test_wait_proc_dir(getpid(), false, 2000))
+                return 4;
+        int fd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
+        if (fd < 0 || kfd_test_get_version(fd) < 0 || !kfd_test_proc_dir_exists(getpid()))
+                return 5;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_get_version),
+                cmocka_unit_test(test_open_flags),
+                cmocka_unit_test(test_dup_and_close),
+                cmocka_unit_test(test_bad_argument_pointer),
+                cmocka_unit_test(test_foreign_socket_untouched),
+                cmocka_unit_test(test_fork_child_gets_ebadf),
+                cmocka_unit_test(test_sysfs_redirection),
+                cmocka_unit_test(test_proc_dir_follows_open),
+                cmocka_unit_test(test_doorbell_mmap),
+                cmocka_unit_test(test_many_threads_one_fd),
+                cmocka_unit_test(test_application_closes_the_channel),
+                cmocka_unit_test(test_exec_releases_the_process),
+        };
+
+        if (argc == 2 && strcmp(argv[1], "--after-exec") == 0)
+                return after_exec();
+        self_exe = realpath("/proc/self/exe", NULL);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
