@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulated runtime and kfdemu-app inside an emulated node
+ * (kfdemu-run --gpus 2 -- test-app-queues KFDEMU_APP):
+ *   - queues created on two GPUs appear in /sys/class/kfd/kfd/proc/<pid>/queues
+ *     with their GPU and ring size, and go away when destroyed;
+ *   - dispatched kernels complete: the GPU moves read_dispatch_id in our memory;
+ *   - kfdemu-app makes progress, reports it, and its CLR log lines name the
+ *     addresses its queues really have;
+ *   - SIGTERM ends kfdemu-app cleanly and every signal reaches its log.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "emu-runtime.h"
+
+#define SECOND_NS 1000000000LL
+
+/* The kfdemu-app binary under test, from the command line. */
+static const char *kfdemu_app_path;
+
+static void runtime_up(struct emu_runtime **ret)
+{
+        struct emu_runtime_options ro = {.runtime_enable = true};
+
+        assert_int_equal(emu_runtime_open(&ro, ret), 0);
+        assert_int_equal(emu_runtime_gpu_count(*ret), 2);
+}
+
+static int read_sysfs_u64(pid_t pid, uint32_t queue_id, const char *file, uint64_t *ret)
+{
+        char path[256];
+        _cleanup_fclose_ FILE *f = NULL;
+        unsigned long long v;
+
+        snprintf(path, sizeof(path), "/sys/class/kfd/kfd/proc/%d/queues/%u/%s", (int)pid, queue_id, file);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        if (fscanf(f, "%llu", &v) != 1)
+                return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+static unsigned count_sysfs_queues(pid_t pid)
+{
+        char path[128];
+        DIR *d;
+        struct dirent *de;
+        unsigned n = 0;
+
+        snprintf(path, sizeof(path), "/sys/class/kfd/kfd/proc/%d/queues", (int)pid);
+        d = opendir(path);
+        if (!d)
+                return 0;
+        while ((de = readdir(d)))
+                n += de->d_name[0] >= '0' && de->d_name[0] <= '9';
+        closedir(d);
+        return n;
+}
+
+static void test_queues_appear_in_sysfs(void **state)
+{
+        struct emu_runtime *rt;
+        struct emu_aql_queue *queues[4];
+        struct emu_queue_identity id;
+
+        runtime_up(&rt);
+        for (unsigned i = 0; i < 4; i++) {
+                struct emu_queue_options qo = {
+                        .gpu_id = emu_runtime_gpu(rt, i % 2)->gpu_id,
+                        .priority = EMU_QUEUE_DEFAULT_PRIORITY,
+                        .ring_packets = 256,
+                };
+
+                assert_int_equal(emu_aql_queue_create(rt, &qo, &queues[i]), 0);
+        }
+        assert_int_equal(count_sysfs_queues(getpid()), 4);
+        for (unsigned i = 0; i < 4; i++) {
+                uint64_t gpuid, size;
+
+                emu_aql_queue_identity(queues[i], &id);
+                assert_int_equal(read_sysfs_u64(getpid(), id.queue_id, "gpuid", &gpuid), 0);
+                assert_int_equal(gpuid, emu_runtime_gpu(rt, i % 2)->gpu_id);
+                assert_int_equal(read_sysfs_u64(getpid(), id.queue_id, "size", &size), 0);
+                assert_int_equal(size, 256 * 64);
+                /* KFD was given the amd_queue_t's own index fields. */
+                assert_int_equal(id.read_pointer - id.amd_queue, 0x80);
+                assert_int_equal(id.write_pointer - id.amd_queue, 0x38);
+        }
+        for (unsigned i = 0; i < 4; i++)
+                assert_int_equal(emu_aql_queue_destroy(queues[i]), 0);
+        assert_int_equal(count_sysfs_queues(getpid()), 0);
+        assert_int_equal(emu_runtime_close(rt), 0);
+}
+
+static void test_dispatches_complete(void **state)
+{
+        struct emu_runtime *rt;
+        struct emu_aql_queue *q;
+        struct emu_queue_options qo = {.priority = 7, .ring_packets = 16};
+        struct emu_kernel_launch launch = {.duration_ns = 100000, .workgroups = 8, .workgroup_size = 64};
+        struct emu_dispatch_record rec;
+
+        runtime_up(&rt);
+        qo.gpu_id = emu_runtime_gpu(rt, 1)->gpu_id;
+        assert_int_equal(emu_aql_queue_create(rt, &qo, &q), 0);
+        /* More packets than the ring holds: the producer waits for room. */
+        for (unsigned i = 0; i < 40; i++) {
+                int r;
+
+                while ((r = emu_aql_queue_dispatch(q, &launch, &rec)) == -EAGAIN)
+                        assert_int_equal(emu_aql_queue_wait(q, emu_aql_queue_write_index(q) - 16, 5 * SECOND_NS), 0);
+                assert_int_equal(r, 0);
+                assert_int_equal(rec.index, i);
+        }
+        assert_int_equal(emu_aql_queue_wait(q, 39, 5 * SECOND_NS), 0);
+        assert_int_equal(emu_aql_queue_read_index(q), 40);
+        assert_int_equal(emu_aql_queue_write_index(q), 40);
+        assert_int_equal(emu_aql_queue_destroy(q), 0);
+        assert_int_equal(emu_runtime_close(rt), 0);
+}
+
+struct app_run {
+        pid_t pid;
+        FILE *out;            /* the app's stdout */
+};
+
+static void app_start(struct app_run *run, char *const extra[])
+{
+        char *argv[32] = {(char *)kfdemu_app_path};
+        int pipefd[2];
+        int n = 1;
+
+        for (; extra[n - 1]; n++)
+                argv[n] = extra[n - 1];
+        argv[n] = NULL;
+        assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+        run->pid = fork();
+        assert_true(run->pid >= 0);
+        if (run->pid == 0) {
+                dup2(pipefd[1], STDOUT_FILENO);
+                execv(kfdemu_app_path, argv);
+                _exit(127);
+        }
+        close(pipefd[1]);
+        run->out = fdopen(pipefd[0], "r");
+        assert_non_null(run->out);
+}
+
+/* Reads stdout up to the READY line; returns the queue count it announced. */
+static unsigned app_wait_ready(struct app_run *run)
+{
+        char line[256];
+        int pid;
+        unsigned queues;
+
+        assert_non_null(fgets(line, sizeof(line), run->out));
+        assert_int_equal(sscanf(line, "READY pid=%d queues=%u", &pid, &queues), 2);
+        assert_int_equal(pid, run->pid);
+        return queues;
+}
+
+/* Waits for exit and returns the last line of stdout parsed as JSON. */
+static json_object *app_finish(struct app_run *run, int expected_status)
+{
+        char line[65536], last[65536] = "";
+        int status;
+
+        while (fgets(line, sizeof(line), run->out))
+                memcpy(last, line, sizeof(last));
+        fclose(run->out);
+        assert_int_equal(waitpid(run->pid, &status, 0), run->pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), expected_status);
+        return json_tokener_parse(last);
+}
+
+static uint64_t json_u64(json_object *o, const char *key)
+{
+        json_object *v;
+
+        assert_true(json_object_object_get_ex(o, key, &v));
+        return json_object_get_uint64(v);
+}
+
+static const char *json_str(json_object *o, const char *key)
+{
+        json_object *v;
+
+        assert_true(json_object_object_get_ex(o, key, &v));
+        return json_object_get_string(v);
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        char *line = NULL;
+        size_t cap = 0;
+        bool found = false;
+
+        assert_non_null(f);
+        while (!found && getline(&line, &cap, f) >= 0)
+                found = strstr(line, needle) != NULL;
+        free(line);
+        return found;
+}
+
+static void test_app_makes_progress_and_logs_its_addresses(void **state)
+{
+        char log_path[] = "/tmp/kfdemu-app-log-XXXXXX";
+        int fd = mkstemp(log_path);
+        struct app_run run;
+        json_object *report, *queues;
+
+        assert_true(fd >= 0);
+        close(fd);
+        app_start(&run, (char *[]){"--queues", "3", "--continuous", "--kernel-us", "200", "--duration", "0.4",
+                                   "--json", "--amd-log-level", "4", "--amd-log-file", log_path, NULL});
+        assert_int_equal(app_wait_ready(&run), 3);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        assert_true(json_u64(report, "kernels") > 0);
+        assert_true(json_u64(report, "requests") > 0);
+        assert_true(json_object_object_get_ex(report, "queues", &queues));
+        assert_int_equal(json_object_array_length(queues), 3);
+        for (size_t i = 0; i < 3; i++) {
+                json_object *q = json_object_array_get_idx(queues, i);
+                char created[256], dispatch[256];
+
+                assert_true(json_u64(q, "read_dispatch_id") > 0);
+                snprintf(created, sizeof(created), "Created SWq=%s to map on HWq=%s with size 1024",
+                         json_str(q, "amd_queue"), json_str(q, "ring_base_address"));
+                snprintf(dispatch, sizeof(dispatch), "SWq=%s, HWq=%s, id=%" PRIu64 ", Dispatch Header = 0xb02",
+                         json_str(q, "amd_queue"), json_str(q, "ring_base_address"), json_u64(q, "hsa_queue_id"));
+                assert_true(file_has(log_path, created));
+                assert_true(file_has(log_path, dispatch));
+        }
+        json_object_put(report);
+        unlink(log_path);
+}
+
+static void test_app_sigterm_ends_cleanly(void **state)
+{
+        char sig_path[] = "/tmp/kfdemu-app-signals-XXXXXX";
+        int fd = mkstemp(sig_path);
+        struct app_run run;
+        json_object *report;
+
+        assert_true(fd >= 0);
+        close(fd);
+        app_start(&run, (char *[]){"--queues", "2", "--gpu", "1", "--kernel-us", "500", "--json", "--signal-log",
+                                   sig_path, NULL});
+        assert_int_equal(app_wait_ready(&run), 2);
+        assert_int_equal(count_sysfs_queues(run.pid), 2);
+        assert_int_equal(kill(run.pid, SIGUSR2), 0);
+        assert_int_equal(kill(run.pid, SIGTERM), 0);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        assert_true(json_object_get_boolean(json_object_object_get(report, "final")));
+        assert_true(file_has(sig_path, "12\n"));
+        assert_true(file_has(sig_path, "15\n"));
+        json_object_put(report);
+        unlink(sig_path);
+}
+
+int main(int argc, char **argv)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_queues_appear_in_sysfs),
+                cmocka_unit_test(test_dispatches_complete),
+                cmocka_unit_test(test_app_makes_progress_and_logs_its_addresses),
+                cmocka_unit_test(test_app_sigterm_ends_cleanly),
+        };
+
+        if (argc != 2) {
+                fprintf(stderr, "usage: kfdemu-run --gpus 2 -- %s KFDEMU_APP\n", argv[0]);
+                return 2;
+        }
+        kfdemu_app_path = argv[1];
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
