@@ -549,7 +549,7 @@ int conf_session_spawn(struct conf_session *s, bool runtime_enable)
 
 int conf_session_attach(struct conf_session *s, uint64_t mask)
 {
-        int r = conf_seize(s->target.pid);
+        int r = s->target.traced ? 0 : conf_seize(s->target.pid);
         if (r < 0)
                 return r;
         s->target.traced = true;

@@ -145,7 +145,7 @@ struct conf_session {
 void conf_session_init(struct conf_session *s);
 /* Spawns the target (opened /dev/kfd; runtime enabled if asked). */
 int conf_session_spawn(struct conf_session *s, bool runtime_enable);
-/* PTRACE_SEIZE from this thread, the FIFO, ENABLE with `mask`. */
+/* PTRACE_SEIZE from this thread (unless already traced), the FIFO, ENABLE with `mask`. */
 int conf_session_attach(struct conf_session *s, uint64_t mask);
 /* DISABLE if still enabled, kill the target, close the FIFO. */
 void conf_session_end(struct conf_session *s);
