@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Calls that sleep in the emulated kernel: a signal handler wakes the
+ * sleeper (the kernel's down_interruptible returns -EINTR), and a caller
+ * killed while asleep is dropped without harming the server. The sleep is
+ * RUNTIME_ENABLE of a self-debugged process (kfd-interface.md §5: with the
+ * trap enabled, the runtime waits for the debugger's EC_PROCESS_RUNTIME ack;
+ * self-debug skips the ptrace check, §3 step 5). Runs inside kfdemu-run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kfd-test.h"
+
+struct debuggee {
+        int kfd;
+        int event_fifo;                  /* the dbg_fd: kfdtest's O_RDWR|O_NONBLOCK FIFO */
+};
+
+static void self_debug(struct debuggee *d)
+{
+        char dir[] = "/tmp/kfdemu-signal.XXXXXX", path[64];
+        struct kfd_runtime_info rinfo;
+        struct kfd_ioctl_dbg_trap_args args = { .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_ENABLE };
+
+        d->kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
+        assert_true(d->kfd >= 0);
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/events", dir);
+        assert_int_equal(mkfifo(path, 0600), 0);
+        d->event_fifo = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+        assert_true(d->event_fifo >= 0);
+        unlink(path);
+        rmdir(dir);
+
+        args.enable.exception_mask = KFD_EC_MASK(EC_PROCESS_RUNTIME);
+        args.enable.rinfo_ptr = (uint64_t)(uintptr_t)&rinfo;
+        args.enable.rinfo_size = sizeof(rinfo);
+        args.enable.dbg_fd = (uint32_t)d->event_fifo;
+        assert_int_equal(kfd_test_ioctl(d->kfd, AMDKFD_IOC_DBG_TRAP, &args), 0);
+}
+
+static int runtime_enable(int kfd)
+{
+        struct kfd_ioctl_runtime_enable_args args = { .mode_mask = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK };
+
+        return kfd_test_ioctl(kfd, AMDKFD_IOC_RUNTIME_ENABLE, &args);
+}
+
+static int ack_runtime_event(int kfd)
+{
+        struct kfd_ioctl_dbg_trap_args args = {
+                .pid = (uint32_t)getpid(),
+                .op = KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT,
+                .send_runtime_event.exception_mask = KFD_EC_MASK(EC_PROCESS_RUNTIME),
+        };
+
+        return kfd_test_ioctl(kfd, AMDKFD_IOC_DBG_TRAP, &args);
+}
+
+/* EC_PROCESS_RUNTIME raised: the runtime is about to sleep (or sleeps). */
+static void wait_for_event_byte(int fifo)
+{
+        struct pollfd pfd = { .fd = fifo, .events = POLLIN };
+        char byte;
+
+        assert_int_equal(poll(&pfd, 1, 5000), 1);
+        assert_int_equal(read(fifo, &byte, 1), 1);
+        assert_int_equal(byte, '.');
+}
+
+static volatile sig_atomic_t handled;
+
+static void on_usr1(int sig)
+{
+        handled++;
+}
+
+struct sleeper {
+        int kfd;
+        int first, second;
+        sem_t interrupted;
+        sem_t acked;
+};
+
+static void *sleeper_thread(void *arg)
+{
+        struct sleeper *s = arg;
+
+        s->first = runtime_enable(s->kfd);
+        sem_post(&s->interrupted);
+        sem_wait(&s->acked);
+        /* is_runtime_retry: back into the wait, where the banked ack is. */
+        s->second = runtime_enable(s->kfd);
+        return NULL;
+}
+
+static void test_signal_interrupts_a_sleeping_call(void **state)
+{
+        struct debuggee d;
+        struct sleeper s = { 0 };
+        pthread_t thread;
+        /* SA_RESTART does not restart a down_interruptible: -EINTR anyway. */
+        struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+
+        assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+        self_debug(&d);
+        s.kfd = d.kfd;
+        sem_init(&s.interrupted, 0, 0);
+        sem_init(&s.acked, 0, 0);
+
+        assert_int_equal(pthread_create(&thread, NULL, sleeper_thread, &s), 0);
+        wait_for_event_byte(d.event_fifo);
+        /* The server answers everybody else while the thread sleeps. */
+        assert_int_equal(kfd_test_get_version(d.kfd), 0);
+        assert_int_equal(pthread_kill(thread, SIGUSR1), 0);
+        sem_wait(&s.interrupted);
+        assert_int_equal(s.first, -EINTR);
+        assert_int_equal(handled, 1);
+
+        assert_int_equal(ack_runtime_event(d.kfd), 0);
+        sem_post(&s.acked);
+        assert_int_equal(pthread_join(thread, NULL), 0);
+        assert_int_equal(s.second, 0);
+        close(d.event_fifo);
+        close(d.kfd);
+}
+
+static void test_caller_killed_while_asleep(void **state)
+{
+        int ready[2], status;
+        char byte;
+
+        assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                struct debuggee d;
+                struct sleeper s = { 0 };
+                pthread_t thread;
+
+                self_debug(&d);
+                s.kfd = d.kfd;
+                sem_init(&s.interrupted, 0, 0);
+                sem_init(&s.acked, 0, 0);
+                pthread_create(&thread, NULL, sleeper_thread, &s);
+                wait_for_event_byte(d.event_fifo);
+                if (write(ready[1], "r", 1) != 1)
+                        _exit(2);
+                pause();
+                _exit(3);
+        }
+        close(ready[1]);
+        assert_int_equal(read(ready[0], &byte, 1), 1);
+        close(ready[0]);
+        assert_true(kfd_test_proc_dir_exists(child));
+
+        assert_int_equal(kill(child, SIGKILL), 0);
+        assert_int_equal(waitpid(child, &status, 0), child);
+        /* The exit released its mm: the kfd_process and its sysfs go. */
+        assert_true(kfd_test_wait_proc_dir(child, false, 2000));
+
+        int kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
+        assert_true(kfd >= 0);
+        assert_int_equal(kfd_test_get_version(kfd), 0);
+        close(kfd);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_signal_interrupts_a_sleeping_call),
+                cmocka_unit_test(test_caller_killed_while_asleep),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
