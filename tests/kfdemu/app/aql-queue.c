@@ -74,7 +74,8 @@ static size_t page_align(size_t n)
 
 static void *map_anonymous(size_t bytes)
 {
-        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* NORESERVE: the ctx-save area is large and mostly never touched. */
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
         return p == MAP_FAILED ? NULL : p;
 }

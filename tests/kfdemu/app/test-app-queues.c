@@ -7,7 +7,9 @@
  *   - dispatched kernels complete: the GPU moves read_dispatch_id in our memory;
  *   - kfdemu-app makes progress, reports it, and its CLR log lines name the
  *     addresses its queues really have;
- *   - SIGTERM ends kfdemu-app cleanly and every signal reaches its log.
+ *   - SIGTERM ends kfdemu-app cleanly and every signal reaches its log;
+ *   - its lifecycle events: a late queue, a queue destroyed mid-run, a
+ *     re-exec, a run without RUNTIME_ENABLE.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -281,6 +284,64 @@ static void test_app_sigterm_ends_cleanly(void **state)
         unlink(sig_path);
 }
 
+static void sleep_s(double s)
+{
+        struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+
+        nanosleep(&ts, NULL);
+}
+
+static void test_app_late_queue_then_destroy(void **state)
+{
+        struct app_run run;
+        json_object *report, *queues;
+
+        /* Wide margins around each event: sanitizers and loaded CI slow things down. */
+        app_start(&run, (char *[]){"--queues", "2", "--kernel-us", "300", "--late-queue-after", "0.1",
+                                   "--destroy-queue-after", "0.7", "--duration", "1.2", "--json", NULL});
+        assert_int_equal(app_wait_ready(&run), 2);
+        sleep_s(0.4);
+        assert_int_equal(count_sysfs_queues(run.pid), 3);
+        sleep_s(0.6);
+        assert_int_equal(count_sysfs_queues(run.pid), 2);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        assert_true(json_object_object_get_ex(report, "queues", &queues));
+        assert_int_equal(json_object_array_length(queues), 3);
+        /* The late queue worked too. */
+        assert_true(json_u64(json_object_array_get_idx(queues, 2), "requests") > 0);
+        json_object_put(report);
+}
+
+static void test_app_exec_keeps_pid(void **state)
+{
+        struct app_run run;
+        json_object *report;
+
+        app_start(&run, (char *[]){"--exec-after", "0.1", "--duration", "0.2", "--json", NULL});
+        assert_int_equal(app_wait_ready(&run), 1);
+        /* The re-executed image sets up again under the same pid. */
+        assert_int_equal(app_wait_ready(&run), 1);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        assert_int_equal(json_u64(report, "pid"), run.pid);
+        json_object_put(report);
+}
+
+static void test_app_without_runtime_enable(void **state)
+{
+        struct app_run run;
+        json_object *report;
+
+        app_start(&run, (char *[]){"--no-runtime-enable", "--requests", "5", "--kernel-us", "100", "--json", NULL});
+        assert_int_equal(app_wait_ready(&run), 1);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        assert_false(json_object_get_boolean(json_object_object_get(report, "runtime_enabled")));
+        assert_int_equal(json_u64(report, "requests"), 5);
+        json_object_put(report);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -288,6 +349,9 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_dispatches_complete),
                 cmocka_unit_test(test_app_makes_progress_and_logs_its_addresses),
                 cmocka_unit_test(test_app_sigterm_ends_cleanly),
+                cmocka_unit_test(test_app_late_queue_then_destroy),
+                cmocka_unit_test(test_app_exec_keeps_pid),
+                cmocka_unit_test(test_app_without_runtime_enable),
         };
 
         if (argc != 2) {
