@@ -105,8 +105,10 @@ enum gp_event_type {
         /* The target entered a group-stop (stop_signal); it stays stopped until
          * someone sends SIGCONT, exactly as without a tracer. */
         GP_EVENT_STOPPED,
-        /* The target's leader is about to exit or has exited (exit_status as
-         * from waitpid, or -1 while exiting); its kfd session is gone. */
+        /* The target's leader is about to exit (exit_status -1) or has
+         * exited (exit_status as from waitpid: the tracer collects it, and
+         * when the target is the caller's own child it is thereby reaped);
+         * its kfd session is gone. */
         GP_EVENT_EXITED,
         /* The target exec'd: the kernel ended its kfd debug session. */
         GP_EVENT_EXECED,

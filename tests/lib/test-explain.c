@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* Every precondition's sentence, from facts alone (no GPU, no processes). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "explain.h"
+
+static struct explain_facts facts(int error, enum gp_op op)
+{
+        return (struct explain_facts){
+                .error = error,
+                .op = op,
+                .pid = 4242,
+                .runtime_state = -1,
+                .process_exists = true,
+                .tracer_pid = 0,
+                .sched_policy = 0,
+        };
+}
+
+/* The sentence for f contains every one of the words. */
+static void expect(const struct explain_facts *f, const char *words[])
+{
+        char *s = NULL;
+
+        assert_int_equal(explain_format(f, &s), 0);
+        assert_non_null(s);
+        for (size_t i = 0; words[i]; i++)
+                if (!strstr(s, words[i]))
+                        fail_msg("\"%s\" lacks \"%s\"", s, words[i]);
+        /* One sentence: no newline, no final full stop (the caller adds it). */
+        assert_null(strchr(s, '\n'));
+        assert_true(s[strlen(s) - 1] != '.');
+        free(s);
+}
+
+static void test_kfd_missing(void **state)
+{
+        struct explain_facts f = facts(-ENOENT, GP_OP_OPEN);
+
+        expect(&f, (const char *[]){ "/dev/kfd", "does not exist", "amdgpu", NULL });
+}
+
+static void test_kfd_too_old(void **state)
+{
+        struct explain_facts f = facts(-GP_ERR_KFD_TOO_OLD, GP_OP_OPEN);
+
+        f.kfd_major = 1;
+        f.kfd_minor = 11;
+        expect(&f, (const char *[]){ "1.11", "older than 1.13", "Linux 6.5", "amdgpu-dkms", NULL });
+}
+
+static void test_no_hws(void **state)
+{
+        struct explain_facts f = facts(-EINVAL, GP_OP_ATTACH);
+
+        f.sched_policy = 2;
+        expect(&f, (const char *[]){ "sched_policy=2", "4242", "sched_policy=0", NULL });
+}
+
+static void test_traced_by_someone_else(void **state)
+{
+        struct explain_facts f = facts(-EPERM, GP_OP_ATTACH);
+
+        f.tracer_pid = 77;
+        f.tracer_comm = "strace";
+        expect(&f, (const char *[]){ "traced by strace (pid 77)", "only one tracer", NULL });
+}
+
+static void test_not_allowed_to_trace(void **state)
+{
+        struct explain_facts f = facts(-EPERM, GP_OP_ATTACH);
+
+        expect(&f, (const char *[]){ "not allowed to trace", "CAP_SYS_PTRACE", "ptrace_scope",
+                                     NULL });
+}
+
+static void test_no_longer_tracer(void **state)
+{
+        struct explain_facts f = facts(-EPERM, GP_OP_SUSPEND);
+
+        f.runtime_state = GP_RUNTIME_ENABLED;
+        expect(&f, (const char *[]){ "no longer its ptrace tracer", "attach again", NULL });
+}
+
+static void test_debugger_present(void **state)
+{
+        struct explain_facts f = facts(-EALREADY, GP_OP_ATTACH);
+
+        expect(&f, (const char *[]){ "another debugger", "rocgdb", "detach", NULL });
+}
+
+static void test_runtime_never_enabled(void **state)
+{
+        struct explain_facts f = facts(-EPERM, GP_OP_SUSPEND);
+
+        f.runtime_state = GP_RUNTIME_DISABLED;
+        expect(&f, (const char *[]){ "never enabled debugging", "ROCm 5.7", "5.2.3", NULL });
+}
+
+static void test_vmid_busy(void **state)
+{
+        struct explain_facts f = facts(-GP_ERR_VMID_BUSY, GP_OP_ATTACH);
+
+        expect(&f, (const char *[]){ "debug VMID", "release the other", NULL });
+        f = facts(-EPERM, GP_OP_SUSPEND);
+        f.runtime_state = GP_RUNTIME_ENABLED_BUSY;
+        expect(&f, (const char *[]){ "debug VMID", NULL });
+}
+
+static void test_target_gone(void **state)
+{
+        struct explain_facts f = facts(-ESRCH, GP_OP_ATTACH);
+
+        f.process_exists = false;
+        expect(&f, (const char *[]){ "no such process", NULL });
+        f = facts(-ESRCH, GP_OP_SUSPEND);
+        expect(&f, (const char *[]){ "exited or exec'd", "resumed", NULL });
+}
+
+static void test_pid_namespace(void **state)
+{
+        struct explain_facts f = facts(-ESRCH, GP_OP_ATTACH);
+
+        f.process_exists = false;
+        f.caller_in_child_pid_namespace = true;
+        expect(&f, (const char *[]){ "PID namespace", "as seen from here", NULL });
+        f = facts(-EPERM, GP_OP_ATTACH);
+        f.target_nspid = "5000\t12";
+        expect(&f, (const char *[]){ "5000\t12", NULL });
+}
+
+static void test_wrong_thread(void **state)
+{
+        struct explain_facts f = facts(-GP_ERR_WRONG_THREAD, GP_OP_RESUME);
+
+        expect(&f, (const char *[]){ "another thread", "tracer thread", NULL });
+}
+
+static void test_no_queues(void **state)
+{
+        struct explain_facts f = facts(-GP_ERR_NO_QUEUES, GP_OP_SUSPEND);
+
+        expect(&f, (const char *[]){ "no GPU queues", NULL });
+}
+
+static void test_unknown_error_still_says_something(void **state)
+{
+        struct explain_facts f = facts(-ENOSPC, GP_OP_SNAPSHOT);
+
+        expect(&f, (const char *[]){ "4242", "No space left", NULL });
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_kfd_missing),
+                cmocka_unit_test(test_kfd_too_old),
+                cmocka_unit_test(test_no_hws),
+                cmocka_unit_test(test_traced_by_someone_else),
+                cmocka_unit_test(test_not_allowed_to_trace),
+                cmocka_unit_test(test_no_longer_tracer),
+                cmocka_unit_test(test_debugger_present),
+                cmocka_unit_test(test_runtime_never_enabled),
+                cmocka_unit_test(test_vmid_busy),
+                cmocka_unit_test(test_target_gone),
+                cmocka_unit_test(test_pid_namespace),
+                cmocka_unit_test(test_wrong_thread),
+                cmocka_unit_test(test_no_queues),
+                cmocka_unit_test(test_unknown_error_still_says_something),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
