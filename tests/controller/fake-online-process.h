@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A child process holding ROCr-like amd_queue_t structures in memory it
+ * shares with the test, so the test can move the write/read indices and the
+ * detector reads them from another process, as on a real node.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "detector-qptr.h"
+
+#define FAKE_AMD_QUEUE_SIZE 256
+#define FAKE_WRITE_OFFSET 0x38
+#define FAKE_READ_OFFSET 0x80
+
+struct fake_online_process {
+        pid_t pid;
+        unsigned char *queues; /* n * FAKE_AMD_QUEUE_SIZE bytes, same address in the child */
+        size_t n;
+};
+
+void fake_online_process_start(struct fake_online_process *f, size_t n_queues);
+void fake_online_process_stop(struct fake_online_process *f);
+volatile uint64_t *fake_write_index(struct fake_online_process *f, size_t q);
+volatile uint64_t *fake_read_index(struct fake_online_process *f, size_t q);
+/* The detector's view of queue q, placed on gpu_id. */
+struct detector_queue_addr fake_queue_addr(struct fake_online_process *f, size_t q, uint32_t gpu_id);

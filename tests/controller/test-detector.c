@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* The queue-pointer detector against a real second process's memory. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "detector-qptr.h"
+#include "fake-online-process.h"
+
+struct seen {
+        int busy[3], idle[3];
+        uint64_t idle_since;
+        pid_t gone;
+};
+
+static void on_busy(uint32_t gpu_id, uint64_t now, void *userdata)
+{
+        ((struct seen *)userdata)->busy[gpu_id]++;
+}
+
+static void on_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *userdata)
+{
+        struct seen *s = userdata;
+
+        s->idle[gpu_id]++;
+        s->idle_since = since;
+}
+
+static void on_gone(pid_t pid, void *userdata)
+{
+        ((struct seen *)userdata)->gone = pid;
+}
+
+static const struct detector_callbacks callbacks = { on_busy, on_idle, on_gone };
+
+static void test_write_index_and_outstanding_work(void **state)
+{
+        struct fake_online_process f;
+        struct detector_queue_addr addr[3];
+        struct detector *d;
+        struct seen s = { 0 };
+
+        fake_online_process_start(&f, 3);
+        *fake_write_index(&f, 0) = 5; /* work already outstanding at watch time */
+        addr[0] = fake_queue_addr(&f, 0, 1);
+        addr[1] = fake_queue_addr(&f, 1, 1);
+        addr[2] = fake_queue_addr(&f, 2, 2);
+        assert_int_equal(detector_new(&callbacks, &s, &d), 0);
+        assert_int_equal(detector_watch(d, f.pid, addr, 3), 0);
+        assert_int_equal(detector_n_queues(d), 3);
+
+        detector_poll(d, 100);
+        assert_int_equal(s.busy[1], 1);
+        assert_int_equal(s.busy[2], 0);
+        *fake_read_index(&f, 0) = 5; /* the GPU caught up */
+        detector_poll(d, 200);
+        assert_int_equal(s.idle[1], 1);
+        assert_int_equal(s.idle_since, 100);
+        assert_false(detector_gpu_busy(d, 1));
+
+        /* a write that completed between two polls still counts: the index moved */
+        *fake_write_index(&f, 2) = 1;
+        *fake_read_index(&f, 2) = 1;
+        detector_poll(d, 300);
+        assert_int_equal(s.busy[2], 1);
+        assert_int_equal(s.busy[1], 1); /* GPU 1 untouched */
+        detector_poll(d, 400);
+        assert_int_equal(s.idle[2], 1);
+
+        assert_int_equal(detector_next_interval(d, 400, 20, 500, 1000), 20);
+        assert_int_equal(detector_next_interval(d, 5000, 20, 500, 1000), 500);
+
+        /* re-watching the same queues is not new work */
+        assert_int_equal(detector_watch(d, f.pid, addr, 3), 0);
+        detector_poll(d, 500);
+        assert_int_equal(s.busy[1] + s.busy[2], 2);
+
+        pid_t pid = f.pid;
+        fake_online_process_stop(&f);
+        detector_poll(d, 600);
+        assert_int_equal(s.gone, pid);
+        assert_int_equal(detector_n_queues(d), 0);
+        detector_free(d);
+}
+
+static void test_unmapped_queue_counts_idle(void **state)
+{
+        struct fake_online_process f;
+        struct detector_queue_addr addr[2];
+        struct detector *d;
+        struct seen s = { 0 };
+
+        fake_online_process_start(&f, 1);
+        addr[0] = (struct detector_queue_addr){ .gpu_id = 1, .read_pointer_address = 8,
+                                                .write_pointer_address = 16 };
+        addr[1] = fake_queue_addr(&f, 0, 2);
+        *fake_write_index(&f, 0) = 3;
+        assert_int_equal(detector_new(&callbacks, &s, &d), 0);
+        assert_int_equal(detector_watch(d, f.pid, addr, 2), 0);
+        detector_poll(d, 1);
+        assert_int_equal(s.busy[1], 0);
+        assert_int_equal(s.gone, 0);
+        detector_free(d);
+        fake_online_process_stop(&f);
+}
+
+static void test_limits(void **state)
+{
+        static struct detector_queue_addr many[DETECTOR_MAX_QUEUES_PER_PROCESS + 1];
+        struct detector *d;
+        struct seen s = { 0 };
+
+        assert_int_equal(detector_new(&callbacks, &s, &d), 0);
+        assert_int_equal(detector_watch(d, 1, many, DETECTOR_MAX_QUEUES_PER_PROCESS + 1), -E2BIG);
+        for (size_t i = 0; i <= DETECTOR_MAX_GPUS; i++)
+                many[i].gpu_id = (uint32_t)i + 1;
+        assert_int_equal(detector_watch(d, 1, many, DETECTOR_MAX_GPUS + 1), -E2BIG);
+        detector_free(d);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_write_index_and_outstanding_work),
+                cmocka_unit_test(test_unmapped_queue_counts_idle),
+                cmocka_unit_test(test_limits),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
