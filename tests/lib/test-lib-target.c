@@ -327,7 +327,7 @@ static void test_runtime_enable_and_disable_are_acknowledged(void **state)
         char *argv[] = { (char *)cycler_path, NULL };
         int status;
 
-        assert_int_equal(child_spawn(argv, &f->app), 0);
+        assert_int_equal(child_spawn(argv, false, &f->app), 0);
         assert_int_equal(child_wait_line(&f->app, "WAITING", 5000, NULL, 0), 0);
         /* Attached before its runtime starts: ENABLE reports DISABLED and
          * the runtime's enable will block until acknowledged. */
@@ -553,7 +553,7 @@ static void test_no_such_process(void **state)
         int r;
 
         /* A PID that surely is free: a child that exited and was reaped. */
-        assert_int_equal(child_spawn(argv, &f->other), 0);
+        assert_int_equal(child_spawn(argv, false, &f->other), 0);
         gone = f->other.pid;
         assert_int_equal(child_wait_exit(&f->other, 5000, NULL), 0);
         r = gp_target_attach(f->context, gone, NULL, &target);

@@ -31,7 +31,7 @@ void sleep_ms(int ms)
                 ;
 }
 
-int child_spawn(char *const argv[], struct child *ret_child)
+int child_spawn(char *const argv[], bool merge_stderr, struct child *ret_child)
 {
         int out[2], in[2];
         pid_t pid;
@@ -49,6 +49,8 @@ int child_spawn(char *const argv[], struct child *ret_child)
         if (pid == 0) {
                 dup2(in[0], STDIN_FILENO);
                 dup2(out[1], STDOUT_FILENO);
+                if (merge_stderr)
+                        dup2(out[1], STDERR_FILENO);
                 execv(argv[0], argv);
                 _exit(127);
         }
@@ -164,13 +166,42 @@ int app_spawn(const char *app_path, const char *const args[], struct child *ret_
                 argv[n++] = (char *)args[i];
         argv[n] = NULL;
 
-        r = child_spawn(argv, ret_child);
+        r = child_spawn(argv, false, ret_child);
         if (r < 0)
                 return r;
         r = child_wait_line(ret_child, "READY ", 10000, NULL, 0);
         if (r < 0)
                 child_kill(ret_child);
         return r;
+}
+
+int child_run_to_end(struct child *c, int timeout_ms, int *ret_status)
+{
+        uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
+
+        for (;;) {
+                struct pollfd p = { .fd = c->stdout_fd, .events = POLLIN };
+                uint64_t now = now_usec();
+                ssize_t n;
+
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                if (poll(&p, 1, (int)((deadline - now) / 1000u) + 1) <= 0)
+                        continue;
+                if (c->output_len >= sizeof(c->output) - 1)
+                        return -ENOBUFS;
+                n = read(c->stdout_fd, c->output + c->output_len,
+                         sizeof(c->output) - 1 - c->output_len);
+                if (n > 0) {
+                        c->output_len += (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                /* EOF: every writer is gone. */
+                c->output[c->output_len] = '\0';
+                return child_wait_exit(c, (int)((deadline - now_usec()) / 1000u) + 1, ret_status);
+        }
 }
 
 int peek_u64(pid_t pid, uint64_t address, uint64_t *ret_value)

@@ -14,8 +14,12 @@ struct child {
         size_t output_len;
 };
 
-/* fork+exec argv (NULL-terminated) with stdin/stdout on pipes. */
-int child_spawn(char *const argv[], struct child *ret_child);
+/* fork+exec argv (NULL-terminated) with stdin/stdout on pipes; stderr too
+ * goes to the stdout pipe when merge_stderr. */
+int child_spawn(char *const argv[], bool merge_stderr, struct child *ret_child);
+/* Reads everything the child writes until it exits (at most timeout_ms),
+ * NUL-terminated in c->output, and its wait status. */
+int child_run_to_end(struct child *c, int timeout_ms, int *ret_status);
 /* Reads the child's output until a line starting with prefix arrives; copies
  * that line to ret_line (if not NULL). -ETIMEDOUT after timeout_ms. */
 int child_wait_line(struct child *c, const char *prefix, int timeout_ms, char *ret_line,

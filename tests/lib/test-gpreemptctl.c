@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpreemptctl as a user runs it, on an emulated node:
+ *   test-gpreemptctl MODE GPREEMPTCTL KFDEMU-APP
+ * MODE picks the node the test runs in (see meson.build): "node" (a healthy
+ * two-GPU node), "nohws", "old-kfd" or "one-vmid".
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test-support.h"
+
+static const char *ctl_path;
+static const char *app_path;
+
+struct fixture {
+        struct child app;
+        struct child app2;
+        struct child ctl;
+        struct child helper;
+};
+
+static int setup(void **state)
+{
+        struct fixture *f = calloc(1, sizeof(*f));
+
+        assert_non_null(f);
+        f->app.stdout_fd = f->app.stdin_fd = -1;
+        f->app2.stdout_fd = f->app2.stdin_fd = -1;
+        f->ctl.stdout_fd = f->ctl.stdin_fd = -1;
+        f->helper.stdout_fd = f->helper.stdin_fd = -1;
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *f = *state;
+
+        child_kill(&f->ctl);
+        child_kill(&f->helper);
+        child_kill(&f->app);
+        child_kill(&f->app2);
+        free(f);
+        return 0;
+}
+
+/* Runs gpreemptctl with args to its end; returns its exit code and leaves
+ * stdout+stderr in c->output. */
+static int run_ctl(struct child *c, const char *const args[])
+{
+        char *argv[24];
+        size_t n = 0;
+        int status;
+
+        argv[n++] = (char *)ctl_path;
+        for (size_t i = 0; args[i] && n < 23; i++)
+                argv[n++] = (char *)args[i];
+        argv[n] = NULL;
+        assert_int_equal(child_spawn(argv, true, c), 0);
+        assert_int_equal(child_run_to_end(c, 20000, &status), 0);
+        assert_true(WIFEXITED(status));
+        return WEXITSTATUS(status);
+}
+
+static void spawn_ctl(struct child *c, const char *const args[])
+{
+        char *argv[24];
+        size_t n = 0;
+
+        argv[n++] = (char *)ctl_path;
+        for (size_t i = 0; args[i] && n < 23; i++)
+                argv[n++] = (char *)args[i];
+        argv[n] = NULL;
+        assert_int_equal(child_spawn(argv, true, c), 0);
+}
+
+static void assert_output_has(const struct child *c, const char *text)
+{
+        if (!memmem(c->output, c->output_len, text, strlen(text)))
+                fail_msg("gpreemptctl's output lacks \"%s\":\n%.*s", text, (int)c->output_len,
+                         c->output);
+}
+
+static const char *pid_arg(pid_t pid)
+{
+        static char bufs[4][16];
+        static int next;
+        char *b = bufs[next++ % 4];
+
+        snprintf(b, 16, "%d", (int)pid);
+        return b;
+}
+
+struct queue_addresses {
+        uint64_t read_pointer[8];
+        uint32_t gpu_id[8];
+        size_t n;
+};
+
+/* The queues of pid as `gpreemptctl queues --json` lists them. */
+static void list_queues(pid_t pid, struct queue_addresses *ret)
+{
+        struct child c = { .stdout_fd = -1, .stdin_fd = -1 };
+        json_object *root, *queues;
+
+        assert_int_equal(run_ctl(&c, (const char *[]){ "queues", pid_arg(pid), "--json", NULL }), 0);
+        root = json_tokener_parse(c.output);
+        assert_non_null(root);
+        assert_true(json_object_object_get_ex(root, "queues", &queues));
+        ret->n = json_object_array_length(queues);
+        assert_true(ret->n > 0 && ret->n <= 8);
+        for (size_t i = 0; i < ret->n; i++) {
+                json_object *q = json_object_array_get_idx(queues, i), *v;
+
+                assert_true(json_object_object_get_ex(q, "read_pointer_address", &v));
+                ret->read_pointer[i] = strtoull(json_object_get_string(v), NULL, 16);
+                assert_true(json_object_object_get_ex(q, "gpu_id", &v));
+                ret->gpu_id[i] = (uint32_t)json_object_get_int64(v);
+                /* Every field the verb promises. */
+                for (const char *const *key = (const char *const[]){ "queue_id", "type",
+                                                                     "ring_size",
+                                                                     "ring_base_address",
+                                                                     "write_pointer_address",
+                                                                     "read_index", "write_index",
+                                                                     "exception_status", NULL };
+                     *key; key++)
+                        assert_true(json_object_object_get_ex(q, *key, NULL));
+        }
+        json_object_put(root);
+        child_kill(&c);
+}
+
+/* How far the read indices of the listed queues (on gpu_id, 0: all) moved in ms. */
+static uint64_t progress_over(pid_t pid, const struct queue_addresses *q, uint32_t gpu_id, int ms)
+{
+        uint64_t before = 0, after = 0, v;
+
+        for (size_t i = 0; i < q->n; i++)
+                if (!gpu_id || q->gpu_id[i] == gpu_id) {
+                        assert_int_equal(peek_u64(pid, q->read_pointer[i], &v), 0);
+                        before += v;
+                }
+        sleep_ms(ms);
+        for (size_t i = 0; i < q->n; i++)
+                if (!gpu_id || q->gpu_id[i] == gpu_id) {
+                        assert_int_equal(peek_u64(pid, q->read_pointer[i], &v), 0);
+                        after += v;
+                }
+        return after - before;
+}
+
+static void assert_left_running(struct child *app)
+{
+        char state = process_state(app->pid);
+
+        assert_int_equal(tracer_of(app->pid), 0);
+        assert_true(state != 'T' && state != 't' && state != 'Z' && state != 0);
+}
+
+static void test_hold_for_a_duration(void **state)
+{
+        struct fixture *f = *state;
+        struct queue_addresses q;
+        const char *args[] = { "--queues", "2", "--kernel-us", "200", NULL };
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        list_queues(f->app.pid, &q);
+        assert_true(progress_over(f->app.pid, &q, 0, 100) > 0);
+
+        spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), "--for", "600ms", NULL });
+        assert_int_equal(child_wait_line(&f->ctl, "pid ", 5000, NULL, 0), 0);
+        sleep_ms(30);
+        assert_int_equal(progress_over(f->app.pid, &q, 0, 200), 0);
+
+        int status;
+        assert_int_equal(child_run_to_end(&f->ctl, 10000, &status), 0);
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_output_has(&f->ctl, "2 queues suspended");
+        assert_output_has(&f->ctl, "2 resumed");
+        assert_true(progress_over(f->app.pid, &q, 0, 100) > 0);
+        assert_left_running(&f->app);
+}
+
+static void test_hold_until_sigterm_with_json(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "1", "--late-queue-after", "0.2", NULL };
+        json_object *root, *processes, *p, *v;
+        int status;
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), "--json", NULL });
+        /* The late queue comes 0.2 s after the app started. */
+        sleep_ms(800);
+        kill(f->ctl.pid, SIGTERM);
+        assert_int_equal(child_run_to_end(&f->ctl, 10000, &status), 0);
+        assert_int_equal(WEXITSTATUS(status), 0);
+
+        root = json_tokener_parse(f->ctl.output);
+        if (!root)
+                fail_msg("not JSON:\n%s", f->ctl.output);
+        assert_true(json_object_object_get_ex(root, "processes", &processes));
+        p = json_object_array_get_idx(processes, 0);
+        assert_true(json_object_object_get_ex(p, "state", &v));
+        assert_string_equal(json_object_get_string(v), "held");
+        assert_true(json_object_object_get_ex(p, "queues_suspended", &v));
+        assert_int_equal(json_object_get_int64(v), 2);
+        assert_true(json_object_object_get_ex(p, "new_queues_caught", &v));
+        assert_int_equal(json_object_get_int64(v), 1);
+        json_object_put(root);
+        assert_left_running(&f->app);
+}
+
+static void test_hold_only_one_gpu(void **state)
+{
+        struct fixture *f = *state;
+        struct queue_addresses q;
+        const char *args[] = { "--queues", "2", "--kernel-us", "200", NULL };
+        char gpu[16];
+        int status;
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        list_queues(f->app.pid, &q);
+        assert_int_equal(q.n, 2);
+        assert_int_not_equal(q.gpu_id[0], q.gpu_id[1]);
+        snprintf(gpu, sizeof(gpu), "%u", q.gpu_id[0]);
+
+        spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), "--gpu", gpu, "--for",
+                                             "600ms", NULL });
+        assert_int_equal(child_wait_line(&f->ctl, "pid ", 5000, NULL, 0), 0);
+        sleep_ms(30);
+        assert_int_equal(progress_over(f->app.pid, &q, q.gpu_id[0], 200), 0);
+        assert_true(progress_over(f->app.pid, &q, q.gpu_id[1], 100) > 0);
+        assert_int_equal(child_run_to_end(&f->ctl, 10000, &status), 0);
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_output_has(&f->ctl, "1 queue suspended");
+}
+
+static void test_sigkilled_hold_leaves_nothing_suspended(void **state)
+{
+        struct fixture *f = *state;
+        struct queue_addresses q;
+        const char *args[] = { "--queues", "2", "--kernel-us", "200", NULL };
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        list_queues(f->app.pid, &q);
+        spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), NULL });
+        assert_int_equal(child_wait_line(&f->ctl, "pid ", 5000, NULL, 0), 0);
+        sleep_ms(30);
+        assert_int_equal(progress_over(f->app.pid, &q, 0, 200), 0);
+
+        /* The kernel's debugger-exit teardown resumes everything. */
+        child_kill(&f->ctl);
+        sleep_ms(50);
+        assert_true(progress_over(f->app.pid, &q, 0, 200) > 0);
+        assert_left_running(&f->app);
+}
+
+static void test_strace_traced_target_is_refused(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "1", NULL };
+        char *strace_argv[] = { (char *)"/usr/bin/strace", (char *)"-f", (char *)"-o",
+                                (char *)"/dev/null", (char *)"-p", NULL, NULL };
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        strace_argv[5] = (char *)pid_arg(f->app.pid);
+        assert_int_equal(child_spawn(strace_argv, true, &f->helper), 0);
+        for (int i = 0; i < 2500 && tracer_of(f->app.pid) != f->helper.pid; i++)
+                sleep_ms(2);
+        assert_int_equal(tracer_of(f->app.pid), f->helper.pid);
+
+        assert_int_equal(run_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), "--for",
+                                                            "1s", NULL }),
+                         2);
+        assert_output_has(&f->ctl, "traced by strace");
+        assert_output_has(&f->ctl, "only one tracer");
+        /* strace still has it; the app still runs. */
+        assert_int_equal(tracer_of(f->app.pid), f->helper.pid);
+        assert_int_equal(kill(f->app.pid, 0), 0);
+}
+
+static void test_runtime_never_enabled(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "1", "--no-runtime-enable", NULL };
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        assert_int_equal(run_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), "--for",
+                                                            "1s", NULL }),
+                         2);
+        assert_output_has(&f->ctl, "never enabled debugging");
+        assert_output_has(&f->ctl, "ROCm 5.7");
+        assert_left_running(&f->app);
+}
+
+static void test_no_such_process(void **state)
+{
+        struct fixture *f = *state;
+
+        /* PID_MAX_LIMIT is 2^22: this one never exists. */
+        assert_int_equal(run_ctl(&f->ctl, (const char *[]){ "queues", "99999999", NULL }), 2);
+        assert_output_has(&f->ctl, "no such process");
+}
+
+static void test_usage_errors(void **state)
+{
+        struct fixture *f = *state;
+        struct child c = { .stdout_fd = -1, .stdin_fd = -1 };
+
+        assert_int_equal(run_ctl(&c, (const char *[]){ "hold", NULL }), 1);
+        assert_output_has(&c, "no process id");
+        child_kill(&c);
+        assert_int_equal(run_ctl(&c, (const char *[]){ "hold", "12", "--for", "soon", NULL }), 1);
+        assert_output_has(&c, "not a duration");
+        child_kill(&c);
+        assert_int_equal(run_ctl(&c, (const char *[]){ "frobnicate", NULL }), 1);
+        assert_output_has(&c, "not a verb");
+        child_kill(&c);
+        assert_int_equal(run_ctl(&c, (const char *[]){ "qu", "--help", NULL }), 0);
+        assert_output_has(&c, "Usage: gpreemptctl queues");
+        child_kill(&c);
+        assert_int_equal(run_ctl(&f->ctl, (const char *[]){ "--help", NULL }), 0);
+        assert_output_has(&f->ctl, "hold");
+}
+
+/* --- other nodes ------------------------------------------------------- */
+
+static void test_nohws(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "1", NULL };
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        assert_int_equal(run_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), "--for",
+                                                            "1s", NULL }),
+                         2);
+        assert_output_has(&f->ctl, "sched_policy=2");
+        assert_left_running(&f->app);
+}
+
+static void test_old_kfd(void **state)
+{
+        struct fixture *f = *state;
+
+        /* The check comes before any process is touched. */
+        assert_int_equal(run_ctl(&f->ctl, (const char *[]){ "queues", pid_arg(getpid()), NULL }),
+                         2);
+        assert_output_has(&f->ctl, "1.11");
+        assert_output_has(&f->ctl, "older than 1.13");
+}
+
+static void test_one_debug_vmid(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "1", "--gpu", "0", NULL };
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        assert_int_equal(app_spawn(app_path, args, &f->app2), 0);
+        assert_int_equal(run_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid),
+                                                            pid_arg(f->app2.pid), "--for",
+                                                            "300ms", NULL }),
+                         3);
+        assert_output_has(&f->ctl, "debug VMID");
+        assert_left_running(&f->app);
+        assert_left_running(&f->app2);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(int argc, char **argv)
+{
+        const struct CMUnitTest node_tests[] = {
+                T(test_hold_for_a_duration),
+                T(test_hold_until_sigterm_with_json),
+                T(test_hold_only_one_gpu),
+                T(test_sigkilled_hold_leaves_nothing_suspended),
+                T(test_strace_traced_target_is_refused),
+                T(test_runtime_never_enabled),
+                T(test_no_such_process),
+                T(test_usage_errors),
+        };
+        const struct CMUnitTest nohws_tests[] = { T(test_nohws) };
+        const struct CMUnitTest old_kfd_tests[] = { T(test_old_kfd) };
+        const struct CMUnitTest one_vmid_tests[] = { T(test_one_debug_vmid) };
+
+        if (argc != 4) {
+                fprintf(stderr, "usage: %s node|nohws|old-kfd|one-vmid GPREEMPTCTL KFDEMU-APP\n",
+                        argv[0]);
+                return 2;
+        }
+        ctl_path = argv[2];
+        app_path = argv[3];
+        if (strcmp(argv[1], "node") == 0)
+                return cmocka_run_group_tests(node_tests, NULL, NULL);
+        if (strcmp(argv[1], "nohws") == 0)
+                return cmocka_run_group_tests(nohws_tests, NULL, NULL);
+        if (strcmp(argv[1], "old-kfd") == 0)
+                return cmocka_run_group_tests(old_kfd_tests, NULL, NULL);
+        if (strcmp(argv[1], "one-vmid") == 0)
+                return cmocka_run_group_tests(one_vmid_tests, NULL, NULL);
+        fprintf(stderr, "unknown mode '%s'\n", argv[1]);
+        return 2;
+}
