@@ -135,6 +135,9 @@ static bool any_idle_queue_has_packets(struct emu_gpu *gpu)
         return false;
 }
 
+/* Bring a GPU up to `now`: what its CPs would have done by then. Every
+ * entry point that changes a GPU's queues calls it first, since a real CP
+ * reacts to a doorbell within microseconds, long before kfdemu's thread. */
 static void run_gpu(struct emu_gpu *gpu, uint64_t now)
 {
         /* A dispatch of length 0 finishes as it starts: loop until quiet,
@@ -257,17 +260,26 @@ static void *engine_main(void *arg)
         return NULL;
 }
 
+static void queue_hw_free(struct emu_queue *q)
+{
+        if (q->hw)
+                emu_text_cache_free(&q->hw->mqds_text);
+        free(q->hw);
+        q->hw = NULL;
+}
+
 static void free_gpu_hw(struct emu_node *node, struct emu_node_hw *nh)
 {
         for (struct emu_process *p = node->processes; p; p = p->next)
-                for (struct emu_queue *q = p->queues; q; q = q->next) {
-                        free(q->hw);
-                        q->hw = NULL;
-                }
+                for (struct emu_queue *q = p->queues; q; q = q->next)
+                        queue_hw_free(q);
         for (unsigned i = 0; i < node->n_gpus; i++) {
+                if (node->gpus[i].hw)
+                        emu_text_cache_free(&node->gpus[i].hw->hqds_text);
                 free(node->gpus[i].hw);
                 node->gpus[i].hw = NULL;
         }
+        emu_text_cache_free(&nh->sdma_text);
         while (nh->pending_calls) {
                 struct emu_pending_call *pc = nh->pending_calls;
 
@@ -361,7 +373,7 @@ int emu_gpu_cu_occupancy(struct emu_gpu *gpu, pid_t tgid)
 {
         if (!gpu->hw)
                 return 0;
-        emu_model_advance(&gpu->hw->model, emu_now_ns());
+        run_gpu(gpu, emu_now_ns());
         return emu_model_cu_occupancy(&gpu->hw->model, (uint32_t)tgid);
 }
 
@@ -400,7 +412,7 @@ int emu_gpu_queue_created(struct emu_queue *q)
         qh->next_fetch = qh->read_index;
         __atomic_store_n(emu_doorbell_word(gh->node_hw, frame, q->doorbell_slot), qh->read_index, __ATOMIC_RELEASE);
 
-        emu_model_advance(&gh->model, emu_now_ns());
+        run_gpu(q->gpu, emu_now_ns());
         emu_model_add_queue(&gh->model, &qh->mq);
         emu_model_set_suspended(&gh->model, &qh->mq, q->is_suspended, 0);
         q->hw = qh;
@@ -415,12 +427,11 @@ void emu_gpu_queue_destroyed(struct emu_queue *q)
         if (!q->hw)
                 return;
         if (gh) {
-                emu_model_advance(&gh->model, emu_now_ns());
+                run_gpu(q->gpu, emu_now_ns());
                 emu_model_remove_queue(&gh->model, &q->hw->mq);
                 emu_node_strobe_bump(gh->node_hw);
         }
-        free(q->hw);
-        q->hw = NULL;
+        queue_hw_free(q);
 }
 
 void emu_gpu_queue_suspension_changed(struct emu_queue *q)
@@ -429,7 +440,7 @@ void emu_gpu_queue_suspension_changed(struct emu_queue *q)
 
         if (!q->hw || !gh)
                 return;
-        emu_model_advance(&gh->model, emu_now_ns());
+        run_gpu(q->gpu, emu_now_ns());
         emu_model_set_suspended(&gh->model, &q->hw->mq, q->is_suspended,
                                 (uint64_t)q->gpu->cfg.cwsr_restore_us * 1000);
         emu_node_strobe_bump(gh->node_hw);
@@ -453,7 +464,7 @@ uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period)
 
         if (!gh)
                 return latency;
-        emu_model_advance(&gh->model, now);
+        run_gpu(gpu, now);
         for (struct emu_model_queue *mq = gh->model.queues; mq; mq = mq->next)
                 waves |= has_waves(mq);
         if (waves)
@@ -473,7 +484,7 @@ uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q)
 
         if (!gh || !q->hw)
                 return latency;
-        emu_model_advance(&gh->model, now);
+        run_gpu(q->gpu, now);
         if (has_waves(&q->hw->mq))
                 latency += (uint64_t)q->gpu->cfg.cwsr_save_us * 1000;
         emu_model_stall_queue(&gh->model, &q->hw->mq, now + latency);

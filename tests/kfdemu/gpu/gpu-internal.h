@@ -31,6 +31,15 @@ struct emu_frame {
         int cu_occupancy_rendered;    /* last value written to stats_<gpuid>/cu_occupancy */
 };
 
+/* Rendered debugfs text kept until what it shows changes (render-debugfs.c). */
+struct emu_text_cache {
+        char *data;
+        size_t len;
+        uint64_t key;
+        bool valid;
+};
+void emu_text_cache_free(struct emu_text_cache *c);
+
 /* A completion that kernel/ asked for with emu_gpu_complete_after. */
 struct emu_pending_call {
         struct emu_pending_call *next;
@@ -47,6 +56,8 @@ struct emu_node_hw {
         struct emu_frame frames[EMU_MAX_FRAMES];
         struct emu_pending_call *pending_calls; /* by due time */
         uint64_t next_occupancy_ns;   /* next periodic cu_occupancy check */
+        struct emu_text_cache sdma_text;        /* hqds: the SDMA engines, never changes */
+        uint64_t mqds_key, hqds_key, rls_key;   /* of the debugfs files last written */
         pthread_t thread;
         bool thread_running;
         bool stop;
@@ -59,6 +70,7 @@ struct emu_gpu_hw {
          * (init_mqd_v9_4_3), gives each queue's compute_current_logic_xcc_id. */
         uint32_t logical_xcc_next;
         uint64_t next_mqd_addr;       /* where the next queue's (invented) MQD buffer goes */
+        struct emu_text_cache hqds_text;        /* this GPU's HIQ and CP slots in hqds */
 };
 
 struct emu_queue_hw {
@@ -69,6 +81,7 @@ struct emu_queue_hw {
         uint64_t read_index;          /* what the CP last reported to read_pointer_address */
         uint32_t logical_xcc_start;
         uint64_t mqd_gpu_addr;
+        struct emu_text_cache mqds_text;        /* this queue's part of mqds */
 };
 
 /* clock.c */

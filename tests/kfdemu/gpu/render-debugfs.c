@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cleanup.h"
 #include "gpu-internal.h"
@@ -27,6 +28,8 @@
 #define HQD_FIRST_DWORD 128u
 #define HQD_REGS 56u
 #define HQD_REG_CP_HQD_ACTIVE 130u
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
 
 /* Register offset of XCC instance i (the physical XCCs 0, 3, 4 and 7 of
  * the real MI308X); other XCC counts get an invented 0x40000 stride. */
@@ -37,31 +40,57 @@ static uint32_t xcc_reg_base(unsigned num_xcc, unsigned inst)
         return num_xcc == 4 ? mi308x[inst] : inst * 0x40000u;
 }
 
+/* debugfs files are rewritten on every suspend and resume and hold up to
+ * ~100 000 hex words (8 GPUs): formatted by hand, a line at a time, since
+ * printf per word costs milliseconds on the ioctl path. */
+static char *put_hex8(char *out, uint32_t v)
+{
+        static const char digits[] = "0123456789abcdef";
+
+        for (int shift = 28; shift >= 0; shift -= 4)
+                *out++ = digits[(v >> shift) & 0xf];
+        return out;
+}
+
+/* "<prefix><offset>: w w w ...", the line both dumps are made of. */
+static void put_line(FILE *f, const char *prefix, uint32_t offset, const uint32_t *words, size_t n)
+{
+        char line[16 + 9 * 8 + 2], *out = line;
+        size_t plen = strlen(prefix);
+
+        memcpy(out, prefix, plen);
+        out = put_hex8(out + plen, offset);
+        *out++ = ':';
+        for (size_t i = 0; i < n; i++) {
+                *out++ = ' ';
+                out = put_hex8(out, words[i]);
+        }
+        *out++ = '\n';
+        fwrite_unlocked(line, 1, (size_t)(out - line), f);
+}
+
 /* seq_hex_dump(m, prefix, DUMP_PREFIX_OFFSET, 32, 4, data, len, false). */
 static void hex_dump(FILE *f, const char *prefix, const uint32_t *dw, size_t n)
 {
-        for (size_t i = 0; i < n; i += 8) {
-                fprintf(f, "%s%08zx:", prefix, i * 4);
-                for (size_t j = i; j < i + 8 && j < n; j++)
-                        fprintf(f, " %08x", dw[j]);
-                fputc('\n', f);
-        }
+        for (size_t i = 0; i < n; i += 8)
+                put_line(f, prefix, (uint32_t)(i * 4), dw + i, n - i < 8 ? n - i : 8);
 }
 
 /* seq_reg_dump: runs of consecutive registers, at most 8 per line. */
 static void reg_dump(FILE *f, const uint32_t (*regs)[2], size_t n)
 {
-        for (size_t i = 0, in_line = 0; i < n; i++, in_line++) {
-                if (i == 0 || in_line == 8 || regs[i][0] != regs[i - 1][0] + 4) {
-                        if (i > 0)
-                                fputc('\n', f);
-                        fprintf(f, "    %08x: %08x", regs[i][0], regs[i][1]);
-                        in_line = 0;
-                } else {
-                        fprintf(f, " %08x", regs[i][1]);
+        for (size_t start = 0; start < n;) {
+                uint32_t values[8];
+                size_t len = 0;
+
+                while (start + len < n && len < 8 &&
+                       (len == 0 || regs[start + len][0] == regs[start + len - 1][0] + 4)) {
+                        values[len] = regs[start + len][1];
+                        len++;
                 }
+                put_line(f, "    ", regs[start][0], values, len);
+                start += len;
         }
-        fputc('\n', f);
 }
 
 static void hqd_dump(FILE *f, uint32_t base, const uint32_t mqd[EMU_V9_MQD_DWORDS])
@@ -132,33 +161,181 @@ static bool is_mapped(const struct emu_queue *q)
         return emu_queue_is_compute(q) && !q->is_suspended && !q->is_evicted && !q->is_being_destroyed;
 }
 
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
+{
+        const uint8_t *b = data;
+
+        for (size_t i = 0; i < len; i++)
+                h = (h ^ b[i]) * FNV_PRIME;
+        return h;
+}
+
+static uint64_t hash_u64(uint64_t h, uint64_t v)
+{
+        return hash_bytes(h, &v, sizeof(v));
+}
+
+/* Everything a queue's MQD dump is made of. */
+static uint64_t queue_key(const struct emu_queue *q)
+{
+        const uint64_t fields[] = {
+                q->type, q->ring_base_address, q->ring_size, q->read_pointer_address,
+                q->write_pointer_address, q->ctx_save_restore_address, q->ctx_save_restore_size,
+                q->ctl_stack_size, q->eop_buffer_address, q->eop_buffer_size, q->queue_priority,
+                q->doorbell_slot, q->gpu->cfg.gpu_id, q->gpu->cfg.num_xcc,
+                q->hw ? q->hw->frame : 0, q->hw ? q->hw->logical_xcc_start : 0, q->hw ? q->hw->mqd_gpu_addr : 0,
+        };
+
+        return hash_bytes(FNV_OFFSET, fields, sizeof(fields));
+}
+
+/* A piece of debugfs text, kept until what it shows changes: suspend and
+ * resume rewrite hqds on every call, and formatting every GPU's registers
+ * and every queue's MQDs each time would cost milliseconds per ioctl. */
+struct text {
+        char *data;
+        size_t len;
+};
+
+static int text_render(struct text *t, void (*render)(FILE *f, const void *arg), const void *arg)
+{
+        FILE *f;
+
+        free(t->data);
+        *t = (struct text){ NULL, 0 };
+        f = open_memstream(&t->data, &t->len);
+        if (!f)
+                return -ENOMEM;
+        render(f, arg);
+        return fclose(f) == 0 ? 0 : -ENOMEM;
+}
+
+void emu_text_cache_free(struct emu_text_cache *c)
+{
+        free(c->data);
+        *c = (struct emu_text_cache){ 0 };
+}
+
+/* Look up `key` in `c`, rendering and keeping the text when it changed. A
+ * NULL cache (no hardware state: before start or after stop) renders
+ * into `scratch`. */
+static const struct emu_text_cache *cached(struct emu_text_cache *c, struct emu_text_cache *scratch, uint64_t key,
+                                           void (*render)(FILE *f, const void *arg), const void *arg)
+{
+        struct text t = { NULL, 0 };
+
+        if (!c)
+                c = scratch;
+        else if (c->valid && c->key == key)
+                return c;
+        emu_text_cache_free(c);
+        if (text_render(&t, render, arg) < 0) {
+                free(t.data);
+                return c;
+        }
+        *c = (struct emu_text_cache){ .data = t.data, .len = t.len, .key = key, .valid = true };
+        return c;
+}
+
+static void put_cached(FILE *f, struct emu_text_cache *c, uint64_t key,
+                       void (*render)(FILE *f, const void *arg), const void *arg)
+{
+        struct emu_text_cache scratch = { 0 };
+        const struct emu_text_cache *t = cached(c, &scratch, key, render, arg);
+
+        if (t->data)
+                fwrite_unlocked(t->data, 1, t->len, f);
+        emu_text_cache_free(&scratch);
+}
+
+/* ---- mqds ---- */
+
+static void render_queue_mqds(FILE *f, const void *arg)
+{
+        const struct emu_queue *q = arg;
+        uint32_t m[EMU_V9_MQD_DWORDS];
+
+        if (emu_queue_is_compute(q)) {
+                unsigned num_xcc = q->gpu->cfg.num_xcc ? q->gpu->cfg.num_xcc : 1;
+
+                fprintf(f, "  Compute queue on device %x\n", q->gpu->cfg.gpu_id);
+                for (unsigned xcc = 0; xcc < num_xcc; xcc++) {
+                        emu_v9_compute_mqd(q, xcc, m);
+                        hex_dump(f, "    ", m, EMU_V9_MQD_DWORDS);
+                }
+        } else {
+                fprintf(f, "  SDMA queue on device %x\n", q->gpu->cfg.gpu_id);
+                emu_v9_sdma_mqd(q, m);
+                hex_dump(f, "    ", m, EMU_V9_SDMA_MQD_DWORDS);
+        }
+}
+
+static uint64_t mqds_key(const struct emu_node *node)
+{
+        uint64_t h = FNV_OFFSET;
+
+        for (const struct emu_process *p = node->processes; p; p = p->next) {
+                h = hash_u64(h, (uint64_t)p->tgid << 32 | p->pasid);
+                for (const struct emu_queue *q = p->queues; q; q = q->next)
+                        h = hash_u64(h, queue_key(q));
+        }
+        return h;
+}
+
+static void render_mqds(FILE *f, const void *arg)
+{
+        const struct emu_node *node = arg;
+
+        for (const struct emu_process *p = node->processes; p; p = p->next) {
+                fprintf(f, "Process %d PASID 0x%x:\n", (int)p->tgid, p->pasid);
+                for (const struct emu_queue *q = p->queues; q; q = q->next)
+                        put_cached(f, q->hw ? &q->hw->mqds_text : NULL, queue_key(q), render_queue_mqds, q);
+        }
+}
+
+/* ---- hqds ---- */
+
+struct hqd_slots {
+        const struct emu_gpu *gpu;
+        const struct emu_queue *queue[CP_SLOTS_PER_XCC];
+        uint32_t vmid[CP_SLOTS_PER_XCC];
+};
+
 /* The HWS runlist order: processes, each with its queues newest first;
- * the HWS fills pipe 0..3 of queue 2, then queue 3, ... (real dump). */
-static const struct emu_queue *queue_in_slot(const struct emu_node *node, const struct emu_gpu *gpu,
-                                             unsigned slot, uint32_t *ret_vmid)
+ * the HWS fills pipe 0..3 of queue 2, then queue 3, ... (real dump). A
+ * process gets the next VMID from 3, the first user VMID of the dump. */
+static void place_queues(const struct emu_node *node, const struct emu_gpu *gpu, struct hqd_slots *ret)
 {
         unsigned k = 0;
-        uint32_t vmid = 3;      /* the first user VMID of the real dump */
+        uint32_t vmid = 3;
 
+        *ret = (struct hqd_slots){ .gpu = gpu };
         for (const struct emu_process *p = node->processes; p; p = p->next) {
                 bool on_gpu = false;
 
-                for (const struct emu_queue *q = p->queues; q; q = q->next) {
-                        if (q->gpu != gpu || !is_mapped(q))
-                                continue;
-                        on_gpu = true;
-                        if (k++ == slot) {
-                                *ret_vmid = vmid;
-                                return q;
+                for (const struct emu_queue *q = p->queues; q && k < CP_SLOTS_PER_XCC; q = q->next)
+                        if (q->gpu == gpu && is_mapped(q)) {
+                                ret->queue[k] = q;
+                                ret->vmid[k++] = vmid;
+                                on_gpu = true;
                         }
-                }
                 vmid += on_gpu;
         }
-        return NULL;
 }
 
-static void render_hqds_gpu(FILE *f, const struct emu_node *node, const struct emu_gpu *gpu)
+static uint64_t slots_key(const struct hqd_slots *s)
 {
+        uint64_t h = hash_u64(FNV_OFFSET, emu_gpu_slot(s->gpu));
+
+        for (unsigned k = 0; k < CP_SLOTS_PER_XCC && s->queue[k]; k++)
+                h = hash_u64(hash_u64(h, queue_key(s->queue[k])), s->vmid[k]);
+        return h;
+}
+
+static void render_hqds_gpu(FILE *f, const void *arg)
+{
+        const struct hqd_slots *s = arg;
+        const struct emu_gpu *gpu = s->gpu;
         unsigned num_xcc = gpu->cfg.num_xcc ? gpu->cfg.num_xcc : 1;
         uint32_t m[EMU_V9_MQD_DWORDS];
 
@@ -172,12 +349,10 @@ static void render_hqds_gpu(FILE *f, const struct emu_node *node, const struct e
                 for (unsigned pipe = 0; pipe < CP_PIPES; pipe++)
                         for (unsigned queue = CP_FIRST_QUEUE; queue < CP_QUEUES_PER_PIPE; queue++) {
                                 unsigned slot = (queue - CP_FIRST_QUEUE) * CP_PIPES + pipe;
-                                uint32_t vmid = 0;
-                                const struct emu_queue *q = queue_in_slot(node, gpu, slot, &vmid);
 
                                 fprintf(f, " Inst %u,  CP Pipe %u, Queue %u\n", inst, pipe, queue);
-                                if (q)
-                                        user_hqd(q, inst, vmid, m);
+                                if (s->queue[slot])
+                                        user_hqd(s->queue[slot], inst, s->vmid[slot], m);
                                 else
                                         empty_hqd(m);
                                 hqd_dump(f, base, m);
@@ -187,7 +362,7 @@ static void render_hqds_gpu(FILE *f, const struct emu_node *node, const struct e
 
 /* The SDMA RLC queues of the 8 engines, 8 queues each, with the register
  * layout and idle values of the real dump. */
-static void render_hqds_sdma(FILE *f)
+static void render_hqds_sdma(FILE *f, const void *arg)
 {
         static const uint32_t engine_base[] = { 0x4e40, 0x6640, 0xe54c0, 0xe64c0,
                                                 0x104e40, 0x106640, 0x1e54c0, 0x1e64c0 };
@@ -218,29 +393,35 @@ static void render_hqds_sdma(FILE *f)
                 }
 }
 
-static void render_mqds(FILE *f, const struct emu_node *node)
+static uint64_t hqds_key(const struct emu_node *node)
 {
-        uint32_t m[EMU_V9_MQD_DWORDS];
+        uint64_t h = FNV_OFFSET;
 
-        for (const struct emu_process *p = node->processes; p; p = p->next) {
-                fprintf(f, "Process %d PASID 0x%x:\n", (int)p->tgid, p->pasid);
-                for (const struct emu_queue *q = p->queues; q; q = q->next) {
-                        if (emu_queue_is_compute(q)) {
-                                unsigned num_xcc = q->gpu->cfg.num_xcc ? q->gpu->cfg.num_xcc : 1;
+        for (unsigned i = 0; i < node->n_gpus; i++) {
+                struct hqd_slots s;
 
-                                fprintf(f, "  Compute queue on device %x\n", q->gpu->cfg.gpu_id);
-                                for (unsigned xcc = 0; xcc < num_xcc; xcc++) {
-                                        emu_v9_compute_mqd(q, xcc, m);
-                                        hex_dump(f, "    ", m, EMU_V9_MQD_DWORDS);
-                                }
-                        } else {
-                                fprintf(f, "  SDMA queue on device %x\n", q->gpu->cfg.gpu_id);
-                                emu_v9_sdma_mqd(q, m);
-                                hex_dump(f, "    ", m, EMU_V9_SDMA_MQD_DWORDS);
-                        }
-                }
+                place_queues(node, &node->gpus[i], &s);
+                h = hash_u64(h, slots_key(&s));
+        }
+        return h;
+}
+
+static void render_hqds(FILE *f, const void *arg)
+{
+        const struct emu_node *node = arg;
+        struct emu_node_hw *nh = emu_node_hw_of((struct emu_node *)node);
+
+        for (unsigned i = 0; i < node->n_gpus; i++) {
+                struct emu_gpu_hw *gh = node->gpus[i].hw;
+                struct hqd_slots s;
+
+                place_queues(node, &node->gpus[i], &s);
+                put_cached(f, gh ? &gh->hqds_text : NULL, slots_key(&s), render_hqds_gpu, &s);
+                put_cached(f, nh ? &nh->sdma_text : NULL, 0, render_hqds_sdma, NULL);
         }
 }
+
+/* ---- rls ---- */
 
 /* PM4 type-3 packets of the runlist (kfd_packet_manager_v9.c). */
 #define PM4_TYPE3_HEADER(opcode, ndw) (3u << 30 | ((uint32_t)(ndw) - 2) << 16 | (uint32_t)(opcode) << 8)
@@ -248,24 +429,30 @@ static void render_mqds(FILE *f, const struct emu_node *node)
 #define IT_MAP_QUEUES 0xA2
 #define MAP_PROCESS_DWORDS 19      /* pm4_mes_map_process_aldebaran */
 #define MAP_QUEUES_DWORDS 7
-#define RUNLIST_MAX_DWORDS 65536
 
-static size_t runlist(const struct emu_node *node, const struct emu_gpu *gpu, uint32_t *ib)
+/* The runlist IB (pm_create_runlist_ib): MAP_PROCESS per process with
+ * mapped queues on the GPU, then MAP_QUEUES per queue. Returns its dwords
+ * (malloc'ed) and their count, 0 when nothing is mapped. */
+static size_t build_runlist(const struct emu_node *node, const struct emu_gpu *gpu, uint32_t **ret_ib)
 {
-        size_t n = 0;
+        size_t n_dwords = 0, n = 0;
+        uint32_t *ib;
 
         for (const struct emu_process *p = node->processes; p; p = p->next) {
                 unsigned n_queues = 0;
 
                 for (const struct emu_queue *q = p->queues; q; q = q->next)
                         n_queues += q->gpu == gpu && is_mapped(q);
-                if (n_queues == 0 || n + MAP_PROCESS_DWORDS + n_queues * MAP_QUEUES_DWORDS > RUNLIST_MAX_DWORDS)
-                        continue;
-                ib[n] = PM4_TYPE3_HEADER(IT_MAP_PROCESS, MAP_PROCESS_DWORDS);
-                ib[n + 1] = p->pasid;                        /* bitfields2: pasid */
-                ib[n + 2] = n_queues << 24;                  /* bitfields14: num_queues */
-                for (unsigned i = 3; i < MAP_PROCESS_DWORDS; i++)
-                        ib[n + i] = 0;
+                if (n_queues)
+                        n_dwords += MAP_PROCESS_DWORDS + (size_t)n_queues * MAP_QUEUES_DWORDS;
+        }
+        *ret_ib = NULL;
+        if (n_dwords == 0 || !(ib = calloc(n_dwords, sizeof(uint32_t))))
+                return 0;
+        for (const struct emu_process *p = node->processes; p; p = p->next) {
+                size_t process_at = n;
+                unsigned n_queues = 0;
+
                 n += MAP_PROCESS_DWORDS;
                 for (const struct emu_queue *q = p->queues; q; q = q->next) {
                         uint64_t mqd = q->hw ? q->hw->mqd_gpu_addr : 0;
@@ -273,24 +460,35 @@ static size_t runlist(const struct emu_node *node, const struct emu_gpu *gpu, ui
                         if (q->gpu != gpu || !is_mapped(q))
                                 continue;
                         ib[n] = PM4_TYPE3_HEADER(IT_MAP_QUEUES, MAP_QUEUES_DWORDS);
-                        ib[n + 1] = 1u << 29;                /* num_queues 1 */
+                        ib[n + 1] = 1u << 29;                  /* num_queues 1 */
                         ib[n + 2] = (q->hw ? emu_doorbell_bar_dword(q->hw->frame, q->doorbell_slot) : 0) << 2;
                         ib[n + 3] = (uint32_t)mqd;
                         ib[n + 4] = (uint32_t)(mqd >> 32);
                         ib[n + 5] = (uint32_t)q->write_pointer_address;
                         ib[n + 6] = (uint32_t)(q->write_pointer_address >> 32);
                         n += MAP_QUEUES_DWORDS;
+                        n_queues++;
                 }
+                if (n_queues == 0) {
+                        n = process_at;
+                        continue;
+                }
+                ib[process_at] = PM4_TYPE3_HEADER(IT_MAP_PROCESS, MAP_PROCESS_DWORDS);
+                ib[process_at + 1] = p->pasid;                 /* bitfields2: pasid */
+                ib[process_at + 2] = n_queues << 24;           /* bitfields14: num_queues */
         }
+        *ret_ib = ib;
         return n;
 }
 
-static void render_rls(FILE *f, const struct emu_node *node)
+/* pm_debugfs_runlist: the IB as seq_hex_dump(m, "  ", ...) shows it. */
+static void render_rls(FILE *f, const void *arg)
 {
-        _cleanup_free_ uint32_t *ib = malloc(RUNLIST_MAX_DWORDS * sizeof(uint32_t));
+        const struct emu_node *node = arg;
 
         for (unsigned i = 0; i < node->n_gpus; i++) {
-                size_t n = ib ? runlist(node, &node->gpus[i], ib) : 0;
+                _cleanup_free_ uint32_t *ib = NULL;
+                size_t n = build_runlist(node, &node->gpus[i], &ib);
 
                 fprintf(f, "Node %u, gpu_id %x:\n", 1 + i, node->gpus[i].cfg.gpu_id);
                 if (n == 0)
@@ -300,34 +498,28 @@ static void render_rls(FILE *f, const struct emu_node *node)
         }
 }
 
-static int render_to(const char *root, const char *relpath, const struct emu_node *node,
-                     void (*render)(FILE *f, const struct emu_node *node))
-{
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
+/* ---- files ---- */
 
-        if (!f)
-                return -ENOMEM;
-        render(f, node);
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        return emu_render_write(root, relpath, text, len);
-}
-
-static void render_hqds(FILE *f, const struct emu_node *node)
+/* Write `relpath` only when its content changed since the last write. */
+static void render_file(struct emu_node *node, const char *relpath, uint64_t key, uint64_t *last_key,
+                        void (*render)(FILE *f, const void *arg))
 {
-        for (unsigned i = 0; i < node->n_gpus; i++) {
-                render_hqds_gpu(f, node, &node->gpus[i]);
-                render_hqds_sdma(f);
-        }
+        struct text t = { NULL, 0 };
+
+        if (last_key && *last_key == key)
+                return;
+        if (text_render(&t, render, node) >= 0 && emu_render_write(node->cfg.root, relpath, t.data, t.len) >= 0 &&
+            last_key)
+                *last_key = key;
+        free(t.data);
 }
 
 void emu_render_debugfs(struct emu_node *node)
 {
-        const char *root = node->cfg.root;
+        struct emu_node_hw *nh = emu_node_hw_of(node);
+        uint64_t hqds = hqds_key(node);
 
-        render_to(root, DEBUGFS_DIR "/mqds", node, render_mqds);
-        render_to(root, DEBUGFS_DIR "/hqds", node, render_hqds);
-        render_to(root, DEBUGFS_DIR "/rls", node, render_rls);
+        render_file(node, DEBUGFS_DIR "/mqds", mqds_key(node), nh ? &nh->mqds_key : NULL, render_mqds);
+        render_file(node, DEBUGFS_DIR "/hqds", hqds, nh ? &nh->hqds_key : NULL, render_hqds);
+        render_file(node, DEBUGFS_DIR "/rls", hash_u64(hqds, FNV_PRIME), nh ? &nh->rls_key : NULL, render_rls);
 }

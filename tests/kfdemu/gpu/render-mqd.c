@@ -149,9 +149,9 @@ void emu_v9_compute_mqd(const struct emu_queue *q, unsigned xcc, uint32_t m[EMU_
         m[MQD_CP_MQD_BASE_ADDR_LO] = lo32(mqd_addr);
         m[MQD_CP_MQD_BASE_ADDR_HI] = hi32(mqd_addr);
         m[MQD_CP_HQD_QUANTUM] = HQD_QUANTUM_VALUE;
-        /* The CP's copy of "mapped": the real dump shows 1 for every
-         * mapped queue; kfdemu clears it while the queue is unmapped. */
-        m[MQD_CP_HQD_ACTIVE] = !q->is_suspended && !q->is_evicted;
+        /* Written by the CP when it loads the queue; 1 in every MQD of the
+         * real dump, which kfdemu keeps whether or not the queue is mapped. */
+        m[MQD_CP_HQD_ACTIVE] = 1;
         m[MQD_CP_HQD_HQ_STATUS0] = HQ_STATUS0_DISPATCH_PTR;
         if (aql)
                 m[MQD_CP_HQD_AQL_CONTROL] = 1;
