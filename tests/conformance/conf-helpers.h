@@ -30,6 +30,11 @@
 #define CONF_SYSFS_KFD "/sys/class/kfd/kfd"
 #define CONF_DEBUGFS_MQDS "/sys/kernel/debug/kfd/mqds"
 
+/* The per-slot status bits of SUSPEND/RESUME as u32. The uapi masks are int
+ * shifts, and 1 << 31 on an int is undefined behaviour in C (UBSan traps it). */
+#define CONF_QUEUE_INVALID (1u << KFD_DBG_QUEUE_INVALID_BIT)
+#define CONF_QUEUE_ERROR (1u << KFD_DBG_QUEUE_ERROR_BIT)
+
 /* Called from main() of every test program: argv[1] is the helper application. */
 void conf_init(int argc, char **argv);
 

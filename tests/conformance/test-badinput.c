@@ -32,7 +32,6 @@
 #include "conf-helpers.h"
 
 #define BAD_PTR 0xdead0000ull
-#define INVALID ((uint32_t)KFD_DBG_QUEUE_INVALID_MASK)
 #define THREADS 4
 #define CALLS_PER_THREAD 2000
 
@@ -156,7 +155,7 @@ static void huge_num_queues(void **state)
                 ids[i] = GP_KFD_MAX_QUEUES_PER_PROCESS + i;
         assert_int_equal(conf_dbg_suspend(conf_kfd(), pid, ids, N, 0), 0);
         for (uint32_t i = 0; i < N; i++)
-                assert_int_equal(ids[i], (GP_KFD_MAX_QUEUES_PER_PROCESS + i) | INVALID);
+                assert_int_equal(ids[i], (GP_KFD_MAX_QUEUES_PER_PROCESS + i) | CONF_QUEUE_INVALID);
         expect_server_alive();
 }
 

@@ -24,7 +24,6 @@
 #include "conf-helpers.h"
 
 #define NEW_MASK KFD_EC_MASK(EC_QUEUE_NEW)
-#define INVALID ((uint32_t)KFD_DBG_QUEUE_INVALID_MASK)
 /* Kernels long enough to watch progress, short enough to finish quickly. */
 #define KERNEL_NS 2000000ull
 #define KERNELS 40u
@@ -61,16 +60,16 @@ static void new_queues_are_invalid_until_cleared(void **state)
 
         uint32_t ids[2] = { before.id, after.id };
         assert_int_equal(suspend(s, ids, 2, 0), 0);
-        assert_int_equal(ids[0], before.id | INVALID);
-        assert_int_equal(ids[1], after.id | INVALID);
+        assert_int_equal(ids[0], before.id | CONF_QUEUE_INVALID);
+        assert_int_equal(ids[1], after.id | CONF_QUEUE_INVALID);
 
         struct kfd_queue_snapshot_entry e[4];
         uint32_t num = 4, entry_size = sizeof(e[0]);
         assert_int_equal(conf_dbg_queue_snapshot(conf_kfd(), s->target.pid, 0, e, &num, &entry_size), 0);
         ids[0] = before.id, ids[1] = after.id;
         assert_int_equal(suspend(s, ids, 2, 0), 0);
-        assert_int_equal(ids[0], before.id | INVALID);
-        assert_int_equal(ids[1], after.id | INVALID);
+        assert_int_equal(ids[0], before.id | CONF_QUEUE_INVALID);
+        assert_int_equal(ids[1], after.id | CONF_QUEUE_INVALID);
 
         assert_int_equal(conf_dbg_clear_new(conf_kfd(), s->target.pid), 0);
         ids[0] = before.id, ids[1] = after.id;
@@ -81,7 +80,7 @@ static void new_queues_are_invalid_until_cleared(void **state)
         assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &later), 0);
         uint32_t id = later.id;
         assert_int_equal(suspend(s, &id, 1, 0), 0);
-        assert_int_equal(id, later.id | INVALID);
+        assert_int_equal(id, later.id | CONF_QUEUE_INVALID);
 }
 
 /* The return value counts array-matched queues now suspended, including
@@ -115,11 +114,11 @@ static void duplicate_ids_stay_invalid(void **state)
         uint32_t ids[2] = { q.id, q.id };
         assert_int_equal(suspend(s, ids, 2, 0), 1);
         assert_int_equal(ids[0], q.id);
-        assert_int_equal(ids[1], q.id | INVALID);
+        assert_int_equal(ids[1], q.id | CONF_QUEUE_INVALID);
         ids[0] = ids[1] = q.id;
         assert_int_equal(resume(s, ids, 2), 1);
         assert_int_equal(ids[0], q.id);
-        assert_int_equal(ids[1], q.id | INVALID);
+        assert_int_equal(ids[1], q.id | CONF_QUEUE_INVALID);
 }
 
 /* An id the process does not have is INVALID for both ops. */
@@ -131,10 +130,10 @@ static void unknown_id_is_invalid(void **state)
         uint32_t ids[2] = { q.id, 999 };
         assert_int_equal(suspend(s, ids, 2, 0), 1);
         assert_int_equal(ids[0], q.id);
-        assert_int_equal(ids[1], 999 | INVALID);
+        assert_int_equal(ids[1], 999 | CONF_QUEUE_INVALID);
         uint32_t unknown = 999;
         assert_int_equal(resume(s, &unknown, 1), 0);
-        assert_int_equal(unknown, 999 | INVALID);
+        assert_int_equal(unknown, 999 | CONF_QUEUE_INVALID);
 }
 
 /* resume_queues: queue_array_ptr == 0 means every queue of the target;
@@ -168,13 +167,13 @@ static void hws_clears_new_on_same_device(void **state)
         uint32_t ids[3] = { ready.id, fresh.id, elsewhere.id };
         assert_int_equal(suspend(s, ids, 3, NEW_MASK), 1);
         assert_int_equal(ids[0], ready.id);
-        assert_int_equal(ids[1], fresh.id | INVALID);
-        assert_int_equal(ids[2], elsewhere.id | INVALID);
+        assert_int_equal(ids[1], fresh.id | CONF_QUEUE_INVALID);
+        assert_int_equal(ids[2], elsewhere.id | CONF_QUEUE_INVALID);
 
         uint32_t retry[2] = { fresh.id, elsewhere.id };
         assert_int_equal(suspend(s, retry, 2, 0), 1);
         assert_int_equal(retry[0], fresh.id);
-        assert_int_equal(retry[1], elsewhere.id | INVALID);
+        assert_int_equal(retry[1], elsewhere.id | CONF_QUEUE_INVALID);
 }
 
 static uint64_t read_index(struct conf_session *s, const struct conf_queue *q)
@@ -246,7 +245,7 @@ static void destroy_of_suspended_queue_waits_for_resume(void **state)
         assert_int_equal(conf_parse_result(line), 0);
         id = q.id;
         assert_int_equal(suspend(s, &id, 1, 0), 0);
-        assert_int_equal(id, q.id | INVALID);
+        assert_int_equal(id, q.id | CONF_QUEUE_INVALID);
 }
 
 /* On GPUs with per-VMID debug (the default node: gfx942), two processes
