@@ -350,12 +350,14 @@ static int on_connection_ready(sd_event_source *source, int fd, uint32_t revents
                 if (n <= 0) {
                         /* EOF (the client's last reference closed) or a dead peer. */
                         connection_free(c);
+                        server_resume_accepting(server);
                         break;
                 }
                 int r = (size_t)n > KFDEMU_MSG_MAX ? -EMSGSIZE : dispatch(c, buf, (size_t)n);
                 if (r < 0 && r != -EAGAIN && r != -EPIPE && r != -ECONNRESET) {
                         server_log(server, "dropping client pid %d: %s", (int)c->caller.tgid, strerror(-r));
                         connection_free(c);
+                        server_resume_accepting(server);
                         break;
                 }
         }
@@ -373,7 +375,7 @@ int connection_accept(struct kfdemu_server *server, int listen_fd)
 
         if (fd < 0)
                 return errno == EAGAIN ? 0 : NEG_ERRNO();
-        if (server->n_connections >= SERVER_MAX_CONNECTIONS) {
+        if (server->n_connections >= server->max_connections) {
                 server_log(server, "refusing a connection: %u clients already", server->n_connections);
                 return 1;
         }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -214,7 +215,20 @@ static int set_child_environment(const char *preload, const char *socket_path, c
         return 0;
 }
 
-static int spawn_command(char **command, const sigset_t *saved_mask, pid_t *ret_pid)
+/* Every client thread holds a connection: give the server all the fds it
+ * may have, and COMMAND the limit it would have had without kfdemu. */
+static void raise_fd_limit(struct rlimit *ret_saved)
+{
+        struct rlimit raised;
+
+        if (getrlimit(RLIMIT_NOFILE, ret_saved) < 0)
+                return;
+        raised = (struct rlimit){ .rlim_cur = ret_saved->rlim_max, .rlim_max = ret_saved->rlim_max };
+        setrlimit(RLIMIT_NOFILE, &raised);
+}
+
+static int spawn_command(char **command, const sigset_t *saved_mask, const struct rlimit *saved_limit,
+                         pid_t *ret_pid)
 {
         pid_t pid = fork();
 
@@ -222,6 +236,8 @@ static int spawn_command(char **command, const sigset_t *saved_mask, pid_t *ret_
                 return NEG_ERRNO();
         if (pid == 0) {
                 sigprocmask(SIG_SETMASK, saved_mask, NULL);
+                if (saved_limit->rlim_max > 0)
+                        setrlimit(RLIMIT_NOFILE, saved_limit);
                 execvp(command[0], command);
                 fprintf(stderr, "kfdemu-run: cannot run %s: %m.\n", command[0]);
                 _exit(127);
@@ -252,8 +268,11 @@ static int run_node(const struct options *o, const struct emu_config *cfg, const
         static struct kfdemu_server server;
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         struct run run = { .exit_status = EXIT_FAILURE };
+        struct rlimit saved_limit = { 0 };
         sigset_t mask, saved_mask;
         int r;
+
+        raise_fd_limit(&saved_limit);
 
         /* sd-event's child and signal sources need these blocked in every
          * thread: block them before the GPU model thread starts. */
@@ -275,7 +294,7 @@ static int run_node(const struct options *o, const struct emu_config *cfg, const
                 return EXIT_FAILURE;
         }
 
-        r = spawn_command(o->command, &saved_mask, &run.child);
+        r = spawn_command(o->command, &saved_mask, &saved_limit, &run.child);
         if (r >= 0)
                 r = sd_event_add_child(event, NULL, run.child, WEXITED, on_child_exit, &run);
         if (r >= 0)

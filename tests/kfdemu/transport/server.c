@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -34,11 +35,47 @@ static int on_listen_ready(sd_event_source *source, int fd, uint32_t revents, vo
         pthread_mutex_lock(&server->node.lock);
         /* Accept a bounded batch per wake-up so one flood cannot starve the
          * clients already connected. */
-        for (int i = 0; i < 64; i++)
-                if (connection_accept(server, fd) <= 0)
+        for (int i = 0; i < 64; i++) {
+                int r = connection_accept(server, fd);
+                if (r == -EMFILE || r == -ENFILE) {
+                        /* The socket stays readable: without a pause the
+                         * loop would spin on it. */
+                        server_log(server, "out of file descriptors with %u clients; accepting again when one goes",
+                                   server->n_connections);
+                        server_pause_accepting(server);
+                }
+                if (r <= 0)
                         break;
+        }
         pthread_mutex_unlock(&server->node.lock);
         return 0;
+}
+
+void server_pause_accepting(struct kfdemu_server *server)
+{
+        sd_event_source_set_enabled(server->listen_source, SD_EVENT_OFF);
+        server->accept_paused = true;
+}
+
+void server_resume_accepting(struct kfdemu_server *server)
+{
+        if (!server->accept_paused)
+                return;
+        sd_event_source_set_enabled(server->listen_source, SD_EVENT_ON);
+        server->accept_paused = false;
+}
+
+static unsigned max_connections(void)
+{
+        struct rlimit limit;
+
+        if (getrlimit(RLIMIT_NOFILE, &limit) < 0 || limit.rlim_cur == RLIM_INFINITY)
+                return SERVER_MAX_CONNECTIONS;
+        if (limit.rlim_cur <= 2 * SERVER_RESERVED_FDS)
+                return (unsigned)limit.rlim_cur / 2;
+        if (limit.rlim_cur - SERVER_RESERVED_FDS < SERVER_MAX_CONNECTIONS)
+                return (unsigned)(limit.rlim_cur - SERVER_RESERVED_FDS);
+        return SERVER_MAX_CONNECTIONS;
 }
 
 static int listen_on(const char *socket_path, int *ret_fd)
@@ -66,7 +103,11 @@ int server_start(struct kfdemu_server *server, sd_event *event, const struct emu
 {
         int r;
 
-        *server = (struct kfdemu_server){ .event = sd_event_ref(event), .listen_fd = -1 };
+        *server = (struct kfdemu_server){
+                .event = sd_event_ref(event),
+                .listen_fd = -1,
+                .max_connections = max_connections(),
+        };
 
         r = emu_node_init(&server->node, cfg);
         if (r < 0)

@@ -19,8 +19,11 @@
 struct connection;
 struct process_watch;
 
-/* Bounds what a flood of clients can make the server hold. */
+/* Bounds what a flood of clients can make the server hold; the fd limit
+ * may bound it lower (server_start). */
 #define SERVER_MAX_CONNECTIONS 16384
+/* Fds kept for everything but connections: pidfds, memfds, the log. */
+#define SERVER_RESERVED_FDS 256
 
 struct kfdemu_server {
         struct emu_node node;
@@ -29,7 +32,8 @@ struct kfdemu_server {
         sd_event_source *listen_source;
         void *files_by_inode;            /* tsearch tree of open file connections */
         struct connection *connections;  /* every live connection */
-        unsigned n_connections;
+        unsigned n_connections, max_connections;
+        bool accept_paused;              /* out of fds: wait for a client to go */
         struct process_watch *watches;   /* emu_transport_watch_process */
         bool node_ready, gpus_started;
 };
@@ -45,7 +49,11 @@ void server_stop(struct kfdemu_server *server);
 /* kfdemu's own messages go where the kernel's would (node.log_fd). */
 void server_log(struct kfdemu_server *server, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* connection.c */
+/* Accepting stops when no fd is left and starts again when a client goes. */
+void server_pause_accepting(struct kfdemu_server *server);
+void server_resume_accepting(struct kfdemu_server *server);
+
+/* connection.c: > 0 accepted (or refused), 0 nothing pending, < 0 error. */
 int connection_accept(struct kfdemu_server *server, int listen_fd);
 void connection_drop_all(struct kfdemu_server *server);
 

@@ -224,6 +224,43 @@ static void test_many_threads_one_fd(void **state)
         close(fd);
 }
 
+static unsigned count_open_fds(void)
+{
+        unsigned n = 0;
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+
+        assert_non_null(d);
+        while ((de = readdir(d)))
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
+
+static void *one_call_thread(void *arg)
+{
+        struct hammer *h = arg;
+
+        h->failures += kfd_test_get_version(h->fd) < 0;
+        return NULL;
+}
+
+static void test_thread_exit_closes_its_channel(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+        struct hammer h = { .fd = fd };
+        unsigned before = count_open_fds();
+
+        for (int i = 0; i < 100; i++) {
+                pthread_t thread;
+                assert_int_equal(pthread_create(&thread, NULL, one_call_thread, &h), 0);
+                assert_int_equal(pthread_join(thread, NULL), 0);
+        }
+        assert_int_equal(h.failures, 0);
+        assert_int_equal(count_open_fds(), before);
+        close(fd);
+}
+
 static void test_application_closes_the_channel(void **state)
 {
         int fd = open_kfd(O_RDWR | O_CLOEXEC);
@@ -282,6 +319,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_proc_dir_follows_open),
                 cmocka_unit_test(test_doorbell_mmap),
                 cmocka_unit_test(test_many_threads_one_fd),
+                cmocka_unit_test(test_thread_exit_closes_its_channel),
                 cmocka_unit_test(test_application_closes_the_channel),
                 cmocka_unit_test(test_exec_releases_the_process),
         };
