@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include "app-job.h"
-#include "app-signals.h"
 #include "cleanup.h"
 
 #define NS_PER_S 1000000000LL
@@ -41,6 +40,7 @@ struct app_job {
         const struct app_options *opts;
         struct emu_runtime *rt;
         struct clr_log *log;
+        void (*on_worker_done)(void);
         int64_t start_ns;
         int64_t end_ns;                    /* 0 = no duration limit */
         int64_t stop_ns;                   /* when app_job_stop ran; 0 = running */
@@ -189,7 +189,7 @@ static void *worker_main(void *userdata)
         w->error = error;
         pthread_mutex_unlock(&w->lock);
         atomic_store(&w->done, true);
-        app_signals_wake();
+        job->on_worker_done();
         return NULL;
 }
 
@@ -201,7 +201,7 @@ static void worker_free(struct app_worker *w)
 }
 
 int app_job_new(const struct app_options *opts, struct emu_runtime *rt, struct clr_log *log,
-                struct app_job **ret_job)
+                void (*on_worker_done)(void), struct app_job **ret_job)
 {
         struct app_job *job = calloc(1, sizeof(*job));
 
@@ -210,6 +210,7 @@ int app_job_new(const struct app_options *opts, struct emu_runtime *rt, struct c
         job->opts = opts;
         job->rt = rt;
         job->log = log;
+        job->on_worker_done = on_worker_done;
         atomic_init(&job->requests_claimed, 0);
         *ret_job = job;
         return 0;

@@ -43,9 +43,11 @@ struct app_job_report {
         int error;                  /* first worker failure, -errno, or 0 */
 };
 
-/* log may be NULL. */
+/* log may be NULL. on_worker_done runs in a worker thread when it stops
+ * for good (end of its requests, duration or an error), so the caller can
+ * wake its own loop; it must be async-safe with respect to that loop. */
 int app_job_new(const struct app_options *opts, struct emu_runtime *rt, struct clr_log *log,
-                struct app_job **ret_job);
+                void (*on_worker_done)(void), struct app_job **ret_job);
 /* Stops the workers and frees; queues not destroyed are left to process exit. */
 void app_job_free(struct app_job *job);
 

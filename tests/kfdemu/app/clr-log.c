@@ -101,19 +101,6 @@ int clr_log_format_from_string(const char *s, enum clr_log_format *ret)
         return -EINVAL;
 }
 
-const char *clr_log_format_to_string(enum clr_log_format format)
-{
-        switch (format) {
-        case CLR_LOG_FORMAT_5_2:
-                return "5.2";
-        case CLR_LOG_FORMAT_6_0:
-                return "6.0";
-        case CLR_LOG_FORMAT_6_2:
-                return "6.2";
-        }
-        return "?";
-}
-
 enum clr_queue_priority clr_priority_from_kfd(uint32_t kfd_priority)
 {
         if (kfd_priority < EMU_QUEUE_DEFAULT_PRIORITY)

@@ -60,7 +60,6 @@ int clr_log_new(FILE *out, int level, enum clr_log_format format, pid_t pid,
 void clr_log_free(struct clr_log *log);
 
 int clr_log_format_from_string(const char *s, enum clr_log_format *ret);
-const char *clr_log_format_to_string(enum clr_log_format format);
 
 /* KFD queue priority (0..15, 7 = normal) to the CLR priority a HIP stream of
  * that kind would have. */

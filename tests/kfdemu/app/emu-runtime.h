@@ -42,10 +42,6 @@ struct emu_runtime_options {
         bool runtime_enable;
         /* Ask for trap temporaries to be saved (HSA_ENABLE_DEBUG=1). */
         bool ttmp_save;
-        /* NULL = "/dev/kfd". */
-        const char *kfd_path;
-        /* NULL = "/sys/class/kfd/kfd/topology". */
-        const char *topology_path;
 };
 
 struct emu_gpu_info {

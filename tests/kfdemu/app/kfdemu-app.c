@@ -311,7 +311,7 @@ static int setup(struct app *app)
         r = resolve_gpus(app);
         if (r < 0)
                 return r;
-        r = app_job_new(&app->opts, app->rt, app->log, &app->job);
+        r = app_job_new(&app->opts, app->rt, app->log, app_signals_wake, &app->job);
         if (r < 0)
                 return r;
         for (unsigned i = 0; i < app->opts.queues; i++) {

@@ -15,8 +15,9 @@
 #include "kfd-abi.h"
 #include "runtime-internal.h"
 
-#define DEFAULT_KFD_PATH "/dev/kfd"
-#define DEFAULT_TOPOLOGY_PATH "/sys/class/kfd/kfd/topology"
+#define KFD_PATH "/dev/kfd"
+/* Where libhsakmt's topology.c reads it; /sys/class/kfd/kfd links here. */
+#define TOPOLOGY_PATH "/sys/devices/virtual/kfd/kfd/topology"
 /* r_debug.r_version of ROCr's _amdgpu_r_debug; ROCdbgapi accepts 8..10. */
 #define ROCR_R_DEBUG_VERSION 9
 
@@ -83,8 +84,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct emu_runtime *, emu_runtime_free);
 int emu_runtime_open(const struct emu_runtime_options *options, struct emu_runtime **ret_rt)
 {
         _cleanup_(emu_runtime_freep) struct emu_runtime *rt = calloc(1, sizeof(*rt));
-        const char *kfd_path = options->kfd_path ? options->kfd_path : DEFAULT_KFD_PATH;
-        const char *topology = options->topology_path ? options->topology_path : DEFAULT_TOPOLOGY_PATH;
         int r;
 
         if (!rt)
@@ -97,14 +96,14 @@ int emu_runtime_open(const struct emu_runtime_options *options, struct emu_runti
         rt->r_debug.r_state = RT_CONSISTENT;
         emu_runtime_code_objects_changed(&rt->r_debug);
 
-        rt->kfd_fd = open(kfd_path, O_RDWR | O_CLOEXEC);
+        rt->kfd_fd = open(KFD_PATH, O_RDWR | O_CLOEXEC);
         if (rt->kfd_fd < 0)
                 return NEG_ERRNO();
         r = check_kfd_version(rt);
         if (r < 0)
                 return r;
         /* libhsakmt reads the topology only once the device is open. */
-        r = emu_topology_read(topology, rt->gpus, EMU_RUNTIME_MAX_GPUS, &rt->n_gpus);
+        r = emu_topology_read(TOPOLOGY_PATH, rt->gpus, EMU_RUNTIME_MAX_GPUS, &rt->n_gpus);
         if (r < 0)
                 return r;
         if (rt->n_gpus == 0)
