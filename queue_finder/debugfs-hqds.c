@@ -65,7 +65,10 @@ static void finish_slot(struct hqd_parser *h)
                 return;
         }
         if (s->kind == QF_HQD_SDMA) {
-                /* The SDMA dump starts with RLCx_RB_CNTL; bit 0 is RB_ENABLE. */
+                /* The SDMA dump starts with RLCx_RB_CNTL; bit 0 is RB_ENABLE.
+                 * The MI308X captures show it set in 7 slots both before and
+                 * while the test ran, so it is reported, not trusted as
+                 * "running". */
                 s->active = h->present[0] && (h->regs[0] & 1);
                 return;
         }

@@ -117,8 +117,14 @@ static void finish_copy(struct mqd_parser *m, unsigned long lineno)
 {
         struct qf_mqd_queue *q = m->queue;
         struct mqd_copy *c = &m->copy;
-        if (!q || !c->any)
+        if (!q)
                 return;
+        if (!c->any) {
+                /* Called once when a queue ends; no copy at all means no dump. */
+                if (q->n_xcc == 0)
+                        qf_diag_add(m->diags, m->name, q->line, "queue header without an MQD dump after it");
+                return;
+        }
 
         struct mqd_fields f = { 0 };
         if (q->kind == QF_MQD_COMPUTE)

@@ -162,10 +162,18 @@ static void add_snapshot(struct qf_process *p, const struct qf_snapshot *snap)
         }
 }
 
-/* Without addresses on the sysfs side, the only honest pairing is when a
- * single address-less queue on that GPU has the MQD's ring size. */
-static struct qf_queue *find_by_size(struct qf_process *p, const struct qf_mqd_queue *m)
+/* Without addresses on the sysfs side, the only honest pairing is one to
+ * one: the MQD is the process's only one of that size on that GPU, and one
+ * address-less queue there has that size. */
+static struct qf_queue *find_by_size(struct qf_process *p, const struct qf_mqds *all, const struct qf_mqd_queue *m)
 {
+        unsigned same = 0;
+        for (size_t i = 0; i < all->n; i++)
+                same += all->queues[i].pid == m->pid && all->queues[i].gpu_id == m->gpu_id &&
+                        all->queues[i].ring_size == m->ring_size;
+        if (same != 1)
+                return NULL;
+
         struct qf_queue *found = NULL;
         for (size_t i = 0; i < p->n_queues; i++) {
                 struct qf_queue *q = &p->queues[i];
@@ -179,12 +187,12 @@ static struct qf_queue *find_by_size(struct qf_process *p, const struct qf_mqd_q
         return found;
 }
 
-static void add_mqd(struct qf_process *p, const struct qf_mqd_queue *m, const char *file)
+static void add_mqd(struct qf_process *p, const struct qf_mqds *all, const struct qf_mqd_queue *m, const char *file)
 {
         struct qf_queue *q = NULL;
         if (m->has_addresses)
                 q = find_by_addresses(p, m->ring_base, m->rptr_addr, m->wptr_addr);
-        if (!q && m->ring_size && (q = find_by_size(p, m)))
+        if (!q && m->ring_size && (q = find_by_size(p, all, m)))
                 q->paired_by_size = true;
         if (!q && !(q = new_queue(p)))
                 return;
@@ -323,7 +331,7 @@ int qf_join(const struct qf_inputs *in, struct qf_result *ret)
                 const struct qf_mqd_queue *m = &in->mqds->queues[i];
                 struct qf_process *p = get_process(&r, in, m->pid);
                 if (p)
-                        add_mqd(p, m, in->mqds_name);
+                        add_mqd(p, in->mqds, m, in->mqds_name);
         }
         for (size_t i = 0; in->log && i < in->log->n; i++)
                 add_log_queue(&r, in, &in->log->queues[i]);

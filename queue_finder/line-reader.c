@@ -105,7 +105,12 @@ int qf_line_reader_next(struct qf_line_reader *r, struct qf_line *ret)
                 if (nl) {
                         size_t len = (size_t) (nl - line);
                         r->start += len + 1;
-                        *ret = (struct qf_line){ .p = line, .len = len, .lineno = ++r->lineno };
+                        *ret = (struct qf_line){
+                                .p = line,
+                                .len = len > QF_LINE_MAX ? QF_LINE_MAX : len,
+                                .lineno = ++r->lineno,
+                                .truncated = len > QF_LINE_MAX,
+                        };
                         return 1;
                 }
                 if (avail >= QF_LINE_MAX) {

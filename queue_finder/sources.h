@@ -141,7 +141,7 @@ struct qf_hqd {
         unsigned inst;               /* XCC instance (HIQ, CP) */
         unsigned mec, pipe, queue;   /* mec for HIQ only */
         unsigned engine, rlc;        /* SDMA only */
-        bool active;
+        bool active;                 /* CP/HIQ: CP_HQD_ACTIVE; SDMA: RB_ENABLE (may be stale) */
         bool has_addresses;          /* CP and HIQ with a complete register dump */
         uint64_t ring_base;
         uint64_t rptr_addr;

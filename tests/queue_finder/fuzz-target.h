@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One fuzz input through one parser, shared by the libFuzzer harness
+ * (fuzz-parsers.c, clang builds only) and the deterministic mutation test
+ * that runs in CI (test-mutation.c). The first byte chooses the parser.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum fuzz_parser {
+        FUZZ_MQDS,
+        FUZZ_HQDS,
+        FUZZ_LOG,
+        FUZZ_PARSERS,
+};
+
+/* Parses data[1..] with parser data[0] % FUZZ_PARSERS and checks what every
+ * parser promises: success, and warnings only with a file name. */
+void fuzz_one(const uint8_t *data, size_t size);
+
+/* Same, with the parser chosen by the caller. */
+void fuzz_parser(enum fuzz_parser parser, const uint8_t *data, size_t size);

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The HIP/CLR log parser: the real ROCm 7.0.2 log from shared/data/real/, and
+ * hand-written lines in the older format generations (rocm-userspace.md §6)
+ * with the damage real logs carry.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "line-reader.h"
+#include "sources.h"
+#include "test-util.h"
+
+static const struct qf_log_queue *find_by_ring(const struct qf_log *l, uint64_t ring)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (l->queues[i].has_ring_base && l->queues[i].ring_base == ring)
+                        return &l->queues[i];
+        return NULL;
+}
+
+static const struct qf_log_queue *find_by_amd_queue(const struct qf_log *l, uint64_t a)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (l->queues[i].has_amd_queue && l->queues[i].amd_queue == a)
+                        return &l->queues[i];
+        return NULL;
+}
+
+static void parse_string(const char *text, struct qf_diags *d, struct qf_log *l)
+{
+        int fd = test_fd_from_string(text);
+        assert_int_equal(qf_log_parse(fd, "test.log", d, l), 0);
+        close(fd);
+}
+
+static void test_real_log(void **state)
+{
+        static const struct {
+                uint64_t swq, hwq, id;
+                int priority;
+        } expected[] = {
+                { 0x7f8edc1a8000, 0x7f8acd200000, 1, 2 },
+                { 0x7f8edc1a2000, 0x7f8acc600000, 2, 0 },
+                { 0x7f8edc19c000, 0x7f8acc400000, 3, 2 },
+                { 0x7f8ed23fe000, 0x7f8acc200000, 4, 1 },
+        };
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        int fd = test_open_shared("hip-rocm7-amd-log-level4.log");
+        assert_int_equal(qf_log_parse(fd, "hip.log", &d, &l), 0);
+        close(fd);
+
+        assert_int_equal(d.n, 0);
+        assert_int_equal(l.lines, 769);
+        assert_int_equal(l.prefix, QF_LOG_PREFIX_CLR);
+        assert_int_equal(l.n, 4);
+        for (size_t i = 0; i < 4; i++) {
+                const struct qf_log_queue *q = find_by_ring(&l, expected[i].hwq);
+                assert_non_null(q);
+                assert_int_equal(q->pid, 459769);
+                assert_true(q->has_amd_queue);
+                assert_int_equal(q->amd_queue, expected[i].swq);
+                assert_true(q->created_62);
+                assert_int_equal(q->size_packets, 16384);
+                assert_int_equal(q->priority, expected[i].priority);
+                assert_int_equal(q->cooperative, 0);
+                assert_true(q->has_rocr_id);
+                assert_int_equal(q->rocr_id, expected[i].id);
+                assert_true(q->dispatches >= 1);
+                assert_true(q->barriers >= 1);
+                assert_true(q->has_pointers);
+                assert_int_equal(q->last_tid, 0x7f8edc1c4400);
+                assert_string_equal(q->last_kernel, "dummy_kernel(int*, int)");
+        }
+        /* Line 27 creates the first queue. */
+        assert_int_equal(find_by_ring(&l, 0x7f8acd200000)->created_line, 27);
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+/* ROCclr 5.2.3: "<pid>: [tid:0x..]" prefix; creation and dispatch name the
+ * hsa_queue_t (amd_queue_t) address. */
+static void test_rocclr_523(void **state)
+{
+        const char *log =
+                ":3:rocdevice.cpp            :1234: 0000012345 us: 4242 : [tid:0x7f12] created hardware queue 0x7f0000001000 with size 4096 with priority 1, cooperative: 0\n"
+                ":3:rocdevice.cpp            :1240: 0000012346 us: 4242 : [tid:0x7f12] selected queue with least refCount: 0x7f0000001000 (1)\n"
+                ":3:rocvirtual.cpp           :2000: 0000012347 us: 4242 : [tid:0x7f12] ShaderName : _Z6kernelPf\n"
+                ":4:rocvirtual.cpp           :2100: 0000012348 us: 4242 : [tid:0x7f12] HWq=0x7f0000001000, Dispatch Header = 0xb02 (type=2, barrier=1, acquire=1, release=1), setup=3\n";
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        parse_string(log, &d, &l);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(l.prefix, QF_LOG_PREFIX_ROCCLR);
+        assert_int_equal(l.n, 1);
+        const struct qf_log_queue *q = &l.queues[0];
+        assert_int_equal(q->pid, 4242);
+        assert_true(q->has_amd_queue);
+        assert_int_equal(q->amd_queue, 0x7f0000001000);
+        assert_false(q->has_ring_base);
+        assert_false(q->has_legacy_hwq);
+        assert_int_equal(q->dispatches, 1);
+        assert_int_equal(q->max_refcount, 1);
+        assert_int_equal(q->created_line, 1);
+        assert_string_equal(q->last_kernel, "_Z6kernelPf");
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+/* clr 5.6-6.1: creation names the amd_queue_t, dispatch the ring base, and
+ * nothing in the log ties the two: the dispatch address stays "legacy". */
+static void test_clr_60(void **state)
+{
+        const char *log =
+                ":3:rocdevice.cpp            :2800: 0000012345 us: [pid:99 tid: 0x10] created hardware queue 0x7f0000002000 with size 16384 with priority 1, cooperative: 0\n"
+                ":3:rocdevice.cpp            :2810: 0000012346 us: [pid:99 tid: 0x10] acquireQueue refCount: 0x7f0000002000 (2)\n"
+                ":4:rocvirtual.cpp           :1000: 0000012347 us: [pid:99 tid: 0x10] HWq=0x7f1000000000, Dispatch Header = 0xb02 (type=2), setup=3\n"
+                ":4:rocvirtual.cpp           :1000: 0000012348 us: [pid:99 tid: 0x10] HWq=0x7f1000000000, BarrierAND Header = 0x1503 (type=3)\n";
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        parse_string(log, &d, &l);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(l.n, 2);
+        const struct qf_log_queue *created = find_by_amd_queue(&l, 0x7f0000002000);
+        assert_non_null(created);
+        assert_int_equal(created->max_refcount, 2);
+        assert_int_equal(created->size_packets, 16384);
+        const struct qf_log_queue *dispatched = created == &l.queues[0] ? &l.queues[1] : &l.queues[0];
+        assert_true(dispatched->has_legacy_hwq);
+        assert_int_equal(dispatched->legacy_hwq, 0x7f1000000000);
+        assert_int_equal(dispatched->dispatches, 1);
+        assert_int_equal(dispatched->barriers, 1);
+        assert_int_equal(dispatched->pid, 99);
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+/* clr at level 3 prints no pid/tid; logs also come without file/line. */
+static void test_no_pid_no_location(void **state)
+{
+        const char *log = ":3: 0000012345 us: Created SWq=0x7f0000003000 to map on HWq=0x7f2000000000 with size 256 with priority 2, cooperative: 1\n"
+                          ":3:rocdevice.cpp            :3141: 0000012346 us: Selected queue refCount: 0x7f2000000000 (3)\n";
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        parse_string(log, &d, &l);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(l.prefix, QF_LOG_PREFIX_NONE);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.queues[0].pid, 0);
+        assert_int_equal(l.queues[0].ring_base, 0x7f2000000000);
+        assert_int_equal(l.queues[0].amd_queue, 0x7f0000003000);
+        assert_int_equal(l.queues[0].cooperative, 1);
+        assert_int_equal(l.queues[0].max_refcount, 3);
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+/* What real logs contain: colour escapes, program output without a newline
+ * before a log line, binary junk, damaged lines, a cut-off last line. */
+static void test_damaged_log(void **state)
+{
+        char *log = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&log, &len);
+        assert_non_null(f);
+        fprintf(f, "\033[32m:3:rocdevice.cpp            :3048: 0000000001 us: [pid:7 tid: 0x1] Created SWq=0x7f0000004000 to map on HWq=0x7f3000000000 with size 64 with priority 1, cooperative: 0\033[0m\n"); /* 1 */
+        fprintf(f, "countdown 3...2...1...:4:rocvirtual.cpp :1083: 0000000002 us: [pid:7 tid: 0x1] SWq=0x7f0000004000, HWq=0x7f3000000000, id=9, Dispatch Header = 0xb02, rptr=5, wptr=6\n"); /* 2 */
+        static const char junk[] = "junk\0with NUL\xff\xfe bytes\n";
+        fwrite(junk, 1, sizeof(junk) - 1, f); /* 3 */
+        fwrite("\0\xff\n", 1, 3, f); /* 4 */
+        fprintf(f, ":4:rocvirtual.cpp           :1083: 0000000003 us: [pid:7 tid: 0x1] SWq=0x7f0000004000, HWq=zzzz\n"); /* 5 */
+        fprintf(f, ":3:rocdevice.cpp            :3048: 0000000004 us: [pid:7 tid: 0x1] Created SWq=(nil) to map on HWq=0x1\n"); /* 6 */
+        fputc(':', f); /* 7: a line longer than the reader keeps */
+        for (int i = 0; i < QF_LINE_MAX + 100; i++)
+                fputc('x', f);
+        fputc('\n', f);
+        fprintf(f, ":4:rocvirtual.cpp           :1083: 0000000005 us: [pid:7 tid: 0x1] SWq=0x7f0000004000, HWq=0x7f3000000000, id=9, Dispatch Header = 0xb02, rptr=6, wptr=7\n"); /* 8 */
+        fprintf(f, ":4:rocvirtual.cpp           :1083: 0000000006 us: [pid:7 tid: 0x1] SWq=0x7f0000004000, HWq=0x7f300"); /* 9, cut */
+        assert_int_equal(fclose(f), 0);
+
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        int fd = test_fd_from_bytes(log, len);
+        assert_int_equal(qf_log_parse(fd, "damaged.log", &d, &l), 0);
+        close(fd);
+        free(log);
+
+        assert_int_equal(l.lines, 9);
+        assert_true(test_has_warning(&d, 3, "binary data"));
+        assert_true(test_has_warning(&d, 4, "binary data"));
+        assert_true(test_has_warning(&d, 5, "malformed AQL packet"));
+        assert_true(test_has_warning(&d, 6, "malformed \"Created SWq\""));
+        assert_true(test_has_warning(&d, 7, "longer than"));
+        assert_true(test_has_warning(&d, 9, "malformed AQL packet"));
+        /* The queue itself survived all of it. */
+        const struct qf_log_queue *q = find_by_ring(&l, 0x7f3000000000);
+        assert_non_null(q);
+        assert_int_equal(q->amd_queue, 0x7f0000004000);
+        assert_int_equal(q->dispatches, 2);
+        assert_int_equal(q->last_rptr, 6);
+        assert_int_equal(q->last_wptr, 7);
+        assert_int_equal(q->rocr_id, 9);
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+static void test_not_a_log(void **state)
+{
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        parse_string("hello\nworld\n", &d, &l);
+        assert_int_equal(l.n, 0);
+        assert_true(test_has_warning(&d, 0, "AMD_LOG_LEVEL"));
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+/* Streaming: input arrives through a pipe in small pieces. */
+static void test_pipe_input(void **state)
+{
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                close(p[0]);
+                const char *line = ":4:x.cpp:1: 1 us: [pid:5 tid: 0x2] SWq=0x1000, HWq=0x2000, id=1, Dispatch Header = 0, rptr=1, wptr=2\n";
+                for (int i = 0; i < 5000; i++)
+                        for (const char *c = line; *c;) {
+                                size_t n = strlen(c) < 17 ? strlen(c) : 17;
+                                if (write(p[1], c, n) < 0)
+                                        _exit(1);
+                                c += n;
+                        }
+                _exit(0);
+        }
+        close(p[1]);
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        assert_int_equal(qf_log_parse(p[0], "-", &d, &l), 0);
+        close(p[0]);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.queues[0].dispatches, 5000);
+        assert_int_equal(l.lines, 5000);
+        assert_int_equal(d.n, 0);
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_real_log),
+                cmocka_unit_test(test_rocclr_523),
+                cmocka_unit_test(test_clr_60),
+                cmocka_unit_test(test_no_pid_no_location),
+                cmocka_unit_test(test_damaged_log),
+                cmocka_unit_test(test_not_a_log),
+                cmocka_unit_test(test_pipe_input),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

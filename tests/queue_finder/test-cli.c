@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The queue_finder program as a user runs it: options, exit codes, error
+ * sentences, the JSON document and the config snippet, on the real dumps.
+ * argv[1] is the queue_finder executable.
+ */
+#include <json-c/json.h>
+#include <setjmp.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli-run.h"
+#include "test-util.h"
+
+static const char *exe;
+
+static void test_help_and_errors(void **state)
+{
+        struct cli_output o;
+        const char *help[] = { exe, "--help", NULL };
+        assert_int_equal(cli_run(help, NULL, &o), 0);
+        assert_non_null(strstr(o.out, "Usage: queue_finder"));
+        cli_output_free(&o);
+
+        const char *bad[] = { exe, "--no-such-option", NULL };
+        assert_int_equal(cli_run(bad, NULL, &o), 1);
+        assert_non_null(strstr(o.err, "--help"));
+        cli_output_free(&o);
+
+        const char *missing[] = { exe, "--no-live", "--mqds", "/nonexistent/mqds", NULL };
+        assert_int_equal(cli_run(missing, NULL, &o), 1);
+        assert_non_null(strstr(o.err, "cannot open /nonexistent/mqds: No such file or directory"));
+        cli_output_free(&o);
+
+        const char *notpid[] = { exe, "--no-live", "12ab", NULL };
+        assert_int_equal(cli_run(notpid, NULL, &o), 1);
+        assert_non_null(strstr(o.err, "\"12ab\" is not a process id"));
+        cli_output_free(&o);
+
+        const char *cls[] = { exe, "--emit-config", "sometimes", NULL };
+        assert_int_equal(cli_run(cls, NULL, &o), 1);
+        assert_non_null(strstr(o.err, "\"online\" or \"offline\""));
+        cli_output_free(&o);
+}
+
+static void test_json_real_dumps(void **state)
+{
+        char mqds[4096], hqds[4096], log[4096];
+        snprintf(mqds, sizeof(mqds), "%s", test_shared_path("mi308x-mqds-5queues.txt"));
+        snprintf(hqds, sizeof(hqds), "%s", test_shared_path("mi308x-hqds-5queues.txt"));
+        snprintf(log, sizeof(log), "%s", test_shared_path("hip-rocm7-amd-log-level4.log"));
+        const char *argv[] = { exe, "--no-live", "--json", "--mqds", mqds, "--hqds", hqds, "--log", log, NULL };
+        struct cli_output o;
+        assert_int_equal(cli_run(argv, NULL, &o), 0);
+
+        struct json_object *doc = json_tokener_parse(o.out);
+        assert_non_null(doc);
+        struct json_object *v, *procs, *p, *queues, *q;
+        assert_true(json_object_object_get_ex(doc, "schema_version", &v));
+        assert_int_equal(json_object_get_int(v), 1);
+        assert_true(json_object_object_get_ex(doc, "processes", &procs));
+        assert_int_equal(json_object_array_length(procs), 2);
+        p = json_object_array_get_idx(procs, 0);
+        assert_true(json_object_object_get_ex(p, "pid", &v));
+        assert_int_equal(json_object_get_int(v), 94314);
+        assert_true(json_object_object_get_ex(p, "queues", &queues));
+        assert_int_equal(json_object_array_length(queues), 5);
+        q = json_object_array_get_idx(queues, 0);
+        assert_true(json_object_object_get_ex(q, "ring_base", &v));
+        assert_string_equal(json_object_get_string(v), "0x7f41b5200000");
+        assert_true(json_object_object_get_ex(q, "gpu_id", &v));
+        assert_int_equal(json_object_get_int(v), 0xf7bc);
+        assert_true(json_object_object_get_ex(q, "hqds", &v));
+        assert_int_equal(json_object_array_length(v), 4);
+        assert_true(json_object_object_get_ex(q, "queue_id", &v));
+        assert_null(v);
+
+        p = json_object_array_get_idx(procs, 1);
+        assert_true(json_object_object_get_ex(p, "pid", &v));
+        assert_int_equal(json_object_get_int(v), 459769);
+        assert_true(json_object_object_get_ex(doc, "warnings", &v));
+        assert_int_equal(json_object_array_length(v), 0);
+        json_object_put(doc);
+        cli_output_free(&o);
+}
+
+static void test_log_from_stdin_and_config(void **state)
+{
+        const char *log = ":3:rocdevice.cpp :3048: 1 us: [pid:31337 tid: 0x1] Created SWq=0x7f0000004000 to map on "
+                          "HWq=0x7f3000000000 with size 64 with priority 1, cooperative: 0\n";
+        const char *argv[] = { exe, "--no-live", "--log", "-", "--emit-config", "online", NULL };
+        struct cli_output o;
+        assert_int_equal(cli_run(argv, log, &o), 0);
+        assert_non_null(strstr(o.out, "[Workload]\n"));
+        assert_non_null(strstr(o.out, "Class=online\n"));
+        assert_non_null(strstr(o.out, "MatchPID=31337\n"));
+        cli_output_free(&o);
+
+        const char *table[] = { exe, "--no-live", "--log", "-", NULL };
+        assert_int_equal(cli_run(table, "junk\n:3:x", &o), 0);
+        assert_non_null(strstr(o.out, "No GPU processes found."));
+        assert_non_null(strstr(o.out, "-: no AMD log lines found"));
+        cli_output_free(&o);
+}
+
+int main(int argc, char **argv)
+{
+        if (argc != 2) {
+                fprintf(stderr, "usage: %s QUEUE_FINDER\n", argv[0]);
+                return 2;
+        }
+        exe = argv[1];
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_help_and_errors),
+                cmocka_unit_test(test_json_real_dumps),
+                cmocka_unit_test(test_log_from_stdin_and_config),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * KFD sysfs, topology and container pids, on a tree written the way the
+ * kernel formats it (kfd-interface.md §8.1-8.2): queue attributes without a
+ * trailing newline, the internal queue type enum, decimal properties.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "nspid.h"
+#include "sources.h"
+
+static char root[PATH_MAX];
+
+static void put(const char *rel, const char *content)
+{
+        char path[PATH_MAX * 2];
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        /* mkdir -p of the parent */
+        for (char *s = path + strlen(root) + 1; (s = strchr(s, '/')); s++) {
+                *s = 0;
+                assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+                *s = '/';
+        }
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(content, f);
+        assert_int_equal(fclose(f), 0);
+}
+
+static int setup(void **state)
+{
+        snprintf(root, sizeof(root), "%s/qf-sysfs-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(root))
+                return -1;
+        put("proc/1234/pasid", "32770\n");
+        put("proc/1234/queues/0/size", "1048576");
+        put("proc/1234/queues/0/type", "0");
+        put("proc/1234/queues/0/gpuid", "63420");
+        put("proc/1234/queues/2/size", "4096");
+        put("proc/1234/queues/2/type", "1");
+        put("proc/1234/queues/2/gpuid", "63420");
+        put("proc/1234/queues/5/size", "not a number");
+        put("proc/1234/queues/5/type", "0");
+        put("proc/1234/queues/5/gpuid", "63420");
+        put("proc/1234/stats_63420/cu_occupancy", "12\n");
+        put("proc/1234/vram_63420", "4096\n");
+        put("proc/99/pasid", "32771\n");
+        put("topology/nodes/0/gpu_id", "0\n");
+        put("topology/nodes/0/name", "\n");
+        put("topology/nodes/0/properties", "cpu_cores_count 64\n");
+        put("topology/nodes/1/gpu_id", "63420\n");
+        put("topology/nodes/1/name", "gfx942\n");
+        put("topology/nodes/1/properties", "cpu_cores_count 0\nsimd_count 1216\ngfx_target_version 90402\n"
+                                           "vendor_id 4098\ndevice_id 29857\nlocation_id 3072\ndomain 0\n"
+                                           "drm_render_minor 128\nnum_xcc 4\nunique_id 1234567890\n");
+        put("topology/nodes/2/gpu_id", "4660\n");
+        put("topology/nodes/2/name", "gfx90a\n");
+        put("topology/nodes/2/properties", "gfx_target_version 90010\nlocation_id 50440\ndomain 1\nbroken\n");
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        char cmd[PATH_MAX + 16];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_process(void **state)
+{
+        char kfd[PATH_MAX];
+        snprintf(kfd, sizeof(kfd), "%s", root);
+        struct qf_diags d = { 0 };
+        struct qf_sysfs_process p;
+        assert_int_equal(qf_sysfs_read_process(kfd, 1234, &d, &p), 0);
+        assert_int_equal(p.pid, 1234);
+        assert_true(p.has_pasid);
+        assert_int_equal(p.pasid, 32770);
+        assert_int_equal(p.n_queues, 2);
+        assert_int_equal(p.queues[0].queue_id, 0);
+        assert_int_equal(p.queues[0].size, 1048576);
+        assert_int_equal(p.queues[0].type, QF_SYSFS_QUEUE_COMPUTE);
+        assert_int_equal(p.queues[0].gpu_id, 63420);
+        assert_int_equal(p.queues[1].queue_id, 2);
+        assert_int_equal(p.queues[1].type, QF_SYSFS_QUEUE_SDMA);
+        assert_int_equal(p.n_occupancy, 1);
+        assert_int_equal(p.occupancy[0].gpu_id, 63420);
+        assert_int_equal(p.occupancy[0].cus, 12);
+        /* The broken queue 5 is reported, not fatal. */
+        assert_int_equal(d.n, 1);
+        assert_non_null(strstr(d.items[0].file, "queues/5/size"));
+        qf_sysfs_process_clear(&p);
+        qf_diags_clear(&d);
+
+        assert_int_equal(qf_sysfs_read_process(kfd, 4321, &d, &p), -ENOENT);
+
+        pid_t *pids;
+        size_t n;
+        assert_int_equal(qf_sysfs_list_pids(kfd, &pids, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(pids[0], 99);
+        assert_int_equal(pids[1], 1234);
+        free(pids);
+}
+
+static void test_topology(void **state)
+{
+        struct qf_diags d = { 0 };
+        struct qf_gpu *gpus;
+        size_t n;
+        assert_int_equal(qf_topology_read(root, &d, &gpus, &n), 0);
+        assert_int_equal(n, 2);
+
+        assert_int_equal(gpus[0].node, 1);
+        assert_int_equal(gpus[0].gpu_id, 0xf7bc);
+        assert_string_equal(gpus[0].name, "gfx942");
+        assert_string_equal(gpus[0].gfx, "gfx942");
+        assert_int_equal(gpus[0].device_id, 0x74a1);
+        assert_int_equal(gpus[0].bus, 0x0c);
+        assert_int_equal(gpus[0].dev, 0);
+        assert_int_equal(gpus[0].fn, 0);
+        assert_int_equal(gpus[0].drm_render_minor, 128);
+        assert_int_equal(gpus[0].num_xcc, 4);
+        /* This machine has no render node: the fallback name is used. */
+        qf_gpu_name_resolve(&gpus[0]);
+        assert_string_equal(gpus[0].marketing_name, "AMD GPU gfx942 [1002:74a1] 0000:0c:00.0");
+        assert_false(gpus[0].marketing_name_from_libdrm);
+
+        assert_string_equal(gpus[1].gfx, "gfx90a");
+        assert_int_equal(gpus[1].domain, 1);
+        assert_int_equal(gpus[1].bus, 0xc5);
+        assert_int_equal(gpus[1].dev, 1);
+        assert_int_equal(gpus[1].fn, 0);
+        assert_int_equal(gpus[1].drm_render_minor, -1);
+        qf_gpu_name_resolve(&gpus[1]);
+        assert_string_equal(gpus[1].marketing_name, "AMD GPU gfx90a [1002:0000] 0001:c5:01.0");
+
+        /* "broken" is line 4 of node 2's properties. */
+        assert_int_equal(d.n, 1);
+        assert_int_equal(d.items[0].line, 4);
+        free(gpus);
+        qf_diags_clear(&d);
+}
+
+static void test_nspid(void **state)
+{
+        pid_t chain[QF_NSPID_MAX_LEVELS];
+        size_t n;
+        assert_int_equal(qf_nspid_read("/proc", getpid(), chain, QF_NSPID_MAX_LEVELS, &n), 0);
+        assert_true(n >= 1);
+        assert_int_equal(chain[0], getpid());
+
+        /* Our own namespace, named by pid and by path, maps our pid in it
+         * (the last NSpid entry) back to our pid here. */
+        struct qf_pid_ns by_pid, by_path;
+        char arg[32];
+        snprintf(arg, sizeof(arg), "%d", (int) getpid());
+        assert_int_equal(qf_pid_ns_from_arg("/proc", arg, &by_pid), 0);
+        assert_int_equal(qf_pid_ns_from_arg("/proc", "/proc/self/ns/pid", &by_path), 0);
+        assert_int_equal(by_pid.ino, by_path.ino);
+        pid_t host;
+        assert_int_equal(qf_nspid_to_host("/proc", &by_pid, chain[n - 1], &host), 0);
+        assert_int_equal(host, getpid());
+        assert_int_equal(qf_nspid_to_host("/proc", &by_pid, INT32_MAX, &host), -ESRCH);
+        assert_true(qf_pid_ns_from_arg("/proc", "/nonexistent/ns/pid", &by_path) < 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_process),
+                cmocka_unit_test(test_topology),
+                cmocka_unit_test(test_nspid),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}

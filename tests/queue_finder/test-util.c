@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+#include "test-util.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+int test_fd_from_bytes(const void *data, size_t len)
+{
+        int fd = memfd_create("queue-finder-test", MFD_CLOEXEC);
+        assert_true(fd >= 0);
+        const char *p = data;
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                assert_true(n > 0);
+                p += n;
+                len -= (size_t) n;
+        }
+        assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+        return fd;
+}
+
+int test_fd_from_string(const char *s)
+{
+        return test_fd_from_bytes(s, strlen(s));
+}
+
+const char *test_shared_path(const char *name)
+{
+        static char path[PATH_MAX];
+        const char *dir = getenv("GPREEMPT_SHARED_DATA");
+        assert_non_null(dir);
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        return path;
+}
+
+int test_open_shared(const char *name)
+{
+        int fd = open(test_shared_path(name), O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                fail_msg("cannot open %s", test_shared_path(name));
+        return fd;
+}
+
+bool test_has_warning(const struct qf_diags *d, unsigned long line, const char *text)
+{
+        for (size_t i = 0; i < d->n; i++)
+                if (d->items[i].line == line && strstr(d->items[i].message, text))
+                        return true;
+        return false;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the queue_finder tests. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "diag.h"
+
+/* An fd reading exactly these bytes (a memfd), for the parsers. */
+int test_fd_from_bytes(const void *data, size_t len);
+int test_fd_from_string(const char *s);
+
+/* Opens a file of shared/data/real/ (GPREEMPT_SHARED_DATA); fails the test
+ * when it is missing. */
+int test_open_shared(const char *name);
+/* Its full path, valid until the next call. */
+const char *test_shared_path(const char *name);
+
+/* true when some warning is about this line and contains the text. */
+bool test_has_warning(const struct qf_diags *d, unsigned long line, const char *text);
