@@ -76,15 +76,16 @@ static uint64_t ring_slots(const struct emu_queue *q)
  * dispatch, which goes to the model; barriers and unknown packets complete
  * at once (everything before them on the queue has completed, since the
  * queue runs one packet at a time). */
-static void fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh)
+static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh)
 {
         struct emu_node_hw *nh = gpu->hw->node_hw;
         struct emu_queue *q = qh->q;
         uint64_t doorbell = __atomic_load_n(emu_doorbell_word(nh, qh->frame, q->doorbell_slot), __ATOMIC_ACQUIRE);
+        uint64_t fetched = qh->next_fetch;
         bool reported = false;
 
         if (ring_slots(q) == 0)
-                return;
+                return false;
         for (unsigned n = 0; n < MAX_PACKETS_PER_FETCH && qh->next_fetch < doorbell && !qh->mq.busy; n++) {
                 struct emu_aql_dispatch_packet pkt;
                 uint64_t addr = q->ring_base_address + (qh->next_fetch % ring_slots(q)) * EMU_AQL_PACKET_SIZE;
@@ -104,10 +105,13 @@ static void fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh)
         }
         if (reported)
                 report_read_index(nh, qh);
+        return qh->next_fetch != fetched;
 }
 
-static void retire_finished(struct emu_gpu *gpu)
+static bool retire_finished(struct emu_gpu *gpu)
 {
+        bool retired = false;
+
         for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next) {
                 struct emu_queue_hw *qh = queue_hw_of(mq);
 
@@ -116,41 +120,31 @@ static void retire_finished(struct emu_gpu *gpu)
                 emu_model_retire(&gpu->hw->model, mq);
                 qh->read_index = qh->next_fetch;
                 report_read_index(gpu->hw->node_hw, qh);
+                retired = true;
         }
-}
-
-static bool any_idle_queue_has_packets(struct emu_gpu *gpu)
-{
-        struct emu_node_hw *nh = gpu->hw->node_hw;
-
-        for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next) {
-                struct emu_queue_hw *qh = queue_hw_of(mq);
-
-                if (mq->done)
-                        return true;
-                if (!mq->busy && !qh->q->is_suspended &&
-                    __atomic_load_n(emu_doorbell_word(nh, qh->frame, qh->q->doorbell_slot), __ATOMIC_ACQUIRE) > qh->next_fetch)
-                        return true;
-        }
-        return false;
+        return retired;
 }
 
 /* Bring a GPU up to `now`: what its CPs would have done by then. Every
  * entry point that changes a GPU's queues calls it first, since a real CP
  * reacts to a doorbell within microseconds, long before kfdemu's thread. */
-static void run_gpu(struct emu_gpu *gpu, uint64_t now)
+static bool run_gpu(struct emu_gpu *gpu, uint64_t now)
 {
-        /* A dispatch of length 0 finishes as it starts: loop until quiet,
-         * bounded so a ring of empty kernels cannot hold node->lock forever. */
+        /* A dispatch of length 0 finishes as it starts: go round while
+         * packets are consumed, bounded so a ring of empty kernels cannot
+         * hold node->lock for long. */
         for (unsigned round = 0; round < MAX_PACKETS_PER_FETCH; round++) {
+                bool progress;
+
                 emu_model_advance(&gpu->hw->model, now);
-                retire_finished(gpu);
+                progress = retire_finished(gpu);
                 for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next)
                         if (!mq->busy && !queue_hw_of(mq)->q->is_suspended)
-                                fetch_packets(gpu, queue_hw_of(mq));
-                if (!any_idle_queue_has_packets(gpu))
-                        break;
+                                progress |= fetch_packets(gpu, queue_hw_of(mq));
+                if (!progress)
+                        return false;
         }
+        return true;    /* more to do: come back at once */
 }
 
 static void complete_due_calls(struct emu_node_hw *nh, uint64_t now)
@@ -202,8 +196,7 @@ static uint64_t engine_step(struct emu_node *node, uint64_t now)
         for (unsigned i = 0; i < node->n_gpus; i++) {
                 uint64_t t;
 
-                run_gpu(&node->gpus[i], now);
-                t = emu_model_next_event(&node->gpus[i].hw->model);
+                t = run_gpu(&node->gpus[i], now) ? now : emu_model_next_event(&node->gpus[i].hw->model);
                 if (t < next)
                         next = t;
         }
