@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "app-job.h"
 #include "cleanup.h"
@@ -39,8 +41,8 @@ struct app_worker {
 struct app_job {
         const struct app_options *opts;
         struct emu_runtime *rt;
-        struct clr_log *log;
-        void (*on_worker_done)(void);
+        struct app_job_outputs out;
+        pid_t pid;
         int64_t start_ns;
         int64_t end_ns;                    /* 0 = no duration limit */
         int64_t stop_ns;                   /* when app_job_stop ran; 0 = running */
@@ -126,8 +128,11 @@ static int submit_request(struct app_worker *w, uint64_t *ret_last)
                 }
                 if (r < 0)
                         return r;
-                if (w->job->log)
-                        clr_log_kernel_dispatch(w->job->log, &w->identity, &rec, o->kernel_name);
+                if (w->job->out.dispatch_times)
+                        fprintf(w->job->out.dispatch_times, "%" PRId64 " %d %u %u %" PRIu64 "\n", rec.publish_ns,
+                                (int)w->job->pid, w->identity.gpu_id, w->identity.queue_id, rec.index);
+                if (w->job->out.log)
+                        clr_log_kernel_dispatch(w->job->out.log, &w->identity, &rec, o->kernel_name);
         }
         *ret_last = rec.index;
         return 0;
@@ -189,7 +194,7 @@ static void *worker_main(void *userdata)
         w->error = error;
         pthread_mutex_unlock(&w->lock);
         atomic_store(&w->done, true);
-        job->on_worker_done();
+        job->out.on_worker_done();
         return NULL;
 }
 
@@ -200,8 +205,8 @@ static void worker_free(struct app_worker *w)
         free(w);
 }
 
-int app_job_new(const struct app_options *opts, struct emu_runtime *rt, struct clr_log *log,
-                void (*on_worker_done)(void), struct app_job **ret_job)
+int app_job_new(const struct app_options *opts, struct emu_runtime *rt,
+                const struct app_job_outputs *outputs, struct app_job **ret_job)
 {
         struct app_job *job = calloc(1, sizeof(*job));
 
@@ -209,8 +214,8 @@ int app_job_new(const struct app_options *opts, struct emu_runtime *rt, struct c
                 return -ENOMEM;
         job->opts = opts;
         job->rt = rt;
-        job->log = log;
-        job->on_worker_done = on_worker_done;
+        job->out = *outputs;
+        job->pid = getpid();
         atomic_init(&job->requests_claimed, 0);
         *ret_job = job;
         return 0;
@@ -276,8 +281,8 @@ int app_job_add_queue(struct app_job *job, uint32_t gpu_id)
         w->rng[1] = (unsigned short)((job->opts->seed >> 16) ^ job->n_workers);
         w->rng[2] = (unsigned short)((job->opts->seed >> 32) ^ (job->n_workers * 0x9e37u));
         job->workers[job->n_workers++] = w;
-        if (job->log)
-                clr_log_queue_created(job->log, &w->identity, (uintptr_t)w);
+        if (job->out.log)
+                clr_log_queue_created(job->out.log, &w->identity, (uintptr_t)w);
         return 0;
 }
 
@@ -337,8 +342,8 @@ static int worker_destroy_queue(struct app_job *job, struct app_worker *w)
         if (r < 0)
                 return r;
         w->queue = NULL;
-        if (job->log)
-                clr_log_queue_destroyed(job->log, &w->identity, (uintptr_t)w);
+        if (job->out.log)
+                clr_log_queue_destroyed(job->out.log, &w->identity, (uintptr_t)w);
         return 0;
 }
 

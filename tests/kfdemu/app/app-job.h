@@ -15,6 +15,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "app-options.h"
 #include "clr-log.h"
@@ -43,11 +44,21 @@ struct app_job_report {
         int error;                  /* first worker failure, -errno, or 0 */
 };
 
-/* log may be NULL. on_worker_done runs in a worker thread when it stops
- * for good (end of its requests, duration or an error), so the caller can
- * wake its own loop; it must be async-safe with respect to that loop. */
-int app_job_new(const struct app_options *opts, struct emu_runtime *rt, struct clr_log *log,
-                void (*on_worker_done)(void), struct app_job **ret_job);
+/* Where the job reports what it does. */
+struct app_job_outputs {
+        struct clr_log *log;           /* CLR log lines; NULL = none */
+        /* One line per dispatch, "<ns> <pid> <gpu_id> <queue_id> <index>",
+         * ns = CLOCK_MONOTONIC just before the write index was published
+         * (for reaction-time measurements); NULL = none. */
+        FILE *dispatch_times;
+        /* Runs in a worker thread when it stops for good (its requests or
+         * the duration are done, or it failed), so the caller can wake its
+         * own loop. */
+        void (*on_worker_done)(void);
+};
+
+int app_job_new(const struct app_options *opts, struct emu_runtime *rt,
+                const struct app_job_outputs *outputs, struct app_job **ret_job);
 /* Stops the workers and frees; queues not destroyed are left to process exit. */
 void app_job_free(struct app_job *job);
 

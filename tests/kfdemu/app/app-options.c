@@ -35,6 +35,7 @@ enum {
         OPT_AMD_LOG_FILE,
         OPT_KERNEL_NAME,
         OPT_SEED,
+        OPT_DISPATCH_TIMES,
 };
 
 static const struct option long_options[] = {
@@ -66,6 +67,7 @@ static const struct option long_options[] = {
         {"amd-log-file", required_argument, NULL, OPT_AMD_LOG_FILE},
         {"kernel-name", required_argument, NULL, OPT_KERNEL_NAME},
         {"seed", required_argument, NULL, OPT_SEED},
+        {"dispatch-times", required_argument, NULL, OPT_DISPATCH_TIMES},
         {NULL, 0, NULL, 0},
 };
 
@@ -320,6 +322,9 @@ int app_options_parse(struct app_options *o, int argc, char **argv, char *error,
                 case OPT_AMD_LOG_FILE:
                         o->amd_log_file = optarg;
                         break;
+                case OPT_DISPATCH_TIMES:
+                        o->dispatch_times = optarg;
+                        break;
                 case OPT_KERNEL_NAME:
                         if (strlen(optarg) == 0 || strlen(optarg) > APP_MAX_NAME)
                                 return fail(error, error_size, "--kernel-name: give 1 to %u characters.", APP_MAX_NAME);
@@ -389,6 +394,8 @@ void app_options_print_help(const char *program)
                "      --amd-log-format F      5.2, 6.0 or 6.2: the ROCm generation whose log format to write\n"
                "      --amd-log-file PATH     where the log goes (or AMD_LOG_LEVEL_FILE; default stderr)\n"
                "      --kernel-name NAME      kernel name in \"ShaderName\" lines\n"
+               "      --dispatch-times PATH   append \"<ns> <pid> <gpu_id> <queue_id> <index>\" per dispatch,\n"
+               "                              ns = CLOCK_MONOTONIC just before the write index moved\n"
                "  -h, --help                  show this help\n"
                "\n"
                "After setup it prints \"READY pid=<pid> queues=<n>\". SIGTERM/SIGINT stop it cleanly,\n"

@@ -260,6 +260,14 @@ static long futex(uint32_t *addr, int op, uint32_t val, const struct timespec *t
         return syscall(SYS_futex, addr, op, val, timeout, NULL, 0);
 }
 
+static int64_t now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 uint64_t emu_aql_queue_read_index(const struct emu_aql_queue *q)
 {
         return __atomic_load_n(&q->amd_queue->read_dispatch_id, __ATOMIC_ACQUIRE);
@@ -278,6 +286,7 @@ int emu_aql_queue_dispatch(struct emu_aql_queue *q, const struct emu_kernel_laun
         uint64_t read_index = emu_aql_queue_read_index(q);
         struct emu_aql_dispatch_packet *p;
         uint16_t header = AQL_DISPATCH_HEADER, setup = AQL_DISPATCH_DIMENSIONS;
+        int64_t publish_ns;
 
         if (launch->workgroups == 0 || launch->workgroup_size == 0 || launch->workgroup_size > 1024)
                 return -EINVAL;
@@ -301,7 +310,9 @@ int emu_aql_queue_dispatch(struct emu_aql_queue *q, const struct emu_kernel_laun
         p->completion_signal = 0;
         __atomic_store_n((uint32_t *)(void *)p, (uint32_t)header | (uint32_t)setup << 16,
                          __ATOMIC_RELEASE);
-        /* 2.-3. the write index, then the doorbell. */
+        /* 2.-3. the write index, then the doorbell. The time is taken first:
+         * a watcher can see the index move the moment it is stored. */
+        publish_ns = now_ns();
         q->write_index = index + 1;
         __atomic_store_n(&q->amd_queue->write_dispatch_id, index + 1, __ATOMIC_RELEASE);
         __atomic_store_n(q->doorbell, index + 1, __ATOMIC_RELEASE);
@@ -314,6 +325,7 @@ int emu_aql_queue_dispatch(struct emu_aql_queue *q, const struct emu_kernel_laun
                 *ret_record = (struct emu_dispatch_record){
                         .index = index,
                         .read_index = read_index,
+                        .publish_ns = publish_ns,
                         .header = header,
                         .setup = setup,
                         .kernel_object = p->kernel_object,
@@ -325,14 +337,6 @@ int emu_aql_queue_dispatch(struct emu_aql_queue *q, const struct emu_kernel_laun
                         .group_segment_size = p->group_segment_size,
                 };
         return 0;
-}
-
-static int64_t now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int emu_aql_queue_wait(struct emu_aql_queue *q, uint64_t index, int64_t timeout_ns)

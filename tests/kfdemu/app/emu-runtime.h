@@ -96,6 +96,7 @@ struct emu_kernel_launch {
 struct emu_dispatch_record {
         uint64_t index;            /* packet index (the write index before it) */
         uint64_t read_index;       /* read_dispatch_id seen when it was written */
+        int64_t publish_ns;        /* CLOCK_MONOTONIC just before write_dispatch_id moved */
         uint16_t header;
         uint16_t setup;
         uint64_t kernel_object;

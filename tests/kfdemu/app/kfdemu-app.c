@@ -31,6 +31,7 @@ struct app {
         struct emu_runtime *rt;
         struct clr_log *log;
         FILE *log_file;
+        FILE *dispatch_times;
         struct app_job *job;
         int wake_fd;
         uint32_t gpu_ids[EMU_RUNTIME_MAX_GPUS];
@@ -207,6 +208,8 @@ static int reexec(struct app *app)
         fflush(stdout);
         if (app->log_file)
                 fflush(app->log_file);
+        if (app->dispatch_times)
+                fflush(app->dispatch_times);
         execv("/proc/self/exe", argv);
         free(argv);
         return NEG_ERRNO();
@@ -303,6 +306,15 @@ static int setup(struct app *app)
         r = open_log(app);
         if (r < 0)
                 return r;
+        if (app->opts.dispatch_times) {
+                app->dispatch_times = fopen(app->opts.dispatch_times, "ae");
+                if (!app->dispatch_times) {
+                        r = NEG_ERRNO();
+                        fprintf(stderr, PROGRAM ": cannot open the dispatch-times file %s: %s. Check the path.\n",
+                                app->opts.dispatch_times, strerror(-r));
+                        return r;
+                }
+        }
         r = emu_runtime_open(&ro, &app->rt);
         if (r < 0) {
                 explain_runtime_open(r);
@@ -311,7 +323,8 @@ static int setup(struct app *app)
         r = resolve_gpus(app);
         if (r < 0)
                 return r;
-        r = app_job_new(&app->opts, app->rt, app->log, app_signals_wake, &app->job);
+        r = app_job_new(&app->opts, app->rt,
+                        &(struct app_job_outputs){app->log, app->dispatch_times, app_signals_wake}, &app->job);
         if (r < 0)
                 return r;
         for (unsigned i = 0; i < app->opts.queues; i++) {
@@ -364,6 +377,10 @@ static int teardown(struct app *app)
         clr_log_free(app->log);
         if (app->log_file)
                 fclose(app->log_file);
+        if (app->dispatch_times && fclose(app->dispatch_times) != 0) {
+                fprintf(stderr, PROGRAM ": cannot write the dispatch-times file: %s.\n", strerror(errno));
+                ret = -EIO;
+        }
         return ret;
 }
 

@@ -228,15 +228,23 @@ static bool file_has(const char *path, const char *needle)
 
 static void test_app_makes_progress_and_logs_its_addresses(void **state)
 {
-        char log_path[] = "/tmp/kfdemu-app-log-XXXXXX";
-        int fd = mkstemp(log_path);
+        char log_path[] = "/tmp/kfdemu-app-log-XXXXXX", times_path[] = "/tmp/kfdemu-app-times-XXXXXX";
+        int fd = mkstemp(log_path), times_fd = mkstemp(times_path);
         struct app_run run;
         json_object *report, *queues;
+        uint64_t dispatches = 0;
+        _cleanup_fclose_ FILE *times = NULL;
+        long long ns;
+        int pid;
+        unsigned gpu_id, queue_id;
+        unsigned long long index;
 
-        assert_true(fd >= 0);
+        assert_true(fd >= 0 && times_fd >= 0);
         close(fd);
+        close(times_fd);
         app_start(&run, (char *[]){"--queues", "3", "--continuous", "--kernel-us", "200", "--duration", "0.4",
-                                   "--json", "--amd-log-level", "4", "--amd-log-file", log_path, NULL});
+                                   "--json", "--amd-log-level", "4", "--amd-log-file", log_path,
+                                   "--dispatch-times", times_path, NULL});
         assert_int_equal(app_wait_ready(&run), 3);
         report = app_finish(&run, 0);
         assert_non_null(report);
@@ -256,8 +264,18 @@ static void test_app_makes_progress_and_logs_its_addresses(void **state)
                 assert_true(file_has(log_path, created));
                 assert_true(file_has(log_path, dispatch));
         }
+        /* Every dispatch has its publication time, completed or not. */
+        times = fopen(times_path, "re");
+        assert_non_null(times);
+        while (fscanf(times, "%lld %d %u %u %llu", &ns, &pid, &gpu_id, &queue_id, &index) == 5) {
+                assert_int_equal(pid, run.pid);
+                assert_true(ns > 0);
+                dispatches++;
+        }
+        assert_true(dispatches >= json_u64(report, "kernels"));
         json_object_put(report);
         unlink(log_path);
+        unlink(times_path);
 }
 
 static void test_app_sigterm_ends_cleanly(void **state)
@@ -298,7 +316,7 @@ static void test_app_late_queue_then_destroy(void **state)
 
         /* Wide margins around each event: sanitizers and loaded CI slow things down. */
         app_start(&run, (char *[]){"--queues", "2", "--kernel-us", "300", "--late-queue-after", "0.1",
-                                   "--destroy-queue-after", "0.7", "--duration", "1.2", "--json", NULL});
+                                   "--destroy-queue-after", "0.7", "--duration", "2", "--json", NULL});
         assert_int_equal(app_wait_ready(&run), 2);
         sleep_s(0.4);
         assert_int_equal(count_sysfs_queues(run.pid), 3);
