@@ -20,6 +20,13 @@
 
 /* KFD_SYSFS_FILE_MODE; debugfs files are 0444 too (kfd_debugfs_init). */
 #define RENDERED_FILE_MODE 0444
+/* Files being written and trees being removed live here, outside the
+ * rendered sys/ tree, so a reader listing a directory never sees a name
+ * the kernel would not show. Only one thread renders at a time (under
+ * node->lock), so fixed names are enough. */
+#define STAGING_DIR ".staging"
+#define STAGING_FILE STAGING_DIR "/file"
+#define STAGING_TREE STAGING_DIR "/removed"
 
 static int join_path(const char *root, const char *relpath, char ret_path[PATH_MAX])
 {
@@ -60,18 +67,20 @@ static int write_all(int fd, const char *data, size_t len)
 
 int emu_render_write(const char *root, const char *relpath, const char *data, size_t len)
 {
-        char path[PATH_MAX], tmp[PATH_MAX + 16];
+        char path[PATH_MAX], tmp[PATH_MAX];
         _cleanup_close_ int fd = -1;
         int r;
 
         r = join_path(root, relpath, path);
+        if (r >= 0)
+                r = join_path(root, STAGING_FILE, tmp);
+        if (r >= 0)
+                r = mkdir_parents(path);
+        if (r >= 0)
+                r = mkdir_parents(tmp);
         if (r < 0)
                 return r;
-        r = mkdir_parents(path);
-        if (r < 0)
-                return r;
-        snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-        fd = mkstemp(tmp);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd < 0)
                 return NEG_ERRNO();
         r = write_all(fd, data, len);
@@ -106,13 +115,18 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
 /* A directory goes away at once for readers (rename), then its files. */
 int emu_render_remove_tree(const char *root, const char *relpath)
 {
-        char path[PATH_MAX], doomed[PATH_MAX + 16];
+        char path[PATH_MAX], doomed[PATH_MAX];
         int r;
 
         r = join_path(root, relpath, path);
+        if (r >= 0)
+                r = join_path(root, STAGING_TREE, doomed);
+        if (r >= 0)
+                r = mkdir_parents(doomed);
         if (r < 0)
                 return r;
-        snprintf(doomed, sizeof(doomed), "%s.removed", path);
+        /* Leftovers of a removal that failed half way. */
+        nftw(doomed, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         if (rename(path, doomed) < 0)
                 return errno == ENOENT ? 0 : NEG_ERRNO();
         return nftw(doomed, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 ? NEG_ERRNO() : 0;
@@ -120,16 +134,18 @@ int emu_render_remove_tree(const char *root, const char *relpath)
 
 int emu_render_symlink(const char *root, const char *relpath, const char *target)
 {
-        char path[PATH_MAX], tmp[PATH_MAX + 16];
+        char path[PATH_MAX], tmp[PATH_MAX];
         int r;
 
         r = join_path(root, relpath, path);
+        if (r >= 0)
+                r = join_path(root, STAGING_FILE, tmp);
+        if (r >= 0)
+                r = mkdir_parents(path);
+        if (r >= 0)
+                r = mkdir_parents(tmp);
         if (r < 0)
                 return r;
-        r = mkdir_parents(path);
-        if (r < 0)
-                return r;
-        snprintf(tmp, sizeof(tmp), "%s.new", path);
         unlink(tmp);
         if (symlink(target, tmp) < 0)
                 return NEG_ERRNO();

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -97,8 +98,8 @@ static int setup(void **state)
         struct fixture *fx = aligned_alloc(4096, (sizeof(struct fixture) + 4095) / 4096 * 4096);
 
         memset(fx, 0, sizeof(*fx));
-        snprintf(fx->root, sizeof(fx->root), "/tmp/kfdemu-gpu-engine-XXXXXX");
-        assert_non_null(mkdtemp(fx->root));
+        snprintf(fx->root, sizeof(fx->root), "/tmp/kfdemu-gpu-engine-%d", (int)getpid());
+        assert_int_equal(mkdir(fx->root, 0700), 0);
         pthread_mutex_init(&fx->node.lock, NULL);
         fx->node.n_gpus = fx->node.cfg.n_gpus = 1;
         snprintf(fx->node.cfg.root, sizeof(fx->node.cfg.root), "%s", fx->root);

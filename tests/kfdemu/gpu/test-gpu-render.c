@@ -5,6 +5,7 @@
  * real dumps: structure, headers, register addresses and the MQD dwords
  * the driver writes.
  */
+#include <dirent.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -146,8 +148,8 @@ static int setup(void **state)
         struct fixture *fx = calloc(1, sizeof(*fx));
         _cleanup_free_ char *real = real_file("mi308x-mqds-5queues.txt");
 
-        snprintf(fx->root, sizeof(fx->root), "/tmp/kfdemu-gpu-render-XXXXXX");
-        assert_non_null(mkdtemp(fx->root));
+        snprintf(fx->root, sizeof(fx->root), "/tmp/kfdemu-gpu-render-%d", (int)getpid());
+        assert_int_equal(mkdir(fx->root, 0700), 0);
         pthread_mutex_init(&fx->node.lock, NULL);
         fx->node.n_gpus = 1;
         fx->node.cfg.n_gpus = 1;
@@ -351,6 +353,27 @@ static void test_destroyed_queue_leaves_sysfs(void **state)
         assert_int_equal(access(path, F_OK), 0);
 }
 
+static void test_removed_process_leaves_no_trace(void **state)
+{
+        struct fixture *fx = *state;
+        char path[PATH_MAX * 2];
+        struct dirent *de;
+        unsigned entries = 0;
+        DIR *dir;
+
+        pthread_mutex_lock(&fx->node.lock);
+        emu_render_process_removed(&fx->node, fx->process.tgid);
+        pthread_mutex_unlock(&fx->node.lock);
+        /* Nothing, not even a half-removed tree, under proc/. */
+        snprintf(path, sizeof(path), "%s/sys/class/kfd/kfd/proc", fx->root);
+        dir = opendir(path);
+        assert_non_null(dir);
+        while ((de = readdir(dir)))
+                entries += de->d_name[0] != '.';
+        closedir(dir);
+        assert_int_equal(entries, 0);
+}
+
 static void test_topology(void **state)
 {
         struct fixture *fx = *state;
@@ -383,6 +406,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_hqds_layout_matches_the_real_dump, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sysfs_proc, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_destroyed_queue_leaves_sysfs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_removed_process_leaves_no_trace, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_topology, setup, teardown),
         };
 
