@@ -226,10 +226,22 @@ static bool file_has(const char *path, const char *needle)
         return found;
 }
 
+/* A fresh, empty file of ours for the app to write to. */
+static void scratch_file(const char *what, char *path, size_t size)
+{
+        const char *dir = getenv("TMPDIR");
+        int fd;
+
+        snprintf(path, size, "%s/kfdemu-app-test-%d-%s", dir && *dir ? dir : "/tmp", (int)getpid(), what);
+        unlink(path);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+}
+
 static void test_app_makes_progress_and_logs_its_addresses(void **state)
 {
-        char log_path[] = "/tmp/kfdemu-app-log-XXXXXX", times_path[] = "/tmp/kfdemu-app-times-XXXXXX";
-        int fd = mkstemp(log_path), times_fd = mkstemp(times_path);
+        char log_path[128], times_path[128];
         struct app_run run;
         json_object *report, *queues;
         uint64_t dispatches = 0;
@@ -239,9 +251,8 @@ static void test_app_makes_progress_and_logs_its_addresses(void **state)
         unsigned gpu_id, queue_id;
         unsigned long long index;
 
-        assert_true(fd >= 0 && times_fd >= 0);
-        close(fd);
-        close(times_fd);
+        scratch_file("log", log_path, sizeof(log_path));
+        scratch_file("times", times_path, sizeof(times_path));
         app_start(&run, (char *[]){"--queues", "3", "--continuous", "--kernel-us", "200", "--duration", "0.4",
                                    "--json", "--amd-log-level", "4", "--amd-log-file", log_path,
                                    "--dispatch-times", times_path, NULL});
@@ -280,13 +291,11 @@ static void test_app_makes_progress_and_logs_its_addresses(void **state)
 
 static void test_app_sigterm_ends_cleanly(void **state)
 {
-        char sig_path[] = "/tmp/kfdemu-app-signals-XXXXXX";
-        int fd = mkstemp(sig_path);
+        char sig_path[128];
         struct app_run run;
         json_object *report;
 
-        assert_true(fd >= 0);
-        close(fd);
+        scratch_file("signals", sig_path, sizeof(sig_path));
         app_start(&run, (char *[]){"--queues", "2", "--gpu", "1", "--kernel-us", "500", "--json", "--signal-log",
                                    sig_path, NULL});
         assert_int_equal(app_wait_ready(&run), 2);
