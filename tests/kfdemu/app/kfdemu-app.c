@@ -190,6 +190,14 @@ static int print_report(struct app *app, bool final)
         return r;
 }
 
+static void report_or_complain(struct app *app, bool final)
+{
+        int r = print_report(app, final);
+
+        if (r < 0)
+                fprintf(stderr, PROGRAM ": cannot write the report to standard output: %s.\n", strerror(-r));
+}
+
 /* Replaces the process image with a fresh run of the same command line,
  * minus --exec-after, while the queues are still live. */
 static int reexec(struct app *app)
@@ -250,8 +258,8 @@ static int run(struct app *app)
 
                 if (ev.stop)
                         return 0;
-                if (ev.report && print_report(app, false) < 0)
-                        fprintf(stderr, PROGRAM ": cannot write the report: %s.\n", strerror(errno));
+                if (ev.report)
+                        report_or_complain(app, false);
                 if (ms_until(start, o->late_queue_after_s, late_done) == 0) {
                         late_done = true;
                         r = add_queue(app);
@@ -360,8 +368,7 @@ static int teardown(struct app *app)
                         queues_gone = false;
                         ret = r;
                 }
-                if (print_report(app, true) < 0)
-                        fprintf(stderr, PROGRAM ": cannot write the report: %s.\n", strerror(errno));
+                report_or_complain(app, true);
                 app_job_free(app->job);
         }
         /* A queue that could not be destroyed keeps the runtime in use;
