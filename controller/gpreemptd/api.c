@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+#include "api.h"
+
+#include <grp.h>
+#include <json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "manager.h"
+#include "process-facts.h"
+#include "session.h"
+#include "workload-match.h"
+
+#define PID_MAX_LIMIT 4194304
+
+static const char description[] =
+        "# gpreemptd: gives online GPU work the GPU by suspending offline processes' queues.\n"
+        "interface io.gpreempt\n"
+        "\n"
+        "type Process (\n"
+        "  pid: int,\n"
+        "  managed: bool,\n"
+        "  class: ?string,\n"
+        "  workload: ?string,\n"
+        "  registered: bool,\n"
+        "  held: bool,\n"
+        "  gpus: []int,\n"
+        "  queues: int,\n"
+        "  watched_queues: int,\n"
+        "  attached: bool,\n"
+        "  attach_error: ?string,\n"
+        "  suspended_gpus: []int,\n"
+        "  suspends: int,\n"
+        "  resumes: int\n"
+        ")\n"
+        "\n"
+        "type Gpu (\n"
+        "  gpu_id: int,\n"
+        "  online_busy: bool,\n"
+        "  offline_suspended: bool,\n"
+        "  suspends: int,\n"
+        "  resumes_idle: int,\n"
+        "  resumes_max_suspend: int,\n"
+        "  resumes_share: int,\n"
+        "  suspended_usec: int\n"
+        ")\n"
+        "\n"
+        "type Match (workload: string, file: string, line: int, matched: bool, reason: string)\n"
+        "\n"
+        "# Every process using the GPU, every GPU's policy state and counters.\n"
+        "method Status() -> (processes: []Process, gpus: []Gpu, workloads: int, reloads: int, uptime_usec: int)\n"
+        "\n"
+        "# Suspends the process's queues on every GPU until Resume (root only).\n"
+        "method Suspend(pid: int) -> ()\n"
+        "# Ends a Suspend: the process is back under the policy (root only).\n"
+        "method Resume(pid: int) -> ()\n"
+        "# Classifies the process by hand, overriding the configuration (root only).\n"
+        "method Register(pid: int, class: string) -> ()\n"
+        "# Hands the process back to the configuration (root only).\n"
+        "method Unregister(pid: int) -> ()\n"
+        "# Checks the configuration on disk; with pid, explains which workload matches it.\n"
+        "method VerifyConfig(pid: ?int) -> (valid: bool, errors: []string, workloads: []string,\n"
+        "                                   matches: ?[]Match, workload: ?string, class: ?string)\n"
+        "# Re-reads the configuration; sessions are kept (root only).\n"
+        "method Reload() -> ()\n"
+        "\n"
+        "error PermissionDenied ()\n"
+        "error InternalError ()\n"
+        "error NoSuchProcess (pid: int)\n"
+        "error NotOffline (pid: int)\n"
+        "error NotAttached (pid: int, reason: string)\n"
+        "error OperationFailed (pid: int, reason: string)\n"
+        "error InvalidConfiguration (errors: []string)\n";
+
+static struct json_object *int_array(const uint32_t *v, size_t n)
+{
+        struct json_object *a = json_object_new_array();
+
+        for (size_t i = 0; i < n; i++)
+                json_object_array_add(a, json_object_new_int64(v[i]));
+        return a;
+}
+
+static void add_string_or_null(struct json_object *o, const char *key, const char *value)
+{
+        json_object_object_add(o, key, value ? json_object_new_string(value) : NULL);
+}
+
+static struct json_object *process_json(const struct tracked_process *p)
+{
+        struct json_object *o = json_object_new_object();
+        uint32_t suspended[MANAGER_MAX_GPUS];
+        size_t n_suspended = 0;
+
+        for (size_t i = 0; p->session && i < p->n_gpu_ids; i++)
+                if (session_is_suspended(p->session, p->gpu_ids[i]))
+                        suspended[n_suspended++] = p->gpu_ids[i];
+        json_object_object_add(o, "pid", json_object_new_int(p->pid));
+        json_object_object_add(o, "managed", json_object_new_boolean(p->managed));
+        add_string_or_null(o, "class", p->managed ? workload_class_to_string(p->class) : NULL);
+        add_string_or_null(o, "workload", p->workload);
+        json_object_object_add(o, "registered", json_object_new_boolean(p->registered));
+        json_object_object_add(o, "held", json_object_new_boolean(p->held));
+        json_object_object_add(o, "gpus", int_array(p->gpu_ids, p->n_gpu_ids));
+        json_object_object_add(o, "queues", json_object_new_int64((int64_t)p->n_queues));
+        json_object_object_add(o, "watched_queues", json_object_new_int64((int64_t)p->n_watched_queues));
+        json_object_object_add(o, "attached", json_object_new_boolean(p->session != NULL));
+        add_string_or_null(o, "attach_error", p->session_error);
+        json_object_object_add(o, "suspended_gpus", int_array(suspended, n_suspended));
+        json_object_object_add(o, "suspends",
+                               json_object_new_int64(p->session ? (int64_t)session_suspend_count(p->session) : 0));
+        json_object_object_add(o, "resumes",
+                               json_object_new_int64(p->session ? (int64_t)session_resume_count(p->session) : 0));
+        return o;
+}
+
+static struct json_object *gpu_json(const struct manager *m, const struct gpu *g)
+{
+        struct json_object *o = json_object_new_object();
+        const struct policy_stats *st = &g->policy.stats;
+
+        json_object_object_add(o, "gpu_id", json_object_new_int64(g->gpu_id));
+        json_object_object_add(o, "online_busy", json_object_new_boolean(g->policy.online_busy));
+        json_object_object_add(o, "offline_suspended", json_object_new_boolean(g->policy.suspended));
+        json_object_object_add(o, "suspends", json_object_new_int64((int64_t)st->suspends));
+        json_object_object_add(o, "resumes_idle", json_object_new_int64((int64_t)st->resumes[POLICY_RESUMED_IDLE]));
+        json_object_object_add(o, "resumes_max_suspend",
+                               json_object_new_int64((int64_t)st->resumes[POLICY_RESUMED_MAX_SUSPEND]));
+        json_object_object_add(o, "resumes_share", json_object_new_int64((int64_t)st->resumes[POLICY_RESUMED_SHARE]));
+        json_object_object_add(o, "suspended_usec",
+                               json_object_new_int64((int64_t)policy_suspended_us(&g->policy, manager_now(m))));
+        return o;
+}
+
+static void method_status(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        struct manager *m = userdata;
+        struct json_object *reply = json_object_new_object();
+        struct json_object *procs = json_object_new_array(), *gpus = json_object_new_array();
+
+        for (size_t i = 0; i < m->n_processes; i++)
+                json_object_array_add(procs, process_json(m->processes[i]));
+        for (size_t i = 0; i < m->n_gpus; i++)
+                json_object_array_add(gpus, gpu_json(m, &m->gpus[i]));
+        json_object_object_add(reply, "processes", procs);
+        json_object_object_add(reply, "gpus", gpus);
+        json_object_object_add(reply, "workloads", json_object_new_int64((int64_t)m->config->n_workloads));
+        json_object_object_add(reply, "reloads", json_object_new_int64((int64_t)m->reloads));
+        json_object_object_add(reply, "uptime_usec", json_object_new_int64((int64_t)(manager_now(m) - m->started_us)));
+        varlink_call_reply(call, reply);
+}
+
+static void invalid_parameter(struct varlink_call *call, const char *name)
+{
+        struct json_object *p = json_object_new_object();
+
+        json_object_object_add(p, "parameter", json_object_new_string(name));
+        varlink_call_error(call, "org.varlink.service.InvalidParameter", p);
+}
+
+static void error_with_pid(struct varlink_call *call, const char *error, pid_t pid, const char *reason)
+{
+        struct json_object *p = json_object_new_object();
+
+        json_object_object_add(p, "pid", json_object_new_int(pid));
+        if (reason)
+                json_object_object_add(p, "reason", json_object_new_string(reason));
+        varlink_call_error(call, error, p);
+}
+
+/* Returns the pid parameter, or 0 after answering with InvalidParameter. */
+static pid_t get_pid(struct varlink_call *call, struct json_object *params, bool required)
+{
+        struct json_object *v;
+        int64_t pid;
+
+        if (!json_object_object_get_ex(params, "pid", &v) || json_object_is_type(v, json_type_null)) {
+                if (required)
+                        invalid_parameter(call, "pid");
+                return 0;
+        }
+        pid = json_object_get_int64(v);
+        if (!json_object_is_type(v, json_type_int) || pid < 1 || pid > PID_MAX_LIMIT) {
+                invalid_parameter(call, "pid");
+                return -1;
+        }
+        return (pid_t)pid;
+}
+
+/* Finds the tracked process named by the pid parameter, or answers with an error and returns NULL. */
+static struct tracked_process *get_process(struct varlink_call *call, struct manager *m, struct json_object *params)
+{
+        pid_t pid = get_pid(call, params, true);
+        struct tracked_process *p;
+
+        if (pid <= 0)
+                return NULL;
+        p = manager_find_process(m, pid);
+        if (!p)
+                error_with_pid(call, "NoSuchProcess", pid, NULL);
+        return p;
+}
+
+static void hold(struct varlink_call *call, struct json_object *params, struct manager *m, bool on)
+{
+        struct tracked_process *p = get_process(call, m, params);
+        int r;
+
+        if (!p)
+                return;
+        if (!p->managed || p->class != WORKLOAD_CLASS_OFFLINE) {
+                error_with_pid(call, "NotOffline", p->pid, NULL);
+                return;
+        }
+        if (!p->session) {
+                error_with_pid(call, "NotAttached", p->pid, p->session_error ? p->session_error : "not attached");
+                return;
+        }
+        r = manager_hold(m, p, on);
+        if (r < 0) {
+                error_with_pid(call, "OperationFailed", p->pid, strerror(-r));
+                return;
+        }
+        log_notice("Process %d: %s by uid %u", (int)p->pid, on ? "held suspended" : "released",
+                   (unsigned)varlink_call_peer_uid(call));
+        varlink_call_reply(call, NULL);
+}
+
+static void method_suspend(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        hold(call, params, userdata, true);
+}
+
+static void method_resume(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        hold(call, params, userdata, false);
+}
+
+static void method_register(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        struct manager *m = userdata;
+        struct tracked_process *p;
+        struct json_object *v;
+        int class;
+
+        if (!json_object_object_get_ex(params, "class", &v) || !json_object_is_type(v, json_type_string) ||
+            (class = workload_class_from_string(json_object_get_string(v))) < 0) {
+                invalid_parameter(call, "class");
+                return;
+        }
+        p = get_process(call, m, params);
+        if (!p)
+                return;
+        manager_register(m, p, true, class);
+        varlink_call_reply(call, NULL);
+}
+
+static void method_unregister(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        struct manager *m = userdata;
+        struct tracked_process *p = get_process(call, m, params);
+
+        if (!p)
+                return;
+        manager_register(m, p, false, p->class);
+        varlink_call_reply(call, NULL);
+}
+
+static struct json_object *diag_json(const struct diag *d)
+{
+        struct json_object *a = json_object_new_array();
+
+        for (size_t i = 0; i < d->n_messages; i++)
+                json_object_array_add(a, json_object_new_string(d->messages[i]));
+        if (d->n_dropped) {
+                char more[64];
+
+                snprintf(more, sizeof(more), "and %zu more problems", d->n_dropped);
+                json_object_array_add(a, json_object_new_string(more));
+        }
+        return a;
+}
+
+static void method_verify_config(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        struct manager *m = userdata;
+        struct json_object *reply, *names, *matches;
+        struct config *c = NULL;
+        struct process_facts facts;
+        struct diag d = { 0 };
+        pid_t pid = get_pid(call, params, false);
+        const struct workload *chosen = NULL;
+        int r;
+
+        if (pid < 0)
+                return;
+        reply = json_object_new_object();
+        r = config_load(m->paths.config_dir, &c, &d);
+        json_object_object_add(reply, "valid", json_object_new_boolean(r >= 0));
+        json_object_object_add(reply, "errors", diag_json(&d));
+        diag_clear(&d);
+        names = json_object_new_array();
+        for (size_t i = 0; c && i < c->n_workloads; i++)
+                json_object_array_add(names, json_object_new_string(c->workloads[i].name));
+        json_object_object_add(reply, "workloads", names);
+        if (c && pid > 0) {
+                r = process_facts_read(m->paths.proc_root, pid, &facts);
+                if (r < 0) {
+                        json_object_put(reply);
+                        config_free(c);
+                        error_with_pid(call, "NoSuchProcess", pid, NULL);
+                        return;
+                }
+                matches = json_object_new_array();
+                for (size_t i = 0; i < c->n_workloads; i++) {
+                        const struct workload *w = &c->workloads[i];
+                        struct json_object *o = json_object_new_object();
+                        _cleanup_free_ char *reason = NULL;
+                        bool matched = workload_match(w, &facts, &reason);
+
+                        if (matched && !chosen)
+                                chosen = w;
+                        json_object_object_add(o, "workload", json_object_new_string(w->name));
+                        json_object_object_add(o, "file", json_object_new_string(w->file));
+                        json_object_object_add(o, "line", json_object_new_int((int)w->line));
+                        json_object_object_add(o, "matched", json_object_new_boolean(matched));
+                        json_object_object_add(o, "reason", json_object_new_string(reason ? reason : ""));
+                        json_object_array_add(matches, o);
+                }
+                process_facts_done(&facts);
+                json_object_object_add(reply, "matches", matches);
+                add_string_or_null(reply, "workload", chosen ? chosen->name : NULL);
+                add_string_or_null(reply, "class", chosen ? workload_class_to_string(chosen->class) : NULL);
+        }
+        config_free(c);
+        varlink_call_reply(call, reply);
+}
+
+static void method_reload(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        struct manager *m = userdata;
+        struct diag d = { 0 };
+        int r = manager_reload(m, &d);
+
+        if (r < 0) {
+                struct json_object *p = json_object_new_object();
+
+                json_object_object_add(p, "errors", diag_json(&d));
+                diag_clear(&d);
+                varlink_call_error(call, "InvalidConfiguration", p);
+                return;
+        }
+        varlink_call_reply(call, NULL);
+}
+
+static const struct varlink_method methods[] = {
+        { "Status", VARLINK_ACCESS_READ, method_status },
+        { "VerifyConfig", VARLINK_ACCESS_READ, method_verify_config },
+        { "Suspend", VARLINK_ACCESS_WRITE, method_suspend },
+        { "Resume", VARLINK_ACCESS_WRITE, method_resume },
+        { "Register", VARLINK_ACCESS_WRITE, method_register },
+        { "Unregister", VARLINK_ACCESS_WRITE, method_unregister },
+        { "Reload", VARLINK_ACCESS_WRITE, method_reload },
+};
+
+const struct varlink_interface api_interface = {
+        .name = "io.gpreempt",
+        .description = description,
+        .methods = methods,
+        .n_methods = ELEMENTSOF(methods),
+};
+
+gid_t api_read_group(const char *name)
+{
+        struct group *g = getgrnam(name);
+
+        return g ? g->gr_gid : (gid_t)-1;
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+#include "discovery.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "manager.h"
+#include "sources.h"
+
+static void kfd_root(const struct manager *m, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/class/kfd/kfd", m->paths.sysfs_root);
+}
+
+void discovery_refresh_process(struct manager *m, struct tracked_process *p)
+{
+        struct qf_sysfs_process sysfs = { 0 };
+        struct qf_diags diags = { 0 };
+        uint64_t signature = 1469598103934665603ull; /* FNV-1a over (queue id, gpu id) */
+        char root[512];
+
+        kfd_root(m, root, sizeof(root));
+        if (qf_sysfs_read_process(root, p->pid, &diags, &sysfs) < 0) {
+                qf_diags_clear(&diags);
+                return;
+        }
+        p->n_gpu_ids = 0;
+        for (size_t i = 0; i < sysfs.n_queues; i++) {
+                const struct qf_sysfs_queue *q = &sysfs.queues[i];
+                bool known = false;
+
+                signature = (signature ^ q->queue_id) * 1099511628211ull;
+                signature = (signature ^ q->gpu_id) * 1099511628211ull;
+                for (size_t g = 0; g < p->n_gpu_ids; g++)
+                        known = known || p->gpu_ids[g] == q->gpu_id;
+                if (!known && p->n_gpu_ids < MANAGER_MAX_GPUS) {
+                        p->gpu_ids[p->n_gpu_ids++] = q->gpu_id;
+                        manager_gpu(m, q->gpu_id);
+                }
+        }
+        p->n_queues = sysfs.n_queues;
+        p->queue_signature = signature;
+        qf_sysfs_process_clear(&sysfs);
+        qf_diags_clear(&diags);
+}
+
+/* Re-reads p's queues; true if they differ from what was seen before. */
+static bool queues_changed(struct manager *m, struct tracked_process *p)
+{
+        uint64_t before = p->queue_signature;
+        size_t n_before = p->n_queues;
+
+        discovery_refresh_process(m, p);
+        return p->queue_signature != before || p->n_queues != n_before;
+}
+
+void discovery_scan(struct manager *m)
+{
+        pid_t *pids = NULL;
+        size_t n = 0;
+        char root[512];
+        int r;
+
+        kfd_root(m, root, sizeof(root));
+        r = qf_sysfs_list_pids(root, &pids, &n);
+        if (r < 0) {
+                if (r != -ENOENT)
+                        log_warning_errno(r, "Cannot list %s/proc", root);
+                n = 0;
+        }
+        /* processes that closed /dev/kfd without exiting */
+        for (size_t i = 0; i < m->n_processes;) {
+                struct tracked_process *p = m->processes[i];
+                bool listed = false;
+
+                for (size_t j = 0; j < n && !listed; j++)
+                        listed = pids[j] == p->pid;
+                if (!listed) {
+                        manager_remove_process(m, p);
+                        continue;
+                }
+                i++;
+        }
+        for (size_t j = 0; j < n; j++) {
+                struct tracked_process *p;
+
+                if (pids[j] == getpid())
+                        continue; /* the daemon's own kfd process */
+                p = manager_find_process(m, pids[j]);
+                if (!p) {
+                        manager_add_process(m, pids[j]);
+                        continue;
+                }
+                if (queues_changed(m, p))
+                        manager_process_queues_changed(m, p);
+        }
+        free(pids);
+}
+
+static int on_discovery_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct manager *m = userdata;
+
+        discovery_scan(m);
+        if (m->stopping)
+                return 0;
+        sd_event_source_set_time(s, usec + m->config->daemon.discovery_interval_us);
+        sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+int discovery_start(struct manager *m)
+{
+        int r = sd_event_add_time(m->event, &m->discovery_timer, CLOCK_MONOTONIC, manager_now(m), 1000,
+                                  on_discovery_timer, m);
+        if (r < 0)
+                return r;
+        discovery_scan(m);
+        discovery_reconfigure(m);
+        return 0;
+}
+
+void discovery_reconfigure(struct manager *m)
+{
+        sd_event_source_set_time(m->discovery_timer, manager_now(m) + m->config->daemon.discovery_interval_us);
+        sd_event_source_set_enabled(m->discovery_timer, SD_EVENT_ONESHOT);
+}
+
+void discovery_stop(struct manager *m)
+{
+        m->discovery_timer = sd_event_source_disable_unref(m->discovery_timer);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static enum log_level max_level = LOG_LEVEL_NOTICE;
+
+/* syslog priorities: err 3, warning 4, notice 5, info 6, debug 7 */
+static const int priority[_LOG_LEVEL_MAX] = { 3, 4, 5, 6, 7 };
+
+void log_set_level(enum log_level level)
+{
+        max_level = level;
+}
+
+enum log_level log_get_level(void)
+{
+        return max_level;
+}
+
+int log_full_errno(enum log_level level, int error, const char *fmt, ...)
+{
+        char text[2048];
+        va_list ap;
+        int saved = errno;
+
+        if (level <= max_level) {
+                va_start(ap, fmt);
+                vsnprintf(text, sizeof(text), fmt, ap);
+                va_end(ap);
+                if (error)
+                        fprintf(stderr, "<%d>%s: %s\n", priority[level], text, strerror(error < 0 ? -error : error));
+                else
+                        fprintf(stderr, "<%d>%s\n", priority[level], text);
+        }
+        errno = saved;
+        return error < 0 ? error : -error;
+}

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpreemptd: suspends offline processes' GPU queues while online processes
+ * have GPU work. See gpreemptd(8).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "cleanup.h"
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+#include "paths.h"
+#include "session.h"
+#include "varlink-server.h"
+
+#define STATUS_INTERVAL_US (5u * 1000000u)
+
+struct options {
+        struct paths paths;
+        bool check_config;
+        bool json;
+};
+
+static void help(void)
+{
+        printf("Usage: gpreemptd [OPTIONS]\n"
+               "\n"
+               "Gives online GPU work the GPU: suspends offline processes' queues on a GPU\n"
+               "while an online process there has work, resumes them when it is idle.\n"
+               "\n"
+               "  -h, --help              show this help\n"
+               "      --version           show the version\n"
+               "  -c, --config-dir=DIR    configuration directory (default /etc/gpreempt)\n"
+               "  -r, --runtime-dir=DIR   where the control socket goes (default RuntimeDirectory=)\n"
+               "      --check-config      check the configuration, print its problems and exit\n"
+               "      --json              with --check-config: print the result as JSON\n"
+               "\n"
+               "Environment: GPREEMPT_CONFIG_DIR, GPREEMPT_RUNTIME_DIR, GPREEMPT_PROC_ROOT,\n"
+               "GPREEMPT_SYSFS_ROOT, GPREEMPT_KFD_DEVICE, GPREEMPT_GROUP. See gpreemptd(8).\n");
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+        enum { OPT_VERSION = 256, OPT_CHECK, OPT_JSON };
+        static const struct option longopts[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, OPT_VERSION },
+                { "config-dir", required_argument, NULL, 'c' },
+                { "runtime-dir", required_argument, NULL, 'r' },
+                { "check-config", no_argument, NULL, OPT_CHECK },
+                { "json", no_argument, NULL, OPT_JSON },
+                {},
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "hc:r:", longopts, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case OPT_VERSION:
+                        printf("gpreemptd %s\n", GPREEMPT_VERSION);
+                        return 0;
+                case 'c':
+                        free(o->paths.config_dir);
+                        o->paths.config_dir = strdup(optarg);
+                        break;
+                case 'r':
+                        free(o->paths.runtime_dir);
+                        o->paths.runtime_dir = strdup(optarg);
+                        break;
+                case OPT_CHECK:
+                        o->check_config = true;
+                        break;
+                case OPT_JSON:
+                        o->json = true;
+                        break;
+                default:
+                        fprintf(stderr, "gpreemptd: see --help for the options.\n");
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "gpreemptd: unexpected argument \"%s\"; see --help.\n", argv[optind]);
+                return -EINVAL;
+        }
+        return 1;
+}
+
+static void print_problems(const char *config_dir, const struct diag *d, bool json)
+{
+        if (json) {
+                struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+                for (size_t i = 0; i < d->n_messages; i++)
+                        json_object_array_add(a, json_object_new_string(d->messages[i]));
+                json_object_object_add(o, "config_dir", json_object_new_string(config_dir));
+                json_object_object_add(o, "valid", json_object_new_boolean(diag_count(d) == 0));
+                json_object_object_add(o, "errors", a);
+                json_object_object_add(o, "more_errors", json_object_new_int64((int64_t)d->n_dropped));
+                puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+                json_object_put(o);
+                return;
+        }
+        for (size_t i = 0; i < d->n_messages; i++)
+                fprintf(stderr, "%s\n", d->messages[i]);
+        if (d->n_dropped)
+                fprintf(stderr, "... and %zu more problems\n", d->n_dropped);
+}
+
+static void notify_status(struct manager *m)
+{
+        size_t online = 0, offline = 0, suspended = 0;
+
+        for (size_t i = 0; i < m->n_processes; i++)
+                if (m->processes[i]->managed && m->processes[i]->class == WORKLOAD_CLASS_ONLINE)
+                        online++;
+                else if (m->processes[i]->managed)
+                        offline++;
+        for (size_t i = 0; i < m->n_gpus; i++)
+                suspended += m->gpus[i].policy.suspended;
+        sd_notifyf(false, "STATUS=%zu online and %zu offline processes, offline work suspended on %zu of %zu GPUs",
+                   online, offline, suspended, m->n_gpus);
+}
+
+static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        notify_status(userdata);
+        sd_event_source_set_time(s, usec + STATUS_INTERVAL_US);
+        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+        struct manager *m = userdata;
+        struct diag d = { 0 };
+
+        sd_notify(false, "RELOADING=1");
+        manager_reload(m, &d);
+        diag_clear(&d);
+        sd_notify(false, "READY=1");
+        notify_status(m);
+        return 0;
+}
+
+static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+        sd_notify(false, "STOPPING=1\nSTATUS=Resuming every suspended queue and detaching");
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+/* Socket activation when systemd passes the socket, else a socket of our own. */
+static int listen_control_socket(struct varlink_server *server, const char *runtime_dir, bool *ret_own_socket)
+{
+        _cleanup_free_ char *path = NULL;
+        int n = sd_listen_fds(true), r;
+
+        *ret_own_socket = false;
+        if (n > 0) {
+                for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
+                        r = varlink_server_listen_fd(server, fd);
+                        if (r < 0)
+                                return log_error_errno(r, "Cannot serve the socket systemd passed");
+                }
+                return 0;
+        }
+        if (mkdir(runtime_dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "Cannot create the runtime directory %s", runtime_dir);
+        if (asprintf(&path, "%s/" API_SOCKET_NAME, runtime_dir) < 0)
+                return -ENOMEM;
+        r = varlink_server_listen_path(server, path);
+        if (r < 0)
+                return log_error_errno(r, "Cannot listen on %s", path);
+        *ret_own_socket = true;
+        return 0;
+}
+
+static int run(struct options *o)
+{
+        static const struct varlink_service_info info = {
+                .vendor = "gpreempt", .product = "gpreemptd", .version = GPREEMPT_VERSION,
+                .url = "https://github.com/gpreempt/gpreempt",
+        };
+        struct manager *m = NULL;
+        struct varlink_server *server = NULL;
+        struct config *config = NULL;
+        sd_event *event = NULL;
+        struct diag d = { 0 };
+        _cleanup_free_ char *runtime_dir = NULL, *socket_path = NULL;
+        bool own_socket = false;
+        sigset_t mask;
+        int r;
+
+        r = config_load(o->paths.config_dir, &config, &d);
+        if (r < 0 || o->check_config) {
+                print_problems(o->paths.config_dir, &d, o->json);
+                if (r < 0 && !o->json)
+                        fprintf(stderr, "gpreemptd: %s: the configuration has %zu problems%s\n", o->paths.config_dir,
+                                diag_count(&d), o->check_config ? "" : "; refusing to start");
+                else if (!o->json)
+                        printf("%s: the configuration is valid: %zu workloads\n", o->paths.config_dir,
+                               config->n_workloads);
+                diag_clear(&d);
+                config_free(config);
+                return r < 0 ? r : 0;
+        }
+        log_set_level(config->daemon.log_level);
+        runtime_dir = strdup(o->paths.runtime_dir ? o->paths.runtime_dir : config->daemon.runtime_dir);
+        if (!runtime_dir) {
+                config_free(config);
+                return -ENOMEM;
+        }
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+
+        r = sd_event_default(&event);
+        if (r < 0) {
+                config_free(config);
+                return log_error_errno(r, "Cannot create the event loop");
+        }
+        r = manager_new(event, &o->paths, config, &m);
+        if (r < 0) {
+                config_free(config);
+                sd_event_unref(event);
+                return log_error_errno(r, "Cannot set up");
+        }
+        /* sd-event pings the watchdog from the loop itself: a stuck loop stops the pings */
+        sd_event_set_watchdog(event, true);
+        if ((r = sd_event_add_signal(event, NULL, SIGTERM, on_terminate, m)) < 0 ||
+            (r = sd_event_add_signal(event, NULL, SIGINT, on_terminate, m)) < 0 ||
+            (r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, m)) < 0 ||
+            (r = sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, STATUS_INTERVAL_US, 1000000,
+                                            on_status_timer, m)) < 0) {
+                log_error_errno(r, "Cannot set up signal handling");
+                goto out;
+        }
+        r = varlink_server_new(event, &info, &api_interface, api_read_group(m->paths.group), m, &server);
+        if (r < 0)
+                goto out;
+        r = listen_control_socket(server, runtime_dir, &own_socket);
+        if (r < 0)
+                goto out;
+        r = manager_start(m);
+        if (r < 0) {
+                log_error_errno(r, "Cannot start discovery");
+                goto out;
+        }
+        log_notice("gpreemptd %s running: %zu workloads configured, control socket in %s", GPREEMPT_VERSION,
+                   m->config->n_workloads, runtime_dir);
+        sd_notify(false, "READY=1");
+        notify_status(m);
+        r = sd_event_loop(event);
+out:
+        /* detaching every session makes the kernel resume their queues (kfd-interface.md §6) */
+        manager_free(m);
+        varlink_server_free(server);
+        if (own_socket && asprintf(&socket_path, "%s/" API_SOCKET_NAME, runtime_dir) >= 0)
+                unlink(socket_path);
+        sd_event_unref(event);
+        return r;
+}
+
+int main(int argc, char **argv)
+{
+        struct options o = { 0 };
+        int r;
+
+        r = parse_args(argc, argv, &o);
+        if (r <= 0) {
+                paths_done(&o.paths);
+                return r < 0 ? 2 : 0;
+        }
+        r = paths_fill_defaults(&o.paths);
+        if (r >= 0)
+                r = run(&o);
+        paths_done(&o.paths);
+        return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,544 @@
+/* SPDX-License-Identifier: MIT */
+#include "manager.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "discovery.h"
+#include "gpreempt.h"
+#include "log.h"
+#include "online-queues.h"
+#include "process-facts.h"
+#include "session.h"
+#include "workload-match.h"
+
+uint64_t manager_now(const struct manager *m)
+{
+        uint64_t now = 0;
+
+        sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        return now;
+}
+
+struct tracked_process *manager_find_process(struct manager *m, pid_t pid)
+{
+        for (size_t i = 0; i < m->n_processes; i++)
+                if (m->processes[i]->pid == pid)
+                        return m->processes[i];
+        return NULL;
+}
+
+static bool process_uses_gpu(const struct tracked_process *p, uint32_t gpu_id)
+{
+        for (size_t i = 0; i < p->n_gpu_ids; i++)
+                if (p->gpu_ids[i] == gpu_id)
+                        return true;
+        return false;
+}
+
+/*
+ * A GPU's policy combines the workloads that have queues on it: the most
+ * patient online hold-off and coalescing, the strictest offline bounds.
+ */
+static struct policy_params gpu_params(struct manager *m, uint32_t gpu_id)
+{
+        struct policy_params online = m->config->class_defaults[WORKLOAD_CLASS_ONLINE];
+        struct policy_params offline = m->config->class_defaults[WORKLOAD_CLASS_OFFLINE];
+        bool any_online = false, any_offline = false;
+
+        for (size_t i = 0; i < m->n_processes; i++) {
+                const struct tracked_process *p = m->processes[i];
+                const struct policy_params *pp = &p->policy;
+
+                if (!p->managed || !process_uses_gpu(p, gpu_id))
+                        continue;
+                if (p->class == WORKLOAD_CLASS_ONLINE) {
+                        if (!any_online)
+                                online.hold_off_us = online.coalesce_us = 0;
+                        any_online = true;
+                        if (pp->hold_off_us > online.hold_off_us)
+                                online.hold_off_us = pp->hold_off_us;
+                        if (pp->coalesce_us > online.coalesce_us)
+                                online.coalesce_us = pp->coalesce_us;
+                } else {
+                        if (!any_offline) {
+                                offline.max_suspend_us = offline.share_window_us = UINT64_MAX;
+                                offline.min_offline_share_percent = 0;
+                        }
+                        any_offline = true;
+                        if (pp->max_suspend_us < offline.max_suspend_us)
+                                offline.max_suspend_us = pp->max_suspend_us;
+                        if (pp->share_window_us < offline.share_window_us)
+                                offline.share_window_us = pp->share_window_us;
+                        if (pp->min_offline_share_percent > offline.min_offline_share_percent)
+                                offline.min_offline_share_percent = pp->min_offline_share_percent;
+                }
+        }
+        return (struct policy_params){
+                .hold_off_us = online.hold_off_us,
+                .coalesce_us = online.coalesce_us,
+                .max_suspend_us = offline.max_suspend_us,
+                .share_window_us = offline.share_window_us,
+                .min_offline_share_percent = offline.min_offline_share_percent,
+        };
+}
+
+struct gpu *manager_gpu(struct manager *m, uint32_t gpu_id)
+{
+        struct policy_params params;
+
+        for (size_t i = 0; i < m->n_gpus; i++)
+                if (m->gpus[i].gpu_id == gpu_id)
+                        return &m->gpus[i];
+        if (m->n_gpus >= MANAGER_MAX_GPUS)
+                return NULL;
+        params = gpu_params(m, gpu_id);
+        m->gpus[m->n_gpus].gpu_id = gpu_id;
+        policy_gpu_init(&m->gpus[m->n_gpus].policy, &params, manager_now(m));
+        return &m->gpus[m->n_gpus++];
+}
+
+bool manager_gpu_suspended(struct manager *m, uint32_t gpu_id)
+{
+        for (size_t i = 0; i < m->n_gpus; i++)
+                if (m->gpus[i].gpu_id == gpu_id)
+                        return m->gpus[i].policy.suspended;
+        return false;
+}
+
+static void refresh_gpu_params(struct manager *m)
+{
+        uint64_t now = manager_now(m);
+
+        for (size_t i = 0; i < m->n_gpus; i++) {
+                struct policy_params params = gpu_params(m, m->gpus[i].gpu_id);
+                policy_gpu_set_params(&m->gpus[i].policy, &params, now);
+        }
+}
+
+/* Carries out what the policy decided for one GPU on every offline process there. */
+static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action)
+{
+        bool suspend = action == POLICY_ACTION_SUSPEND;
+        size_t done = 0;
+
+        if (action == POLICY_ACTION_NONE)
+                return;
+        for (size_t i = 0; i < m->n_processes; i++) {
+                struct tracked_process *p = m->processes[i];
+
+                if (!p->managed || p->class != WORKLOAD_CLASS_OFFLINE || !p->session ||
+                    !process_uses_gpu(p, g->gpu_id))
+                        continue;
+                if (!suspend && p->held)
+                        continue; /* gpreemptctl suspend outlasts the policy */
+                if (session_set_suspended(p->session, g->gpu_id, suspend) >= 0)
+                        done++;
+        }
+        if (suspend && done == 0) {
+                /* nothing offline here to stop: stay in step with the hardware */
+                policy_action_failed(&g->policy, action, manager_now(m));
+                return;
+        }
+        log_debug("GPU %u: offline work %s (%zu processes)", g->gpu_id, suspend ? "suspended" : "resumed", done);
+}
+
+static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_gpus; i++)
+                gpu_apply(m, &m->gpus[i], policy_tick(&m->gpus[i].policy, usec));
+        manager_rearm_policy(m);
+        return 0;
+}
+
+void manager_rearm_policy(struct manager *m)
+{
+        uint64_t next = POLICY_NEVER;
+
+        for (size_t i = 0; i < m->n_gpus; i++) {
+                uint64_t d = policy_next_deadline(&m->gpus[i].policy);
+                if (d < next)
+                        next = d;
+        }
+        if (next == POLICY_NEVER) {
+                sd_event_source_set_enabled(m->policy_timer, SD_EVENT_OFF);
+                return;
+        }
+        sd_event_source_set_time(m->policy_timer, next);
+        sd_event_source_set_enabled(m->policy_timer, SD_EVENT_ONESHOT);
+}
+
+static void on_gpu_busy(uint32_t gpu_id, uint64_t now, void *userdata)
+{
+        struct manager *m = userdata;
+        struct gpu *g = manager_gpu(m, gpu_id);
+
+        if (g)
+                gpu_apply(m, g, policy_online_busy(&g->policy, now));
+}
+
+static void on_gpu_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *userdata)
+{
+        struct manager *m = userdata;
+        struct gpu *g = manager_gpu(m, gpu_id);
+
+        if (g)
+                gpu_apply(m, g, policy_online_idle(&g->policy, since, now));
+}
+
+static void on_online_gone(pid_t pid, void *userdata)
+{
+        struct manager *m = userdata;
+        struct tracked_process *p = manager_find_process(m, pid);
+
+        if (p)
+                p->n_watched_queues = 0;
+}
+
+static void arm_detector(struct manager *m, uint64_t now)
+{
+        const struct daemon_settings *d = &m->config->daemon;
+
+        if (detector_n_queues(m->detector) == 0) {
+                /* nothing online to watch: no wakeups at all (discovery re-enables) */
+                sd_event_source_set_enabled(m->detector_timer, SD_EVENT_OFF);
+                return;
+        }
+        sd_event_source_set_time(m->detector_timer,
+                                 now + detector_next_interval(m->detector, now, d->busy_poll_interval_us,
+                                                              d->idle_poll_interval_us, MANAGER_RECENT_BUSY_US));
+        sd_event_source_set_enabled(m->detector_timer, SD_EVENT_ONESHOT);
+}
+
+static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct manager *m = userdata;
+
+        detector_poll(m->detector, usec);
+        manager_rearm_policy(m);
+        arm_detector(m, usec);
+        return 0;
+}
+
+static void watch_online(struct manager *m, struct tracked_process *p)
+{
+        struct detector_queue_addr *queues = NULL;
+        size_t n = 0;
+        int r;
+
+        r = online_queues_read(m->paths.sysfs_root, p->pid, &queues, &n);
+        if (r < 0) {
+                log_warning_errno(r, "Process %d: cannot read its queue addresses from debugfs mqds; "
+                                     "its GPU work goes unnoticed until this works (is debugfs mounted, "
+                                     "and gpreemptd root?)", (int)p->pid);
+                n = 0;
+        }
+        r = detector_watch(m->detector, p->pid, queues, n);
+        free(queues);
+        if (r < 0) {
+                log_warning_errno(r, "Process %d: cannot watch its %zu queues", (int)p->pid, n);
+                return;
+        }
+        if (n != p->n_watched_queues)
+                log_info("Process %d: watching %zu online queues", (int)p->pid, n);
+        p->n_watched_queues = n;
+        if (!sd_event_source_get_enabled(m->detector_timer, NULL))
+                arm_detector(m, manager_now(m));
+}
+
+static void start_session(struct manager *m, struct tracked_process *p)
+{
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        free(p->session_error);
+        p->session_error = NULL;
+        r = session_start(m, p, &why);
+        if (r < 0) {
+                log_error("Process %d: cannot manage it: %s", (int)p->pid, why ? why : strerror(-r));
+                p->session_error = TAKE_PTR(why);
+                if (!p->session_error)
+                        p->session_error = strdup(strerror(-r));
+                return;
+        }
+        /* its GPUs may be suspended already */
+        for (size_t i = 0; i < p->n_gpu_ids; i++)
+                if (manager_gpu_suspended(m, p->gpu_ids[i]))
+                        session_set_suspended(p->session, p->gpu_ids[i], true);
+        if (p->held)
+                session_set_suspended(p->session, 0, true);
+}
+
+/* Puts p into effect for its class: watched if online, attached if offline, neither if unmanaged. */
+static void apply_class(struct manager *m, struct tracked_process *p)
+{
+        bool want_watch = p->managed && p->class == WORKLOAD_CLASS_ONLINE;
+        bool want_session = p->managed && p->class == WORKLOAD_CLASS_OFFLINE;
+
+        if (!want_session && p->session)
+                session_stop(p->session);
+        if (!want_watch && p->n_watched_queues) {
+                detector_unwatch(m->detector, p->pid);
+                p->n_watched_queues = 0;
+        }
+        if (want_watch)
+                watch_online(m, p);
+        if (want_session && !p->session)
+                start_session(m, p);
+        refresh_gpu_params(m);
+}
+
+void manager_classify(struct manager *m, struct tracked_process *p)
+{
+        struct process_facts facts;
+        const struct workload *w = NULL;
+        int r;
+
+        if (p->registered)
+                return;
+        r = process_facts_read(m->paths.proc_root, p->pid, &facts);
+        if (r >= 0) {
+                w = config_classify(m->config, &facts);
+                process_facts_done(&facts);
+        }
+        free(p->workload);
+        p->workload = w ? strdup(w->name) : NULL;
+        p->managed = w != NULL;
+        if (w) {
+                p->class = w->class;
+                p->policy = w->policy;
+        }
+}
+
+int manager_register(struct manager *m, struct tracked_process *p, bool registered, enum workload_class class)
+{
+        p->registered = registered;
+        if (registered) {
+                free(p->workload);
+                p->workload = NULL;
+                p->managed = true;
+                p->class = class;
+                p->policy = m->config->class_defaults[class];
+        } else {
+                manager_classify(m, p);
+        }
+        log_notice("Process %d: %s", (int)p->pid,
+                   p->managed ? workload_class_to_string(p->class) : "no longer managed");
+        apply_class(m, p);
+        return 0;
+}
+
+int manager_hold(struct manager *m, struct tracked_process *p, bool hold)
+{
+        int r;
+
+        if (!p->session)
+                return -ENOTCONN;
+        if (hold) {
+                r = session_set_suspended(p->session, 0, true);
+                if (r < 0)
+                        return r;
+                p->held = true;
+                return 0;
+        }
+        p->held = false;
+        /* back under the policy: resume only where the policy does not want it suspended */
+        r = session_set_suspended(p->session, 0, false);
+        for (size_t i = 0; r >= 0 && i < p->n_gpu_ids; i++)
+                if (manager_gpu_suspended(m, p->gpu_ids[i]))
+                        r = session_set_suspended(p->session, p->gpu_ids[i], true);
+        return r < 0 ? r : 0;
+}
+
+static int on_process_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        struct tracked_process *p = userdata;
+
+        manager_remove_process(p->manager, p);
+        return 0;
+}
+
+struct tracked_process *manager_add_process(struct manager *m, pid_t pid)
+{
+        struct tracked_process *p, **grown;
+        int r;
+
+        if (m->n_processes >= MANAGER_MAX_PROCESSES) {
+                log_warning("Process %d uses the GPU, but %d processes are tracked already; ignoring it",
+                            (int)pid, MANAGER_MAX_PROCESSES);
+                return NULL;
+        }
+        p = calloc(1, sizeof(*p));
+        grown = realloc(m->processes, (m->n_processes + 1) * sizeof(*grown));
+        if (!p || !grown) {
+                free(p);
+                if (grown)
+                        m->processes = grown;
+                return NULL;
+        }
+        m->processes = grown;
+        p->manager = m;
+        p->pid = pid;
+        /* a pidfd: exits are noticed at once, and a recycled pid can never be mistaken for this process */
+        p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (p->pidfd < 0) {
+                free(p);
+                return NULL; /* gone already */
+        }
+        r = sd_event_add_io(m->event, &p->exit_source, p->pidfd, EPOLLIN, on_process_exit, p);
+        if (r < 0) {
+                close(p->pidfd);
+                free(p);
+                return NULL;
+        }
+        m->processes[m->n_processes++] = p;
+        manager_classify(m, p);
+        discovery_refresh_process(m, p);
+        log_notice("Process %d uses the GPU: %s%s%s", (int)pid,
+                   p->managed ? workload_class_to_string(p->class) : "unmanaged",
+                   p->workload ? ", workload " : "", p->workload ? p->workload : "");
+        apply_class(m, p);
+        return p;
+}
+
+void manager_process_queues_changed(struct manager *m, struct tracked_process *p)
+{
+        discovery_refresh_process(m, p);
+        if (p->managed && p->class == WORKLOAD_CLASS_ONLINE)
+                watch_online(m, p);
+        refresh_gpu_params(m);
+}
+
+void manager_remove_process(struct manager *m, struct tracked_process *p)
+{
+        for (size_t i = 0; i < m->n_processes; i++)
+                if (m->processes[i] == p) {
+                        m->processes[i] = m->processes[--m->n_processes];
+                        break;
+                }
+        log_notice("Process %d no longer uses the GPU", (int)p->pid);
+        if (p->session)
+                session_stop(p->session);
+        detector_unwatch(m->detector, p->pid);
+        sd_event_source_disable_unref(p->exit_source);
+        close(p->pidfd);
+        free(p->workload);
+        free(p->session_error);
+        free(p);
+        refresh_gpu_params(m);
+}
+
+static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+        struct manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_processes;) {
+                struct tracked_process *p = m->processes[i];
+
+                if (p->session && !session_service_ptrace(p->session)) {
+                        manager_remove_process(m, p);
+                        continue;
+                }
+                i++;
+        }
+        return 0;
+}
+
+int manager_new(sd_event *event, struct paths *paths, struct config *config, struct manager **ret_manager)
+{
+        static const struct detector_callbacks callbacks = {
+                .gpu_busy = on_gpu_busy,
+                .gpu_idle = on_gpu_idle,
+                .process_gone = on_online_gone,
+        };
+        struct manager *m = calloc(1, sizeof(*m));
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        m->event = sd_event_ref(event);
+        m->paths = *paths;
+        *paths = (struct paths){ 0 };
+        m->config = config;
+        m->started_us = manager_now(m);
+        r = detector_new(&callbacks, m, &m->detector);
+        if (r >= 0)
+                r = sd_event_add_time(event, &m->detector_timer, CLOCK_MONOTONIC, 0, 1, on_detector_timer, m);
+        if (r >= 0)
+                r = sd_event_add_time(event, &m->policy_timer, CLOCK_MONOTONIC, 0, 1, on_policy_timer, m);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGCHLD, on_sigchld, m);
+        if (r < 0) {
+                manager_free(m);
+                return r;
+        }
+        /* the hot path: a detector poll that sees work must not wait behind the rest */
+        sd_event_source_set_priority(m->detector_timer, SD_EVENT_PRIORITY_IMPORTANT);
+        sd_event_source_set_enabled(m->detector_timer, SD_EVENT_OFF);
+        sd_event_source_set_enabled(m->policy_timer, SD_EVENT_OFF);
+        *ret_manager = m;
+        return 0;
+}
+
+int manager_start(struct manager *m)
+{
+        return discovery_start(m);
+}
+
+int manager_reload(struct manager *m, struct diag *diag)
+{
+        struct config *fresh = NULL;
+        int r;
+
+        r = config_load(m->paths.config_dir, &fresh, diag);
+        if (r < 0) {
+                for (size_t i = 0; i < diag->n_messages; i++)
+                        log_error("%s", diag->messages[i]);
+                return log_error_errno(r, "Reload refused: the configuration has %zu problems, "
+                                          "the previous one stays in effect", diag_count(diag));
+        }
+        config_free(m->config);
+        m->config = fresh;
+        log_set_level(fresh->daemon.log_level);
+        m->reloads++;
+        for (size_t i = 0; i < m->n_processes; i++) {
+                struct tracked_process *p = m->processes[i];
+                bool was_managed = p->managed;
+                enum workload_class was = p->class;
+
+                manager_classify(m, p);
+                if (p->managed != was_managed || p->class != was)
+                        log_notice("Process %d: now %s", (int)p->pid,
+                                   p->managed ? workload_class_to_string(p->class) : "unmanaged");
+                apply_class(m, p);
+        }
+        discovery_reconfigure(m);
+        log_notice("Configuration reloaded: %zu workloads", fresh->n_workloads);
+        return 0;
+}
+
+void manager_free(struct manager *m)
+{
+        if (!m)
+                return;
+        m->stopping = true;
+        discovery_stop(m);
+        while (m->n_processes)
+                manager_remove_process(m, m->processes[0]);
+        free(m->processes);
+        m->gp = m->gp ? gp_context_free(m->gp) : NULL;
+        sd_event_source_disable_unref(m->detector_timer);
+        sd_event_source_disable_unref(m->policy_timer);
+        detector_free(m->detector);
+        config_free(m->config);
+        paths_done(&m->paths);
+        sd_event_unref(m->event);
+        free(m);
+}
