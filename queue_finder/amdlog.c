@@ -66,6 +66,7 @@ struct log_parser {
         bool full_warned;
         struct pending_kernel pending[PENDING_KERNELS];
         unsigned next_pending;
+        unsigned n_pending;     /* valid entries, so dispatches skip the search */
         /* set while one line is parsed */
         unsigned long lineno;
         pid_t pid;
@@ -276,16 +277,42 @@ static void parse_refcount(struct log_parser *lp, struct qf_scan s)
         touch(lp, q);
 }
 
-/* ", rptr=%u, wptr=%u" ends >= 6.2 packet lines. */
+/* Reads the decimal number that ends at *end (exclusive), backwards. */
+static bool scan_dec_backwards(const char *start, const char **end, uint64_t *ret)
+{
+        const char *p = *end;
+        uint64_t v = 0, scale = 1;
+        unsigned digits = 0;
+        while (p > start && p[-1] >= '0' && p[-1] <= '9') {
+                if (++digits > 19)
+                        return false;
+                v += (uint64_t) (p[-1] - '0') * scale;
+                scale *= 10;
+                p--;
+        }
+        if (digits == 0)
+                return false;
+        *end = p;
+        *ret = v;
+        return true;
+}
+
+static bool ends_with(const char *start, const char **end, const char *lit, size_t len)
+{
+        if ((size_t) (*end - start) < len || memcmp(*end - len, lit, len) != 0)
+                return false;
+        *end -= len;
+        return true;
+}
+
+/* ", rptr=%u, wptr=%u" ends >= 6.2 packet lines; read from the end rather
+ * than searched for, as this runs for most lines of a log. */
 static void parse_pointers(struct qf_scan s, struct qf_log_queue *q)
 {
-        size_t window = qf_scan_left(&s) < 64 ? qf_scan_left(&s) : 64;
-        const char *p = memmem(s.end - window, window, ", rptr=", 7);
-        if (!p)
-                return;
-        struct qf_scan t = { .p = p + 7, .end = s.end };
+        const char *end = s.end;
         uint64_t rptr, wptr;
-        if (qf_scan_dec(&t, UINT64_MAX, &rptr) && QF_SCAN_LIT(&t, ", wptr=") && qf_scan_dec(&t, UINT64_MAX, &wptr)) {
+        if (scan_dec_backwards(s.p, &end, &wptr) && ends_with(s.p, &end, ", wptr=", 7) &&
+            scan_dec_backwards(s.p, &end, &rptr) && ends_with(s.p, &end, ", rptr=", 7)) {
                 q->has_pointers = true;
                 q->last_rptr = rptr;
                 q->last_wptr = wptr;
@@ -294,11 +321,14 @@ static void parse_pointers(struct qf_scan s, struct qf_log_queue *q)
 
 static void take_pending_kernel(struct log_parser *lp, struct qf_log_queue *q)
 {
+        if (lp->n_pending == 0)
+                return;
         for (unsigned i = 0; i < PENDING_KERNELS; i++) {
                 struct pending_kernel *k = &lp->pending[i];
                 if (k->valid && k->tid == lp->tid && k->pid == lp->pid) {
                         memcpy(q->last_kernel, k->name, sizeof(q->last_kernel));
                         k->valid = false;
+                        lp->n_pending--;
                         return;
                 }
         }
@@ -352,6 +382,8 @@ static void parse_shader_name(struct log_parser *lp, struct qf_scan s)
         if (!k) {
                 k = &lp->pending[lp->next_pending];
                 lp->next_pending = (lp->next_pending + 1) % PENDING_KERNELS;
+                if (!k->valid)
+                        lp->n_pending++;
         }
         size_t n = qf_scan_left(&s);
         if (n > sizeof(k->name) - 1)
@@ -450,7 +482,22 @@ static void parse_pid_tid(struct log_parser *lp, struct qf_scan *s)
         lp->out.prefix = QF_LOG_PREFIX_NONE;
 }
 
-/* p points at ':' of ":<level>:". Returns false when this is no log prefix. */
+/* Skips "<digits> us: " at q; NULL if it is not there. */
+static const char *skip_timestamp(const char *q, const char *end)
+{
+        if (q < end && *q == ' ')
+                q++;
+        const char *digits = q;
+        while (q < end && *q >= '0' && *q <= '9')
+                q++;
+        if (q == digits || end - q < 5 || q[0] != ' ' || q[1] != 'u' || q[2] != 's' || q[3] != ':' || q[4] != ' ')
+                return NULL;
+        return q + 5;
+}
+
+/* p points at ':' of ":<level>:". Returns false when this is no log prefix:
+ *   :<level>:<file padded>:<line padded>: <usec> us:     or
+ *   :<level>: <usec> us:                                 (no LOG_LOCATION) */
 static bool parse_log_line(struct log_parser *lp, const char *p, const char *end)
 {
         if (end - p < 4 || p[1] < '0' || p[1] > '9')
@@ -458,20 +505,28 @@ static bool parse_log_line(struct log_parser *lp, const char *p, const char *end
         const char *q = p[2] == ':' ? p + 3 : (p[2] >= '0' && p[2] <= '9' && p[3] == ':') ? p + 4 : NULL;
         if (!q)
                 return false;
-        const char *window_end = end - q > PREFIX_WINDOW ? q + PREFIX_WINDOW : end;
-        /* " us: " ends the timestamp; file names may contain 'u'. */
-        for (;;) {
-                q = memchr(q, 'u', (size_t) (window_end - q));
-                if (!q || window_end - q < 4)
+        const char *msg = skip_timestamp(q, end);
+        /* The usual layout first: file "%-25s:", line "%-4d:" (debug.cpp). */
+        if (!msg && end - q > 31 && q[25] == ':' && q[30] == ':')
+                msg = skip_timestamp(q + 31, end);
+        if (!msg) {
+                /* File name and line number, each ended by ':'; a plain
+                 * loop beats memchr over these few bytes. */
+                const char *window_end = end - q > PREFIX_WINDOW ? q + PREFIX_WINDOW : end;
+                for (unsigned colons = 0; colons < 2; q++) {
+                        if (q >= window_end)
+                                return false;
+                        colons += *q == ':';
+                }
+                msg = skip_timestamp(q, end);
+                if (!msg)
                         return false;
-                if (q[-1] == ' ' && q[1] == 's' && q[2] == ':' && q[3] == ' ')
-                        break;
-                q++;
         }
-        struct qf_scan s = { .p = q + 4, .end = end };
+        struct qf_scan s = { .p = msg, .end = end };
         lp->out.log_lines++;
         parse_pid_tid(lp, &s);
-        skip_escapes(&s);
+        if (s.p < s.end && s.p[0] == '\033')
+                skip_escapes(&s);
         parse_message(lp, s);
         return true;
 }
@@ -484,7 +539,8 @@ static void parse_line(struct log_parser *lp, const struct qf_line *l)
                             QF_LINE_MAX);
 
         struct qf_scan s = qf_scan_init(l->p, l->len);
-        skip_escapes(&s);
+        if (s.p < s.end && s.p[0] == '\033')
+                skip_escapes(&s);
         if (s.p < s.end && s.p[0] == ':' && parse_log_line(lp, s.p, s.end))
                 return;
 
