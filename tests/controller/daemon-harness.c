@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+#include "daemon-harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "varlink-client.h"
+
+void daemon_harness_init(struct daemon_harness *h)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        *h = (struct daemon_harness){ .pid = -1 };
+        config_fixture_init(&h->config);
+        snprintf(h->runtime_dir, sizeof(h->runtime_dir), "%s/run", h->config.dir);
+        snprintf(h->socket_path, sizeof(h->socket_path), "%s/io.gpreempt", h->runtime_dir);
+        snprintf(h->notify_path, sizeof(h->notify_path), "%s/notify", h->config.dir);
+        snprintf(h->stderr_path, sizeof(h->stderr_path), "%s/stderr", h->config.dir);
+        h->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        assert_true(h->notify_fd >= 0);
+        strcpy(sa.sun_path, h->notify_path);
+        assert_int_equal(bind(h->notify_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+}
+
+void daemon_harness_start(struct daemon_harness *h, const char *binary, const char *const *extra_env)
+{
+        h->stderr_fd = open(h->stderr_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(h->stderr_fd >= 0);
+        h->pid = fork();
+        assert_true(h->pid >= 0);
+        if (h->pid == 0) {
+                dup2(h->stderr_fd, STDERR_FILENO);
+                setenv("NOTIFY_SOCKET", h->notify_path, 1);
+                setenv("GPREEMPT_CONFIG_DIR", h->config.dir, 1);
+                setenv("GPREEMPT_RUNTIME_DIR", h->runtime_dir, 1);
+                for (size_t i = 0; extra_env && extra_env[i]; i++)
+                        putenv((char *)extra_env[i]);
+                execl(binary, binary, (char *)NULL);
+                _exit(127);
+        }
+}
+
+static long long now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool daemon_harness_wait_notify(struct daemon_harness *h, const char *text, int timeout_ms)
+{
+        long long deadline = now_ms() + timeout_ms;
+
+        for (;;) {
+                struct pollfd pfd = { .fd = h->notify_fd, .events = POLLIN };
+                char buf[4096];
+                long long left = deadline - now_ms();
+                ssize_t n;
+
+                if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+                        return false;
+                n = recv(h->notify_fd, buf, sizeof(buf) - 1, 0);
+                if (n <= 0)
+                        continue;
+                buf[n] = '\0';
+                if (strstr(buf, text))
+                        return true;
+        }
+}
+
+int daemon_harness_call(struct daemon_harness *h, const char *method, struct json_object *params,
+                        struct json_object **ret_reply, char **ret_error)
+{
+        struct varlink_client *c;
+        int r = varlink_client_connect(h->socket_path, &c);
+
+        if (r < 0)
+                return r;
+        r = varlink_client_call(c, method, params, 10000, ret_reply, ret_error);
+        varlink_client_free(c);
+        return r;
+}
+
+int daemon_harness_stop(struct daemon_harness *h, int signal)
+{
+        int status = -1;
+
+        if (h->pid <= 0)
+                return -1;
+        kill(h->pid, signal);
+        for (int i = 0; i < 1000; i++) {
+                if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
+                        h->pid = -1;
+                        return status;
+                }
+                usleep(10000);
+        }
+        kill(h->pid, SIGKILL);
+        waitpid(h->pid, &status, 0);
+        h->pid = -1;
+        fail_msg("gpreemptd did not exit within 10 s of signal %d", signal);
+        return status;
+}
+
+const char *daemon_harness_log(struct daemon_harness *h)
+{
+        static char buf[65536];
+        ssize_t n = pread(h->stderr_fd, buf, sizeof(buf) - 1, 0);
+
+        buf[n > 0 ? n : 0] = '\0';
+        return buf;
+}
+
+void daemon_harness_cleanup(struct daemon_harness *h)
+{
+        if (h->pid > 0) {
+                kill(h->pid, SIGKILL);
+                waitpid(h->pid, NULL, 0);
+        }
+        close(h->notify_fd);
+        if (h->stderr_fd > 0)
+                close(h->stderr_fd);
+        config_fixture_cleanup(&h->config);
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs the real gpreemptd binary for a test: its own configuration and
+ * runtime directories, a fake NOTIFY_SOCKET to see READY=1, STATUS= and
+ * WATCHDOG=1 as systemd would, and a Varlink client to talk to it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "config-fixture.h"
+
+struct json_object;
+
+struct daemon_harness {
+        struct config_fixture config;
+        char runtime_dir[128];
+        char socket_path[160];
+        char notify_path[160];
+        int notify_fd;
+        pid_t pid;
+        int stderr_fd; /* the daemon's stderr, read back by daemon_harness_log() */
+        char stderr_path[160];
+};
+
+/* Prepares directories and the notify socket; write the configuration before starting. */
+void daemon_harness_init(struct daemon_harness *h);
+/* Starts binary; extra_env is NULL or "NAME=value" strings ending in NULL. */
+void daemon_harness_start(struct daemon_harness *h, const char *binary, const char *const *extra_env);
+/* Waits for a notify datagram containing text; returns false after timeout_ms. */
+bool daemon_harness_wait_notify(struct daemon_harness *h, const char *text, int timeout_ms);
+/* Calls a method as root; returns 0 and the reply, *ret_error set for an error reply. */
+int daemon_harness_call(struct daemon_harness *h, const char *method, struct json_object *params,
+                        struct json_object **ret_reply, char **ret_error);
+/* Signals the daemon and waits for it to exit; returns its wait status. */
+int daemon_harness_stop(struct daemon_harness *h, int signal);
+/* The daemon's stderr so far (static buffer). */
+const char *daemon_harness_log(struct daemon_harness *h);
+void daemon_harness_cleanup(struct daemon_harness *h);

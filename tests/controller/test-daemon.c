@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The real gpreemptd binary, as systemd runs it: READY=1 once the socket
+ * listens, watchdog pings only while the loop runs, STATUS= lines, the
+ * Varlink API and its errors, reload good and bad, refusal of a broken
+ * configuration at start, clean exit on SIGTERM.
+ *
+ *   test-daemon PATH-TO-GPREEMPTD
+ */
+#include <errno.h>
+#include <json.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "daemon-harness.h"
+#include "varlink-client.h"
+
+static const char *binary;
+
+static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchExecutable=serve\n"
+                                "[Workload]\nName=train\nClass=offline\nMatchUnit=train-*.service\n";
+
+static void start(struct daemon_harness *h, const char *const *env)
+{
+        config_fixture_write(&h->config, "workloads.d/50-test.conf", workloads);
+        daemon_harness_start(h, binary, env);
+        if (!daemon_harness_wait_notify(h, "READY=1", 10000))
+                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(h));
+}
+
+static int64_t get_int(struct json_object *o, const char *key)
+{
+        struct json_object *v;
+
+        assert_true(json_object_object_get_ex(o, key, &v));
+        return json_object_get_int64(v);
+}
+
+static void test_ready_status_watchdog_and_clean_exit(void **state)
+{
+        static const char *const env[] = { "WATCHDOG_USEC=400000", NULL };
+        struct daemon_harness h;
+        struct json_object *reply;
+        char *error = NULL;
+        struct stat st;
+        int status;
+
+        daemon_harness_init(&h);
+        start(&h, env);
+        /* READY=1 comes after the socket listens: a call must work at once */
+        assert_int_equal(stat(h.socket_path, &st), 0);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_null(error);
+        assert_int_equal(get_int(reply, "workloads"), 2);
+        json_object_put(reply);
+        assert_true(daemon_harness_wait_notify(&h, "WATCHDOG=1", 2000));
+
+        /* a stopped loop stops the pings */
+        kill(h.pid, SIGSTOP);
+        while (daemon_harness_wait_notify(&h, "WATCHDOG=1", 50))
+                ;
+        assert_false(daemon_harness_wait_notify(&h, "WATCHDOG=1", 600));
+        kill(h.pid, SIGCONT);
+        assert_true(daemon_harness_wait_notify(&h, "WATCHDOG=1", 2000));
+
+        status = daemon_harness_stop(&h, SIGTERM);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_not_equal(stat(h.socket_path, &st), 0); /* its own socket is removed */
+        daemon_harness_cleanup(&h);
+}
+
+static void test_refuses_broken_configuration(void **state)
+{
+        struct daemon_harness h;
+        int status = 0;
+
+        daemon_harness_init(&h);
+        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nLogLevel=loud\n");
+        daemon_harness_start(&h, binary, NULL);
+        assert_int_equal(waitpid(h.pid, &status, 0), h.pid);
+        h.pid = -1;
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 1);
+        assert_non_null(strstr(daemon_harness_log(&h), "gpreemptd.conf:2: LogLevel=loud"));
+        assert_non_null(strstr(daemon_harness_log(&h), "refusing to start"));
+        assert_false(daemon_harness_wait_notify(&h, "READY=1", 10));
+        daemon_harness_cleanup(&h);
+}
+
+static void test_reload(void **state)
+{
+        struct daemon_harness h;
+        struct json_object *reply, *errors;
+        char *error = NULL;
+
+        daemon_harness_init(&h);
+        start(&h, NULL);
+
+        /* a bad configuration is refused and the old one stays */
+        config_fixture_write(&h.config, "workloads.d/60-bad.conf", "[Workload]\nName=x\nClass=sometimes\n");
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Reload", NULL, &reply, &error), 0);
+        assert_string_equal(error, "io.gpreempt.InvalidConfiguration");
+        assert_true(json_object_object_get_ex(reply, "errors", &errors));
+        assert_non_null(strstr(json_object_get_string(json_object_array_get_idx(errors, 0)), "60-bad.conf:3"));
+        free(error);
+        json_object_put(reply);
+        kill(h.pid, SIGHUP);
+        assert_true(daemon_harness_wait_notify(&h, "READY=1", 5000));
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_int_equal(get_int(reply, "workloads"), 2);
+        assert_int_equal(get_int(reply, "reloads"), 0);
+        json_object_put(reply);
+
+        /* a good one is taken, by the method and by SIGHUP */
+        config_fixture_write(&h.config, "workloads.d/60-bad.conf",
+                             "[Workload]\nName=x\nClass=offline\nMatchPID=4000000\n");
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Reload", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+        kill(h.pid, SIGHUP);
+        assert_true(daemon_harness_wait_notify(&h, "RELOADING=1", 5000));
+        assert_true(daemon_harness_wait_notify(&h, "READY=1", 5000));
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_int_equal(get_int(reply, "workloads"), 3);
+        assert_int_equal(get_int(reply, "reloads"), 2);
+        json_object_put(reply);
+        daemon_harness_stop(&h, SIGTERM);
+        daemon_harness_cleanup(&h);
+}
+
+static void expect_error(struct daemon_harness *h, const char *method, const char *params_json, const char *want)
+{
+        struct json_object *params = params_json ? json_tokener_parse(params_json) : NULL, *reply = NULL;
+        char *error = NULL;
+
+        assert_int_equal(daemon_harness_call(h, method, params, &reply, &error), 0);
+        if (!want) {
+                if (error)
+                        fail_msg("%s(%s): unexpected error %s", method, params_json ? params_json : "", error);
+        } else if (!error || strcmp(error, want) != 0) {
+                fail_msg("%s(%s): got %s, want %s", method, params_json ? params_json : "", error ? error : "success",
+                         want);
+        }
+        free(error);
+        json_object_put(reply);
+        json_object_put(params);
+}
+
+static void test_api_errors(void **state)
+{
+        struct daemon_harness h;
+
+        daemon_harness_init(&h);
+        start(&h, NULL);
+        expect_error(&h, "io.gpreempt.Suspend", NULL, "org.varlink.service.InvalidParameter");
+        expect_error(&h, "io.gpreempt.Suspend", "{\"pid\":\"1\"}", "org.varlink.service.InvalidParameter");
+        expect_error(&h, "io.gpreempt.Suspend", "{\"pid\":-3}", "org.varlink.service.InvalidParameter");
+        expect_error(&h, "io.gpreempt.Suspend", "{\"pid\":99999999999}", "org.varlink.service.InvalidParameter");
+        expect_error(&h, "io.gpreempt.Suspend", "{\"pid\":4000000}", "io.gpreempt.NoSuchProcess");
+        expect_error(&h, "io.gpreempt.Resume", "{\"pid\":4000000}", "io.gpreempt.NoSuchProcess");
+        expect_error(&h, "io.gpreempt.Register", "{\"pid\":4000000,\"class\":\"online\"}", "io.gpreempt.NoSuchProcess");
+        expect_error(&h, "io.gpreempt.Register", "{\"pid\":1,\"class\":\"urgent\"}", "org.varlink.service.InvalidParameter");
+        expect_error(&h, "io.gpreempt.Unregister", "{\"pid\":4000000}", "io.gpreempt.NoSuchProcess");
+        expect_error(&h, "io.gpreempt.VerifyConfig", "{\"pid\":4000000}", "io.gpreempt.NoSuchProcess");
+        expect_error(&h, "io.gpreempt.Frobnicate", NULL, "org.varlink.service.MethodNotFound");
+        expect_error(&h, "org.varlink.service.GetInfo", NULL, NULL);
+        daemon_harness_stop(&h, SIGTERM);
+        daemon_harness_cleanup(&h);
+}
+
+static void test_verify_config_explains(void **state)
+{
+        struct daemon_harness h;
+        struct json_object *params, *reply, *matches, *m0;
+        char *error = NULL;
+        char text[64];
+
+        daemon_harness_init(&h);
+        start(&h, NULL);
+        snprintf(text, sizeof(text), "{\"pid\":%d}", (int)getpid());
+        params = json_tokener_parse(text);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.VerifyConfig", params, &reply, &error), 0);
+        assert_null(error);
+        assert_true(json_object_get_boolean(json_object_object_get(reply, "valid")));
+        assert_true(json_object_object_get_ex(reply, "matches", &matches));
+        assert_int_equal(json_object_array_length(matches), 2);
+        m0 = json_object_array_get_idx(matches, 0);
+        assert_false(json_object_get_boolean(json_object_object_get(m0, "matched")));
+        assert_non_null(strstr(json_object_get_string(json_object_object_get(m0, "reason")),
+                               "MatchExecutable=serve"));
+        assert_null(json_object_object_get(reply, "workload"));
+        json_object_put(reply);
+        json_object_put(params);
+        daemon_harness_stop(&h, SIGTERM);
+        daemon_harness_cleanup(&h);
+}
+
+static void test_unauthorised_caller(void **state)
+{
+        struct daemon_harness h;
+        pid_t pid;
+        int status;
+
+        daemon_harness_init(&h);
+        start(&h, NULL);
+        chmod(h.config.dir, 0755);
+        chmod(h.runtime_dir, 0755);
+        pid = fork();
+        if (pid == 0) {
+                struct varlink_client *c;
+                struct json_object *reply = NULL;
+                char *error = NULL;
+
+                if (setgid(65534) < 0 || setuid(65534) < 0 || varlink_client_connect(h.socket_path, &c) < 0)
+                        _exit(2);
+                if (varlink_client_call(c, "io.gpreempt.Status", NULL, 5000, &reply, &error) < 0 || !error ||
+                    strcmp(error, "io.gpreempt.PermissionDenied") != 0)
+                        _exit(3);
+                free(error);
+                if (varlink_client_call(c, "io.gpreempt.Reload", NULL, 5000, &reply, &error) < 0 || !error ||
+                    strcmp(error, "io.gpreempt.PermissionDenied") != 0)
+                        _exit(4);
+                _exit(0);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_int_equal(WEXITSTATUS(status), 0);
+        daemon_harness_stop(&h, SIGTERM);
+        daemon_harness_cleanup(&h);
+}
+
+int main(int argc, char **argv)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_ready_status_watchdog_and_clean_exit),
+                cmocka_unit_test(test_refuses_broken_configuration),
+                cmocka_unit_test(test_reload),
+                cmocka_unit_test(test_api_errors),
+                cmocka_unit_test(test_verify_config_explains),
+                cmocka_unit_test(test_unauthorised_caller),
+        };
+
+        if (argc != 2) {
+                fprintf(stderr, "usage: test-daemon PATH-TO-GPREEMPTD\n");
+                return 2;
+        }
+        binary = argv[1];
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
