@@ -270,7 +270,18 @@ static void derive_amd_queue(struct qf_queue *q)
                                           .sources = q->rptr_addr.sources };
 }
 
-static int add_hqd(struct qf_result *r, const struct qf_hqd *h)
+/* A slot holding the queue of a process the user did not ask about is not
+ * "unexplained". */
+static bool belongs_to_other_process(const struct qf_mqds *mqds, const struct qf_hqd *h)
+{
+        for (size_t i = 0; mqds && i < mqds->n; i++)
+                if (mqds->queues[i].has_addresses && mqds->queues[i].gpu_id == h->gpu_id &&
+                    mqds->queues[i].ring_base == h->ring_base && mqds->queues[i].rptr_addr == h->rptr_addr)
+                        return true;
+        return false;
+}
+
+static int add_hqd(struct qf_result *r, const struct qf_mqds *mqds, const struct qf_hqd *h)
 {
         if (h->kind != QF_HQD_CP || !h->has_addresses)
                 return 0;
@@ -294,7 +305,7 @@ static int add_hqd(struct qf_result *r, const struct qf_hqd *h)
                         return 0;
                 }
         }
-        if (!h->active)
+        if (!h->active || belongs_to_other_process(mqds, h))
                 return 0;
         const struct qf_hqd **slot = QF_APPEND(r->unowned_hqds, r->n_unowned_hqds);
         if (!slot)
@@ -339,7 +350,7 @@ int qf_join(const struct qf_inputs *in, struct qf_result *ret)
                 for (size_t k = 0; k < r.processes[i].n_queues; k++)
                         derive_amd_queue(&r.processes[i].queues[k]);
         for (size_t i = 0; in->hqds && i < in->hqds->n; i++)
-                if ((err = add_hqd(&r, &in->hqds->hqds[i])) < 0)
+                if ((err = add_hqd(&r, in->mqds, &in->hqds->hqds[i])) < 0)
                         goto fail;
 
         /* Log queues without a pid that matched nothing land in pid 0; drop

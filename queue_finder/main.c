@@ -19,6 +19,7 @@
 #include "nspid.h"
 #include "report.h"
 #include "scan.h"
+#include "snapshot.h"
 #include "sources.h"
 
 #define DEFAULT_KFD_ROOT "/sys/class/kfd/kfd"
@@ -31,6 +32,7 @@ enum source_index {
         SRC_MQDS,
         SRC_HQDS,
         SRC_LOG,
+        SRC_SNAPSHOT,
         N_SOURCES,
 };
 
@@ -44,6 +46,7 @@ struct options {
         const char *hqds_file;
         const char *log_file;
         const char *pid_ns;
+        bool snapshot;
         bool emit_config;
         enum qf_workload_class config_class;
         pid_t pids[QF_MAX_PROCESSES];
@@ -62,6 +65,8 @@ struct state {
         struct qf_hqds hqds;
         struct qf_log log;
         bool have_log;
+        struct qf_snapshot *snapshots;
+        size_t n_snapshots;
         struct qf_result result;
         char mqds_path[4096], hqds_path[4096];
 };
@@ -76,6 +81,9 @@ static void state_clear(struct state *s)
         qf_mqds_clear(&s->mqds);
         qf_hqds_clear(&s->hqds);
         qf_log_clear(&s->log);
+        for (size_t i = 0; i < s->n_snapshots; i++)
+                qf_snapshot_clear(&s->snapshots[i]);
+        free(s->snapshots);
         qf_diags_clear(&s->warnings);
 }
 
@@ -94,6 +102,8 @@ static void help(void)
                "      --mqds FILE            read a saved debugfs mqds dump instead of the live one\n"
                "      --hqds FILE            read a saved debugfs hqds dump instead of the live one\n"
                "      --no-live              read only the files given, nothing from this node\n"
+               "      --snapshot             attach to each process for the debug-trap queue snapshot\n"
+               "                             (root; not while gpreemptd or a debugger holds it)\n"
                "      --pid-ns PID|PATH      the PIDs given are in this pid namespace (a pid in it,\n"
                "                             or /proc/<pid>/ns/pid)\n"
                "      --emit-config CLASS    print gpreemptd [Workload] sections, CLASS online|offline\n"
@@ -115,7 +125,18 @@ static int parse_pid(const char *arg, pid_t *ret)
 /* 0 to run, 1 to exit successfully (help), -EINVAL after printing why not. */
 static int parse_options(int argc, char **argv, struct options *o)
 {
-        enum { OPT_LOG = 256, OPT_MQDS, OPT_HQDS, OPT_NO_LIVE, OPT_PID_NS, OPT_EMIT, OPT_SYSFS, OPT_DEBUGFS, OPT_PROC };
+        enum {
+                OPT_LOG = 256,
+                OPT_MQDS,
+                OPT_HQDS,
+                OPT_NO_LIVE,
+                OPT_SNAPSHOT,
+                OPT_PID_NS,
+                OPT_EMIT,
+                OPT_SYSFS,
+                OPT_DEBUGFS,
+                OPT_PROC,
+        };
         static const struct option longopts[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "json", no_argument, NULL, 'j' },
@@ -123,6 +144,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                 { "mqds", required_argument, NULL, OPT_MQDS },
                 { "hqds", required_argument, NULL, OPT_HQDS },
                 { "no-live", no_argument, NULL, OPT_NO_LIVE },
+                { "snapshot", no_argument, NULL, OPT_SNAPSHOT },
                 { "pid-ns", required_argument, NULL, OPT_PID_NS },
                 { "emit-config", required_argument, NULL, OPT_EMIT },
                 { "sysfs-root", required_argument, NULL, OPT_SYSFS },
@@ -157,6 +179,9 @@ static int parse_options(int argc, char **argv, struct options *o)
                 case OPT_NO_LIVE:
                         o->live = false;
                         break;
+                case OPT_SNAPSHOT:
+                        o->snapshot = true;
+                        break;
                 case OPT_PID_NS:
                         o->pid_ns = optarg;
                         break;
@@ -185,6 +210,10 @@ static int parse_options(int argc, char **argv, struct options *o)
                         fprintf(stderr, "Try 'queue_finder --help' for the options.\n");
                         return -EINVAL;
                 }
+        }
+        if (o->snapshot && !o->live) {
+                fprintf(stderr, "queue_finder: --snapshot reads live processes and cannot be combined with --no-live.\n");
+                return -EINVAL;
         }
         if (o->json && o->emit_config) {
                 fprintf(stderr, "queue_finder: --json and --emit-config print different things; choose one.\n");
@@ -314,9 +343,34 @@ static int read_sysfs(struct state *st, const struct options *o)
         return 0;
 }
 
+/* Every process asked for, or else every process sysfs lists. A failure is
+ * a warning with libgpreempt's explanation: the other sources still count. */
+static int read_snapshots(struct state *st, const struct options *o)
+{
+        size_t n = o->n_pids ? o->n_pids : st->n_sysfs;
+        st->snapshots = calloc(n ? n : 1, sizeof(*st->snapshots));
+        if (!st->snapshots)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                pid_t pid = o->n_pids ? o->pids[i] : st->sysfs[i].pid;
+                _cleanup_free_ char *why = NULL;
+                int r = qf_snapshot_read(pid, &st->snapshots[st->n_snapshots], &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        st->sources[SRC_SNAPSHOT].error = r;
+                        qf_diag_add(&st->warnings, "snapshot", 0, "pid %d: %s", (int) pid,
+                                    why ? why : strerror(-r));
+                        continue;
+                }
+                st->n_snapshots++;
+        }
+        return 0;
+}
+
 static int read_sources(struct state *st, const struct options *o)
 {
-        static const char *const names[N_SOURCES] = { "topology", "sysfs", "mqds", "hqds", "log" };
+        static const char *const names[N_SOURCES] = { "topology", "sysfs", "mqds", "hqds", "log", "snapshot" };
         for (int i = 0; i < N_SOURCES; i++)
                 st->sources[i] = (struct qf_source_status){ .name = names[i], .skipped = true };
         int r;
@@ -333,6 +387,11 @@ static int read_sources(struct state *st, const struct options *o)
 
                 st->sources[SRC_SYSFS].skipped = false;
                 if ((r = read_sysfs(st, o)) < 0)
+                        return r;
+        }
+        if (o->snapshot) {
+                st->sources[SRC_SNAPSHOT].skipped = false;
+                if ((r = read_snapshots(st, o)) < 0)
                         return r;
         }
 
@@ -394,6 +453,8 @@ static int run(const struct options *o)
                 const struct qf_inputs in = {
                         .sysfs = st.sysfs,
                         .n_sysfs = st.n_sysfs,
+                        .snapshots = st.snapshots,
+                        .n_snapshots = st.n_snapshots,
                         .mqds = &st.mqds,
                         .mqds_name = st.sources[SRC_MQDS].path,
                         .hqds = &st.hqds,

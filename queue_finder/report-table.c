@@ -79,6 +79,26 @@ static void print_diags(FILE *f, const struct qf_diags *d, const char *indent)
                 fprintf(f, "%s(%zu more not shown)\n", indent, d->dropped);
 }
 
+/* sysfs queues (ids, no addresses) and MQDs (addresses, no ids) on the same
+ * GPU that could not be paired one to one: say how to pair them. */
+static void print_pairing_hint(FILE *f, const struct qf_process *p)
+{
+        for (size_t i = 0; i < p->n_queues; i++) {
+                const struct qf_queue *a = &p->queues[i];
+                if (a->sources != QF_SOURCE_SYSFS)
+                        continue;
+                for (size_t k = 0; k < p->n_queues; k++) {
+                        const struct qf_queue *b = &p->queues[k];
+                        if (b->mqd && !b->queue_id.sources && b->gpu_id.v == a->gpu_id.v) {
+                                fprintf(f, "  Queue ids and addresses on gpu %" PRIx64 " cannot be paired without the "
+                                           "queue snapshot (run as root with --snapshot).\n",
+                                        a->gpu_id.v);
+                                return;
+                        }
+                }
+        }
+}
+
 static void print_process(FILE *f, const struct qf_process *p)
 {
         if (p->pid)
@@ -105,6 +125,7 @@ static void print_process(FILE *f, const struct qf_process *p)
                 for (size_t i = 0; i < p->n_queues; i++)
                         print_queue(f, &p->queues[i]);
         }
+        print_pairing_hint(f, p);
         if (p->sysfs)
                 for (size_t i = 0; i < p->sysfs->n_occupancy; i++)
                         fprintf(f, "  CUs occupied on gpu %x: %lld\n", p->sysfs->occupancy[i].gpu_id,

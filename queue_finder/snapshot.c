@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The debug-trap queue snapshot, through libgpreempt: the only source that
+ * ties KFD queue ids to ring and pointer addresses (kfd-interface.md §7).
+ * Taking it attaches to the process (ptrace seize plus a kfd debug session,
+ * which costs a device-wide preemption on HWS GPUs) and detaches again, so it
+ * is only done when asked for, and fails with -EALREADY-style errors while
+ * another debugger (gpreemptd, rocgdb) holds the process.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "array.h"
+#include "cleanup.h"
+#include "gpreempt.h"
+#include "snapshot.h"
+
+static void explain(int error, enum gp_op op, pid_t pid, const struct gp_context *ctx, char **ret_error)
+{
+        struct gp_explain_opts e = { .sz = sizeof(e), .error = error, .op = op, .pid = pid, .runtime_state = -1 };
+        if (ctx)
+                gp_context_kfd_version(ctx, &e.kfd_major, &e.kfd_minor);
+        char *sentence;
+        if (gp_explain(&e, &sentence) >= 0)
+                *ret_error = sentence;
+}
+
+static int copy_queues(struct gp_target *target, const struct gp_queue *queues, size_t n, struct qf_snapshot *s)
+{
+        for (size_t i = 0; i < n && i < QF_MAX_QUEUES_PER_PROCESS; i++) {
+                const struct gp_queue *g = &queues[i];
+                struct qf_snapshot_queue *q = QF_APPEND(s->queues, s->n);
+                if (!q)
+                        return -ENOMEM;
+                *q = (struct qf_snapshot_queue){
+                        .queue_id = g->queue_id,
+                        .gpu_id = g->gpu_id,
+                        .queue_type = g->type,
+                        .ring_base = g->ring_base_address,
+                        .ring_size = g->ring_size,
+                        .rptr_addr = g->read_pointer_address,
+                        .wptr_addr = g->write_pointer_address,
+                };
+                /* Indices are a bonus: a queue may vanish between the two calls. */
+                q->has_indices = gp_target_read_queue_indices(target, g, &q->read_index, &q->write_index) == 0;
+        }
+        return 0;
+}
+
+int qf_snapshot_read(pid_t pid, struct qf_snapshot *ret, char **ret_error)
+{
+        struct gp_context *ctx = NULL;
+        struct gp_target *target = NULL;
+        struct qf_snapshot s = { .pid = pid };
+        const struct gp_queue *queues;
+        size_t n;
+        enum gp_op op = GP_OP_OPEN;
+
+        const struct gp_context_opts copts = { .sz = sizeof(copts) };
+        int r = gp_context_new(&copts, &ctx);
+        if (r >= 0) {
+                op = GP_OP_ATTACH;
+                const struct gp_attach_opts aopts = { .sz = sizeof(aopts) };
+                r = gp_target_attach(ctx, pid, &aopts, &target);
+        }
+        if (r >= 0) {
+                op = GP_OP_SNAPSHOT;
+                r = gp_target_snapshot(target, &queues, &n);
+        }
+        if (r >= 0)
+                r = copy_queues(target, queues, n, &s);
+        if (target) {
+                int k = gp_target_detach(target);
+                if (r >= 0 && k < 0) {
+                        op = GP_OP_DETACH;
+                        r = k;
+                }
+        }
+        if (r < 0) {
+                *ret_error = NULL;
+                explain(r, op, pid, ctx, ret_error);
+                qf_snapshot_clear(&s);
+        } else {
+                *ret = s;
+        }
+        gp_context_free(ctx);
+        return r < 0 ? r : 0;
+}
+
+void qf_snapshot_clear(struct qf_snapshot *s)
+{
+        free(s->queues);
+        *s = (struct qf_snapshot){ 0 };
+}
