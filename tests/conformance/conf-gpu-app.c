@@ -7,11 +7,13 @@
  * applies. Commands on stdin, one reply line each on stdout:
  *
  *   open                     -> ok | err -ERRNO
- *   runtime-enable           -> ok | err -ERRNO   (may sleep in the kernel)
- *   runtime-disable          -> ok | err -ERRNO   (may sleep in the kernel)
+ *   runtime-enable           -> ok 0 caps CAPS_HEX | err -ERRNO   (may sleep in the kernel)
+ *   runtime-disable          -> ok 0 caps CAPS_HEX | err -ERRNO   (may sleep in the kernel)
  *   create GPU_ID            -> queue ID RING WPTR RPTR CTX RING_SIZE CTX_SIZE | err -ERRNO
  *   destroy ID               -> ok | err -ERRNO   (sleeps while the queue is suspended)
  *   submit ID NS COUNT       -> ok WRITE_INDEX    (COUNT kernels of NS each)
+ *   thread                   -> ok TID            (a second thread that only sleeps)
+ *   exec                     -> execs itself: a new mm, a new READY line
  *   exit                     -> exits with status 0 (so does end of input)
  *
  * It prints "READY <pid>" first. Addresses are hex, everything else decimal.
@@ -19,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <linux/futex.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,13 +103,49 @@ static long cmd_open(void)
         return kfd < 0 ? kfd : 0;
 }
 
-static long cmd_runtime(uint32_t mode)
+/* capabilities_mask is passed in with a marker: the kernel never writes it,
+ * so the reply shows what came back. */
+static void cmd_runtime(uint32_t mode)
 {
         struct kfd_ioctl_runtime_enable_args a = {
                 .r_debug = mode ? CONF_APP_R_DEBUG : 0,
                 .mode_mask = mode,
+                .capabilities_mask = CONF_APP_CAPS_MARKER,
         };
-        return conf_ioctl(kfd, AMDKFD_IOC_RUNTIME_ENABLE, &a);
+        long r = conf_ioctl(kfd, AMDKFD_IOC_RUNTIME_ENABLE, &a);
+        if (r < 0)
+                reply_result(r);
+        else
+                printf("ok %ld caps %#x\n", r, a.capabilities_mask);
+}
+
+static void *sleeping_thread(void *arg)
+{
+        int *tid = arg;
+        __atomic_store_n(tid, (int)gettid(), __ATOMIC_RELEASE);
+        for (;;)
+                pause();
+        return NULL;
+}
+
+static void cmd_thread(void)
+{
+        static int tid;
+        pthread_t th;
+        if (pthread_create(&th, NULL, sleeping_thread, &tid) != 0) {
+                reply_result(-EAGAIN);
+                return;
+        }
+        while (!__atomic_load_n(&tid, __ATOMIC_ACQUIRE))
+                usleep(100);
+        reply_result(tid);
+}
+
+static void cmd_exec(void)
+{
+        fflush(stdout);
+        execl("/proc/self/exe", "conf-gpu-app", (char *)NULL);
+        reply_result(-errno);
 }
 
 /* libhsakmt maps the whole doorbell frame of a GPU once per process. */
@@ -267,9 +306,13 @@ static void run_command(const char *line)
         if (strcmp(line, "open") == 0)
                 reply_result(cmd_open());
         else if (strcmp(line, "runtime-enable") == 0)
-                reply_result(cmd_runtime(KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK));
+                cmd_runtime(KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK);
         else if (strcmp(line, "runtime-disable") == 0)
-                reply_result(cmd_runtime(0));
+                cmd_runtime(0);
+        else if (strcmp(line, "thread") == 0)
+                cmd_thread();
+        else if (strcmp(line, "exec") == 0)
+                cmd_exec();
         else if (sscanf(line, "create %u", &a) == 1)
                 cmd_create(a);
         else if (sscanf(line, "destroy %u", &a) == 1)

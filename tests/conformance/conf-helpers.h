@@ -23,6 +23,8 @@
 #define CONF_BLOCKED_MS 150
 /* r_debug the helper application passes to RUNTIME_ENABLE; rinfo must echo it. */
 #define CONF_APP_R_DEBUG 0x7e5700001000ull
+/* capabilities_mask the helper passes to RUNTIME_ENABLE (the kernel leaves it alone). */
+#define CONF_APP_CAPS_MARKER 0x5a5a0000u
 /* Ring of the helper's queues: 64 AQL packets. */
 #define CONF_APP_RING_SIZE 4096u
 

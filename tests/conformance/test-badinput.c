@@ -159,6 +159,29 @@ static void huge_num_queues(void **state)
         expect_server_alive();
 }
 
+/* suspend_queues copies the array back, and a failure there is only
+ * logged: ids in a read-only page still get the count, not -EFAULT. */
+static void suspend_copy_back_fault_is_ignored(void **state)
+{
+        struct conf_session *s = *state;
+        pid_t pid = s->target.pid;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        assert_int_equal(conf_dbg_clear_new(conf_kfd(), pid), 0);
+        long page = sysconf(_SC_PAGESIZE);
+        uint32_t *ids = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        assert_true(ids != MAP_FAILED);
+        ids[0] = q.id;
+        ids[1] = 999;
+        assert_int_equal(mprotect(ids, (size_t)page, PROT_READ), 0);
+        long r = conf_dbg_suspend(conf_kfd(), pid, ids, 2, 0);
+        uint32_t first = ids[0], second = ids[1];
+        munmap(ids, (size_t)page);
+        assert_int_equal(r, 1);
+        assert_int_equal(first, q.id);
+        assert_int_equal(second, 999);
+}
+
 /* kfd_ioctl_set_debug_trap: any op past GET_DEVICE_SNAPSHOT is -EINVAL,
  * whatever the union holds. */
 static void unknown_ops_with_garbage(void **state)
@@ -261,6 +284,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(enable_with_bad_rinfo, conf_fixture_spawned, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(bad_pointers_in_every_field, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(huge_num_queues, conf_fixture_attached, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(suspend_copy_back_fault_is_ignored, conf_fixture_attached,
+                                                conf_fixture_end),
                 cmocka_unit_test_setup_teardown(unknown_ops_with_garbage, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test(many_threads),
                 cmocka_unit_test_setup_teardown(client_killed_while_sleeping, conf_fixture_empty, conf_fixture_end),

@@ -362,6 +362,46 @@ static void enable_creates_missing_process(void **state)
         assert_int_equal(again, -EALREADY);
 }
 
+/* §3 step 4: kfd_lookup_process_by_pid finds the process by mm, so any tid
+ * of the target names it; step 5 checks the tracer of the *leader*. */
+static void any_tid_names_the_process(void **state)
+{
+        struct conf_session *s = *state;
+        long tid = conf_target_call(&s->target, "thread");
+        assert_true(tid > 0 && tid != s->target.pid);
+        assert_int_equal(conf_seize(s->target.pid), 0);
+        s->target.traced = true;
+        _cleanup_close_ int fifo = conf_event_fifo();
+        assert_int_equal(conf_dbg_enable(conf_kfd(), (pid_t)tid, CONF_SUBSCRIPTION, fifo, NULL), 0);
+        long query = conf_dbg_query_event(conf_kfd(), (pid_t)tid, 0, NULL, NULL, NULL);
+        long again = conf_dbg_enable(conf_kfd(), s->target.pid, CONF_SUBSCRIPTION, fifo, NULL);
+        assert_int_equal(conf_dbg_disable(conf_kfd(), (pid_t)tid), 0);
+        assert_int_equal(query, -EAGAIN);
+        assert_int_equal(again, -EALREADY);
+}
+
+/* §3 step 5: tracing a non-leader thread is not enough — ptrace_parent of
+ * target->lead_thread must be the caller. */
+static void tracing_only_a_thread_is_eperm(void **state)
+{
+        struct conf_session *s = *state;
+        long tid = conf_target_call(&s->target, "thread");
+        assert_true(tid > 0 && tid != s->target.pid);
+        assert_int_equal(conf_seize((pid_t)tid), 0);
+        _cleanup_close_ int fifo = conf_event_fifo();
+        long by_tid = conf_dbg_enable(conf_kfd(), (pid_t)tid, CONF_SUBSCRIPTION, fifo, NULL);
+        long by_pid = conf_dbg_enable(conf_kfd(), s->target.pid, CONF_SUBSCRIPTION, fifo, NULL);
+        if (by_tid == 0)
+                conf_dbg_disable(conf_kfd(), (pid_t)tid);
+        if (by_pid == 0)
+                conf_dbg_disable(conf_kfd(), s->target.pid);
+        /* A traced non-leader thread must be reaped by its tracer before the
+         * leader can be: let it go so the fixture can kill the target. */
+        assert_int_equal(conf_detach((pid_t)tid), 0);
+        assert_int_equal(by_tid, -EPERM);
+        assert_int_equal(by_pid, -EPERM);
+}
+
 int main(int argc, char **argv)
 {
         conf_init(argc, argv);
@@ -380,6 +420,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(enable_twice_is_ealready, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(bad_dbg_fd_is_ebadf, conf_fixture_spawned, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(rinfo_is_negotiated, conf_fixture_spawned, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(any_tid_names_the_process, conf_fixture_spawned, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(tracing_only_a_thread_is_eperm, conf_fixture_spawned, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(enable_creates_missing_process, conf_fixture_empty, conf_fixture_end),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -177,6 +177,54 @@ static void enable_does_not_notify_pending(void **state)
         expect_queue_event(s->target.pid, NEW_MASK, &q, NEW_MASK);
 }
 
+/* §5: kfd_dbg_trap_enable holds its own reference to the caller's file, so
+ * closing the fd number that was passed does not stop the bytes. */
+static void event_file_outlives_the_fd_number(void **state)
+{
+        struct conf_session *s = *state;
+        assert_int_equal(conf_seize(s->target.pid), 0);
+        s->target.traced = true;
+        s->fifo = conf_event_fifo();
+        int passed = dup(s->fifo);
+        assert_true(passed >= 0);
+        assert_int_equal(conf_dbg_enable(conf_kfd(), s->target.pid, NEW_MASK, passed, NULL), 0);
+        s->enabled = true;
+        close(passed);
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        assert_int_equal(conf_event_wait(s->fifo, 0), 1);
+}
+
+/* kfd_dbg_trap_query_exception_info, queue codes: source_id is the queue
+ * id, no payload (info_size 0), clear_exception clears that one bit;
+ * -ENODATA once it is clear, -EINVAL for a queue the process lacks. */
+static void query_exception_info_for_a_queue(void **state)
+{
+        struct conf_session *s = *state;
+        pid_t pid = s->target.pid;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        uint64_t payload = 0;
+        struct kfd_ioctl_dbg_trap_args a = {
+                .query_exception_info = {
+                        .info_ptr = (uintptr_t)&payload,
+                        .info_size = sizeof(payload),
+                        .source_id = q.id,
+                        .exception_code = EC_QUEUE_NEW,
+                        .clear_exception = 1,
+                },
+        };
+        struct kfd_ioctl_dbg_trap_args b = a;
+        assert_int_equal(conf_dbg_trap(conf_kfd(), pid, KFD_IOC_DBG_TRAP_QUERY_EXCEPTION_INFO, &a), 0);
+        assert_int_equal(a.query_exception_info.info_size, 0);
+        a = b;
+        assert_int_equal(conf_dbg_trap(conf_kfd(), pid, KFD_IOC_DBG_TRAP_QUERY_EXCEPTION_INFO, &a), -ENODATA);
+        a = b;
+        a.query_exception_info.source_id = 999;
+        assert_int_equal(conf_dbg_trap(conf_kfd(), pid, KFD_IOC_DBG_TRAP_QUERY_EXCEPTION_INFO, &a), -EINVAL);
+        assert_int_equal(query(pid, 0).r, -EAGAIN);
+}
+
 int main(int argc, char **argv)
 {
         conf_init(argc, argv);
@@ -189,6 +237,9 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(query_clears_only_with_mask, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(set_exceptions_enabled_notifies_pending, conf_fixture_spawned,
                                                 conf_fixture_end),
+                cmocka_unit_test_setup_teardown(event_file_outlives_the_fd_number, conf_fixture_spawned,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(query_exception_info_for_a_queue, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(enable_does_not_notify_pending, conf_fixture_spawned, conf_fixture_end),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -170,6 +171,22 @@ static void send_runtime_event_unknown_gpu_is_enodev(void **state)
                          -ENODEV);
 }
 
+/* kfd_ioctl_runtime_enable never writes capabilities_mask: the caller's
+ * value comes back unchanged (§2.4). */
+static void runtime_enable_leaves_capabilities_mask(void **state)
+{
+        struct conf_session *s = *state;
+        assert_int_equal(conf_session_spawn(s, false), 0);
+        assert_int_equal(conf_target_send(&s->target, "runtime-enable"), 0);
+        char line[64];
+        assert_int_equal(conf_target_reply(&s->target, line, sizeof(line), CONF_REPLY_TIMEOUT_MS), 0);
+        long r = -1;
+        unsigned caps = 0;
+        assert_int_equal(sscanf(line, "ok %ld caps %x", &r, &caps), 2);
+        assert_int_equal(r, 0);
+        assert_int_equal(caps, CONF_APP_CAPS_MARKER);
+}
+
 int main(int argc, char **argv)
 {
         conf_init(argc, argv);
@@ -180,6 +197,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(runtime_enable_after_queue_is_eexist, conf_fixture_empty, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(runtime_disable_blocks_until_ack, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(runtime_disable_without_debugger_returns, conf_fixture_spawned,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(runtime_enable_leaves_capabilities_mask, conf_fixture_empty,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(send_runtime_event_unknown_gpu_is_enodev, conf_fixture_attached,
                                                 conf_fixture_end),

@@ -248,6 +248,22 @@ static void destroy_of_suspended_queue_waits_for_resume(void **state)
         assert_int_equal(id, q.id | CONF_QUEUE_INVALID);
 }
 
+/* find_available_queue_slot: ids are the lowest free slot, so a destroyed
+ * id names the next new queue, which carries NEW again (§4.1, §9.13). */
+static void destroyed_id_is_reused_by_a_new_queue(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q[2], fresh;
+        create_cleared(s, q, 2, (const int[]){ 0, 0 });
+        uint32_t low = q[0].id < q[1].id ? q[0].id : q[1].id;
+        assert_int_equal(conf_target_call(&s->target, "destroy %u", low), 0);
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &fresh), 0);
+        assert_int_equal(fresh.id, low);
+        uint32_t id = fresh.id;
+        assert_int_equal(suspend(s, &id, 1, 0), 0);
+        assert_int_equal(id, fresh.id | CONF_QUEUE_INVALID);
+}
+
 /* On GPUs with per-VMID debug (the default node: gfx942), two processes
  * can be debug-active at once and both suspended (§9.3). */
 static void two_debugged_processes_on_per_vmid_gpu(void **state)
@@ -284,6 +300,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(read_index_stops_while_suspended, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(queue_created_after_suspend_runs, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(destroy_of_suspended_queue_waits_for_resume, conf_fixture_attached,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(destroyed_id_is_reused_by_a_new_queue, conf_fixture_attached,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(two_debugged_processes_on_per_vmid_gpu, conf_fixture_attached,
                                                 conf_fixture_end),

@@ -233,6 +233,56 @@ static void closing_kfd_fd_keeps_session(void **state)
         expect_runs_to_completion(s, &q);
 }
 
+/* §6 (c): an exec is a new mm: the notifier ends the session and removes
+ * the queues; the new image has no kfd process until something creates one,
+ * so ops other than ENABLE find nothing (-ESRCH). No event byte is written. */
+static void target_exec_ends_session(void **state)
+{
+        struct conf_session *s = *state;
+        pid_t pid = s->target.pid;
+        struct conf_queue q;
+        busy_queue(s, &q);
+        suspend_one(conf_kfd(), pid, &q);
+        conf_event_wait(s->fifo, 0);
+        assert_int_equal(conf_target_send(&s->target, "exec"), 0);
+        char line[64];
+        assert_int_equal(conf_target_reply(&s->target, line, sizeof(line), CONF_REPLY_TIMEOUT_MS), 0);
+        assert_int_equal(strncmp(line, "READY", 5), 0);
+        s->enabled = false;
+        assert_int_equal(conf_event_wait(s->fifo, 50), 0);
+        assert_int_equal(conf_dbg_query_event(conf_kfd(), pid, 0, NULL, NULL, NULL), -ESRCH);
+
+        /* Still the tracer: ENABLE creates the new image's process, empty. */
+        struct kfd_runtime_info rinfo;
+        assert_int_equal(conf_dbg_enable(conf_kfd(), pid, CONF_SUBSCRIPTION, s->fifo, &rinfo), 0);
+        s->enabled = true;
+        assert_int_equal(rinfo.runtime_state, DEBUG_RUNTIME_STATE_DISABLED);
+        uint32_t num = 0, entry_size = sizeof(struct kfd_queue_snapshot_entry);
+        assert_int_equal(conf_dbg_queue_snapshot(conf_kfd(), pid, 0, NULL, &num, &entry_size), 0);
+        assert_int_equal(num, 0);
+}
+
+/* §6: kfd_dbg_trap_disable zeroes every exception status, EC_QUEUE_NEW
+ * included, so after DISABLE + ENABLE an old queue is suspendable at once. */
+static void disable_zeroes_exception_status(void **state)
+{
+        struct conf_session *s = *state;
+        pid_t pid = s->target.pid;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        assert_int_equal(conf_session_attach(s, CONF_SUBSCRIPTION), 0);
+        uint32_t id = q.id;
+        assert_int_equal(conf_dbg_suspend(conf_kfd(), pid, &id, 1, 0), 0);
+        assert_int_equal(id, q.id | CONF_QUEUE_INVALID);
+        assert_int_equal(conf_dbg_disable(conf_kfd(), pid), 0);
+        s->enabled = false;
+        assert_int_equal(conf_session_attach(s, CONF_SUBSCRIPTION), 0);
+        assert_int_equal(conf_dbg_query_event(conf_kfd(), pid, 0, NULL, NULL, NULL), -EAGAIN);
+        id = q.id;
+        assert_int_equal(conf_dbg_suspend(conf_kfd(), pid, &id, 1, 0), 1);
+        assert_int_equal(id, q.id);
+}
+
 int main(int argc, char **argv)
 {
         conf_init(argc, argv);
@@ -245,6 +295,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(disable_op_resumes, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(runtime_disable_resumes_before_blocking, conf_fixture_attached,
                                                 conf_fixture_end),
+                cmocka_unit_test_setup_teardown(target_exec_ends_session, conf_fixture_attached, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(disable_zeroes_exception_status, conf_fixture_spawned, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(closing_kfd_fd_keeps_session, conf_fixture_spawned, conf_fixture_end),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
