@@ -26,6 +26,16 @@ enum connection_kind {
         CONNECTION_CHANNEL,
 };
 
+/* What the server knows of an open /dev/kfd beyond kernel/'s emu_file
+ * (emu_file.transport points here). */
+struct emu_file_transport {
+        uint64_t inode;                  /* the client socket's: how calls name the file */
+        /* A parked ioctl holds the file like the kernel's fdget() does:
+         * kfd_release waits until the last in-flight call returns. */
+        unsigned calls_in_flight;
+        bool client_closed;
+};
+
 struct connection {
         struct connection *prev, *next;
         struct kfdemu_server *server;
@@ -35,12 +45,8 @@ struct connection {
         struct emu_caller caller;        /* opener (file) or owner thread (channel), host ids */
 
         /* CONNECTION_FILE */
-        uint64_t file_inode;
         struct emu_file *file;
-        /* A parked ioctl holds the file like the kernel's fdget() does:
-         * kfd_release waits until the last in-flight call returns. */
-        unsigned calls_in_flight;
-        bool client_closed;
+        struct emu_file_transport file_state;
 
         /* CONNECTION_CHANNEL: the call in flight and the file it names. */
         struct emu_call *call;
@@ -53,12 +59,12 @@ static int compare_inode(const void *a, const void *b)
 {
         const struct connection *x = a, *y = b;
 
-        return x->file_inode < y->file_inode ? -1 : x->file_inode > y->file_inode;
+        return x->file_state.inode < y->file_state.inode ? -1 : x->file_state.inode > y->file_state.inode;
 }
 
 static struct connection *file_by_inode(struct kfdemu_server *server, uint64_t inode)
 {
-        struct connection key = { .file_inode = inode };
+        struct connection key = { .file_state.inode = inode };
         void *found = tfind(&key, &server->files_by_inode, compare_inode);
 
         return found ? *(struct connection **)found : NULL;
@@ -82,14 +88,14 @@ static void connection_close_socket(struct connection *c)
         c->source = sd_event_source_disable_unref(c->source);
         closep(&c->fd);
         c->fd = -1;
-        if (c->kind == CONNECTION_FILE && !c->client_closed)
+        if (c->kind == CONNECTION_FILE && !c->file_state.client_closed)
                 tdelete(c, &c->server->files_by_inode, compare_inode);
-        c->client_closed = true;
+        c->file_state.client_closed = true;
 }
 
 static void file_release_if_unused(struct connection *f)
 {
-        if (!f->client_closed || f->calls_in_flight > 0)
+        if (!f->file_state.client_closed || f->file_state.calls_in_flight > 0)
                 return;
         emu_kfd_release(f->file);
         connection_unlink(f);
@@ -127,7 +133,7 @@ static void channel_finish_call(struct connection *ch, long result, bool reply)
         free(ch->call);
         ch->call = NULL;
         ch->call_file = NULL;
-        file->calls_in_flight--;
+        file->file_state.calls_in_flight--;
         file_release_if_unused(file);
 }
 
@@ -158,8 +164,8 @@ static int handle_open(struct connection *c, const struct kfdemu_msg_open *msg)
         if (r < 0)
                 return send_result(c, KFDEMU_REPLY_RESULT, r);
         c->kind = CONNECTION_FILE;
-        c->file_inode = msg->file_inode;
-        c->file->transport = (struct emu_file_transport *)c;
+        c->file_state.inode = msg->file_inode;
+        c->file->transport = &c->file_state;
         if (!tsearch(c, &server->files_by_inode, compare_inode)) {
                 emu_kfd_release(c->file);
                 c->file = NULL;
@@ -205,7 +211,7 @@ static int handle_ioctl(struct connection *ch, const struct kfdemu_msg_ioctl *ms
          * parked call (call_reply) before emu_kfd_ioctl even returns. */
         ch->call = call;
         ch->call_file = file;
-        file->calls_in_flight++;
+        file->file_state.calls_in_flight++;
 
         long r = emu_kfd_ioctl(call);
         if (r != EMU_CALL_PARKED)
@@ -407,7 +413,7 @@ void connection_drop_all(struct kfdemu_server *server)
         for (struct connection *c = server->connections; c; c = c->next)
                 if (c->kind == CONNECTION_CHANNEL && c->call) {
                         emu_call_abandon(c->call);
-                        c->call_file->calls_in_flight--;
+                        c->call_file->file_state.calls_in_flight--;
                         free(c->call);
                         c->call = NULL;
                         c->call_file = NULL;

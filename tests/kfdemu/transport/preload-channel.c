@@ -36,6 +36,7 @@ struct channel {
 
 static struct sockaddr_un server_address;
 static char root_path[PATH_MAX];
+static pthread_once_t environment_once = PTHREAD_ONCE_INIT;
 static pthread_key_t channel_key;
 static pthread_once_t channel_key_once = PTHREAD_ONCE_INIT;
 static __thread struct channel thread_channel __attribute__((tls_model("initial-exec"))) = { .fd = -1 };
@@ -52,13 +53,36 @@ void *preload_next_symbol(const char *name)
         return fn;
 }
 
+/* Read on first use rather than only in the constructor: the constructors
+ * of libraries loaded after the preload run before it and may already
+ * open /dev/kfd. */
+static void load_environment(void)
+{
+        const char *socket_path = getenv(KFDEMU_ENV_SOCKET);
+        const char *root = getenv(KFDEMU_ENV_ROOT);
+
+        if (root && *root == '/' && strlen(root) < sizeof(root_path))
+                memcpy(root_path, root, strlen(root) + 1);
+        if (!socket_path || !*socket_path)
+                return;
+        if (strlen(socket_path) >= sizeof(server_address.sun_path)) {
+                dprintf(STDERR_FILENO, "libkfdemu-preload: %s=%s is longer than a unix socket path may be; "
+                                       "run kfdemu-run with a shorter TMPDIR\n", KFDEMU_ENV_SOCKET, socket_path);
+                abort();
+        }
+        server_address.sun_family = AF_UNIX;
+        memcpy(server_address.sun_path, socket_path, strlen(socket_path) + 1);
+}
+
 const char *preload_socket_path(void)
 {
+        pthread_once(&environment_once, load_environment);
         return server_address.sun_path[0] ? server_address.sun_path : NULL;
 }
 
 const char *preload_root_path(void)
 {
+        pthread_once(&environment_once, load_environment);
         return root_path[0] ? root_path : NULL;
 }
 
@@ -277,22 +301,10 @@ int preload_kfd_open(int flags)
 
 __attribute__((constructor)) static void preload_init(void)
 {
-        const char *socket_path = getenv(KFDEMU_ENV_SOCKET);
-        const char *root = getenv(KFDEMU_ENV_ROOT);
         int saved_errno = errno;
 
-        if (root && *root == '/' && strlen(root) < sizeof(root_path))
-                memcpy(root_path, root, strlen(root) + 1);
-        if (!socket_path || !*socket_path)
+        if (!preload_socket_path())
                 return;
-        if (strlen(socket_path) >= sizeof(server_address.sun_path)) {
-                dprintf(STDERR_FILENO, "libkfdemu-preload: %s=%s is longer than a unix socket path may be; "
-                                       "run kfdemu-run with a shorter TMPDIR\n", KFDEMU_ENV_SOCKET, socket_path);
-                abort();
-        }
-        server_address.sun_family = AF_UNIX;
-        memcpy(server_address.sun_path, socket_path, strlen(socket_path) + 1);
-
         /* exec gave this process a new mm: the old one's kfd_process is
          * torn down before main, as kfd_process_notifier_release does. */
         struct kfdemu_msg_exec msg = { .type = KFDEMU_MSG_EXEC };

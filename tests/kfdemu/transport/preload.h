@@ -5,8 +5,8 @@
  *
  * Global state, all of it set once and then only read:
  *   - the server's socket path and the rendered tree's root, copied from
- *     the environment by the constructor (before main, so no thread races
- *     it; later setenv/unsetenv by the application does not matter);
+ *     the environment once, on first use (pthread_once; later setenv or
+ *     unsetenv by the application does not matter);
  *   - the real libc functions, looked up once each with dlsym(RTLD_NEXT);
  *   - the pthread key whose destructor closes a thread's call channel.
  * Per thread: the call channel (preload-channel.c).
