@@ -91,6 +91,11 @@ int app_signals_install(const char *signal_log, int *ret_wake_fd)
         return 0;
 }
 
+bool app_signals_stop_requested(void)
+{
+        return stop_requested != 0;
+}
+
 struct app_signal_events app_signals_take(void)
 {
         struct app_signal_events ev = {.stop = stop_requested != 0, .report = report_requested != 0};

@@ -23,6 +23,9 @@ int app_signals_install(const char *signal_log, int *ret_wake_fd);
 /* Returns the events since the last call and clears them (stop stays set). */
 struct app_signal_events app_signals_take(void);
 
+/* Whether SIGTERM or SIGINT came, without consuming anything. */
+bool app_signals_stop_requested(void);
+
 /* Something other than a signal wants the main loop to wake up. */
 void app_signals_wake(void);
 

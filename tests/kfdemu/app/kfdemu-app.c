@@ -336,6 +336,10 @@ static int setup(struct app *app)
         if (r < 0)
                 return r;
         for (unsigned i = 0; i < app->opts.queues; i++) {
+                /* Setting many queues up can take a while; a stop request
+                 * must not wait for all of them. */
+                if (app_signals_stop_requested())
+                        return -ECANCELED;
                 r = add_queue(app);
                 if (r < 0)
                         return r;
@@ -414,8 +418,11 @@ int main(int argc, char **argv)
         r = setup(&app);
         if (r == 0) {
                 r = run(&app);
-                if (r < 0 && r != -ECANCELED)
+                if (r < 0)
                         fprintf(stderr, PROGRAM ": the job failed: %s.\n", strerror(-r));
+        } else if (r == -ECANCELED) {
+                /* Stopped by SIGTERM/SIGINT before it was ready: a clean stop. */
+                r = 0;
         }
         if (teardown(&app) < 0 && r == 0)
                 r = -EIO;
