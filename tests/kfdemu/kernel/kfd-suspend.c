@@ -14,6 +14,11 @@
 
 #define KFD_QUEUE_NOT_FOUND (-1)
 
+/* The uapi's KFD_DBG_QUEUE_INVALID_MASK is the int expression 1 << 31,
+ * undefined behaviour in C when evaluated: use the same bit unsigned. */
+#define KFD_QUEUE_INVALID (1u << KFD_DBG_QUEUE_INVALID_BIT)
+#define KFD_QUEUE_ERROR (1u << KFD_DBG_QUEUE_ERROR_BIT)
+
 /* kzalloc() of more than KMALLOC_MAX_SIZE (4 MiB with 4 KiB pages) fails. */
 #define KFD_KMALLOC_MAX_SIZE (4u << 20)
 
@@ -43,7 +48,7 @@ static int kfd_get_queue_ids(const struct emu_call *call, uint32_t num_queues, u
 static void kfd_q_array_invalidate(uint32_t num_queues, uint32_t *ids)
 {
         for (uint32_t i = 0; i < num_queues; i++)
-                ids[i] |= (uint32_t)KFD_DBG_QUEUE_INVALID_MASK;
+                ids[i] |= KFD_QUEUE_INVALID;
 }
 
 /* q_array_get_index: the first slot naming the queue (duplicates stay
@@ -51,7 +56,7 @@ static void kfd_q_array_invalidate(uint32_t num_queues, uint32_t *ids)
 static int kfd_q_array_get_index(uint32_t queue_id, uint32_t num_queues, const uint32_t *ids)
 {
         for (uint32_t i = 0; i < num_queues; i++)
-                if (queue_id == (ids[i] & ~(uint32_t)KFD_DBG_QUEUE_INVALID_MASK))
+                if (queue_id == (ids[i] & ~KFD_QUEUE_INVALID))
                         return (int)i;
         return KFD_QUEUE_NOT_FOUND;
 }
@@ -125,7 +130,7 @@ int kfd_suspend_queues(struct emu_call *call, struct emu_process *target, uint32
                                 continue;
                         err = kfd_suspend_single_queue(q, &delay);
                         if (!err) {
-                                ids[idx] &= ~(uint32_t)KFD_DBG_QUEUE_INVALID_MASK;
+                                ids[idx] &= ~KFD_QUEUE_INVALID;
                                 /* MES clears only the queues it suspended. */
                                 if (is_mes) {
                                         q->exception_status &= ~exception_clear_mask;
@@ -134,7 +139,7 @@ int kfd_suspend_queues(struct emu_call *call, struct emu_process *target, uint32
                                         per_device_suspended++;
                                 }
                         } else if (err != -EBUSY) {
-                                ids[idx] |= KFD_DBG_QUEUE_ERROR_MASK;
+                                ids[idx] |= KFD_QUEUE_ERROR;
                                 break;
                         }
                 }
@@ -191,7 +196,7 @@ int kfd_resume_queues(struct emu_call *call, struct emu_process *target, uint32_
                         /* Queues that were not suspended count as resumed. */
                         kfd_resume_single_queue(q);
                         if (ids)
-                                ids[idx] &= ~(uint32_t)KFD_DBG_QUEUE_INVALID_MASK;
+                                ids[idx] &= ~KFD_QUEUE_INVALID;
                         if (gpu->cfg.mes)
                                 mes_resumed++;
                         else

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test doubles for what kernel/ calls outside itself (gpu.h, usermem.h,
+ * emu_transport_watch_process), so the unit test drives the emulated kernel
+ * directly, in one process, and sees every call it makes to the GPU model.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "gpu.h"
+#include "test-fakes.h"
+#include "usermem.h"
+
+struct fake_gpu_log fake_gpu;
+
+int emu_copy_from_user(pid_t tgid, void *dst, uint64_t uaddr, size_t len)
+{
+        if (len == 0)
+                return 0;
+        if (uaddr < FAKE_FIRST_VALID_ADDRESS)
+                return -EFAULT;
+        memcpy(dst, (const void *)(uintptr_t)uaddr, len);
+        return 0;
+}
+
+int emu_copy_to_user(pid_t tgid, uint64_t uaddr, const void *src, size_t len)
+{
+        if (len == 0)
+                return 0;
+        if (uaddr < FAKE_FIRST_VALID_ADDRESS)
+                return -EFAULT;
+        memcpy((void *)(uintptr_t)uaddr, src, len);
+        return 0;
+}
+
+int emu_transport_watch_process(struct emu_node *node, struct emu_process *p)
+{
+        return 0;
+}
+
+int emu_gpu_queue_created(struct emu_queue *q)
+{
+        fake_gpu.queues_created++;
+        return 0;
+}
+
+void emu_gpu_queue_destroyed(struct emu_queue *q)
+{
+        fake_gpu.queues_destroyed++;
+}
+
+void emu_gpu_queue_suspension_changed(struct emu_queue *q)
+{
+        fake_gpu.suspension_changes++;
+}
+
+uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period)
+{
+        fake_gpu.preemptions++;
+        fake_gpu.last_grace_period = grace_period;
+        return fake_gpu.preempt_ns;
+}
+
+uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q)
+{
+        return fake_gpu.preempt_ns;
+}
+
+void emu_gpu_complete_after(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns)
+{
+        fake_gpu.pending_call = call;
+        fake_gpu.pending_ret = ret;
+        fake_gpu.pending_delay_ns = delay_ns;
+}
+
+void emu_gpu_cancel_completion(struct emu_node *node, struct emu_call *call)
+{
+        if (fake_gpu.pending_call == call)
+                fake_gpu.pending_call = NULL;
+}
+
+int emu_gpu_doorbell_segments(struct emu_gpu *gpu, struct emu_process *process, struct emu_mmap_result *ret)
+{
+        ret->n_segments = 0;
+        return 0;
+}
+
+void emu_render_process(struct emu_process *p)
+{
+}
+
+void emu_render_process_removed(struct emu_node *node, pid_t tgid)
+{
+        fake_gpu.processes_removed++;
+}
+
+void emu_render_debugfs(struct emu_node *node)
+{
+}

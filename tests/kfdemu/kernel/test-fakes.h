@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* What the test doubles of test-fakes.c record. */
+#pragma once
+
+#include <stdint.h>
+
+#include "kernel.h"
+
+/* User addresses below this fault (the fake copies use plain memcpy). */
+#define FAKE_FIRST_VALID_ADDRESS 4096u
+
+struct fake_gpu_log {
+        unsigned queues_created, queues_destroyed, suspension_changes, preemptions, processes_removed;
+        uint32_t last_grace_period;
+        uint64_t preempt_ns;             /* what emu_gpu_hws_preempt returns */
+        struct emu_call *pending_call;   /* the last emu_gpu_complete_after */
+        long pending_ret;
+        uint64_t pending_delay_ns;
+};
+
+extern struct fake_gpu_log fake_gpu;

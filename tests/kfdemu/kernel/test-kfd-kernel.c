@@ -1,0 +1,676 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the emulated amdkfd, driven directly through kernel.h with
+ * the GPU model and user-memory copies replaced by test-fakes.c. The test
+ * process is its own caller (self-debugging needs no ptrace), and a forked
+ * child plays a traced target. The full conformance suite goes through the
+ * real transport (tests/conformance); this one pins down the rules of
+ * kfd-interface.md §3-§7 at the level of single calls.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kernel.h"
+#include "test-fakes.h"
+
+#define GPU0 0xf7bcu /* per-VMID debugging, HWS */
+#define GPU1 0xf05bu /* one debug VMID per device, HWS */
+
+#define NEW_MASK KFD_EC_MASK(EC_QUEUE_NEW)
+#define DELETE_MASK KFD_EC_MASK(EC_DEVICE_QUEUE_DELETE)
+#define RUNTIME_MASK KFD_EC_MASK(EC_PROCESS_RUNTIME)
+#define INVALID (1u << KFD_DBG_QUEUE_INVALID_BIT)
+
+struct fixture {
+        struct emu_node node;
+        struct emu_caller self;
+        struct emu_file *file;
+        int ev_read, ev_write;      /* the debug event FIFO stand-in: a pipe */
+        uint64_t rptr, wptr;        /* queue read/write indices */
+        /* Arguments of a call that may sleep: they live as long as the call. */
+        struct kfd_ioctl_destroy_queue_args destroy_args;
+        struct kfd_ioctl_runtime_enable_args runtime_args;
+        uint8_t ring[4096];
+};
+
+static long last_reply = LONG_MIN;
+static unsigned n_replies;
+
+static void record_reply(struct emu_call *call, long ret)
+{
+        last_reply = ret;
+        n_replies++;
+        free(call);
+}
+
+static int setup(void **state)
+{
+        struct fixture *f = calloc(1, sizeof(*f));
+        struct emu_config cfg = { .kfd_major = 1, .kfd_minor = 13, .n_gpus = 2 };
+        int fds[2];
+
+        assert_non_null(f);
+        memset(&fake_gpu, 0, sizeof(fake_gpu));
+        cfg.gpus[0] = (struct emu_gpu_config){ .gpu_id = GPU0, .gfx_target_version = 90402, .per_vmid_debug = true };
+        cfg.gpus[1] = (struct emu_gpu_config){ .gpu_id = GPU1, .gfx_target_version = 90008 };
+        assert_int_equal(emu_node_init(&f->node, &cfg), 0);
+        f->self = (struct emu_caller){ .tgid = getpid(), .tid = gettid() };
+        assert_int_equal(emu_kfd_open(&f->node, &f->self, &f->file), 0);
+        assert_int_equal(pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+        f->ev_read = fds[0];
+        f->ev_write = fds[1];
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *f = *state;
+
+        emu_kfd_release(f->file);
+        emu_node_fini(&f->node);
+        close(f->ev_read);
+        close(f->ev_write);
+        free(f);
+        return 0;
+}
+
+/* One ioctl as the transport would issue it; a parked call is returned in
+ * *ret_parked (and replied to through record_reply later). */
+static long kfd_ioctl_as(struct fixture *f, const struct emu_caller *caller, uint32_t cmd, void *arg,
+                         struct emu_call **ret_parked)
+{
+        struct emu_call *call = calloc(1, sizeof(*call));
+        long r;
+
+        assert_non_null(call);
+        call->file = f->file;
+        call->caller = *caller;
+        call->cmd = cmd;
+        call->arg = (uintptr_t)arg;
+        call->reply = record_reply;
+        r = emu_kfd_ioctl(call);
+        if (r == EMU_CALL_PARKED) {
+                assert_non_null(ret_parked);
+                *ret_parked = call;
+        } else {
+                free(call);
+        }
+        return r;
+}
+
+static long kfd_ioctl(struct fixture *f, uint32_t cmd, void *arg)
+{
+        return kfd_ioctl_as(f, &f->self, cmd, arg, NULL);
+}
+
+static uint32_t create_queue(struct fixture *f, uint32_t gpu_id)
+{
+        struct kfd_ioctl_create_queue_args args = {
+                .ring_base_address = (uintptr_t)f->ring,
+                .ring_size = sizeof(f->ring),
+                .write_pointer_address = (uintptr_t)&f->wptr,
+                .read_pointer_address = (uintptr_t)&f->rptr,
+                .gpu_id = gpu_id,
+                .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                .queue_percentage = 100,
+                .queue_priority = 7,
+        };
+
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_CREATE_QUEUE, &args), 0);
+        return args.queue_id;
+}
+
+static long destroy_queue(struct fixture *f, uint32_t id, struct emu_call **ret_parked)
+{
+        f->destroy_args = (struct kfd_ioctl_destroy_queue_args){ .queue_id = id };
+        return kfd_ioctl_as(f, &f->self, AMDKFD_IOC_DESTROY_QUEUE, &f->destroy_args, ret_parked);
+}
+
+static long runtime_enable(struct fixture *f, uint32_t mode_mask, struct emu_call **ret_parked)
+{
+        f->runtime_args = (struct kfd_ioctl_runtime_enable_args){ .r_debug = 0x1000, .mode_mask = mode_mask };
+        return kfd_ioctl_as(f, &f->self, AMDKFD_IOC_RUNTIME_ENABLE, &f->runtime_args, ret_parked);
+}
+
+static long dbg_trap(struct fixture *f, pid_t pid, uint32_t op, struct kfd_ioctl_dbg_trap_args *args)
+{
+        args->pid = (uint32_t)pid;
+        args->op = op;
+        return kfd_ioctl(f, AMDKFD_IOC_DBG_TRAP, args);
+}
+
+static long enable_debug(struct fixture *f, pid_t pid, struct kfd_runtime_info *rinfo)
+{
+        struct kfd_ioctl_dbg_trap_args args = { .enable = {
+                .exception_mask = NEW_MASK | DELETE_MASK | RUNTIME_MASK,
+                .rinfo_ptr = (uintptr_t)rinfo,
+                .rinfo_size = sizeof(*rinfo),
+                .dbg_fd = (uint32_t)f->ev_write,
+        } };
+        long r = dbg_trap(f, pid, KFD_IOC_DBG_TRAP_ENABLE, &args);
+
+        if (r == 0)
+                assert_int_equal(args.enable.rinfo_size, sizeof(struct kfd_runtime_info));
+        return r;
+}
+
+static long suspend(struct fixture *f, uint32_t *ids, uint32_t n, uint64_t clear)
+{
+        struct kfd_ioctl_dbg_trap_args args = { .suspend_queues = {
+                .exception_mask = clear, .queue_array_ptr = (uintptr_t)ids, .num_queues = n } };
+
+        return dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_SUSPEND_QUEUES, &args);
+}
+
+static long resume(struct fixture *f, uint32_t *ids, uint32_t n)
+{
+        struct kfd_ioctl_dbg_trap_args args = { .resume_queues = {
+                .queue_array_ptr = (uintptr_t)ids, .num_queues = n } };
+
+        return dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_RESUME_QUEUES, &args);
+}
+
+static long query_event(struct fixture *f, uint64_t clear, uint64_t *status, uint32_t *queue_id)
+{
+        struct kfd_ioctl_dbg_trap_args args = { .query_debug_event = { .exception_mask = clear } };
+        long r = dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, &args);
+
+        *status = args.query_debug_event.exception_mask;
+        *queue_id = args.query_debug_event.queue_id;
+        return r;
+}
+
+static unsigned drain_event_bytes(struct fixture *f)
+{
+        char buf[64];
+        unsigned n = 0;
+        ssize_t got;
+
+        while ((got = read(f->ev_read, buf, sizeof(buf))) > 0) {
+                for (ssize_t i = 0; i < got; i++)
+                        assert_int_equal(buf[i], '.');
+                n += (unsigned)got;
+        }
+        return n;
+}
+
+static struct emu_process *self_process(struct fixture *f)
+{
+        return f->file->process;
+}
+
+/* Queues whose NEW bit a snapshot cleared, as a debugger does first. */
+static void clear_new_by_snapshot(struct fixture *f)
+{
+        struct kfd_queue_snapshot_entry entries[8];
+        struct kfd_ioctl_dbg_trap_args args = { .queue_snapshot = {
+                .exception_mask = NEW_MASK, .snapshot_buf_ptr = (uintptr_t)entries,
+                .num_queues = 8, .entry_size = sizeof(entries[0]) } };
+
+        assert_int_equal(dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, &args), 0);
+}
+
+static void test_ioctl_dispatch(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_ioctl_get_version_args version = { 0 };
+        struct kfd_ioctl_dbg_trap_args args = { 0 };
+        struct emu_caller stranger = { .tgid = getpid() + 1, .tid = getpid() + 1 };
+        uint8_t policy[32] = { 0 };
+
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_GET_VERSION, &version), 0);
+        assert_int_equal(version.major_version, 1);
+        assert_int_equal(version.minor_version, 13);
+
+        /* Outside the 1.13 table: -EINVAL (newer trees say -ENOTTY). */
+        assert_int_equal(kfd_ioctl(f, _IOWR('K', 0x27, uint64_t), &version), -EINVAL);
+        assert_int_equal(kfd_ioctl(f, _IOWR('K', 0x00, uint64_t), &version), -EINVAL);
+        /* A real ioctl kfdemu does not emulate keeps its copies, then refuses. */
+        assert_int_equal(kfd_ioctl(f, _IOW('K', 0x04, policy), policy), -EINVAL);
+        assert_int_equal(kfd_ioctl(f, _IOW('K', 0x04, policy), NULL), -EFAULT);
+        /* The file belongs to the process that opened it. */
+        assert_int_equal(kfd_ioctl_as(f, &stranger, AMDKFD_IOC_GET_VERSION, &version, NULL), -EBADF);
+        /* An unknown op fails after the checks, and kdata still goes back. */
+        args.suspend_queues.grace_period = 77;
+        assert_int_equal(dbg_trap(f, getpid(), 99, &args), -EINVAL);
+        assert_int_equal(args.suspend_queues.grace_period, 77);
+}
+
+static void test_create_queue_checks_and_ids(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_ioctl_create_queue_args args = {
+                .ring_base_address = (uintptr_t)f->ring, .ring_size = 4096,
+                .write_pointer_address = (uintptr_t)&f->wptr, .read_pointer_address = (uintptr_t)&f->rptr,
+                .gpu_id = GPU0, .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, .queue_percentage = 101,
+        };
+        uint32_t a, b, c;
+
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_CREATE_QUEUE, &args), -EINVAL);
+        args.queue_percentage = 100;
+        args.queue_priority = 16;
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_CREATE_QUEUE, &args), -EINVAL);
+        args.queue_priority = 15;
+        args.ring_size = 3000;
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_CREATE_QUEUE, &args), -EINVAL);
+        args.ring_size = 4096;
+        args.queue_type = 9;
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_CREATE_QUEUE, &args), -524);
+        args.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
+        args.gpu_id = 1;
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_CREATE_QUEUE, &args), -EINVAL);
+        assert_int_equal(fake_gpu.queues_created, 0);
+
+        a = create_queue(f, GPU0);
+        b = create_queue(f, GPU1);
+        c = create_queue(f, GPU0);
+        assert_int_equal(a, 0);
+        assert_int_equal(b, 1);
+        assert_int_equal(c, 2);
+        /* Every queue starts NEW, debugger or not. */
+        assert_true(self_process(f)->queues->exception_status & NEW_MASK);
+
+        /* The lowest free id is reused. */
+        assert_int_equal(destroy_queue(f, b, NULL), 0);
+        assert_int_equal(destroy_queue(f, b, NULL), -EINVAL);
+        args.gpu_id = GPU0;
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_CREATE_QUEUE, &args), 0);
+        assert_int_equal(args.queue_id, 1);
+        assert_int_equal(args.doorbell_offset, EMU_KFD_MMAP_TYPE_DOORBELL | EMU_KFD_MMAP_GPU_ID(GPU0) |
+                                                       2 * EMU_DOORBELL_SIZE);
+}
+
+static void test_runtime_enable_rules(void **state)
+{
+        struct fixture *f = *state;
+        uint32_t q = create_queue(f, GPU0);
+
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), -EEXIST);
+        assert_int_equal(destroy_queue(f, q, NULL), 0);
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        assert_int_equal(self_process(f)->runtime_info.runtime_state, DEBUG_RUNTIME_STATE_ENABLED);
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), -EBUSY);
+        assert_int_equal(runtime_enable(f, 0, NULL), 0);
+        assert_int_equal(self_process(f)->runtime_info.runtime_state, DEBUG_RUNTIME_STATE_DISABLED);
+}
+
+static void test_suspend_new_gate_and_counts(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        uint32_t q0, q1, q2, ids[3];
+        uint64_t status;
+        uint32_t qid;
+
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        q0 = create_queue(f, GPU0);
+        q1 = create_queue(f, GPU0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        assert_int_equal(rinfo.runtime_state, DEBUG_RUNTIME_STATE_ENABLED);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), -EALREADY);
+        /* ENABLE itself announces nothing already pending. */
+        assert_int_equal(drain_event_bytes(f), 0);
+
+        /* Both queues still carry NEW: nothing is suspended. */
+        ids[0] = q0, ids[1] = q1, ids[2] = q0;
+        assert_int_equal(suspend(f, ids, 3, 0), 0);
+        assert_int_equal(ids[0], q0 | INVALID);
+        assert_int_equal(ids[1], q1 | INVALID);
+
+        /* A queue created while debugged notifies once. */
+        q2 = create_queue(f, GPU0);
+        assert_int_equal(drain_event_bytes(f), 1);
+
+        /* Newest queue first, whole status, clear with the input mask. */
+        assert_int_equal(query_event(f, NEW_MASK, &status, &qid), 0);
+        assert_int_equal(qid, q2);
+        assert_int_equal(status, NEW_MASK);
+        assert_int_equal(query_event(f, NEW_MASK, &status, &qid), 0);
+        assert_int_equal(qid, q1);
+        assert_int_equal(query_event(f, NEW_MASK, &status, &qid), 0);
+        assert_int_equal(qid, q0);
+        assert_int_equal(query_event(f, NEW_MASK, &status, &qid), -EAGAIN);
+
+        /* Only the first matching slot counts; the duplicate stays INVALID. */
+        ids[0] = q0, ids[1] = q1, ids[2] = q0;
+        fake_gpu.preemptions = 0;
+        assert_int_equal(suspend(f, ids, 3, 0), 2);
+        assert_int_equal(ids[0], q0);
+        assert_int_equal(ids[1], q1);
+        assert_int_equal(ids[2], q0 | INVALID);
+        /* One device-wide preemption for the device, whatever the count. */
+        assert_int_equal(fake_gpu.preemptions, 1);
+        /* Suspending again is harmless and counted again. */
+        assert_int_equal(suspend(f, ids, 2, 0), 2);
+
+        /* No array: every queue resumes, suspended or not. */
+        assert_int_equal(resume(f, NULL, 0), 3);
+        assert_false(self_process(f)->queues->is_suspended);
+}
+
+static void test_hws_clear_applies_to_busy_queues(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        uint32_t a, b, ids[2];
+
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        a = create_queue(f, GPU0);
+        clear_new_by_snapshot(f);
+        b = create_queue(f, GPU0);
+
+        /* a suspends, b is NEW (-EBUSY, INVALID) but still loses NEW because
+         * the device's preemption succeeded. */
+        ids[0] = a, ids[1] = b;
+        assert_int_equal(suspend(f, ids, 2, NEW_MASK), 1);
+        assert_int_equal(ids[1], b | INVALID);
+        ids[0] = a, ids[1] = b;
+        assert_int_equal(suspend(f, ids, 2, NEW_MASK), 2);
+        assert_int_equal(ids[1], b);
+}
+
+static void test_destroy_waits_for_resume(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        struct emu_call *parked = NULL;
+        uint32_t q, ids[1];
+
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        q = create_queue(f, GPU1);
+        clear_new_by_snapshot(f);
+        ids[0] = q;
+        assert_int_equal(suspend(f, ids, 1, 0), 1);
+
+        /* Destroying a suspended queue sleeps until it is resumed. */
+        assert_int_equal(destroy_queue(f, q, &parked), EMU_CALL_PARKED);
+        n_replies = 0;
+        assert_int_equal(resume(f, ids, 1), 1);
+        assert_int_equal(n_replies, 1);
+        assert_int_equal(last_reply, 0);
+        assert_null(self_process(f)->queues);
+
+        /* An interrupted destroy fails with EINTR and leaves the queue
+         * marked as being destroyed: it can no longer be suspended. */
+        q = create_queue(f, GPU1);
+        clear_new_by_snapshot(f);
+        ids[0] = q;
+        assert_int_equal(suspend(f, ids, 1, 0), 1);
+        assert_int_equal(destroy_queue(f, q, &parked), EMU_CALL_PARKED);
+        emu_call_interrupt(parked);
+        assert_int_equal(last_reply, -EINTR);
+        assert_int_equal(resume(f, ids, 1), 1);
+        ids[0] = q;
+        assert_int_equal(suspend(f, ids, 1, 0), 0);
+        assert_int_equal(ids[0], q | INVALID);
+}
+
+static void test_runtime_enable_waits_for_ack(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        struct kfd_ioctl_dbg_trap_args ack = { .send_runtime_event = { .exception_mask = RUNTIME_MASK } };
+        struct emu_call *parked = NULL;
+        uint64_t status;
+        uint32_t qid, ids[1] = { 0 };
+
+        /* Debugger first: activation deferred, SUSPEND refused. */
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        assert_int_equal(rinfo.runtime_state, DEBUG_RUNTIME_STATE_DISABLED);
+        assert_int_equal(suspend(f, ids, 1, 0), -EPERM);
+
+        /* The runtime then blocks until the debugger acks EC_PROCESS_RUNTIME. */
+        n_replies = 0;
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, &parked), EMU_CALL_PARKED);
+        assert_int_equal(drain_event_bytes(f), 1);
+        assert_int_equal(query_event(f, RUNTIME_MASK, &status, &qid), 0);
+        assert_int_equal(status, RUNTIME_MASK);
+        assert_int_equal(dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT, &ack), 0);
+        assert_int_equal(n_replies, 1);
+        assert_int_equal(last_reply, 0);
+
+        /* Runtime disable blocks too; a signal gives EINTR, and the retry
+         * goes straight back to waiting without a second event. */
+        assert_int_equal(runtime_enable(f, 0, &parked), EMU_CALL_PARKED);
+        assert_int_equal(drain_event_bytes(f), 1);
+        emu_call_interrupt(parked);
+        assert_int_equal(last_reply, -EINTR);
+        assert_true(self_process(f)->is_runtime_retry);
+        assert_int_equal(runtime_enable(f, 0, &parked), EMU_CALL_PARKED);
+        assert_int_equal(drain_event_bytes(f), 0);
+        assert_int_equal(dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT, &ack), 0);
+        assert_int_equal(last_reply, 0);
+        assert_false(self_process(f)->is_runtime_retry);
+
+        /* An ack nobody waits for is banked for the next wait. */
+        assert_int_equal(dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT, &ack), 0);
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+}
+
+static void test_snapshots(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        uint8_t buf[4 * 32];
+        uint8_t dev[2 * 128]; /* a newer caller's 128-byte entries */
+        struct kfd_dbg_device_info_entry second;
+        struct kfd_ioctl_dbg_trap_args args = { 0 };
+        uint32_t q0, q1;
+
+        q0 = create_queue(f, GPU0);
+        q1 = create_queue(f, GPU1);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+
+        args.queue_snapshot.num_queues = 5;
+        assert_int_equal(dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, &args), -EINVAL);
+        assert_int_equal(args.queue_snapshot.num_queues, 0);
+
+        /* Count-only: no buffer needed, nothing cleared. */
+        args.queue_snapshot = (struct kfd_ioctl_dbg_trap_queue_snapshot_args){ .exception_mask = NEW_MASK,
+                                                                              .entry_size = 64 };
+        assert_int_equal(dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, &args), 0);
+        assert_int_equal(args.queue_snapshot.num_queues, 2);
+
+        /* A smaller entry: strided by it, only the copied queue cleared. */
+        memset(buf, 0xee, sizeof(buf));
+        args.queue_snapshot = (struct kfd_ioctl_dbg_trap_queue_snapshot_args){
+                .exception_mask = NEW_MASK, .snapshot_buf_ptr = (uintptr_t)buf, .num_queues = 1, .entry_size = 32 };
+        assert_int_equal(dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, &args), 0);
+        assert_int_equal(args.queue_snapshot.num_queues, 2);
+        assert_int_equal(args.queue_snapshot.entry_size, 32);
+        assert_int_equal(((struct kfd_queue_snapshot_entry *)buf)->exception_status, NEW_MASK);
+        assert_int_equal(buf[32], 0xee);
+        assert_int_equal(self_process(f)->queues->id, q1);
+        assert_false(self_process(f)->queues->exception_status & NEW_MASK);
+        assert_true(self_process(f)->queues->next->exception_status & NEW_MASK);
+        (void)q0;
+
+        /* The device snapshot wants a buffer even to count. */
+        args.device_snapshot = (struct kfd_ioctl_dbg_trap_device_snapshot_args){ .entry_size = 128 };
+        assert_int_equal(dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT, &args), -EINVAL);
+        args.device_snapshot = (struct kfd_ioctl_dbg_trap_device_snapshot_args){
+                .snapshot_buf_ptr = (uintptr_t)dev, .num_devices = 2, .entry_size = 128 };
+        assert_int_equal(dbg_trap(f, getpid(), KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT, &args), 0);
+        assert_int_equal(args.device_snapshot.num_devices, 2);
+        /* The kernel's 1.13 entry is 120 bytes; the output strides by 128. */
+        assert_int_equal(args.device_snapshot.entry_size, sizeof(second));
+        memcpy(&second, dev + 128, sizeof(second));
+        assert_int_equal(second.gpu_id, GPU1);
+}
+
+static void test_suspend_reply_waits_for_preemption(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        struct kfd_ioctl_dbg_trap_args args;
+        struct emu_call *call = calloc(1, sizeof(*call));
+        uint32_t ids[1];
+
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        ids[0] = create_queue(f, GPU0);
+        clear_new_by_snapshot(f);
+
+        fake_gpu.preempt_ns = 150000;
+        args = (struct kfd_ioctl_dbg_trap_args){ .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_SUSPEND_QUEUES,
+                                                 .suspend_queues = { .queue_array_ptr = (uintptr_t)ids,
+                                                                     .num_queues = 1, .grace_period = 0 } };
+        call->file = f->file;
+        call->caller = f->self;
+        call->cmd = AMDKFD_IOC_DBG_TRAP;
+        call->arg = (uintptr_t)&args;
+        call->reply = record_reply;
+        assert_int_equal(emu_kfd_ioctl(call), EMU_CALL_PARKED);
+        assert_ptr_equal(fake_gpu.pending_call, call);
+        assert_int_equal(fake_gpu.pending_delay_ns, 150000);
+        assert_int_equal(fake_gpu.last_grace_period, 0);
+        /* The queue is suspended at once; the reply comes with the fence. */
+        assert_true(self_process(f)->queues->is_suspended);
+        emu_call_complete(fake_gpu.pending_call, fake_gpu.pending_ret);
+        assert_int_equal(last_reply, 1);
+        fake_gpu.preempt_ns = 0;
+}
+
+/* A child that waits to be killed, to play a target in another process. */
+static pid_t spawn_target(void)
+{
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                /* Never outlive a test that failed before reaping it. */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                for (;;)
+                        pause();
+        }
+        return pid;
+}
+
+/* PTRACE_DETACH needs the tracee in a ptrace-stop. */
+static void ptrace_detach_running(pid_t pid)
+{
+        int status;
+
+        assert_int_equal(ptrace(PTRACE_INTERRUPT, pid, NULL, NULL), 0);
+        assert_int_equal(waitpid(pid, &status, __WALL), pid);
+        assert_int_equal(ptrace(PTRACE_DETACH, pid, NULL, NULL), 0);
+}
+
+static void reap(pid_t pid)
+{
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+}
+
+static void test_ptrace_rules(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        struct kfd_ioctl_dbg_trap_args args = { 0 };
+        pid_t child = spawn_target();
+        struct emu_process *target;
+
+        /* Not traced and no kfd_process: ESRCH, even for ENABLE. */
+        assert_int_equal(enable_debug(f, child, &rinfo), -ESRCH);
+        assert_int_equal(dbg_trap(f, child, KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, &args), -ESRCH);
+        assert_int_equal(dbg_trap(f, 0, KFD_IOC_DBG_TRAP_DISABLE, &args), -ESRCH);
+
+        /* Its tracer's ENABLE creates the target's kfd_process. */
+        assert_int_equal(ptrace(PTRACE_SEIZE, child, NULL, NULL), 0);
+        assert_int_equal(enable_debug(f, child, &rinfo), 0);
+        assert_int_equal(rinfo.runtime_state, DEBUG_RUNTIME_STATE_DISABLED);
+        assert_int_equal(dbg_trap(f, child, KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, &args), -EAGAIN);
+
+        /* PTRACE_DETACH has no hook: the session stays, ops get EPERM,
+         * DISABLE still works. */
+        ptrace_detach_running(child);
+        assert_int_equal(dbg_trap(f, child, KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, &args), -EPERM);
+        target = f->node.processes;
+        assert_int_equal(target->tgid, child);
+        assert_true(target->debug_trap_enabled);
+        assert_int_equal(dbg_trap(f, child, KFD_IOC_DBG_TRAP_DISABLE, &args), 0);
+        assert_false(target->debug_trap_enabled);
+        assert_int_equal(dbg_trap(f, child, KFD_IOC_DBG_TRAP_DISABLE, &args), -EINVAL);
+
+        reap(child);
+        /* A zombie or gone task has no mm. */
+        assert_int_equal(dbg_trap(f, child, KFD_IOC_DBG_TRAP_DISABLE, &args), -ESRCH);
+        emu_process_mm_release(&f->node, child);
+        assert_int_equal(fake_gpu.processes_removed, 1);
+}
+
+static void test_vmid_reservation_and_debugger_exit(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        struct kfd_ioctl_dbg_trap_args args = { 0 };
+        pid_t child = spawn_target();
+        struct emu_process *target, *self = self_process(f);
+        uint32_t ids[1];
+
+        /* The child, with its runtime enabled, takes GPU1's only debug VMID. */
+        assert_int_equal(ptrace(PTRACE_SEIZE, child, NULL, NULL), 0);
+        assert_int_equal(enable_debug(f, child, &rinfo), 0);
+        target = f->node.processes;
+        assert_int_equal(dbg_trap(f, child, KFD_IOC_DBG_TRAP_DISABLE, &args), 0);
+        target->runtime_info.runtime_state = DEBUG_RUNTIME_STATE_ENABLED;
+        assert_int_equal(enable_debug(f, child, &rinfo), 0);
+        assert_int_equal(rinfo.runtime_state, DEBUG_RUNTIME_STATE_ENABLED);
+        assert_ptr_equal(f->node.gpus[1].debug_vmid_owner, target);
+
+        /* A second debugged process on that GPU is ENABLED_BUSY: no suspend. */
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        assert_int_equal(rinfo.runtime_state, DEBUG_RUNTIME_STATE_ENABLED_BUSY);
+        ids[0] = 0;
+        assert_int_equal(suspend(f, ids, 1, 0), -EPERM);
+
+        /* The debugger's mm goes: every session it holds ends, the VMID is
+         * released, and the old file no longer works. */
+        assert_int_equal(self->debugged_process_count, 1);
+        emu_process_mm_release(&f->node, getpid());
+        assert_false(target->debug_trap_enabled);
+        assert_null(f->node.gpus[1].debug_vmid_owner);
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_GET_VERSION, &args), -EBADF);
+
+        ptrace_detach_running(child);
+        reap(child);
+        emu_process_mm_release(&f->node, child);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_ioctl_dispatch, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_create_queue_checks_and_ids, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_runtime_enable_rules, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_suspend_new_gate_and_counts, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hws_clear_applies_to_busy_queues, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_destroy_waits_for_resume, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_runtime_enable_waits_for_ack, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_suspend_reply_waits_for_preemption, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_ptrace_rules, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_vmid_reservation_and_debugger_exit, setup, teardown),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
