@@ -17,11 +17,14 @@
  *   exit                     -> exits with status 0 (so does end of input)
  *
  * It prints "READY <pid>" first. Addresses are hex, everything else decimal.
+ * SIGUSR1 has a handler without SA_RESTART, so a test can interrupt a
+ * sleeping ioctl the way a signal interrupts ROCr's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <linux/futex.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -325,8 +328,14 @@ static void run_command(const char *line)
                 reply_result(-EINVAL);
 }
 
+static void on_sigusr1(int sig)
+{
+}
+
 int main(void)
 {
+        struct sigaction sa = { .sa_handler = on_sigusr1 };
+        sigaction(SIGUSR1, &sa, NULL);
         char line[256];
         setvbuf(stdout, NULL, _IOLBF, 0);
         /* The teardown tests debug this process from a forked debugger that

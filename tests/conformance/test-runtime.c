@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,29 @@ static void send_runtime_event_unknown_gpu_is_enodev(void **state)
                          -ENODEV);
 }
 
+/* runtime_enable: a signal ends the wait with -EINTR and sets
+ * is_runtime_retry; the next RUNTIME_ENABLE goes straight back into the wait
+ * (not -EBUSY, although the state is already ENABLED) and one ack ends it. */
+static void interrupted_runtime_enable_retries_the_wait(void **state)
+{
+        struct conf_session *s = *state;
+        attach_before_runtime(s);
+        pid_t pid = s->target.pid;
+        assert_int_equal(conf_target_send(&s->target, "runtime-enable"), 0);
+        assert_int_equal(conf_event_wait(s->fifo, CONF_REPLY_TIMEOUT_MS), 1);
+        assert_true(conf_target_still_blocked(&s->target));
+        assert_int_equal(kill(pid, SIGUSR1), 0);
+        char line[64];
+        assert_int_equal(conf_target_reply(&s->target, line, sizeof(line), CONF_REPLY_TIMEOUT_MS), 0);
+        assert_int_equal(conf_parse_result(line), -EINTR);
+
+        assert_int_equal(conf_target_send(&s->target, "runtime-enable"), 0);
+        assert_true(conf_target_still_blocked(&s->target));
+        assert_int_equal(conf_dbg_send_runtime_event(conf_kfd(), pid, RUNTIME_MASK, 0, 0), 0);
+        assert_int_equal(conf_target_reply(&s->target, line, sizeof(line), CONF_REPLY_TIMEOUT_MS), 0);
+        assert_int_equal(conf_parse_result(line), 0);
+}
+
 /* kfd_ioctl_runtime_enable never writes capabilities_mask: the caller's
  * value comes back unchanged (§2.4). */
 static void runtime_enable_leaves_capabilities_mask(void **state)
@@ -197,6 +221,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(runtime_enable_after_queue_is_eexist, conf_fixture_empty, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(runtime_disable_blocks_until_ack, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(runtime_disable_without_debugger_returns, conf_fixture_spawned,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(interrupted_runtime_enable_retries_the_wait, conf_fixture_empty,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(runtime_enable_leaves_capabilities_mask, conf_fixture_empty,
                                                 conf_fixture_end),

@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,31 @@ static void destroy_of_suspended_queue_waits_for_resume(void **state)
         assert_int_equal(id, q.id | CONF_QUEUE_INVALID);
 }
 
+/* wait_on_destroy_queue is interruptible, and an interrupted destroy does
+ * not reset is_being_destroyed: the destroy fails with -EINTR, the queue
+ * stays, and once resumed it can never be suspended again (INVALID). */
+static void interrupted_destroy_leaves_queue_unsuspendable(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q;
+        create_cleared(s, &q, 1, (const int[]){ 0 });
+        uint32_t id = q.id;
+        assert_int_equal(suspend(s, &id, 1, 0), 1);
+        assert_int_equal(conf_target_send(&s->target, "destroy %u", q.id), 0);
+        assert_true(conf_target_still_blocked(&s->target));
+        assert_int_equal(kill(s->target.pid, SIGUSR1), 0);
+        char line[64];
+        assert_int_equal(conf_target_reply(&s->target, line, sizeof(line), CONF_REPLY_TIMEOUT_MS), 0);
+        assert_int_equal(conf_parse_result(line), -EINTR);
+
+        id = q.id;
+        assert_int_equal(resume(s, &id, 1), 1);
+        assert_int_equal(id, q.id);
+        id = q.id;
+        assert_int_equal(suspend(s, &id, 1, KFD_EC_MASK(EC_QUEUE_NEW)), 0);
+        assert_int_equal(id, q.id | CONF_QUEUE_INVALID);
+}
+
 /* find_available_queue_slot: ids are the lowest free slot, so a destroyed
  * id names the next new queue, which carries NEW again (§4.1, §9.13). */
 static void destroyed_id_is_reused_by_a_new_queue(void **state)
@@ -300,6 +326,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(read_index_stops_while_suspended, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(queue_created_after_suspend_runs, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(destroy_of_suspended_queue_waits_for_resume, conf_fixture_attached,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(interrupted_destroy_leaves_queue_unsuspendable, conf_fixture_attached,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(destroyed_id_is_reused_by_a_new_queue, conf_fixture_attached,
                                                 conf_fixture_end),
