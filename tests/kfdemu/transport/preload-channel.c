@@ -212,24 +212,32 @@ static ssize_t receive_reply(int fd, void *reply, size_t reply_size, int *fds, u
         return n == 0 ? -EIO : n;        /* EOF: the server is gone */
 }
 
-static ssize_t call_on(const struct channel *ch, const void *request, size_t request_size, bool interruptible,
-                       void *reply, size_t reply_size, int *fds, unsigned max_fds, unsigned *ret_n_fds)
+/* Every call runs with all signals blocked, so no handler can re-enter
+ * the preload while it sets up a channel; they are let through only while
+ * the thread waits for the reply (ppoll), as a sleeping task is woken. */
+static void block_signals(sigset_t *ret_caller_mask)
+{
+        sigset_t all;
+
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, ret_caller_mask);
+}
+
+static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, const void *request,
+                       size_t request_size, bool interruptible, void *reply, size_t reply_size, int *fds,
+                       unsigned max_fds, unsigned *ret_n_fds)
 {
         static const struct kfdemu_msg_interrupted interrupted = { .type = KFDEMU_MSG_INTERRUPTED };
         struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-        sigset_t all, caller_mask;
-        ssize_t n;
+        ssize_t n = send_all(ch->fd, request, request_size);
 
-        /* Signals stay blocked from the request until ppoll unblocks them
-         * atomically, so one that arrives in between still interrupts the
-         * wait, as signal_pending() does in the kernel. ppoll, unlike recv,
-         * fails with EINTR after every handler whatever its SA_RESTART:
-         * what an interruptible sleep sees. */
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &caller_mask);
-        n = send_all(ch->fd, request, request_size);
         while (n >= 0) {
-                if (ppoll(&pfd, 1, NULL, &caller_mask) < 0) {
+                /* ppoll unblocks the caller's signals atomically, so one
+                 * that arrived since the request still interrupts the wait,
+                 * as signal_pending() does in the kernel; and unlike recv it
+                 * fails with EINTR after every handler whatever its
+                 * SA_RESTART: what an interruptible sleep sees. */
+                if (ppoll(&pfd, 1, NULL, caller_mask) < 0) {
                         if (errno != EINTR)
                                 n = -EIO;
                         else if (interruptible)
@@ -241,36 +249,48 @@ static ssize_t call_on(const struct channel *ch, const void *request, size_t req
                         break;
                 n = 0;
         }
-        pthread_sigmask(SIG_SETMASK, &caller_mask, NULL);
+        return n;
+}
+
+static ssize_t call_on_thread_channel(const sigset_t *caller_mask, const void *request, size_t request_size,
+                                      bool interruptible, void *reply, size_t reply_size, int *fds,
+                                      unsigned max_fds, unsigned *ret_n_fds)
+{
+        struct channel *ch;
+        ssize_t n = channel_get(&ch);
+
+        if (n < 0)
+                return n;
+        if (ch->busy) {
+                /* A signal handler calls while this thread's own call is in
+                 * flight: a channel of its own keeps the replies apart. */
+                struct channel nested;
+                n = channel_open(&nested);
+                if (n < 0)
+                        return n;
+                n = call_on(&nested, caller_mask, request, request_size, interruptible, reply, reply_size, fds,
+                            max_fds, ret_n_fds);
+                channel_close(&nested);
+                return n;
+        }
+        ch->busy = true;
+        n = call_on(ch, caller_mask, request, request_size, interruptible, reply, reply_size, fds, max_fds,
+                    ret_n_fds);
+        ch->busy = false;
+        if (n < 0)
+                channel_close(ch);       /* broken: the next call makes a new one */
         return n;
 }
 
 ssize_t preload_call(const void *request, size_t request_size, bool interruptible, void *reply,
                      size_t reply_size, int *fds, unsigned max_fds, unsigned *ret_n_fds)
 {
-        struct channel *ch;
-        int r = channel_get(&ch);
+        sigset_t caller_mask;
 
-        if (r < 0)
-                return r;
-        if (ch->busy) {
-                /* A signal handler calls while this thread's own call is in
-                 * flight: a channel of its own keeps the replies apart. */
-                struct channel nested;
-                r = channel_open(&nested);
-                if (r < 0)
-                        return r;
-                ssize_t n = call_on(&nested, request, request_size, interruptible, reply, reply_size, fds,
-                                    max_fds, ret_n_fds);
-                channel_close(&nested);
-                return n;
-        }
-        ch->busy = true;
-        ssize_t n = call_on(ch, request, request_size, interruptible, reply, reply_size, fds, max_fds,
-                            ret_n_fds);
-        ch->busy = false;
-        if (n < 0)
-                channel_close(ch);       /* broken: the next call makes a new one */
+        block_signals(&caller_mask);
+        ssize_t n = call_on_thread_channel(&caller_mask, request, request_size, interruptible, reply, reply_size,
+                                           fds, max_fds, ret_n_fds);
+        pthread_sigmask(SIG_SETMASK, &caller_mask, NULL);
         return n;
 }
 
@@ -286,7 +306,10 @@ int preload_kfd_open(int flags)
         }
         msg.file_inode = preload_socket_inode(file.fd);
         /* kfd_open does not sleep: no interruption to report. */
-        ssize_t n = call_on(&file, &msg, sizeof(msg), false, &reply, sizeof(reply), NULL, 0, NULL);
+        sigset_t caller_mask;
+        block_signals(&caller_mask);
+        ssize_t n = call_on(&file, &caller_mask, &msg, sizeof(msg), false, &reply, sizeof(reply), NULL, 0, NULL);
+        pthread_sigmask(SIG_SETMASK, &caller_mask, NULL);
         if (n >= 0 && (n != sizeof(reply) || reply.status != KFDEMU_REPLY_RESULT))
                 n = -EIO;
         if (n >= 0 && reply.result < 0)

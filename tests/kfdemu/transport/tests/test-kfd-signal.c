@@ -55,6 +55,19 @@ static void self_debug(struct debuggee *d)
         assert_int_equal(kfd_test_ioctl(d->kfd, AMDKFD_IOC_DBG_TRAP, &args), 0);
 }
 
+/* Debug sessions outlive the kfd fd (kfd-interface.md §6a): end the session
+ * and the runtime explicitly so the next test can start them again. */
+static void end_self_debug(struct debuggee *d)
+{
+        struct kfd_ioctl_dbg_trap_args disable = { .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_DISABLE };
+        struct kfd_ioctl_runtime_enable_args runtime_off = { .mode_mask = 0 };
+
+        assert_int_equal(kfd_test_ioctl(d->kfd, AMDKFD_IOC_DBG_TRAP, &disable), 0);
+        assert_int_equal(kfd_test_ioctl(d->kfd, AMDKFD_IOC_RUNTIME_ENABLE, &runtime_off), 0);
+        close(d->event_fifo);
+        close(d->kfd);
+}
+
 static int runtime_enable(int kfd)
 {
         struct kfd_ioctl_runtime_enable_args args = { .mode_mask = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK };
@@ -137,8 +150,44 @@ static void test_signal_interrupts_a_sleeping_call(void **state)
         sem_post(&s.acked);
         assert_int_equal(pthread_join(thread, NULL), 0);
         assert_int_equal(s.second, 0);
-        close(d.event_fifo);
-        close(d.kfd);
+        end_self_debug(&d);
+}
+
+static int handler_kfd = -1;
+static volatile int handler_result = 1;
+
+static void on_usr2_call_kfd(int sig)
+{
+        handler_result = kfd_test_get_version(handler_kfd);
+}
+
+static void test_handler_calls_while_its_thread_sleeps(void **state)
+{
+        struct debuggee d;
+        struct sleeper s = { 0 };
+        pthread_t thread;
+        struct sigaction sa = { .sa_handler = on_usr2_call_kfd };
+
+        assert_int_equal(sigaction(SIGUSR2, &sa, NULL), 0);
+        self_debug(&d);
+        s.kfd = handler_kfd = d.kfd;
+        sem_init(&s.interrupted, 0, 0);
+        sem_init(&s.acked, 0, 0);
+
+        assert_int_equal(pthread_create(&thread, NULL, sleeper_thread, &s), 0);
+        wait_for_event_byte(d.event_fifo);
+        /* The handler's ioctl runs on the sleeping thread: its reply must
+         * not be mistaken for the sleeping call's, nor the reverse. */
+        assert_int_equal(pthread_kill(thread, SIGUSR2), 0);
+        sem_wait(&s.interrupted);
+        assert_int_equal(handler_result, 0);
+        assert_int_equal(s.first, -EINTR);
+
+        assert_int_equal(ack_runtime_event(d.kfd), 0);
+        sem_post(&s.acked);
+        assert_int_equal(pthread_join(thread, NULL), 0);
+        assert_int_equal(s.second, 0);
+        end_self_debug(&d);
 }
 
 static void test_caller_killed_while_asleep(void **state)
@@ -185,6 +234,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_signal_interrupts_a_sleeping_call),
+                cmocka_unit_test(test_handler_calls_while_its_thread_sleeps),
                 cmocka_unit_test(test_caller_killed_while_asleep),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
