@@ -41,14 +41,18 @@ static int ensure_arrays(struct gp_target *target, size_t n)
                           sizeof(*target->statuses));
 }
 
+/* The per-slot status bits, unsigned: upstream's KFD_DBG_QUEUE_INVALID_MASK
+ * is the int expression 1 << 31, which overflows (UBSan stops on it). */
+#define QUEUE_SLOT_ERROR (1u << KFD_DBG_QUEUE_ERROR_BIT)
+#define QUEUE_SLOT_INVALID (1u << KFD_DBG_QUEUE_INVALID_BIT)
+
 /* The kernel ORs status bits into the id array (q_array_invalidate, then
- * each found queue is un-invalidated). Upstream's INVALID mask is a negative
- * int: compare as u32. */
+ * each found queue is un-invalidated). */
 static enum gp_queue_result decode_result(uint32_t slot)
 {
-        if (slot & (uint32_t)KFD_DBG_QUEUE_ERROR_MASK)
+        if (slot & QUEUE_SLOT_ERROR)
                 return GP_QUEUE_ERROR;
-        if (slot & (uint32_t)KFD_DBG_QUEUE_INVALID_MASK)
+        if (slot & QUEUE_SLOT_INVALID)
                 return GP_QUEUE_INVALID;
         return GP_QUEUE_DONE;
 }
@@ -98,8 +102,7 @@ static int retry_invalid(struct gp_target *target, const struct gp_queue_opts *o
         if (r < 0)
                 return r;
         for (uint32_t k = 0; k < n_retry; k++) {
-                uint32_t queue_id = target->id_array[k] & ~((uint32_t)KFD_DBG_QUEUE_ERROR_MASK |
-                                                            (uint32_t)KFD_DBG_QUEUE_INVALID_MASK);
+                uint32_t queue_id = target->id_array[k] & ~(QUEUE_SLOT_ERROR | QUEUE_SLOT_INVALID);
                 for (size_t i = 0; i < target->n_statuses; i++)
                         if (target->statuses[i].queue_id == queue_id)
                                 target->statuses[i].result = decode_result(target->id_array[k]);

@@ -316,17 +316,24 @@ static void test_signals_reach_a_held_target(void **state)
         assert_int_equal(gp_target_detach(f->target), 0);
         f->target = NULL;
         assert_int_equal(child_wait_exit(&f->app, 5000, &status), 0);
-        assert_true(WIFEXITED(status));
-        assert_int_equal(WEXITSTATUS(status), 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("the app ended with wait status 0x%x", status);
         unlink(log_path);
 }
 
 static void test_runtime_enable_and_disable_are_acknowledged(void **state)
 {
         struct fixture *f = *state;
-        char *argv[] = { (char *)cycler_path, NULL };
+        const char *asan = getenv("ASAN_OPTIONS");
+        char asan_env[512];
+        /* LeakSanitizer cannot work in a traced process (it stops the world
+         * with ptrace), and this target exits while traced: when the tests
+         * run under sanitizers, its leak check must be off. */
+        char *argv[] = { (char *)"/usr/bin/env", asan_env, (char *)cycler_path, NULL };
         int status;
 
+        snprintf(asan_env, sizeof(asan_env), "ASAN_OPTIONS=%s%sdetect_leaks=0", asan ? asan : "",
+                 asan && *asan ? ":" : "");
         assert_int_equal(child_spawn(argv, false, &f->app), 0);
         assert_int_equal(child_wait_line(&f->app, "WAITING", 5000, NULL, 0), 0);
         /* Attached before its runtime starts: ENABLE reports DISABLED and
@@ -336,9 +343,10 @@ static void test_runtime_enable_and_disable_are_acknowledged(void **state)
         assert_int_equal(gp_target_suspend(f->target, NULL, NULL), -GP_ERR_NO_QUEUES);
 
         assert_int_equal(write(f->app.stdin_fd, "go\n", 3), 3);
+        /* The enable is acknowledged, and the disable that follows at once
+         * may be handled in the same round of events. */
         pump(f->target, 5000, &f->seen.runtime_enabled);
         assert_int_equal(f->seen.runtime_enabled, 1);
-        assert_int_equal(gp_target_runtime_state(f->target), GP_RUNTIME_ENABLED);
         pump(f->target, 5000, &f->seen.runtime_disabled);
         assert_int_equal(f->seen.runtime_disabled, 1);
         /* The tracer is also the parent here, so the library reaps it and
