@@ -36,6 +36,8 @@ struct emu_model_queue {
         double progress_ns;          /* alone-time already done */
         uint64_t admit_at;           /* it gets no slots before this time */
         double alloc;                /* slots it holds now */
+        uint64_t finished_at;        /* when its last dispatch finished ... */
+        double finished_slots;       /* ... and the slots that dispatch held then */
 };
 
 struct emu_model {

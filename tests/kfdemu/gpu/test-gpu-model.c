@@ -193,6 +193,33 @@ static void test_removed_queue_frees_the_device(void **state)
         assert_int_equal(finish_time(&m, &small), 3 * MS);
 }
 
+static void test_next_kernel_of_a_queue_keeps_its_slots(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue offline = { .owner = 1 }, online = { .owner = 2 };
+
+        model_setup(&m);
+        emu_model_add_queue(&m, &offline);
+        emu_model_add_queue(&m, &online);
+        /* Two 10 ms rounds of workgroups fill the device. */
+        emu_model_start(&m, &offline, 20 * MS, 2 * CAPACITY);
+        emu_model_advance(&m, 1 * MS);
+        emu_model_start(&m, &online, 1 * MS, 64);
+        assert_int_equal(online.admit_at, 10 * MS);
+        assert_int_equal(finish_time(&m, &online), 11 * MS);
+        /* The request's second kernel takes the slots the first freed at
+         * once instead of waiting for the offline round in progress. */
+        emu_model_retire(&m, &online);
+        emu_model_start(&m, &online, 1 * MS, 64);
+        assert_int_equal(online.admit_at, 11 * MS);
+        assert_int_equal(finish_time(&m, &online), 12 * MS);
+        /* A kernel submitted later finds the slots taken again. */
+        emu_model_retire(&m, &online);
+        emu_model_advance(&m, 12 * MS + 1);
+        emu_model_start(&m, &online, 1 * MS, 64);
+        assert_true(online.admit_at > 12 * MS + 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -200,6 +227,7 @@ int main(void)
                 cmocka_unit_test(test_small_kernels_overlap),
                 cmocka_unit_test(test_big_kernels_share_the_device),
                 cmocka_unit_test(test_small_kernel_waits_behind_big_one),
+                cmocka_unit_test(test_next_kernel_of_a_queue_keeps_its_slots),
                 cmocka_unit_test(test_suspending_the_big_one_lets_the_small_one_in),
                 cmocka_unit_test(test_suspension_keeps_progress),
                 cmocka_unit_test(test_device_preemption_stalls_every_queue),
