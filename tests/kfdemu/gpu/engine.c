@@ -72,15 +72,19 @@ static uint64_t ring_slots(const struct emu_queue *q)
         return q->ring_size / EMU_AQL_PACKET_SIZE;
 }
 
-/* Consume the packets the doorbell announced, up to the first kernel
- * dispatch, which goes to the model; barriers and unknown packets complete
- * at once (everything before them on the queue has completed, since the
- * queue runs one packet at a time). */
-static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh)
+static uint64_t doorbell_value(struct emu_node_hw *nh, const struct emu_queue_hw *qh)
+{
+        return __atomic_load_n(emu_doorbell_word(nh, qh->frame, qh->q->doorbell_slot), __ATOMIC_ACQUIRE);
+}
+
+/* Consume the packets below `doorbell`, up to the first kernel dispatch,
+ * which goes to the model; barriers and unknown packets complete at once
+ * (everything before them on the queue has completed, since the queue runs
+ * one packet at a time). */
+static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t doorbell)
 {
         struct emu_node_hw *nh = gpu->hw->node_hw;
         struct emu_queue *q = qh->q;
-        uint64_t doorbell = __atomic_load_n(emu_doorbell_word(nh, qh->frame, q->doorbell_slot), __ATOMIC_ACQUIRE);
         uint64_t fetched = qh->next_fetch;
         bool reported = false;
 
@@ -125,25 +129,50 @@ static bool retire_finished(struct emu_gpu *gpu)
         return retired;
 }
 
+static void note_doorbells(struct emu_gpu *gpu)
+{
+        for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next)
+                queue_hw_of(mq)->doorbell_seen = doorbell_value(gpu->hw->node_hw, queue_hw_of(mq));
+}
+
 /* Bring a GPU up to `now`: what its CPs would have done by then. Every
  * entry point that changes a GPU's queues calls it first, since a real CP
- * reacts to a doorbell within microseconds, long before kfdemu's thread. */
+ * reacts to a doorbell within microseconds, long before kfdemu's thread.
+ *
+ * The model goes from event to event, and a queue whose dispatch finished
+ * at model time t starts its next packet at t if that packet was already
+ * published when the thread last looked: a thread that wakes late (a busy
+ * host) then delays only what it reports, never the modelled timeline of
+ * back-to-back kernels. Packets published since the last look start no
+ * earlier than `now`, since nobody knows when within that gap they came. */
 static bool run_gpu(struct emu_gpu *gpu, uint64_t now)
 {
+        struct emu_model *model = &gpu->hw->model;
+
         /* A dispatch of length 0 finishes as it starts: go round while
          * packets are consumed, bounded so a ring of empty kernels cannot
          * hold node->lock for long. */
         for (unsigned round = 0; round < MAX_PACKETS_PER_FETCH; round++) {
+                uint64_t t = emu_model_next_event(model);
                 bool progress;
 
-                emu_model_advance(&gpu->hw->model, now);
+                if (t > now)
+                        t = now;
+                emu_model_advance(model, t);
                 progress = retire_finished(gpu);
-                for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next)
-                        if (!mq->busy && !queue_hw_of(mq)->q->is_suspended)
-                                progress |= fetch_packets(gpu, queue_hw_of(mq));
-                if (!progress)
+                for (struct emu_model_queue *mq = model->queues; mq; mq = mq->next) {
+                        struct emu_queue_hw *qh = queue_hw_of(mq);
+
+                        if (!mq->busy && !qh->q->is_suspended)
+                                progress |= fetch_packets(gpu, qh, t == now ? doorbell_value(gpu->hw->node_hw, qh)
+                                                                            : qh->doorbell_seen);
+                }
+                if (!progress && t == now) {
+                        note_doorbells(gpu);
                         return false;
+                }
         }
+        note_doorbells(gpu);
         return true;    /* more to do: come back at once */
 }
 
@@ -403,6 +432,7 @@ int emu_gpu_queue_created(struct emu_queue *q)
         if (read_user(q->process->tgid, &qh->read_index, q->read_pointer_address, sizeof(qh->read_index)) < 0)
                 qh->read_index = 0;
         qh->next_fetch = qh->read_index;
+        qh->doorbell_seen = qh->read_index;
         __atomic_store_n(emu_doorbell_word(gh->node_hw, frame, q->doorbell_slot), qh->read_index, __ATOMIC_RELEASE);
 
         run_gpu(q->gpu, emu_now_ns());

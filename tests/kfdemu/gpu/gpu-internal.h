@@ -78,6 +78,9 @@ struct emu_queue_hw {
         struct emu_queue *q;
         unsigned frame;
         uint64_t next_fetch;          /* index of the next AQL packet to read */
+        /* The doorbell as the model thread last saw it: the packets below it
+         * were published by then, so they may start at any later model time. */
+        uint64_t doorbell_seen;
         uint64_t read_index;          /* what the CP last reported to read_pointer_address */
         uint32_t logical_xcc_start;
         uint64_t mqd_gpu_addr;

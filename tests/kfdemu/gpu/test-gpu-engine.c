@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "emu-hw.h"
-#include "gpu.h"
+#include "gpu-internal.h"
 
 #define MS 1000000ull
 #define RING_SLOTS 64u
@@ -183,6 +183,25 @@ static bool wait_read_index(struct fixture *fx, uint64_t index, uint64_t timeout
         }
 }
 
+/* Wait for the model thread to have looked at the doorbell at `index`. */
+static bool wait_doorbell_seen(struct fixture *fx, uint64_t index, uint64_t timeout_ns)
+{
+        uint64_t deadline = now_ns() + timeout_ns;
+
+        for (;;) {
+                uint64_t seen;
+
+                pthread_mutex_lock(&fx->node.lock);
+                seen = fx->queue.hw->doorbell_seen;
+                pthread_mutex_unlock(&fx->node.lock);
+                if (seen >= index)
+                        return true;
+                if (now_ns() >= deadline)
+                        return false;
+                futex_wait_until(&(uint32_t){ 0 }, 0, now_ns() + 1 * MS);
+        }
+}
+
 static void test_kernel_runs_for_its_duration(void **state)
 {
         struct fixture *fx = *state;
@@ -292,6 +311,30 @@ static void test_cancelled_call_never_completes(void **state)
         assert_false(completed.done);
 }
 
+/* A model thread that runs late (a loaded host) must not stretch the
+ * modelled timeline: kernels already on the ring run back to back in model
+ * time, and only the report of their completion is late. */
+static void test_late_thread_keeps_back_to_back_kernels_exact(void **state)
+{
+        struct fixture *fx = *state;
+        uint64_t released;
+
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64);
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64);
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64);
+        /* Let the thread see the three packets, then keep it from running
+         * past the end of the first kernel until all three are due. */
+        assert_true(wait_doorbell_seen(fx, 3, 1000 * MS));
+        pthread_mutex_lock(&fx->node.lock);
+        futex_wait_until(&(uint32_t){ 0 }, 0, now_ns() + 80 * MS);
+        pthread_mutex_unlock(&fx->node.lock);
+        released = now_ns();
+        assert_true(wait_read_index(fx, 3, 1000 * MS));
+        /* Before the fix the second and third kernels started only when
+         * the thread woke: 40 ms after the release. */
+        assert_true(now_ns() - released < 30 * MS);
+}
+
 /* The product's CPU budget is measured beside kfdemu: an idle node must
  * not poll. */
 static void test_idle_node_uses_no_cpu(void **state)
@@ -317,6 +360,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_hws_preemption_stalls_and_reports_its_cost, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_parked_call_completes_after_its_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancelled_call_never_completes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_late_thread_keeps_back_to_back_kernels_exact, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_idle_node_uses_no_cpu, setup, teardown),
         };
 
