@@ -9,7 +9,8 @@
  *   open                     -> ok | err -ERRNO
  *   runtime-enable           -> ok 0 caps CAPS_HEX | err -ERRNO   (may sleep in the kernel)
  *   runtime-disable          -> ok 0 caps CAPS_HEX | err -ERRNO   (may sleep in the kernel)
- *   create GPU_ID            -> queue ID RING WPTR RPTR CTX RING_SIZE CTX_SIZE | err -ERRNO
+ *   create GPU_ID [TYPE]     -> queue ID RING WPTR RPTR CTX RING_SIZE CTX_SIZE | err -ERRNO
+ *                               (TYPE: the ioctl's queue type, AQL compute by default)
  *   destroy ID               -> ok | err -ERRNO   (sleeps while the queue is suspended)
  *   submit ID NS COUNT       -> ok WRITE_INDEX    (COUNT kernels of NS each)
  *   thread                   -> ok TID            (a second thread that only sleeps)
@@ -191,7 +192,7 @@ static void free_queue_memory(struct app_queue *q)
         *q = (struct app_queue){ 0 };
 }
 
-static void cmd_create(uint32_t gpu_id)
+static void cmd_create(uint32_t gpu_id, uint32_t queue_type)
 {
         struct app_queue *q = NULL;
         for (size_t i = 0; !q && i < ELEMENTSOF(queues); i++)
@@ -219,7 +220,7 @@ static void cmd_create(uint32_t gpu_id)
                 .read_pointer_address = (uintptr_t)(q->amd_queue + GP_AMD_QUEUE_READ_DISPATCH_ID_OFFSET),
                 .ring_size = CONF_APP_RING_SIZE,
                 .gpu_id = gpu_id,
-                .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                .queue_type = queue_type,
                 .queue_percentage = KFD_MAX_QUEUE_PERCENTAGE,
                 .queue_priority = 7,
                 .eop_buffer_address = (uintptr_t)q->eop,
@@ -316,8 +317,10 @@ static void run_command(const char *line)
                 cmd_thread();
         else if (strcmp(line, "exec") == 0)
                 cmd_exec();
+        else if (sscanf(line, "create %u %u", &a, &c) == 2)
+                cmd_create(a, c);
         else if (sscanf(line, "create %u", &a) == 1)
-                cmd_create(a);
+                cmd_create(a, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL);
         else if (sscanf(line, "destroy %u", &a) == 1)
                 cmd_destroy(a);
         else if (sscanf(line, "submit %u %lu %u", &a, &b, &c) == 3)

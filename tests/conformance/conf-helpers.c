@@ -389,14 +389,19 @@ bool conf_target_still_blocked(struct conf_target *t)
 
 int conf_target_create_queue(struct conf_target *t, uint32_t gpu_id, struct conf_queue *ret)
 {
+        return conf_target_create_queue_type(t, gpu_id, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, ret);
+}
+
+int conf_target_create_queue_type(struct conf_target *t, uint32_t gpu_id, uint32_t queue_type, struct conf_queue *ret)
+{
         char line[512];
-        int r = conf_target_send(t, "create %u", gpu_id);
+        int r = conf_target_send(t, "create %u %u", gpu_id, queue_type);
         if (r < 0)
                 return r;
         r = conf_target_reply(t, line, sizeof(line), CONF_REPLY_TIMEOUT_MS);
         if (r < 0)
                 return r;
-        struct conf_queue q = { .gpu_id = gpu_id };
+        struct conf_queue q = { .gpu_id = gpu_id, .type = queue_type };
         if (sscanf(line, "queue %u %lx %lx %lx %lx %u %u", &q.id, &q.ring, &q.wptr, &q.rptr, &q.ctx_save,
                    &q.ring_size, &q.ctx_save_size) != 7)
                 return (int)conf_parse_result(line);

@@ -88,6 +88,7 @@ struct conf_target {
 struct conf_queue {
         uint32_t id;
         uint32_t gpu_id;
+        uint32_t type;       /* KFD_IOC_QUEUE_TYPE_* */
         uint64_t ring;
         uint64_t wptr;
         uint64_t rptr;
@@ -110,6 +111,8 @@ long conf_parse_result(const char *line);
 /* True when no reply arrives within CONF_BLOCKED_MS: the command still sleeps in the kernel. */
 bool conf_target_still_blocked(struct conf_target *t);
 int conf_target_create_queue(struct conf_target *t, uint32_t gpu_id, struct conf_queue *ret);
+/* The same with an ioctl queue type (KFD_IOC_QUEUE_TYPE_*). */
+int conf_target_create_queue_type(struct conf_target *t, uint32_t gpu_id, uint32_t queue_type, struct conf_queue *ret);
 /* A spawned target that opened /dev/kfd and enabled its runtime. */
 int conf_target_spawn_ready(struct conf_target *t, bool runtime_enable);
 /* Queues `count` kernels of `ns` each on queue `qid`; returns the new write index. */

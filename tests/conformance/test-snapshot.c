@@ -40,7 +40,7 @@ static void expect_entry(const struct kfd_queue_snapshot_entry *e, const struct 
         assert_int_equal(e->ctx_save_restore_address, q->ctx_save);
         assert_int_equal(e->ring_size, q->ring_size);
         assert_int_equal(e->ctx_save_restore_area_size, q->ctx_save_size);
-        assert_int_equal(e->queue_type, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL);
+        assert_int_equal(e->queue_type, q->type);
         assert_int_equal(!!(e->exception_status & NEW_MASK), is_new);
 }
 
@@ -70,6 +70,18 @@ static void two_call_protocol(void **state)
         full_snapshot(s->target.pid, 0, e, 3, 3);
         for (int i = 0; i < 3; i++)
                 expect_entry(&e[i], &q[2 - i], true);
+}
+
+/* set_queue_type_for_user: the snapshot's queue_type is the ioctl enum
+ * (SDMA = 1), unlike sysfs's internal one. */
+static void sdma_queue_in_snapshot(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue_type(&s->target, s->gpu_ids[0], KFD_IOC_QUEUE_TYPE_SDMA, &q), 0);
+        struct kfd_queue_snapshot_entry e[1];
+        full_snapshot(s->target.pid, 0, e, 1, 1);
+        expect_entry(&e[0], &q, true);
 }
 
 /* pqm_get_queue_snapshot: entry_size 0 -> -EINVAL. */
@@ -197,6 +209,7 @@ int main(int argc, char **argv)
         conf_init(argc, argv);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(two_call_protocol, conf_fixture_attached, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(sdma_queue_in_snapshot, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(entry_size_zero_is_einval, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(entry_size_smaller_and_larger, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(clears_only_copied_entries, conf_fixture_attached, conf_fixture_end),

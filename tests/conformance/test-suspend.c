@@ -290,6 +290,21 @@ static void destroyed_id_is_reused_by_a_new_queue(void **state)
         assert_int_equal(id, fresh.id | CONF_QUEUE_INVALID);
 }
 
+/* suspend_single_queue has no queue-type check: SDMA queues in the list are
+ * suspended and resumed like compute queues (§4.4). */
+static void sdma_queues_are_suspended_too(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue_type(&s->target, s->gpu_ids[0], KFD_IOC_QUEUE_TYPE_SDMA, &q), 0);
+        assert_int_equal(conf_dbg_clear_new(conf_kfd(), s->target.pid), 0);
+        uint32_t id = q.id;
+        assert_int_equal(suspend(s, &id, 1, 0), 1);
+        assert_int_equal(id, q.id);
+        assert_int_equal(resume(s, &id, 1), 1);
+        assert_int_equal(id, q.id);
+}
+
 /* On GPUs with per-VMID debug (the default node: gfx942), two processes
  * can be debug-active at once and both suspended (§9.3). */
 static void two_debugged_processes_on_per_vmid_gpu(void **state)
@@ -331,6 +346,7 @@ int main(int argc, char **argv)
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(destroyed_id_is_reused_by_a_new_queue, conf_fixture_attached,
                                                 conf_fixture_end),
+                cmocka_unit_test_setup_teardown(sdma_queues_are_suspended_too, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(two_debugged_processes_on_per_vmid_gpu, conf_fixture_attached,
                                                 conf_fixture_end),
         };

@@ -63,6 +63,18 @@ static void queue_files_exact_bytes(void **state)
         }
 }
 
+/* kfd_procfs_queue_show prints the internal queue type: SDMA = 1. */
+static void sdma_queue_type_file(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue_type(&s->target, s->gpu_ids[0], KFD_IOC_QUEUE_TYPE_SDMA, &q), 0);
+        char rel[64], buf[64];
+        snprintf(rel, sizeof(rel), "queues/%u/type", q.id);
+        read_proc_file(s->target.pid, rel, buf, sizeof(buf));
+        assert_string_equal(buf, "1");
+}
+
 /* §8.1: pasid is decimal + "\n"; the directory exists for every process
  * that opened /dev/kfd, this test program included. */
 static void proc_dir_and_pasid(void **state)
@@ -124,7 +136,7 @@ static void topology_formats(void **state)
 
 struct mqd_match {
         const struct conf_queue *q;
-        bool found;
+        unsigned copies;     /* dumps whose address dwords match the queue */
 };
 
 /* One "    %08x: " line with 8 dwords (seq_hex_dump, 32 bytes, groups of 4). */
@@ -138,59 +150,100 @@ static bool parse_dump_line(const char *line, unsigned *offset, uint32_t dw[8])
         return n == 9 && line[end] == '\0';
 }
 
-/* Dwords 136-143 (the line at 0x220): pq_base lo/hi = ring >> 8, then
+/* Compute MQD, the row at 0x220 (dwords 136-143): pq_base lo/hi = ring >> 8,
  * pq_rptr, rptr_report_addr lo/hi = read pointer VA, wptr_poll_addr lo/hi =
  * write pointer VA. */
-static bool mqd_line_matches(const uint32_t dw[8], const struct conf_queue *q)
+static bool compute_row_matches(const uint32_t dw[8], const struct conf_queue *q)
 {
         uint64_t base = q->ring >> 8;
         return dw[0] == (uint32_t)base && dw[1] == (uint32_t)(base >> 32) && dw[3] == (uint32_t)q->rptr &&
                dw[4] == (uint32_t)(q->rptr >> 32) && dw[5] == (uint32_t)q->wptr && dw[6] == (uint32_t)(q->wptr >> 32);
 }
 
-static void scan_mqds(char *text, pid_t pid, struct mqd_match *m, size_t n)
+/* v9 SDMA MQD: rb_base dw1 (>> 8) and rb_base_hi dw2 on row 0x00,
+ * rb_rptr_addr_hi dw8 and _lo dw9 (hi before lo) on row 0x20. */
+static bool sdma_rows_match(const uint32_t row0[8], const uint32_t row1[8], const struct conf_queue *q)
 {
-        bool ours = false;
-        unsigned long gpu = 0;
-        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-                int p;
-                if (sscanf(line, "Process %d ", &p) == 1) {
-                        ours = p == pid;
-                        continue;
-                }
-                if (!ours)
-                        continue;
-                if (strncmp(line, "  Compute queue on device ", 26) == 0) {
+        uint64_t base = q->ring >> 8;
+        return row0[1] == (uint32_t)base && row0[2] == (uint32_t)(base >> 32) && row1[0] == (uint32_t)(q->rptr >> 32) &&
+               row1[1] == (uint32_t)q->rptr;
+}
+
+struct mqd_scan {
+        pid_t pid;
+        bool ours;
+        bool sdma;
+        unsigned long gpu;
+        uint32_t row0[8];
+};
+
+static void scan_line(struct mqd_scan *st, const char *line, struct mqd_match *m, size_t n)
+{
+        int p;
+        if (sscanf(line, "Process %d ", &p) == 1) {
+                st->ours = p == st->pid;
+                return;
+        }
+        if (!st->ours)
+                return;
+        static const char *const headers[] = { "  Compute queue on device ", "  SDMA queue on device " };
+        for (size_t h = 0; h < ELEMENTSOF(headers); h++) {
+                size_t len = strlen(headers[h]);
+                if (strncmp(line, headers[h], len) == 0) {
                         char *end;
-                        gpu = strtoul(line + 26, &end, 16);
+                        st->gpu = strtoul(line + len, &end, 16);
+                        st->sdma = h == 1;
                         if (*end != '\0')
                                 fail_msg("mqds: bad queue header \"%s\"", line);
-                        continue;
+                        return;
                 }
-                unsigned offset;
-                uint32_t dw[8];
-                if (!parse_dump_line(line, &offset, dw))
+        }
+        unsigned offset;
+        uint32_t dw[8];
+        if (!parse_dump_line(line, &offset, dw))
+                return;
+        if (offset % 32 != 0)
+                fail_msg("mqds: dump line \"%s\" is not at a 32-byte row", line);
+        if (offset == 0)
+                memcpy(st->row0, dw, sizeof(st->row0));
+        for (size_t i = 0; i < n; i++) {
+                const struct conf_queue *q = m[i].q;
+                bool sdma = q->type == KFD_IOC_QUEUE_TYPE_SDMA;
+                if (q->gpu_id != st->gpu || sdma != st->sdma)
                         continue;
-                if (offset % 32 != 0)
-                        fail_msg("mqds: dump line \"%s\" is not at a 32-byte row", line);
-                if (offset != 0x220)
+                if (sdma ? offset == 0x20 && sdma_rows_match(st->row0, dw, q) : offset == 0x220 && compute_row_matches(dw, q))
+                        m[i].copies++;
+        }
+}
+
+static unsigned num_xcc_of(uint32_t gpu_id)
+{
+        for (int node = 0;; node++) {
+                char path[128], buf[8192];
+                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/gpu_id", node);
+                if (conf_read_file(path, buf, sizeof(buf)) < 0)
+                        fail_msg("gpu_id %u is not in the topology", gpu_id);
+                if (strtoul(buf, NULL, 10) != gpu_id)
                         continue;
-                for (size_t i = 0; i < n; i++)
-                        if (m[i].q->gpu_id == gpu && mqd_line_matches(dw, m[i].q))
-                                m[i].found = true;
+                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/properties", node);
+                assert_true(conf_read_file(path, buf, sizeof(buf)) > 0);
+                const char *key = strstr(buf, "num_xcc ");
+                return key ? (unsigned)strtoul(key + 8, NULL, 10) : 1;
         }
 }
 
 /* §8.3 mqds: per process "Process <tgid> ...", per queue "  Compute queue on
- * device <hex gpu_id>", then the MQD as a hex dump; the queue's addresses
- * are at dwords 136/137 (ring >> 8) and 139-142 (rptr, wptr). */
+ * device <hex gpu_id>" (or "  SDMA queue ..."), then the MQD as a hex dump
+ * with the queue's addresses at fixed dwords; a compute queue is dumped once
+ * per XCC (num_xcc in the node's properties). */
 static void debugfs_mqds_show_queue_addresses(void **state)
 {
         struct conf_session *s = *state;
-        struct conf_queue q[2];
-        struct mqd_match m[2];
-        for (int i = 0; i < 2; i++) {
-                assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[i % s->n_gpus], &q[i]), 0);
+        struct conf_queue q[3];
+        struct mqd_match m[3];
+        for (int i = 0; i < 3; i++) {
+                uint32_t type = i == 2 ? KFD_IOC_QUEUE_TYPE_SDMA : KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
+                assert_int_equal(conf_target_create_queue_type(&s->target, s->gpu_ids[i % s->n_gpus], type, &q[i]), 0);
                 m[i] = (struct mqd_match){ .q = &q[i] };
         }
         _cleanup_free_ char *text = malloc(MQDS_MAX);
@@ -198,12 +251,19 @@ static void debugfs_mqds_show_queue_addresses(void **state)
         ssize_t n = conf_read_file(CONF_DEBUGFS_MQDS, text, MQDS_MAX);
         if (n < 0)
                 fail_msg("cannot read %s: %s", CONF_DEBUGFS_MQDS, strerror((int)-n));
-        scan_mqds(text, s->target.pid, m, 2);
-        for (int i = 0; i < 2; i++)
-                if (!m[i].found)
-                        fail_msg("mqds: no MQD of pid %d on device %x with ring %#lx rptr %#lx wptr %#lx",
-                                 (int)s->target.pid, q[i].gpu_id, (unsigned long)q[i].ring, (unsigned long)q[i].rptr,
-                                 (unsigned long)q[i].wptr);
+        struct mqd_scan st = { .pid = s->target.pid };
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+                scan_line(&st, line, m, ELEMENTSOF(m));
+        for (int i = 0; i < 3; i++) {
+                unsigned want = q[i].type == KFD_IOC_QUEUE_TYPE_SDMA ? 1 : num_xcc_of(q[i].gpu_id);
+                if (m[i].copies != want)
+                        fail_msg("mqds: %u MQD dumps of pid %d's %s queue on device %x (ring %#lx rptr %#lx wptr %#lx), "
+                                 "want %u",
+                                 m[i].copies, (int)s->target.pid, q[i].type == KFD_IOC_QUEUE_TYPE_SDMA ? "SDMA" : "compute",
+                                 q[i].gpu_id, (unsigned long)q[i].ring, (unsigned long)q[i].rptr, (unsigned long)q[i].wptr,
+                                 want);
+        }
 }
 
 int main(int argc, char **argv)
@@ -211,6 +271,7 @@ int main(int argc, char **argv)
         conf_init(argc, argv);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(queue_files_exact_bytes, conf_fixture_spawned, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(sdma_queue_type_file, conf_fixture_spawned, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(proc_dir_and_pasid, conf_fixture_spawned, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(queue_dir_follows_queue, conf_fixture_spawned, conf_fixture_end),
                 cmocka_unit_test(topology_formats),
