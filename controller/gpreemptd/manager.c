@@ -145,15 +145,16 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
                 policy_action_failed(&g->policy, action, manager_now(m));
                 return;
         }
-        log_debug("GPU %u: offline work %s (%zu processes)", g->gpu_id, suspend ? "suspended" : "resumed", done);
+        log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id, suspend ? "suspended" : "resumed", done, manager_now(m) / 1000.0);
 }
 
 static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct manager *m = userdata;
+        uint64_t now = manager_now(m);
 
         for (size_t i = 0; i < m->n_gpus; i++)
-                gpu_apply(m, &m->gpus[i], policy_tick(&m->gpus[i].policy, usec));
+                gpu_apply(m, &m->gpus[i], policy_tick(&m->gpus[i].policy, now));
         manager_rearm_policy(m);
         return 0;
 }
@@ -180,6 +181,7 @@ static void on_gpu_busy(uint32_t gpu_id, uint64_t now, void *userdata)
         struct manager *m = userdata;
         struct gpu *g = manager_gpu(m, gpu_id);
 
+        log_debug("GPU %u: online work seen at %.3f ms", gpu_id, now / 1000.0);
         if (g)
                 gpu_apply(m, g, policy_online_busy(&g->policy, now));
 }
@@ -189,6 +191,7 @@ static void on_gpu_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *use
         struct manager *m = userdata;
         struct gpu *g = manager_gpu(m, gpu_id);
 
+        log_debug("GPU %u: online idle since %.3f ms (now %.3f ms)", gpu_id, since / 1000.0, now / 1000.0);
         if (g)
                 gpu_apply(m, g, policy_online_idle(&g->policy, since, now));
 }
@@ -220,10 +223,12 @@ static void arm_detector(struct manager *m, uint64_t now)
 static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct manager *m = userdata;
+        /* the time of this wakeup, not the one scheduled: after a slow suspend ioctl they differ */
+        uint64_t now = manager_now(m);
 
-        detector_poll(m->detector, usec);
+        detector_poll(m->detector, now);
         manager_rearm_policy(m);
-        arm_detector(m, usec);
+        arm_detector(m, now);
         return 0;
 }
 
