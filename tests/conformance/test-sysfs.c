@@ -88,6 +88,51 @@ static void proc_dir_and_pasid(void **state)
         assert_true(is_decimal(buf, "\n"));
 }
 
+static long cu_occupancy(pid_t pid, uint32_t gpu_id)
+{
+        char rel[64], buf[64];
+        snprintf(rel, sizeof(rel), "stats_%u/cu_occupancy", gpu_id);
+        read_proc_file(pid, rel, buf, sizeof(buf));
+        if (!is_decimal(buf, "\n"))
+                fail_msg("%s: \"%s\" is not %%d\\n", rel, buf);
+        return strtol(buf, NULL, 10);
+}
+
+/* §8.1: vram_<gpuid> is "%llu\n"; stats_<gpuid>/cu_occupancy is "%d\n",
+ * counts the CUs this process's waves occupy, is 0 on a GPU where it has no
+ * queues, and drops to 0 once its queues are suspended (the waves were
+ * context-saved before SUSPEND returned). */
+static void vram_and_cu_occupancy(void **state)
+{
+        struct conf_session *s = *state;
+        pid_t pid = s->target.pid;
+        char rel[64], buf[64];
+        for (int i = 0; i < s->n_gpus; i++) {
+                snprintf(rel, sizeof(rel), "vram_%u", s->gpu_ids[i]);
+                read_proc_file(pid, rel, buf, sizeof(buf));
+                assert_true(is_decimal(buf, "\n"));
+        }
+        assert_true(s->n_gpus > 1);
+        uint32_t busy = s->gpu_ids[0], idle = s->gpu_ids[1];
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, busy, &q), 0);
+        assert_int_equal(conf_target_submit(&s->target, q.id, 20000000, 20), 20);
+        long occupied = 0;
+        for (int waited = 0; occupied == 0 && waited < CONF_REPLY_TIMEOUT_MS; waited += 2) {
+                occupied = cu_occupancy(pid, busy);
+                if (occupied == 0)
+                        conf_sleep_ms(2);
+        }
+        assert_true(occupied > 0);
+        assert_int_equal(cu_occupancy(pid, idle), 0);
+
+        assert_int_equal(conf_session_attach(s, CONF_SUBSCRIPTION), 0);
+        assert_int_equal(conf_dbg_clear_new(conf_kfd(), pid), 0);
+        uint32_t id = q.id;
+        assert_int_equal(conf_dbg_suspend(conf_kfd(), pid, &id, 1, 0), 1);
+        assert_int_equal(cu_occupancy(pid, busy), 0);
+}
+
 /* kfd_procfs_add_queue / removal on destroy: queues/<id> follows the queue. */
 static void queue_dir_follows_queue(void **state)
 {
@@ -274,6 +319,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(sdma_queue_type_file, conf_fixture_spawned, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(proc_dir_and_pasid, conf_fixture_spawned, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(queue_dir_follows_queue, conf_fixture_spawned, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(vram_and_cu_occupancy, conf_fixture_spawned, conf_fixture_end),
                 cmocka_unit_test(topology_formats),
                 cmocka_unit_test_setup_teardown(debugfs_mqds_show_queue_addresses, conf_fixture_spawned,
                                                 conf_fixture_end),
