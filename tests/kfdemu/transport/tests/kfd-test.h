@@ -19,3 +19,20 @@ uint32_t kfd_test_gpu_id(unsigned node);
 bool kfd_test_proc_dir_exists(pid_t pid);
 /* Waits up to `timeout_ms` for kfd_test_proc_dir_exists(pid) == present. */
 bool kfd_test_wait_proc_dir(pid_t pid, bool present, unsigned timeout_ms);
+
+/* A process debugging itself (pid = own tgid skips the ptrace check,
+ * kfd-interface.md §3 step 5), subscribed to EC_PROCESS_RUNTIME, with
+ * kfdtest's event channel: a FIFO opened O_RDWR|O_NONBLOCK. Its
+ * RUNTIME_ENABLE then sleeps until the EC_PROCESS_RUNTIME ack (§5). */
+struct kfd_test_debuggee {
+        int kfd;
+        int event_fifo;
+};
+int kfd_test_self_debug(struct kfd_test_debuggee *ret);
+/* Waits up to 5 s for one event byte; 0 or -errno (-ETIMEDOUT). */
+int kfd_test_wait_event(const struct kfd_test_debuggee *d);
+int kfd_test_runtime_enable(int kfd, bool enable);
+/* SEND_RUNTIME_EVENT(EC_PROCESS_RUNTIME) to ourselves. */
+int kfd_test_ack_runtime(int kfd);
+/* Debug sessions outlive the kfd fd (§6a): DISABLE, runtime off, close. */
+int kfd_test_end_self_debug(struct kfd_test_debuggee *d);

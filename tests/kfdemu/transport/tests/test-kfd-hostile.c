@@ -206,6 +206,33 @@ static void test_file_that_talks_after_open(void **state)
         close(ch);
 }
 
+/* A second call while the first sleeps in the kernel: the connection goes
+ * and the sleeping call is dropped (emu_call_abandon), nothing else. The
+ * sleep is RUNTIME_ENABLE of a self-debugged process (kfd-interface.md §5). */
+static void test_second_call_while_one_sleeps(void **state)
+{
+        struct kfd_test_debuggee d;
+        struct kfd_ioctl_runtime_enable_args runtime = { .mode_mask = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK };
+
+        assert_int_equal(kfd_test_self_debug(&d), 0);
+        int ch = raw_hello();
+        struct kfdemu_msg_ioctl msg = {
+                .type = KFDEMU_MSG_IOCTL,
+                .cmd = AMDKFD_IOC_RUNTIME_ENABLE,
+                .file_inode = inode_of(d.kfd),
+                .arg = (uint64_t)(uintptr_t)&runtime,
+        };
+        raw_send(ch, &msg, sizeof(msg));
+        assert_int_equal(kfd_test_wait_event(&d), 0);    /* EC_PROCESS_RUNTIME: it sleeps */
+        raw_send(ch, &msg, sizeof(msg));
+        expect_dropped(ch);
+
+        /* The node goes on: the ack is banked for nobody, the session ends. */
+        assert_int_equal(kfd_test_ack_runtime(d.kfd), 0);
+        assert_int_equal(kfd_test_end_self_debug(&d), 0);
+        assert_server_alive();
+}
+
 static void test_client_that_never_reads(void **state)
 {
         int kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
@@ -285,6 +312,7 @@ int main(void)
                 cmocka_unit_test(test_identity_lies),
                 cmocka_unit_test(test_calls_on_a_raw_channel),
                 cmocka_unit_test(test_file_that_talks_after_open),
+                cmocka_unit_test(test_second_call_while_one_sleeps),
                 cmocka_unit_test(test_client_that_never_reads),
                 cmocka_unit_test(test_flood_of_connections),
                 cmocka_unit_test(test_fds_sent_to_the_server),

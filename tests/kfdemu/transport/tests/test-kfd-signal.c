@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <setjmp.h>
@@ -19,83 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "kfd-test.h"
-
-struct debuggee {
-        int kfd;
-        int event_fifo;                  /* the dbg_fd: kfdtest's O_RDWR|O_NONBLOCK FIFO */
-};
-
-static void self_debug(struct debuggee *d)
-{
-        char dir[] = "/tmp/kfdemu-signal.XXXXXX", path[64];
-        struct kfd_runtime_info rinfo;
-        struct kfd_ioctl_dbg_trap_args args = { .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_ENABLE };
-
-        d->kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
-        assert_true(d->kfd >= 0);
-        assert_non_null(mkdtemp(dir));
-        snprintf(path, sizeof(path), "%s/events", dir);
-        assert_int_equal(mkfifo(path, 0600), 0);
-        d->event_fifo = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-        assert_true(d->event_fifo >= 0);
-        unlink(path);
-        rmdir(dir);
-
-        args.enable.exception_mask = KFD_EC_MASK(EC_PROCESS_RUNTIME);
-        args.enable.rinfo_ptr = (uint64_t)(uintptr_t)&rinfo;
-        args.enable.rinfo_size = sizeof(rinfo);
-        args.enable.dbg_fd = (uint32_t)d->event_fifo;
-        assert_int_equal(kfd_test_ioctl(d->kfd, AMDKFD_IOC_DBG_TRAP, &args), 0);
-}
-
-/* Debug sessions outlive the kfd fd (kfd-interface.md §6a): end the session
- * and the runtime explicitly so the next test can start them again. */
-static void end_self_debug(struct debuggee *d)
-{
-        struct kfd_ioctl_dbg_trap_args disable = { .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_DISABLE };
-        struct kfd_ioctl_runtime_enable_args runtime_off = { .mode_mask = 0 };
-
-        assert_int_equal(kfd_test_ioctl(d->kfd, AMDKFD_IOC_DBG_TRAP, &disable), 0);
-        assert_int_equal(kfd_test_ioctl(d->kfd, AMDKFD_IOC_RUNTIME_ENABLE, &runtime_off), 0);
-        close(d->event_fifo);
-        close(d->kfd);
-}
-
-static int runtime_enable(int kfd)
-{
-        struct kfd_ioctl_runtime_enable_args args = { .mode_mask = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK };
-
-        return kfd_test_ioctl(kfd, AMDKFD_IOC_RUNTIME_ENABLE, &args);
-}
-
-static int ack_runtime_event(int kfd)
-{
-        struct kfd_ioctl_dbg_trap_args args = {
-                .pid = (uint32_t)getpid(),
-                .op = KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT,
-                .send_runtime_event.exception_mask = KFD_EC_MASK(EC_PROCESS_RUNTIME),
-        };
-
-        return kfd_test_ioctl(kfd, AMDKFD_IOC_DBG_TRAP, &args);
-}
-
-/* EC_PROCESS_RUNTIME raised: the runtime is about to sleep (or sleeps). */
-static void wait_for_event_byte(int fifo)
-{
-        struct pollfd pfd = { .fd = fifo, .events = POLLIN };
-        char byte;
-
-        assert_int_equal(poll(&pfd, 1, 5000), 1);
-        assert_int_equal(read(fifo, &byte, 1), 1);
-        assert_int_equal(byte, '.');
-}
 
 static volatile sig_atomic_t handled;
 
@@ -115,30 +43,30 @@ static void *sleeper_thread(void *arg)
 {
         struct sleeper *s = arg;
 
-        s->first = runtime_enable(s->kfd);
+        s->first = kfd_test_runtime_enable(s->kfd, true);
         sem_post(&s->interrupted);
         sem_wait(&s->acked);
         /* is_runtime_retry: back into the wait, where the banked ack is. */
-        s->second = runtime_enable(s->kfd);
+        s->second = kfd_test_runtime_enable(s->kfd, true);
         return NULL;
 }
 
 static void test_signal_interrupts_a_sleeping_call(void **state)
 {
-        struct debuggee d;
+        struct kfd_test_debuggee d;
         struct sleeper s = { 0 };
         pthread_t thread;
         /* SA_RESTART does not restart a down_interruptible: -EINTR anyway. */
         struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
 
         assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
-        self_debug(&d);
+        assert_int_equal(kfd_test_self_debug(&d), 0);
         s.kfd = d.kfd;
         sem_init(&s.interrupted, 0, 0);
         sem_init(&s.acked, 0, 0);
 
         assert_int_equal(pthread_create(&thread, NULL, sleeper_thread, &s), 0);
-        wait_for_event_byte(d.event_fifo);
+        assert_int_equal(kfd_test_wait_event(&d), 0);
         /* The server answers everybody else while the thread sleeps. */
         assert_int_equal(kfd_test_get_version(d.kfd), 0);
         assert_int_equal(pthread_kill(thread, SIGUSR1), 0);
@@ -146,11 +74,11 @@ static void test_signal_interrupts_a_sleeping_call(void **state)
         assert_int_equal(s.first, -EINTR);
         assert_int_equal(handled, 1);
 
-        assert_int_equal(ack_runtime_event(d.kfd), 0);
+        assert_int_equal(kfd_test_ack_runtime(d.kfd), 0);
         sem_post(&s.acked);
         assert_int_equal(pthread_join(thread, NULL), 0);
         assert_int_equal(s.second, 0);
-        end_self_debug(&d);
+        assert_int_equal(kfd_test_end_self_debug(&d), 0);
 }
 
 static int handler_kfd = -1;
@@ -163,19 +91,19 @@ static void on_usr2_call_kfd(int sig)
 
 static void test_handler_calls_while_its_thread_sleeps(void **state)
 {
-        struct debuggee d;
+        struct kfd_test_debuggee d;
         struct sleeper s = { 0 };
         pthread_t thread;
         struct sigaction sa = { .sa_handler = on_usr2_call_kfd };
 
         assert_int_equal(sigaction(SIGUSR2, &sa, NULL), 0);
-        self_debug(&d);
+        assert_int_equal(kfd_test_self_debug(&d), 0);
         s.kfd = handler_kfd = d.kfd;
         sem_init(&s.interrupted, 0, 0);
         sem_init(&s.acked, 0, 0);
 
         assert_int_equal(pthread_create(&thread, NULL, sleeper_thread, &s), 0);
-        wait_for_event_byte(d.event_fifo);
+        assert_int_equal(kfd_test_wait_event(&d), 0);
         /* The handler's ioctl runs on the sleeping thread: its reply must
          * not be mistaken for the sleeping call's, nor the reverse. */
         assert_int_equal(pthread_kill(thread, SIGUSR2), 0);
@@ -183,11 +111,11 @@ static void test_handler_calls_while_its_thread_sleeps(void **state)
         assert_int_equal(handler_result, 0);
         assert_int_equal(s.first, -EINTR);
 
-        assert_int_equal(ack_runtime_event(d.kfd), 0);
+        assert_int_equal(kfd_test_ack_runtime(d.kfd), 0);
         sem_post(&s.acked);
         assert_int_equal(pthread_join(thread, NULL), 0);
         assert_int_equal(s.second, 0);
-        end_self_debug(&d);
+        assert_int_equal(kfd_test_end_self_debug(&d), 0);
 }
 
 static void test_caller_killed_while_asleep(void **state)
@@ -199,17 +127,17 @@ static void test_caller_killed_while_asleep(void **state)
         pid_t child = fork();
         assert_true(child >= 0);
         if (child == 0) {
-                struct debuggee d;
+                struct kfd_test_debuggee d;
                 struct sleeper s = { 0 };
                 pthread_t thread;
 
-                self_debug(&d);
+                if (kfd_test_self_debug(&d) < 0)
+                        _exit(4);
                 s.kfd = d.kfd;
                 sem_init(&s.interrupted, 0, 0);
                 sem_init(&s.acked, 0, 0);
                 pthread_create(&thread, NULL, sleeper_thread, &s);
-                wait_for_event_byte(d.event_fifo);
-                if (write(ready[1], "r", 1) != 1)
+                if (kfd_test_wait_event(&d) < 0 || write(ready[1], "r", 1) != 1)
                         _exit(2);
                 pause();
                 _exit(3);
