@@ -33,6 +33,11 @@ void conf_init(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
 }
 
+const char *conf_app_path(void)
+{
+        return app_path;
+}
+
 static uint64_t now_ms(void)
 {
         struct timespec ts;

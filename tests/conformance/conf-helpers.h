@@ -39,6 +39,7 @@
 
 /* Called from main() of every test program: argv[1] is the helper application. */
 void conf_init(int argc, char **argv);
+const char *conf_app_path(void);
 
 /* ---- raw ioctls -------------------------------------------------------- */
 /* ioctl() on a kfd fd; returns the ioctl's value or -errno. */

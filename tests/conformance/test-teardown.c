@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -70,11 +71,10 @@ static long disable_from_other_process(pid_t pid)
         return -(long)WEXITSTATUS(status);
 }
 
-/* The forked debugger: seize, ENABLE, suspend, report, then keep servicing
- * the tracee until it is killed. */
-static void __attribute__((noreturn)) run_debugger(pid_t target, uint32_t qid, int report_fd)
+/* What a debugger does to stop one queue: seize, ENABLE, clear NEW,
+ * suspend. Returns SUSPEND's result (1) or the first error. */
+static long debugger_suspend(int kfd, pid_t target, uint32_t qid)
 {
-        int kfd = conf_open_kfd();
         int fifo = conf_event_fifo();
         uint32_t id = qid;
         long r = kfd < 0 ? kfd : conf_seize(target);
@@ -84,11 +84,36 @@ static void __attribute__((noreturn)) run_debugger(pid_t target, uint32_t qid, i
                 r = conf_dbg_clear_new(kfd, target);
         if (r >= 0)
                 r = conf_dbg_suspend(kfd, target, &id, 1, 0);
-        dprintf(report_fd, "%ld\n", r);
+        return r;
+}
+
+/* The forked debugger: suspend, report, then keep servicing the tracee
+ * until it is killed. */
+static void __attribute__((noreturn)) run_debugger(pid_t target, uint32_t qid, int report_fd)
+{
+        dprintf(report_fd, "%ld\n", debugger_suspend(conf_open_kfd(), target, qid));
         for (;;) {
                 conf_service_stops(target);
                 conf_sleep_ms(5);
         }
+}
+
+/* The forked debugger that suspends, reports, and then execs the helper
+ * application (which prints READY on stdout once the new image runs). */
+static void __attribute__((noreturn)) run_execing_debugger(pid_t target, uint32_t qid, int report_fd, int in, int out)
+{
+        dprintf(report_fd, "%ld\n", debugger_suspend(conf_open_kfd(), target, qid));
+        dup2(in, STDIN_FILENO);
+        dup2(out, STDOUT_FILENO);
+        execl(conf_app_path(), conf_app_path(), (char *)NULL);
+        _exit(127);
+}
+
+static long read_report(int fd)
+{
+        char buf[32] = "";
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        return n > 0 ? strtol(buf, NULL, 10) : -EPIPE;
 }
 
 /* §6 (a): the debugger's mm goes away (SIGKILL) -> the notifier disables
@@ -106,16 +131,120 @@ static void debugger_killed_resumes_target(void **state)
         if (debugger == 0)
                 run_debugger(s->target.pid, q.id, report[1]);
         close(report[1]);
-        char buf[32] = "";
-        ssize_t n = read(report[0], buf, sizeof(buf) - 1);
+        long suspended = read_report(report[0]);
         close(report[0]);
-        bool stopped = n > 0 && strtol(buf, NULL, 10) == 1 && conf_u64_stays(&s->target, q.rptr, 50);
+        bool stopped = suspended == 1 && conf_u64_stays(&s->target, q.rptr, 50);
         kill(debugger, SIGKILL);
         waitpid(debugger, NULL, 0);
         if (!stopped)
-                fail_msg("the forked debugger could not suspend the queue (SUSPEND returned '%s')", n > 0 ? buf : "");
+                fail_msg("the forked debugger could not stop the queue (SUSPEND returned %ld)", suspended);
         expect_runs_to_completion(s, &q);
         assert_int_equal(conf_session_attach(s, CONF_SUBSCRIPTION), 0);
+}
+
+/* §6 (a): an exec of the debugger releases its mm just like an exit: the
+ * sessions it held end and the target's queues run again. */
+static void debugger_exec_resumes_target(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q;
+        busy_queue(s, &q);
+        int report[2], in[2], out[2];
+        assert_int_equal(pipe2(report, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        pid_t debugger = fork();
+        assert_true(debugger >= 0);
+        if (debugger == 0)
+                run_execing_debugger(s->target.pid, q.id, report[1], in[0], out[1]);
+        close(report[1]);
+        close(in[0]);
+        close(out[1]);
+        long suspended = read_report(report[0]);
+        close(report[0]);
+        struct conf_target execed = { .pid = debugger, .cmd_fd = in[1], .out_fd = out[0] };
+        char line[64];
+        int ready = conf_target_reply(&execed, line, sizeof(line), CONF_REPLY_TIMEOUT_MS);
+        bool resumed = conf_wait_u64_at_least(&s->target, q.rptr, KERNELS, CONF_REPLY_TIMEOUT_MS) == 0;
+        conf_target_kill(&execed);
+        assert_int_equal(suspended, 1);
+        assert_int_equal(ready, 0);
+        if (!resumed)
+                fail_msg("queue %u stays suspended after its debugger exec'd", q.id);
+}
+
+/* §6 (b): the tracer *thread* exiting detaches the tracee and, like
+ * PTRACE_DETACH, leaves the queues suspended; other threads get -EPERM,
+ * DISABLE (no ptrace check) resumes. */
+struct thread_debugger {
+        pid_t target;
+        uint32_t qid;
+        long result;
+};
+
+static void *thread_debugger(void *arg)
+{
+        struct thread_debugger *d = arg;
+        d->result = debugger_suspend(conf_kfd(), d->target, d->qid);
+        return NULL;
+}
+
+static void tracer_thread_exit_keeps_queues_suspended(void **state)
+{
+        struct conf_session *s = *state;
+        pid_t pid = s->target.pid;
+        struct conf_queue q;
+        busy_queue(s, &q);
+        struct thread_debugger d = { .target = pid, .qid = q.id };
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, thread_debugger, &d), 0);
+        pthread_join(th, NULL);
+        assert_int_equal(d.result, 1);
+        s->enabled = true;
+        expect_stopped(s, &q);
+        uint32_t id = q.id;
+        assert_int_equal(conf_dbg_resume(conf_kfd(), pid, &id, 1), -EPERM);
+        assert_int_equal(conf_dbg_disable(conf_kfd(), pid), 0);
+        s->enabled = false;
+        expect_runs_to_completion(s, &q);
+}
+
+/* §3 step 5 / §6 (b): the session belongs to nobody in particular — after a
+ * PTRACE_DETACH, whoever traces the leader next may operate it (RESUME
+ * works) but cannot ENABLE a second one (-EALREADY). */
+static void new_tracer_can_operate_the_session(void **state)
+{
+        struct conf_session *s = *state;
+        pid_t pid = s->target.pid;
+        struct conf_queue q;
+        busy_queue(s, &q);
+        suspend_one(conf_kfd(), pid, &q);
+        assert_int_equal(conf_detach(pid), 0);
+        s->target.traced = false;
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                int kfd = conf_open_kfd();
+                int fifo = conf_event_fifo();
+                uint32_t id = q.id;
+                int code = 0;
+                if (kfd < 0 || conf_seize(pid) < 0)
+                        _exit(8);
+                if (conf_dbg_enable(kfd, pid, CONF_SUBSCRIPTION, fifo, NULL) != -EALREADY)
+                        code |= 1;
+                if (conf_dbg_resume(kfd, pid, &id, 1) != 1)
+                        code |= 2;
+                _exit(code);
+        }
+        int status;
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) & 1)
+                fail_msg("ENABLE by the new tracer of a debug-enabled target was not -EALREADY");
+        if (WEXITSTATUS(status) & 2)
+                fail_msg("RESUME by the new tracer did not resume the queue");
+        assert_int_equal(WEXITSTATUS(status), 0);
+        expect_runs_to_completion(s, &q);
 }
 
 /* §6 (b): PTRACE_DETACH has no KFD hook: the queues stay suspended, every op
@@ -288,6 +417,11 @@ int main(int argc, char **argv)
         conf_init(argc, argv);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(debugger_killed_resumes_target, conf_fixture_spawned, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(debugger_exec_resumes_target, conf_fixture_spawned, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(tracer_thread_exit_keeps_queues_suspended, conf_fixture_spawned,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(new_tracer_can_operate_the_session, conf_fixture_attached,
+                                                conf_fixture_end),
                 cmocka_unit_test_setup_teardown(ptrace_detach_keeps_queues_suspended, conf_fixture_attached,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(reattach_restores_access, conf_fixture_attached, conf_fixture_end),
