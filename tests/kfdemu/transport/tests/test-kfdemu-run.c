@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kfdemu-run as a command: COMMAND's status comes back (128 + signal when
+ * killed), COMMAND gets the node's environment with the preload first,
+ * the private directory goes afterwards, and every mistake on the command
+ * line or in --config is refused with a sentence. argv[1] is kfdemu-run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+extern char **environ;
+
+static const char *kfdemu_run;
+
+struct result {
+        int status;                      /* exit status, or 128 + signal */
+        char output[4096];               /* stdout and stderr together */
+};
+
+/* Runs kfdemu-run with `args` (NULL-terminated), capturing its output. */
+static void run(struct result *r, const char *const *args)
+{
+        const char *argv[32] = { kfdemu_run };
+        size_t n = 1;
+        int out[2], status;
+        posix_spawn_file_actions_t actions;
+        pid_t pid;
+
+        while (args[n - 1] && n < 31) {
+                argv[n] = args[n - 1];
+                n++;
+        }
+        argv[n] = NULL;
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+        posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
+        assert_int_equal(posix_spawn(&pid, kfdemu_run, &actions, NULL, (char **)argv, environ), 0);
+        posix_spawn_file_actions_destroy(&actions);
+        close(out[1]);
+
+        size_t len = 0;
+        ssize_t got;
+        while ((got = read(out[0], r->output + len, sizeof(r->output) - 1 - len)) > 0)
+                len += (size_t)got;
+        r->output[len] = '\0';
+        close(out[0]);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void assert_output_has(const struct result *r, const char *needle)
+{
+        if (!strstr(r->output, needle))
+                fail_msg("expected \"%s\" in the output:\n%s", needle, r->output);
+}
+
+static void test_exit_status_passes_through(void **state)
+{
+        struct result r;
+
+        run(&r, (const char *[]){ "--", "sh", "-c", "exit 7", NULL });
+        assert_int_equal(r.status, 7);
+        run(&r, (const char *[]){ "--", "sh", "-c", "kill -USR1 $$", NULL });
+        assert_int_equal(r.status, 128 + 10);
+        run(&r, (const char *[]){ "--", "/nonexistent/command", NULL });
+        assert_int_equal(r.status, 127);
+        assert_output_has(&r, "cannot run /nonexistent/command");
+}
+
+static void test_command_environment(void **state)
+{
+        struct result r;
+
+        run(&r, (const char *[]){ "--gpus", "2", "--", "sh", "-c",
+                                  "echo \"preload=$LD_PRELOAD\"; test -S \"$KFDEMU_SOCKET\" && echo socket-ok;"
+                                  "test -d \"$KFDEMU_ROOT/sys/class/kfd/kfd/topology\" && echo root-ok;"
+                                  "echo \"dir=$KFDEMU_ROOT\"",
+                                  NULL });
+        assert_int_equal(r.status, 0);
+        assert_output_has(&r, "libkfdemu-preload.so");
+        assert_output_has(&r, "socket-ok");
+        assert_output_has(&r, "root-ok");
+
+        /* The private directory is gone after the run. */
+        char *dir = strstr(r.output, "dir=");
+        assert_non_null(dir);
+        dir += 4;
+        dir[strcspn(dir, "\n")] = '\0';
+        struct stat st;
+        assert_int_equal(stat(dir, &st), -1);
+        assert_int_equal(errno, ENOENT);
+}
+
+static void test_root_is_kept(void **state)
+{
+        char dir[] = "/tmp/kfdemu-run-root.XXXXXX", path[128];
+        struct result r;
+        struct stat st;
+
+        assert_non_null(mkdtemp(dir));
+        run(&r, (const char *[]){ "--root", dir, "--", "true", NULL });
+        assert_int_equal(r.status, 0);
+        snprintf(path, sizeof(path), "%s/sys/class/kfd/kfd/topology", dir);
+        assert_int_equal(stat(path, &st), 0);
+        assert_output_has(&r, dir);
+        run(&r, (const char *[]){ "--", "sh", "-c", "rm -rf \"$0\"", dir, NULL });
+        assert_int_equal(r.status, 0);
+}
+
+static void test_command_line_mistakes(void **state)
+{
+        struct result r;
+
+        run(&r, (const char *[]){ "--gpus", "17", "--", "true", NULL });
+        assert_int_equal(r.status, 1);
+        assert_output_has(&r, "--gpus 17 is not a GPU count");
+        run(&r, (const char *[]){ "--gpus", NULL });
+        assert_int_equal(r.status, 1);
+        run(&r, (const char *[]){ "--frobnicate", "--", "true", NULL });
+        assert_int_equal(r.status, 1);
+        assert_output_has(&r, "--help");
+        run(&r, (const char *[]){ NULL });
+        assert_int_equal(r.status, 1);
+        assert_output_has(&r, "no COMMAND given");
+        run(&r, (const char *[]){ "--help", NULL });
+        assert_int_equal(r.status, 0);
+        assert_output_has(&r, "Usage: kfdemu-run");
+}
+
+static void test_config_mistakes(void **state)
+{
+        char path[] = "/tmp/kfdemu-run-conf.XXXXXX", expected[128];
+        struct result r;
+        int fd = mkstemp(path);
+        const char *text = "[Node]\nGpus=1\n\n[GPU0]\nMES=perhaps\n";
+
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        close(fd);
+        run(&r, (const char *[]){ "--config", path, "--", "true", NULL });
+        assert_int_equal(r.status, 1);
+        snprintf(expected, sizeof(expected), "%s:5: [GPU0] MES=perhaps is not valid", path);
+        assert_output_has(&r, expected);
+
+        /* --gpus wins over Gpus=, and a section beyond the count is refused. */
+        fd = open(path, O_WRONLY | O_TRUNC);
+        text = "[Node]\nGpus=4\n[GPU3]\nMES=yes\n";
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        close(fd);
+        run(&r, (const char *[]){ "--config", path, "--gpus", "2", "--", "true", NULL });
+        assert_int_equal(r.status, 1);
+        assert_output_has(&r, "[GPU3] configures a GPU the node does not have");
+        run(&r, (const char *[]){ "--config", path, "--", "true", NULL });
+        assert_int_equal(r.status, 0);
+        unlink(path);
+
+        run(&r, (const char *[]){ "--config", "/nonexistent.conf", "--", "true", NULL });
+        assert_int_equal(r.status, 1);
+        assert_output_has(&r, "cannot read the configuration file /nonexistent.conf");
+}
+
+static void test_bad_preload_override(void **state)
+{
+        struct result r;
+
+        setenv("KFDEMU_PRELOAD", "/nonexistent/libkfdemu-preload.so", 1);
+        run(&r, (const char *[]){ "--", "true", NULL });
+        unsetenv("KFDEMU_PRELOAD");
+        assert_int_equal(r.status, 1);
+        assert_output_has(&r, "cannot use the preload library /nonexistent/libkfdemu-preload.so");
+}
+
+int main(int argc, char **argv)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_exit_status_passes_through),
+                cmocka_unit_test(test_command_environment),
+                cmocka_unit_test(test_root_is_kept),
+                cmocka_unit_test(test_command_line_mistakes),
+                cmocka_unit_test(test_config_mistakes),
+                cmocka_unit_test(test_bad_preload_override),
+        };
+
+        if (argc != 2) {
+                fprintf(stderr, "usage: %s PATH-TO-KFDEMU-RUN\n", argv[0]);
+                return 2;
+        }
+        kfdemu_run = argv[1];
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
