@@ -77,6 +77,11 @@ struct kfdemu_msg_exec {
 
 /* The largest message a client may send; anything larger is hostile. */
 #define KFDEMU_MSG_MAX sizeof(struct kfdemu_msg_mmap)
+_Static_assert(sizeof(struct kfdemu_msg_open) <= KFDEMU_MSG_MAX, "message size");
+_Static_assert(sizeof(struct kfdemu_msg_hello) <= KFDEMU_MSG_MAX, "message size");
+_Static_assert(sizeof(struct kfdemu_msg_ioctl) <= KFDEMU_MSG_MAX, "message size");
+_Static_assert(sizeof(struct kfdemu_msg_interrupted) <= KFDEMU_MSG_MAX, "message size");
+_Static_assert(sizeof(struct kfdemu_msg_exec) <= KFDEMU_MSG_MAX, "message size");
 
 enum kfdemu_reply_status {
         KFDEMU_REPLY_RESULT = 0,    /* `result` is the call's return (>= 0 or -errno) */
