@@ -31,6 +31,7 @@
 #define CONF_DEV_KFD "/dev/kfd"
 #define CONF_SYSFS_KFD "/sys/class/kfd/kfd"
 #define CONF_DEBUGFS_MQDS "/sys/kernel/debug/kfd/mqds"
+#define CONF_DEBUGFS_HQDS "/sys/kernel/debug/kfd/hqds"
 
 /* The per-slot status bits of SUSPEND/RESUME as u32. The uapi masks are int
  * shifts, and 1 << 31 on an int is undefined behaviour in C (UBSan traps it). */

@@ -311,6 +311,62 @@ static void debugfs_mqds_show_queue_addresses(void **state)
         }
 }
 
+/* The topology node index of a gpu_id (nodes/<n>/gpu_id). */
+static int node_of(uint32_t gpu_id)
+{
+        for (int node = 0;; node++) {
+                char path[128], buf[64];
+                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/gpu_id", node);
+                if (conf_read_file(path, buf, sizeof(buf)) < 0)
+                        fail_msg("gpu_id %u is not in the topology", gpu_id);
+                if (strtoul(buf, NULL, 10) == gpu_id)
+                        return node;
+        }
+}
+
+/* §8.3 hqds (kfd_topology.c: kfd_debugfs_hqds_by_device ->
+ * dqm_debugfs_hqds): one "Node <n>, gpu_id <hex>:" section per GPU, n the
+ * topology node; hardware slots as register rows "    <addr>: <val>..." with
+ * no pid or queue id. A mapped queue's ring base (>> 8, lo then hi, as in
+ * cp_hqd_pq_base) sits in a slot of its GPU's section. */
+static void debugfs_hqds_show_mapped_queue(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q;
+        uint32_t gpu = s->gpu_ids[s->n_gpus - 1];
+        assert_int_equal(conf_target_create_queue(&s->target, gpu, &q), 0);
+        _cleanup_free_ char *text = malloc(MQDS_MAX);
+        assert_non_null(text);
+        ssize_t n = conf_read_file(CONF_DEBUGFS_HQDS, text, MQDS_MAX);
+        if (n < 0)
+                fail_msg("cannot read %s: %s", CONF_DEBUGFS_HQDS, strerror((int)-n));
+        uint64_t base = q.ring >> 8;
+        int sections = 0;
+        bool in_gpu = false, found = false;
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                int node, end = 0;
+                unsigned id;
+                if (sscanf(line, "Node %d, gpu_id %x:%n", &node, &id, &end) == 2 && line[end] == '\0') {
+                        sections++;
+                        in_gpu = id == gpu;
+                        if (in_gpu)
+                                assert_int_equal(node, node_of(gpu));
+                        continue;
+                }
+                uint32_t v[8];
+                unsigned addr;
+                int got = sscanf(line, "    %8x: %8x %8x %8x %8x %8x %8x %8x %8x", &addr, &v[0], &v[1], &v[2], &v[3], &v[4],
+                                 &v[5], &v[6], &v[7]);
+                for (int i = 0; in_gpu && i + 1 < got - 1; i++)
+                        found |= v[i] == (uint32_t)base && v[i + 1] == (uint32_t)(base >> 32);
+        }
+        assert_int_equal(sections, s->n_gpus);
+        if (!found)
+                fail_msg("hqds: ring base %#lx >> 8 of a mapped queue is in no HQD of gpu_id %x", (unsigned long)q.ring,
+                         gpu);
+}
+
 int main(int argc, char **argv)
 {
         conf_init(argc, argv);
@@ -323,6 +379,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(topology_formats),
                 cmocka_unit_test_setup_teardown(debugfs_mqds_show_queue_addresses, conf_fixture_spawned,
                                                 conf_fixture_end),
+                cmocka_unit_test_setup_teardown(debugfs_hqds_show_mapped_queue, conf_fixture_spawned, conf_fixture_end),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
