@@ -414,7 +414,8 @@ int conf_target_create_queue_type(struct conf_target *t, uint32_t gpu_id, uint32
         return 0;
 }
 
-int conf_target_spawn_ready(struct conf_target *t, bool runtime_enable)
+/* A spawned target that opened /dev/kfd and, if asked, enabled its runtime. */
+static int conf_target_spawn_ready(struct conf_target *t, bool runtime_enable)
 {
         int r = conf_target_spawn(t);
         if (r < 0)

@@ -33,10 +33,9 @@
 #define CONF_DEBUGFS_MQDS "/sys/kernel/debug/kfd/mqds"
 #define CONF_DEBUGFS_HQDS "/sys/kernel/debug/kfd/hqds"
 
-/* The per-slot status bits of SUSPEND/RESUME as u32. The uapi masks are int
- * shifts, and 1 << 31 on an int is undefined behaviour in C (UBSan traps it). */
+/* The INVALID slot bit of SUSPEND/RESUME as u32. The uapi mask is an int
+ * shift, and 1 << 31 on an int is undefined behaviour in C (UBSan traps it). */
 #define CONF_QUEUE_INVALID (1u << KFD_DBG_QUEUE_INVALID_BIT)
-#define CONF_QUEUE_ERROR (1u << KFD_DBG_QUEUE_ERROR_BIT)
 
 /* Called from main() of every test program: argv[1] is the helper application. */
 void conf_init(int argc, char **argv);
@@ -115,8 +114,6 @@ bool conf_target_still_blocked(struct conf_target *t);
 int conf_target_create_queue(struct conf_target *t, uint32_t gpu_id, struct conf_queue *ret);
 /* The same with an ioctl queue type (KFD_IOC_QUEUE_TYPE_*). */
 int conf_target_create_queue_type(struct conf_target *t, uint32_t gpu_id, uint32_t queue_type, struct conf_queue *ret);
-/* A spawned target that opened /dev/kfd and enabled its runtime. */
-int conf_target_spawn_ready(struct conf_target *t, bool runtime_enable);
 /* Queues `count` kernels of `ns` each on queue `qid`; returns the new write index. */
 long conf_target_submit(struct conf_target *t, uint32_t qid, uint64_t ns, unsigned count);
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -195,6 +196,59 @@ static void event_file_outlives_the_fd_number(void **state)
         assert_int_equal(conf_event_wait(s->fifo, 0), 1);
 }
 
+/* Fills a pipe or FIFO until the next write would block. */
+static void fill(int fd)
+{
+        int flags = fcntl(fd, F_GETFL);
+        fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+        char buf[4096];
+        memset(buf, 'x', sizeof(buf));
+        while (write(fd, buf, sizeof(buf)) > 0)
+                ;
+        while (write(fd, buf, 1) > 0)
+                ;
+        fcntl(fd, F_SETFL, flags);
+}
+
+/* §5: with the O_NONBLOCK FIFO full, the raise's write fails silently and
+ * the raiser (the target's CREATE_QUEUE) does not wait; the event is still
+ * there to query. */
+static void full_fifo_drops_bytes_without_blocking(void **state)
+{
+        struct conf_session *s = *state;
+        fill(s->fifo);
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        expect_queue_event(s->target.pid, NEW_MASK, &q, NEW_MASK);
+}
+
+/* §5: with a *blocking* pipe, a full pipe blocks the raiser — here the
+ * target's CREATE_QUEUE — until the debugger reads; meanwhile other callers
+ * are served. */
+static void full_blocking_pipe_blocks_the_raiser(void **state)
+{
+        struct conf_session *s = *state;
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        _cleanup_close_ int rd = p[0];
+        assert_int_equal(conf_seize(s->target.pid), 0);
+        s->target.traced = true;
+        assert_int_equal(conf_dbg_enable(conf_kfd(), s->target.pid, NEW_MASK, p[1], NULL), 0);
+        s->enabled = true;
+        fill(p[1]);
+        close(p[1]);
+        assert_int_equal(conf_target_send(&s->target, "create %u", s->gpu_ids[0]), 0);
+        assert_true(conf_target_still_blocked(&s->target));
+        struct kfd_ioctl_get_version_args v;
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_VERSION, &v), 0);
+
+        char buf[65536];
+        assert_true(read(rd, buf, sizeof(buf)) > 0);
+        char line[256];
+        assert_int_equal(conf_target_reply(&s->target, line, sizeof(line), CONF_REPLY_TIMEOUT_MS), 0);
+        assert_int_equal(strncmp(line, "queue ", 6), 0);
+}
+
 /* kfd_dbg_trap_query_exception_info, queue codes: source_id is the queue
  * id, no payload (info_size 0), clear_exception clears that one bit;
  * -ENODATA once it is clear, -EINVAL for a queue the process lacks. */
@@ -238,6 +292,10 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(set_exceptions_enabled_notifies_pending, conf_fixture_spawned,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(event_file_outlives_the_fd_number, conf_fixture_spawned,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(full_fifo_drops_bytes_without_blocking, conf_fixture_attached,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(full_blocking_pipe_blocks_the_raiser, conf_fixture_spawned,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(query_exception_info_for_a_queue, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(enable_does_not_notify_pending, conf_fixture_spawned, conf_fixture_end),

@@ -206,6 +206,35 @@ static void read_index_stops_while_suspended(void **state)
                          KERNELS);
 }
 
+/* Only the named queues stop: the process's queue on another GPU and
+ * another process's queue on the same GPU keep running (the HWS unmap is
+ * device-wide, but the runlist is re-sent without only the suspended ones). */
+static void only_named_queues_stop(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue named, other_gpu, other_process;
+        create_cleared(s, &named, 1, (const int[]){ 0 });
+        assert_true(s->n_gpus > 1);
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[1], &other_gpu), 0);
+        struct conf_session other;
+        assert_int_equal(conf_session_spawn(&other, true), 0);
+        int created = conf_target_create_queue(&other.target, s->gpu_ids[0], &other_process);
+
+        uint32_t id = named.id;
+        long r = suspend(s, &id, 1, 0);
+        conf_target_submit(&s->target, named.id, KERNEL_NS, 2);
+        conf_target_submit(&s->target, other_gpu.id, KERNEL_NS, 2);
+        conf_target_submit(&other.target, other_process.id, KERNEL_NS, 2);
+        int other_gpu_ran = conf_wait_u64_at_least(&s->target, other_gpu.rptr, 2, CONF_REPLY_TIMEOUT_MS);
+        int other_process_ran = conf_wait_u64_at_least(&other.target, other_process.rptr, 2, CONF_REPLY_TIMEOUT_MS);
+        conf_session_end(&other);
+        assert_int_equal(created, 0);
+        assert_int_equal(r, 1);
+        assert_int_equal(other_gpu_ran, 0);
+        assert_int_equal(other_process_ran, 0);
+        assert_int_equal(read_index(s, &named), 0);
+}
+
 /* §4.4: create_queue_cpsch maps a new queue at once, even while the
  * process's other queues are suspended. */
 static void queue_created_after_suspend_runs(void **state)
@@ -339,6 +368,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(resume_null_array_is_all, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(hws_clears_new_on_same_device, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(read_index_stops_while_suspended, conf_fixture_attached, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(only_named_queues_stop, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(queue_created_after_suspend_runs, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(destroy_of_suspended_queue_waits_for_resume, conf_fixture_attached,
                                                 conf_fixture_end),
