@@ -67,6 +67,11 @@ struct log_parser {
         struct pending_kernel pending[PENDING_KERNELS];
         unsigned next_pending;
         unsigned n_pending;     /* valid entries, so dispatches skip the search */
+        /* the last "[pid:" text parsed, "<pid> tid: 0x<tid>] " */
+        char last_pid_tid[48];
+        size_t last_pid_tid_len;
+        pid_t last_pid;
+        uint64_t last_tid;
         /* set while one line is parsed */
         unsigned long lineno;
         pid_t pid;
@@ -388,12 +393,9 @@ static void parse_shader_name(struct log_parser *lp, struct qf_scan s)
         size_t n = qf_scan_left(&s);
         if (n > sizeof(k->name) - 1)
                 n = sizeof(k->name) - 1;
+        /* Kept as logged; json-c escapes control characters on output. */
         memcpy(k->name, s.p, n);
         k->name[n] = 0;
-        /* The name goes into JSON and a terminal: keep it printable. */
-        for (size_t i = 0; i < n; i++)
-                if ((unsigned char) k->name[i] < 0x20 || k->name[i] == 0x7f)
-                        k->name[i] = '?';
         k->tid = lp->tid;
         k->pid = lp->pid;
         k->valid = true;
@@ -454,18 +456,33 @@ static void parse_pid_tid(struct log_parser *lp, struct qf_scan *s)
 {
         struct qf_scan t = *s;
         uint64_t pid, tid;
-        lp->pid = 0;
-        lp->tid = 0;
         if (QF_SCAN_LIT(&t, "[pid:")) {
+                /* Runs of lines come from one thread: the same text as last
+                 * time means the same pid and tid, without parsing them. */
+                size_t n = lp->last_pid_tid_len;
+                if (n && qf_scan_left(&t) >= n && memcmp(t.p, lp->last_pid_tid, n) == 0) {
+                        s->p = t.p + n;
+                        lp->pid = lp->last_pid;
+                        lp->tid = lp->last_tid;
+                        return;
+                }
+                lp->pid = 0;
+                lp->tid = 0;
+                const char *start = t.p;
                 if (qf_scan_dec(&t, INT32_MAX, &pid) && QF_SCAN_LIT(&t, " tid: ") && qf_scan_hex_ptr(&t, &tid) &&
                     QF_SCAN_LIT(&t, "] ")) {
-                        lp->pid = (pid_t) pid;
-                        lp->tid = tid;
+                        lp->pid = lp->last_pid = (pid_t) pid;
+                        lp->tid = lp->last_tid = tid;
                         lp->out.prefix = QF_LOG_PREFIX_CLR;
+                        n = (size_t) (t.p - start);
+                        lp->last_pid_tid_len = n <= sizeof(lp->last_pid_tid) ? n : 0;
+                        memcpy(lp->last_pid_tid, start, lp->last_pid_tid_len);
                         *s = t;
                 }
                 return;
         }
+        lp->pid = 0;
+        lp->tid = 0;
         if (qf_scan_dec(&t, INT32_MAX, &pid)) {
                 qf_scan_spaces(&t);
                 if (QF_SCAN_LIT(&t, ": [tid:")) {

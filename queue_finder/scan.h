@@ -84,12 +84,11 @@ static inline bool qf_scan_dec(struct qf_scan *s, uint64_t max, uint64_t *ret)
 {
         const char *p = s->p;
         uint64_t v = 0;
-        for (; p < s->end && *p >= '0' && *p <= '9'; p++) {
-                uint64_t d = (uint64_t) (*p - '0');
-                if (v > (max - d) / 10)
+        for (; p < s->end && *p >= '0' && *p <= '9'; p++)
+                if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t) (*p - '0'), &v))
                         return false;
-                v = v * 10 + d;
-        }
+        if (v > max)
+                return false;
         if (p == s->p)
                 return false;
         s->p = p;
