@@ -182,14 +182,29 @@ long conf_dbg_set_exceptions_enabled(int kfd, pid_t pid, uint64_t mask)
 
 /* ---- the event channel ---------------------------------------------------- */
 
+/* A private directory for the FIFO: named by pid and a counter, created
+ * with mkdir so an existing name is never reused. */
+static int private_dir(char *dir, size_t size)
+{
+        static unsigned counter;
+        for (int attempt = 0; attempt < 100; attempt++) {
+                snprintf(dir, size, "/tmp/kfd-conf-%d-%u", (int)getpid(), counter++);
+                if (mkdir(dir, 0700) == 0)
+                        return 0;
+                if (errno != EEXIST)
+                        return NEG_ERRNO();
+        }
+        return -EEXIST;
+}
+
 int conf_event_fifo(void)
 {
-        char dir[] = "/tmp/kfd-conf-XXXXXX";
-        char path[sizeof(dir) + 16];
-        if (!mkdtemp(dir))
-                return NEG_ERRNO();
+        char dir[64], path[96];
+        int r = private_dir(dir, sizeof(dir));
+        if (r < 0)
+                return r;
         snprintf(path, sizeof(path), "%s/events", dir);
-        int r = mkfifo(path, 0600) < 0 ? NEG_ERRNO() : 0;
+        r = mkfifo(path, 0600) < 0 ? NEG_ERRNO() : 0;
         /* One file that is both reader and writer: the kernel's write never
          * blocks the raiser and never raises SIGPIPE (kfd-interface.md §5). */
         int fd = r < 0 ? r : open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
