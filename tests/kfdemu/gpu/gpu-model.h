@@ -31,8 +31,10 @@ struct emu_model_queue {
         bool busy;                   /* a dispatch is in flight */
         bool done;                   /* ... and has finished; the engine collects it */
         uint64_t duration_ns;        /* how long it runs alone on the whole device */
-        uint64_t demand;             /* workgroup slots it can use: min(workgroups, capacity) */
+        uint64_t demand;             /* workgroup slots its current round can use */
+        uint64_t tail_demand;        /* workgroups of its last, possibly partial, round */
         uint64_t wave_ns;            /* alone-time of one round of its workgroups */
+        double tail_from_ns;         /* alone-time at which its last round starts */
         double progress_ns;          /* alone-time already done */
         uint64_t admit_at;           /* it gets no slots before this time */
         double alloc;                /* slots it holds now */

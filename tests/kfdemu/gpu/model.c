@@ -149,9 +149,17 @@ static void refresh(struct emu_model *m)
                 }
 }
 
-static uint64_t completion_time(const struct emu_model *m, const struct emu_model_queue *q)
+static bool in_last_round(const struct emu_model_queue *q)
 {
-        double left = (double)q->duration_ns - q->progress_ns;
+        return q->progress_ns + DONE_EPSILON_NS >= q->tail_from_ns;
+}
+
+/* When the running dispatch `q` finishes, or, before its last round, when
+ * that round starts and its demand drops to the workgroups left. */
+static uint64_t phase_end_time(const struct emu_model *m, const struct emu_model_queue *q)
+{
+        double end = in_last_round(q) ? (double)q->duration_ns : q->tail_from_ns;
+        double left = end - q->progress_ns;
 
         if (left <= DONE_EPSILON_NS)
                 return m->now;
@@ -168,7 +176,7 @@ uint64_t emu_model_next_event(const struct emu_model *m)
                 if (!q->busy || q->done || q->suspended)
                         continue;
                 if (q->alloc > 0)
-                        t = completion_time(m, q);
+                        t = phase_end_time(m, q);
                 else if (m->stall_until > m->now)
                         t = m->stall_until;
                 else if (q->blocked_until > m->now)
@@ -194,6 +202,8 @@ void emu_model_advance(struct emu_model *m, uint64_t now)
                         if (q->alloc <= 0)
                                 continue;
                         q->progress_ns += dt * q->alloc / (double)q->demand;
+                        if (in_last_round(q))
+                                q->demand = q->tail_demand;
                         if ((double)q->duration_ns - q->progress_ns <= DONE_EPSILON_NS) {
                                 q->progress_ns = (double)q->duration_ns;
                                 q->done = true;
@@ -216,8 +226,12 @@ void emu_model_start(struct emu_model *m, struct emu_model_queue *q, uint64_t du
         q->busy = true;
         q->done = duration_ns == 0;
         q->duration_ns = duration_ns;
-        q->demand = demand;
         q->wave_ns = duration_ns / rounds ? duration_ns / rounds : 1;
+        /* The tail effect: the last round holds only the workgroups left,
+         * and the slots it leaves free take newcomers without a wait. */
+        q->tail_demand = wgs - (rounds - 1) * demand;
+        q->tail_from_ns = (double)((rounds - 1) * q->wave_ns);
+        q->demand = rounds == 1 ? q->tail_demand : demand;
         q->progress_ns = 0;
         q->alloc = 0;
         q->admit_at = m->now;

@@ -220,6 +220,31 @@ static void test_next_kernel_of_a_queue_keeps_its_slots(void **state)
         assert_true(online.admit_at > 12 * MS + 1);
 }
 
+static void test_partial_last_round_leaves_room(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue offline = { .owner = 1 }, online = { .owner = 2 };
+
+        model_setup(&m);
+        emu_model_add_queue(&m, &offline);
+        emu_model_add_queue(&m, &online);
+        /* 1.5 device-fulls of workgroups: a full 10 ms round, then a 10 ms
+         * round of 320 workgroups that leaves half the device free. */
+        emu_model_start(&m, &offline, 20 * MS, CAPACITY + CAPACITY / 2);
+        emu_model_advance(&m, 1 * MS);
+        assert_int_equal(emu_model_cu_occupancy(&m, 1), 80);
+        emu_model_start(&m, &online, 1 * MS, 64);
+        assert_int_equal(online.admit_at, 10 * MS);
+        assert_int_equal(finish_time(&m, &online), 11 * MS);
+        assert_int_equal(emu_model_cu_occupancy(&m, 1), 40);
+        emu_model_retire(&m, &online);
+        emu_model_advance(&m, 15 * MS);
+        emu_model_start(&m, &online, 1 * MS, 64);
+        assert_int_equal(online.admit_at, 15 * MS);
+        assert_int_equal(finish_time(&m, &online), 16 * MS);
+        assert_int_equal(finish_time(&m, &offline), 20 * MS);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -228,6 +253,7 @@ int main(void)
                 cmocka_unit_test(test_big_kernels_share_the_device),
                 cmocka_unit_test(test_small_kernel_waits_behind_big_one),
                 cmocka_unit_test(test_next_kernel_of_a_queue_keeps_its_slots),
+                cmocka_unit_test(test_partial_last_round_leaves_room),
                 cmocka_unit_test(test_suspending_the_big_one_lets_the_small_one_in),
                 cmocka_unit_test(test_suspension_keeps_progress),
                 cmocka_unit_test(test_device_preemption_stalls_every_queue),
