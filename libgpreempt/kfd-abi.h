@@ -148,13 +148,14 @@ enum kfd_dbg_trap_exception_code {
         (KFD_EC_MASK(EC_PROCESS_RUNTIME) | KFD_EC_MASK(EC_PROCESS_DEVICE_REMOVE))
 
 /* Per-queue result bits in the SUSPEND/RESUME queue-id array. Upstream
- * defines these as plain int shifts, so the invalid mask is a negative int:
- * always cast the array entries to u32 before masking (ROCdbgapi's
- * decode_queue_id does the same). */
+ * writes the invalid mask as the int expression 1 << 31, which is undefined
+ * behaviour when evaluated (UBSan reports it); this spells the same int
+ * value without the overflow. It is a negative int either way: cast array
+ * entries to u32 before masking (ROCdbgapi's decode_queue_id does the same). */
 #define KFD_DBG_QUEUE_ERROR_BIT 30
 #define KFD_DBG_QUEUE_INVALID_BIT 31
 #define KFD_DBG_QUEUE_ERROR_MASK (1 << KFD_DBG_QUEUE_ERROR_BIT)
-#define KFD_DBG_QUEUE_INVALID_MASK (1 << KFD_DBG_QUEUE_INVALID_BIT)
+#define KFD_DBG_QUEUE_INVALID_MASK (-0x7fffffff - 1)
 
 enum kfd_dbg_runtime_state {
         DEBUG_RUNTIME_STATE_DISABLED = 0,
