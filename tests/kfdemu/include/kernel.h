@@ -48,20 +48,27 @@ struct emu_call {
          * reply and frees the call. */
         void (*reply)(struct emu_call *call, long ret);
         void *transport_data;
+        /* kernel/ private: a debug event write this call is blocked in
+         * (a full, blocking event pipe). NULL when transport/ builds it. */
+        void *kernel_private;
 };
 
-/* kfd_open: find or create the caller's kfd_process. -EPERM for 32-bit callers. */
+/* kfd_open: find or create the caller's kfd_process. -EPERM for 32-bit callers.
+ * The file is allocated by kernel/ and freed by emu_kfd_release. */
 int emu_kfd_open(struct emu_node *node, const struct emu_caller *caller, struct emu_file **ret_file);
 /* kfd_release: the last reference to an open file went away. Debug sessions
  * are not affected (kfd-interface.md §6a). */
 void emu_kfd_release(struct emu_file *file);
 /* kfd_ioctl: returns the ioctl's return value (>= 0 or -errno) after the
- * copy-out, or EMU_CALL_PARKED. */
+ * copy-out, or EMU_CALL_PARKED. transport/ fills file, caller, cmd, arg and
+ * reply; kernel/ fills kcmd, usize and kdata (the copy-in) itself. */
 long emu_kfd_ioctl(struct emu_call *call);
 /* A signal reached a caller sleeping in a parked call (down_interruptible /
  * wait_event_interruptible returned early): finish it the way the kernel does. */
 void emu_call_interrupt(struct emu_call *call);
-/* The caller died while parked: drop the call without replying. */
+/* The caller died while parked: drop the call without replying. Calls of
+ * a process whose mm is released are detached from their waits first, so
+ * abandoning them afterwards is harmless. */
 void emu_call_abandon(struct emu_call *call);
 /* Finish a parked call with `ret`: copy kdata out like kfd_ioctl, then reply. */
 void emu_call_complete(struct emu_call *call, long ret);
@@ -82,7 +89,8 @@ int emu_kfd_mmap(struct emu_file *file, const struct emu_caller *caller, uint64_
 /* kfd_process_notifier_release: the process's mm is gone (exit or exec). */
 void emu_process_mm_release(struct emu_node *node, pid_t tgid);
 
-/* Lifecycle of the node. */
+/* Lifecycle of the node. emu_node_fini is called without node->lock, once
+ * no client call can arrive any more. */
 int emu_node_init(struct emu_node *node, const struct emu_config *cfg);
 void emu_node_fini(struct emu_node *node);
 

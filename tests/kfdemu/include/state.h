@@ -32,6 +32,7 @@ struct emu_gpu_hw;     /* gpu/: the time model's per-device state */
 struct emu_queue_hw;   /* gpu/: the time model's per-queue state */
 struct emu_file_transport; /* transport/: the connection behind an open /dev/kfd */
 struct emu_call;
+struct kfd_ev_writer;  /* kernel/: a raiser blocked writing the debug event byte */
 
 /* One GPU as configured (kfdemu-run --gpus / --config). */
 struct emu_gpu_config {
@@ -160,4 +161,5 @@ struct emu_node {
         struct emu_process *processes;
         uint32_t next_pasid;
         int log_fd;                      /* kfdemu's own log (what dmesg would say), -1 = none */
+        struct kfd_ev_writer *ev_writers; /* kernel/: event writes waiting for a full pipe */
 };

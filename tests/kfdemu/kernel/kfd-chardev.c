@@ -145,8 +145,8 @@ long emu_kfd_ioctl(struct emu_call *call)
         }
 
         ret = kfd_ioctls[nr].func(call, p, call->kdata);
-        if (ret == EMU_CALL_PARKED)
-                return ret;
+        if (ret == EMU_CALL_PARKED || kfd_ev_writer_hold(call, ret))
+                return EMU_CALL_PARKED;
         return kfd_ioctl_copy_out(call, ret);
 }
 
@@ -161,6 +161,9 @@ long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long 
 
 void emu_call_complete(struct emu_call *call, long ret)
 {
+        /* A raiser still blocked in the event write returns after it. */
+        if (kfd_ev_writer_hold(call, ret))
+                return;
         call->wait_kind = KFD_WAIT_NONE;
         call->next_waiter = NULL;
         call->reply(call, kfd_ioctl_copy_out(call, ret));
@@ -168,6 +171,15 @@ void emu_call_complete(struct emu_call *call, long ret)
 
 void emu_call_interrupt(struct emu_call *call)
 {
+        long held;
+
+        /* The signal ends a blocked event write first: no byte, and the
+         * ioctl returns what it would have. */
+        if (kfd_ev_writer_cancel(call, &held)) {
+                emu_call_complete(call, held);
+                return;
+        }
+
         switch ((enum kfd_wait_kind)call->wait_kind) {
         case KFD_WAIT_RUNTIME_ENABLE:
                 kfd_runtime_wait_interrupted(call);
@@ -178,6 +190,7 @@ void emu_call_interrupt(struct emu_call *call)
         case KFD_WAIT_DEVICE:
                 /* The unmap fence is waited for uninterruptibly: the signal
                  * is handled once the preemption has finished. */
+        case KFD_WAIT_EVENT_WRITE:
         case KFD_WAIT_NONE:
                 break;
         }
@@ -186,7 +199,9 @@ void emu_call_interrupt(struct emu_call *call)
 void emu_call_abandon(struct emu_call *call)
 {
         struct emu_process *p = call->file->process;
+        long held;
 
+        (void)kfd_ev_writer_cancel(call, &held);
         switch ((enum kfd_wait_kind)call->wait_kind) {
         case KFD_WAIT_RUNTIME_ENABLE:
                 kfd_waitlist_remove(&p->runtime_enable_sema.waiters, call);
@@ -198,6 +213,7 @@ void emu_call_abandon(struct emu_call *call)
                 emu_gpu_cancel_completion(p->node, call);
                 call->wait_kind = KFD_WAIT_NONE;
                 break;
+        case KFD_WAIT_EVENT_WRITE:
         case KFD_WAIT_NONE:
                 break;
         }

@@ -77,7 +77,7 @@ static long kfd_dbg_trap_dispatch(struct emu_call *call, struct emu_process *p, 
                                                          args->send_runtime_event.exception_mask);
         case KFD_IOC_DBG_TRAP_SET_EXCEPTIONS_ENABLED:
                 kfd_dbg_set_enabled_debug_exception_mask(target, args->set_exceptions_enabled.exception_mask,
-                                                         &call->caller);
+                                                         call);
                 return 0;
         case KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_OVERRIDE:
                 return kfd_dbg_trap_set_wave_launch_override(

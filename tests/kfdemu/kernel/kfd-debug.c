@@ -124,7 +124,8 @@ int kfd_dbg_trap_enable(struct emu_call *call, struct emu_process *target, uint3
 
         /* fget(dbg_fd) in the caller's file table: the server holds its own
          * reference to the same open file until the session ends. */
-        r = kfd_fget(call->caller.tgid, dbg_fd, &fd);
+        /* kfd_ioctl's EBADF check made the file's process the caller's. */
+        r = kfd_fget(call->file->process, dbg_fd, &fd);
         if (r < 0) {
                 if (r != -EBADF)
                         kfd_log(target->node, "kfdemu cannot take fd %u of PID %d: %s", dbg_fd,

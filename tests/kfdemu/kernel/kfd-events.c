@@ -6,12 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stddef.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "kfd-priv.h"
 #include "usermem.h"
@@ -27,49 +22,26 @@ static bool kfd_ec_in(uint32_t code, uint64_t group)
         return kfd_ec_is_valid(code) && (KFD_EC_MASK(code) & group);
 }
 
-/* kernel_write(p->dbg_ev_file, ".", 1, &pos) with pos = 0. The bytes carry
- * no information; write errors are ignored, as the kernel ignores them. */
-static void kfd_dbg_ev_write(struct emu_process *p, const struct emu_caller *raiser)
+/* kernel_write(p->dbg_ev_file, ".", 1, &pos): the bytes carry no
+ * information and the result is ignored (an eventfd refuses 1-byte writes,
+ * a full O_NONBLOCK pipe drops the byte). Only a full *blocking* pipe makes
+ * the raiser wait. */
+static void kfd_dbg_ev_write(struct emu_process *p, struct emu_call *raiser)
 {
-        static const char dot = '.';
-        struct pollfd pfd = { .fd = p->dbg_ev_fd, .events = POLLOUT };
-        sigset_t sigpipe, saved;
         int flags;
-        ssize_t n;
 
-        if (p->dbg_ev_fd < 0)
+        if (p->dbg_ev_fd < 0 || kfd_ev_write_byte(p->dbg_ev_fd, raiser ? &raiser->caller : NULL) != -EAGAIN)
                 return;
-
-        /* A blocking, full pipe blocks the raiser in the kernel. The server
-         * must not stop serving everyone, so it drops the byte instead. */
         flags = fcntl(p->dbg_ev_fd, F_GETFL);
-        if (flags >= 0 && !(flags & O_NONBLOCK) && poll(&pfd, 1, 0) == 0) {
+        if (flags < 0 || (flags & O_NONBLOCK))
+                return;
+        if (!raiser || !kfd_ev_writer_start(p->node, raiser, p->dbg_ev_fd))
                 kfd_log(p->node, "debug event byte for PID %d dropped: its blocking file is full",
                         (int)p->tgid);
-                return;
-        }
-
-        /* A pipe without readers makes pipe_write send SIGPIPE to `current`:
-         * the raiser gets it, not the server. */
-        sigemptyset(&sigpipe);
-        sigaddset(&sigpipe, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &sigpipe, &saved);
-        n = pwrite(p->dbg_ev_fd, &dot, 1, 0);
-        if (n < 0 && errno == ESPIPE)
-                n = write(p->dbg_ev_fd, &dot, 1);
-        if (n < 0 && errno == EPIPE) {
-                const struct timespec no_wait = { 0, 0 };
-
-                while (sigtimedwait(&sigpipe, NULL, &no_wait) == SIGPIPE)
-                        ;
-                if (raiser)
-                        (void)syscall(SYS_tgkill, raiser->tgid, raiser->tid, SIGPIPE);
-        }
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
 
 bool kfd_dbg_ev_raise(uint64_t event_mask, struct emu_process *p, struct emu_gpu *gpu,
-                      uint32_t queue_id, const struct emu_caller *raiser)
+                      uint32_t queue_id, struct emu_call *raiser)
 {
         if (!p || !p->debug_trap_enabled)
                 return false;
@@ -190,7 +162,7 @@ int kfd_dbg_trap_query_exception_info(struct emu_call *call, struct emu_process 
 }
 
 void kfd_dbg_set_enabled_debug_exception_mask(struct emu_process *target, uint64_t mask,
-                                              const struct emu_caller *raiser)
+                                              struct emu_call *raiser)
 {
         uint64_t pending = target->exception_status;
 

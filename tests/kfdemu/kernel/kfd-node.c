@@ -61,6 +61,7 @@ int emu_node_init(struct emu_node *node, const struct emu_config *cfg)
 
 void emu_node_fini(struct emu_node *node)
 {
+        kfd_ev_writers_stop(node);
         /* Tear down what is left as if every process exited. */
         while (node->processes)
                 emu_process_mm_release(node, node->processes->tgid);

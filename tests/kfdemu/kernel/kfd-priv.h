@@ -32,6 +32,7 @@ enum kfd_wait_kind {
         KFD_WAIT_RUNTIME_ENABLE, /* down_interruptible(&p->runtime_enable_sema) */
         KFD_WAIT_DESTROY_QUEUE,  /* wait_event_interruptible(dqm->destroy_wait) */
         KFD_WAIT_DEVICE,         /* the preemption fence: emu_gpu_complete_after */
+        KFD_WAIT_EVENT_WRITE,    /* only the debug event byte is left to write */
 };
 
 /* kfd-log.c: what the kernel would print to dmesg. */
@@ -115,19 +116,33 @@ int kfd_suspend_queues(struct emu_call *call, struct emu_process *target, uint32
 int kfd_resume_queues(struct emu_call *call, struct emu_process *target, uint32_t num_queues,
                       uint64_t queue_array_ptr, uint64_t *ret_delay_ns);
 
+/* kfd-evwrite.c: the debug event byte, and raisers blocked writing it. */
+/* Write '.' without blocking: 0, -EAGAIN (full) or another -errno. */
+int kfd_ev_write_byte(int fd, const struct emu_caller *raiser);
+/* The pipe is full and blocking: `call` sleeps until the byte is written. */
+bool kfd_ev_writer_start(struct emu_node *node, struct emu_call *call, int fd);
+/* `call` is finishing with `ret`: if it is still blocked in the write, hold
+ * the result until the byte is written (and return true). */
+bool kfd_ev_writer_hold(struct emu_call *call, long ret);
+/* A signal or the caller's death ends the write. Returns true, with the
+ * held result, if the call was only waiting for it. */
+bool kfd_ev_writer_cancel(struct emu_call *call, long *ret_held);
+/* For emu_node_fini (called without node->lock). */
+void kfd_ev_writers_stop(struct emu_node *node);
+
 /* kfd-events.c */
 /* kfd_dbg_ev_raise: record `event_mask` on the queue/device/process and
- * write the event byte if subscribed. `raiser` is `current` (NULL for the
- * GPU's own events). Returns whether the debugger is subscribed. */
+ * write the event byte if subscribed. `raiser` is the ioctl of `current`
+ * (NULL for the GPU's own events). Returns whether the debugger is subscribed. */
 bool kfd_dbg_ev_raise(uint64_t event_mask, struct emu_process *p, struct emu_gpu *gpu,
-                      uint32_t queue_id, const struct emu_caller *raiser);
+                      uint32_t queue_id, struct emu_call *raiser);
 int kfd_dbg_ev_query_debug_event(struct emu_process *p, uint32_t *ret_queue_id, uint32_t *ret_gpu_id,
                                  uint64_t clear_mask, uint64_t *ret_status);
 int kfd_dbg_trap_query_exception_info(struct emu_call *call, struct emu_process *target,
                                       uint32_t source_id, uint32_t exception_code, bool clear,
                                       uint64_t info_ptr, uint32_t *info_size);
 void kfd_dbg_set_enabled_debug_exception_mask(struct emu_process *target, uint64_t mask,
-                                              const struct emu_caller *raiser);
+                                              struct emu_call *raiser);
 int kfd_dbg_send_exception_to_runtime(struct emu_process *p, uint32_t gpu_id, uint32_t queue_id,
                                       uint64_t error_reason);
 
@@ -148,7 +163,7 @@ struct kfd_task {
 int kfd_find_task(const struct emu_caller *caller, uint32_t pid, struct kfd_task *ret);
 /* ptrace_parent(task) == current (the calling thread). */
 bool kfd_ptrace_parent_is(pid_t tid, pid_t tracer_tid);
-/* The file open as `fd` in `tgid`'s table, as the server's own descriptor (fget). */
-int kfd_fget(pid_t tgid, uint32_t fd, int *ret_fd);
+/* The file open as `fd` in `p`'s table, as the server's own descriptor (fget). */
+int kfd_fget(const struct emu_process *p, uint32_t fd, int *ret_fd);
 /* in_compat_syscall() for kfd_open: the caller runs a 32-bit image. */
 bool kfd_task_is_32bit(pid_t tgid);

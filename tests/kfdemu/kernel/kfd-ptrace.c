@@ -205,14 +205,19 @@ bool kfd_ptrace_parent_is(pid_t tid, pid_t tracer_tid)
         return st.tracer != 0 && st.tracer == tracer_tid;
 }
 
-int kfd_fget(pid_t tgid, uint32_t fd, int *ret_fd)
+int kfd_fget(const struct emu_process *p, uint32_t fd, int *ret_fd)
 {
-        _cleanup_close_ int pidfd = -1;
-        int r;
+        _cleanup_close_ int own_pidfd = -1;
+        int pidfd = p->pidfd, r;
 
-        pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
-        if (pidfd < 0)
-                return -errno;
+        /* The pidfd the transport gave the process names it even if its
+         * pid were reused; without one, open one now. */
+        if (pidfd < 0) {
+                own_pidfd = (int)syscall(SYS_pidfd_open, p->tgid, 0);
+                if (own_pidfd < 0)
+                        return -errno;
+                pidfd = own_pidfd;
+        }
         r = (int)syscall(SYS_pidfd_getfd, pidfd, (int)fd, 0);
         if (r < 0)
                 return -errno;

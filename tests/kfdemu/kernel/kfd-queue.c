@@ -211,13 +211,13 @@ long kfd_ioctl_create_queue(struct emu_call *call, struct emu_process *p, void *
         emu_render_process(p);
         emu_render_debugfs(p->node);
 
-        kfd_dbg_ev_raise(KFD_EC_MASK(EC_QUEUE_NEW), p, pdd->gpu, q->id, &call->caller);
+        kfd_dbg_ev_raise(KFD_EC_MASK(EC_QUEUE_NEW), p, pdd->gpu, q->id, call);
         return kfd_return_after_device(p->node, call, 0, delay);
 }
 
 /* The part of destroy_queue_cpsch after the wait, and pqm_destroy_queue's
  * bookkeeping. Returns the modelled time the ioctl still takes. */
-static uint64_t kfd_destroy_queue_now(struct emu_process *p, struct emu_queue *q, const struct emu_caller *caller)
+static uint64_t kfd_destroy_queue_now(struct emu_process *p, struct emu_queue *q, struct emu_call *call)
 {
         struct emu_pdd *pdd = kfd_process_device_by_id(p, q->gpu->cfg.gpu_id);
         struct emu_gpu *gpu = q->gpu;
@@ -240,7 +240,7 @@ static uint64_t kfd_destroy_queue_now(struct emu_process *p, struct emu_queue *q
         emu_render_debugfs(p->node);
 
         /* Raised per device with no queue id (destroy_queue_cpsch). */
-        kfd_dbg_ev_raise(KFD_EC_MASK(EC_DEVICE_QUEUE_DELETE), p, gpu, UINT32_MAX, caller);
+        kfd_dbg_ev_raise(KFD_EC_MASK(EC_DEVICE_QUEUE_DELETE), p, gpu, UINT32_MAX, call);
         return delay;
 }
 
@@ -263,7 +263,7 @@ long kfd_ioctl_destroy_queue(struct emu_call *call, struct emu_process *p, void 
                 return EMU_CALL_PARKED;
         }
 
-        return kfd_return_after_device(p->node, call, 0, kfd_destroy_queue_now(p, q, &call->caller));
+        return kfd_return_after_device(p->node, call, 0, kfd_destroy_queue_now(p, q, call));
 }
 
 void kfd_wake_destroy_waiters(struct emu_node *node, struct emu_gpu *gpu)
@@ -289,7 +289,7 @@ void kfd_wake_destroy_waiters(struct emu_node *node, struct emu_gpu *gpu)
                                 r = -EINVAL;
                         else
                                 r = kfd_return_after_device(node, call, 0,
-                                                            kfd_destroy_queue_now(p, q, &call->caller));
+                                                            kfd_destroy_queue_now(p, q, call));
                         if (r != EMU_CALL_PARKED)
                                 emu_call_complete(call, r);
                         call = next;

@@ -59,7 +59,7 @@ static int kfd_runtime_enable(struct emu_call *call, struct emu_process *p, uint
                 /* The deferred activation of a debugger that attached first;
                  * its failure shows only in runtime_state (BUSY/ERROR). */
                 kfd_dbg_trap_activate(p);
-                kfd_dbg_ev_raise(KFD_EC_MASK(EC_PROCESS_RUNTIME), p, NULL, 0, &call->caller);
+                kfd_dbg_ev_raise(KFD_EC_MASK(EC_PROCESS_RUNTIME), p, NULL, 0, call);
         }
         return kfd_runtime_sema_down(call, p);
 }
@@ -77,7 +77,7 @@ static int kfd_runtime_disable(struct emu_call *call, struct emu_process *p)
                 if (was_enabled)
                         kfd_dbg_trap_deactivate(p, false, 0);
                 if (!p->is_runtime_retry)
-                        kfd_dbg_ev_raise(KFD_EC_MASK(EC_PROCESS_RUNTIME), p, NULL, 0, &call->caller);
+                        kfd_dbg_ev_raise(KFD_EC_MASK(EC_PROCESS_RUNTIME), p, NULL, 0, call);
                 r = kfd_runtime_sema_down(call, p);
                 if (r != 0)
                         return r;

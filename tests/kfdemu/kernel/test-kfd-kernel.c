@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -548,6 +549,81 @@ static void test_suspend_reply_waits_for_preemption(void **state)
         fake_gpu.preempt_ns = 0;
 }
 
+/* Fill a pipe through a non-blocking view of it, then make it blocking again. */
+static void fill_blocking_pipe(int wfd)
+{
+        char chunk[4096] = { 0 };
+
+        assert_int_equal(fcntl(wfd, F_SETFL, O_NONBLOCK), 0);
+        while (write(wfd, chunk, sizeof(chunk)) > 0)
+                ;
+        while (write(wfd, chunk, 1) > 0)
+                ;
+        assert_int_equal(fcntl(wfd, F_SETFL, 0), 0);
+}
+
+static unsigned replies_seen(struct fixture *f)
+{
+        unsigned n;
+
+        pthread_mutex_lock(&f->node.lock);
+        n = n_replies;
+        pthread_mutex_unlock(&f->node.lock);
+        return n;
+}
+
+static void test_full_blocking_pipe_holds_the_raiser(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        struct kfd_ioctl_create_queue_args args = {
+                .ring_base_address = (uintptr_t)f->ring, .ring_size = sizeof(f->ring),
+                .write_pointer_address = (uintptr_t)&f->wptr, .read_pointer_address = (uintptr_t)&f->rptr,
+                .gpu_id = GPU0, .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, .queue_percentage = 100,
+        };
+        struct emu_call *parked = NULL;
+        char drain[65536];
+        int fds[2];
+
+        /* The debugger's event file is a blocking pipe that nobody reads. */
+        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+        close(f->ev_read);
+        close(f->ev_write);
+        f->ev_read = fds[0];
+        f->ev_write = fds[1];
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        fill_blocking_pipe(f->ev_write);
+
+        /* CREATE_QUEUE raises EC_QUEUE_NEW and sleeps in the write. */
+        n_replies = 0;
+        pthread_mutex_lock(&f->node.lock);
+        assert_int_equal(kfd_ioctl_as(f, &f->self, AMDKFD_IOC_CREATE_QUEUE, &args, &parked), EMU_CALL_PARKED);
+        pthread_mutex_unlock(&f->node.lock);
+        assert_non_null(self_process(f)->queues);
+        usleep(20000);
+        assert_int_equal(replies_seen(f), 0);
+
+        /* The debugger reads: the byte goes in and the ioctl returns. */
+        assert_true(read(f->ev_read, drain, sizeof(drain)) > 0);
+        for (int waited = 0; replies_seen(f) == 0 && waited < 5000; waited++)
+                usleep(1000);
+        assert_int_equal(replies_seen(f), 1);
+        assert_int_equal(last_reply, 0);
+        assert_int_equal(args.queue_id, 0);
+
+        /* A signal ends the write without a byte; the ioctl still succeeds. */
+        while (read(f->ev_read, drain, sizeof(drain)) == (ssize_t)sizeof(drain))
+                ;
+        fill_blocking_pipe(f->ev_write);
+        pthread_mutex_lock(&f->node.lock);
+        assert_int_equal(kfd_ioctl_as(f, &f->self, AMDKFD_IOC_CREATE_QUEUE, &args, &parked), EMU_CALL_PARKED);
+        emu_call_interrupt(parked);
+        assert_int_equal(n_replies, 2);
+        assert_int_equal(last_reply, 0);
+        assert_int_equal(args.queue_id, 1);
+        pthread_mutex_unlock(&f->node.lock);
+}
+
 /* A child that waits to be killed, to play a target in another process. */
 static pid_t spawn_target(void)
 {
@@ -668,6 +744,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_runtime_enable_waits_for_ack, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspend_reply_waits_for_preemption, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_full_blocking_pipe_holds_the_raiser, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_ptrace_rules, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_vmid_reservation_and_debugger_exit, setup, teardown),
         };
