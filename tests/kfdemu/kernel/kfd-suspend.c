@@ -14,10 +14,9 @@
 
 #define KFD_QUEUE_NOT_FOUND (-1)
 
-/* The uapi's KFD_DBG_QUEUE_INVALID_MASK is the int expression 1 << 31,
- * undefined behaviour in C when evaluated: use the same bit unsigned. */
-#define KFD_QUEUE_INVALID (1u << KFD_DBG_QUEUE_INVALID_BIT)
-#define KFD_QUEUE_ERROR (1u << KFD_DBG_QUEUE_ERROR_BIT)
+/* The uapi masks are signed ints (INVALID is negative): the array is u32. */
+#define KFD_QUEUE_INVALID ((uint32_t)KFD_DBG_QUEUE_INVALID_MASK)
+#define KFD_QUEUE_ERROR ((uint32_t)KFD_DBG_QUEUE_ERROR_MASK)
 
 /* kzalloc() of more than KMALLOC_MAX_SIZE (4 MiB with 4 KiB pages) fails. */
 #define KFD_KMALLOC_MAX_SIZE (4u << 20)
