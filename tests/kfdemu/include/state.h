@@ -162,4 +162,5 @@ struct emu_node {
         uint32_t next_pasid;
         int log_fd;                      /* kfdemu's own log (what dmesg would say), -1 = none */
         struct kfd_ev_writer *ev_writers; /* kernel/: event writes waiting for a full pipe */
+        uint32_t destroy_wake_pending;   /* kernel/: GPUs (bit = index in gpus[]) whose destroy_wait was woken */
 };

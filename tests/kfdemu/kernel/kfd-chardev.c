@@ -145,6 +145,8 @@ long emu_kfd_ioctl(struct emu_call *call)
         }
 
         ret = kfd_ioctls[nr].func(call, p, call->kdata);
+        /* Sleepers the handler woke run once it is done. */
+        kfd_run_destroy_wakeups(p->node);
         if (ret == EMU_CALL_PARKED || kfd_ev_writer_hold(call, ret))
                 return EMU_CALL_PARKED;
         return kfd_ioctl_copy_out(call, ret);

@@ -65,8 +65,10 @@ struct emu_queue *kfd_queue_by_id(struct emu_process *p, uint32_t queue_id);
 /* QUEUE_IS_ACTIVE() of kfd_priv.h: mapped into the runlist. */
 bool kfd_queue_is_active(const struct emu_queue *q);
 /* wake_up_all(&dqm->destroy_wait) for `gpu`: destroys whose queue is no
- * longer suspended proceed. */
+ * longer suspended proceed, once the current kernel entry is over (the
+ * woken threads run after the waker drops its locks). */
 void kfd_wake_destroy_waiters(struct emu_node *node, struct emu_gpu *gpu);
+void kfd_run_destroy_wakeups(struct emu_node *node);
 void kfd_destroy_wait_interrupted(struct emu_call *call);
 /* process_termination_cpsch: every queue goes, nobody waits. */
 void kfd_process_remove_queues(struct emu_process *p);

@@ -194,6 +194,10 @@ void emu_process_mm_release(struct emu_node *node, pid_t tgid)
 
         if (p->n_files == 0)
                 kfd_process_free(p);
+
+        /* The targets' destroys that the resumes above woke run now, with
+         * their debug sessions already over. */
+        kfd_run_destroy_wakeups(node);
 }
 
 void kfd_process_detach_waiters(struct emu_process *p)

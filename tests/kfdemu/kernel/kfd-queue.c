@@ -268,6 +268,11 @@ long kfd_ioctl_destroy_queue(struct emu_call *call, struct emu_process *p, void 
 
 void kfd_wake_destroy_waiters(struct emu_node *node, struct emu_gpu *gpu)
 {
+        node->destroy_wake_pending |= 1u << (gpu - node->gpus);
+}
+
+static void kfd_run_destroy_wakeup(struct emu_node *node, struct emu_gpu *gpu)
+{
         for (struct emu_process *p = node->processes; p; p = p->next) {
                 struct emu_call *call = p->destroy_waiters;
 
@@ -294,6 +299,16 @@ void kfd_wake_destroy_waiters(struct emu_node *node, struct emu_gpu *gpu)
                                 emu_call_complete(call, r);
                         call = next;
                 }
+        }
+}
+
+void kfd_run_destroy_wakeups(struct emu_node *node)
+{
+        while (node->destroy_wake_pending) {
+                unsigned i = (unsigned)__builtin_ctz(node->destroy_wake_pending);
+
+                node->destroy_wake_pending &= ~(1u << i);
+                kfd_run_destroy_wakeup(node, &node->gpus[i]);
         }
 }
 
