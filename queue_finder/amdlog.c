@@ -33,7 +33,8 @@
 /* The clr prefix (file padded to 25, line, usec) ends well before this. */
 #define PREFIX_WINDOW 192
 /* Threads whose last ShaderName is remembered until their next dispatch. */
-#define PENDING_KERNELS 32
+#define PENDING_KERNELS_BITS 6
+#define PENDING_KERNELS (1 << PENDING_KERNELS_BITS)
 
 enum addr_kind {
         ADDR_AMD_QUEUE = 1,
@@ -65,8 +66,6 @@ struct log_parser {
         struct slot cache;      /* last lookup hit */
         bool full_warned;
         struct pending_kernel pending[PENDING_KERNELS];
-        unsigned next_pending;
-        unsigned n_pending;     /* valid entries, so dispatches skip the search */
         /* the last "[pid:" text parsed, "<pid> tid: 0x<tid>] " */
         char last_pid_tid[48];
         size_t last_pid_tid_len;
@@ -324,18 +323,20 @@ static void parse_pointers(struct qf_scan s, struct qf_log_queue *q)
         }
 }
 
+/* Threads map to a slot of the pending-kernel table by their tid: one
+ * compare per dispatch. Two busy threads in one slot only lose a name. */
+static struct pending_kernel *pending_slot(struct log_parser *lp)
+{
+        uint64_t h = (lp->tid ^ (uint64_t) (uint32_t) lp->pid) * 0x9e3779b97f4a7c15ULL;
+        return &lp->pending[h >> (64 - PENDING_KERNELS_BITS)];
+}
+
 static void take_pending_kernel(struct log_parser *lp, struct qf_log_queue *q)
 {
-        if (lp->n_pending == 0)
-                return;
-        for (unsigned i = 0; i < PENDING_KERNELS; i++) {
-                struct pending_kernel *k = &lp->pending[i];
-                if (k->valid && k->tid == lp->tid && k->pid == lp->pid) {
-                        memcpy(q->last_kernel, k->name, sizeof(q->last_kernel));
-                        k->valid = false;
-                        lp->n_pending--;
-                        return;
-                }
+        struct pending_kernel *k = pending_slot(lp);
+        if (k->valid && k->tid == lp->tid && k->pid == lp->pid) {
+                memcpy(q->last_kernel, k->name, sizeof(q->last_kernel));
+                k->valid = false;
         }
 }
 
@@ -380,16 +381,7 @@ static void parse_dispatch_legacy(struct log_parser *lp, struct qf_scan s)
 
 static void parse_shader_name(struct log_parser *lp, struct qf_scan s)
 {
-        struct pending_kernel *k = NULL;
-        for (unsigned i = 0; i < PENDING_KERNELS && !k; i++)
-                if (lp->pending[i].valid && lp->pending[i].tid == lp->tid && lp->pending[i].pid == lp->pid)
-                        k = &lp->pending[i];
-        if (!k) {
-                k = &lp->pending[lp->next_pending];
-                lp->next_pending = (lp->next_pending + 1) % PENDING_KERNELS;
-                if (!k->valid)
-                        lp->n_pending++;
-        }
+        struct pending_kernel *k = pending_slot(lp);
         size_t n = qf_scan_left(&s);
         if (n > sizeof(k->name) - 1)
                 n = sizeof(k->name) - 1;
