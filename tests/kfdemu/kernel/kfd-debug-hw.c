@@ -23,12 +23,6 @@
 #define KFD_GFX_TARGET_GC_9_4_3_FIRST 90400u
 #define KFD_GFX_TARGET_GC_9_4_3_END 90500u
 
-static void kfd_debug_refresh_device(struct emu_gpu *gpu)
-{
-        if (kfd_dbg_is_per_vmid_supported(gpu))
-                kfd_dqm_execute_queues(gpu, KFD_USE_DEFAULT_GRACE_PERIOD);
-}
-
 /* kfd2kgd->validate_trap_override_request: parts with per-VMID debugging
  * (amdgpu_amdkfd_aldebaran.c, _gc_9_4_3.c, _gfx_v11.c) accept OR and
  * REPLACE; the others (gfx_v9.c, gfx_v10.c) only OR the address-watch bit,
@@ -76,7 +70,7 @@ int kfd_dbg_trap_set_wave_launch_override(struct emu_process *target, uint32_t o
                 *ret_prev_mask = pdd->spi_dbg_override;
                 pdd->spi_dbg_override = (enable_mask & support_request_mask) |
                                         (*ret_prev_mask & ~support_request_mask);
-                kfd_debug_refresh_device(pdd->gpu);
+                kfd_debug_refresh_runlist(pdd->gpu);
         }
         return 0;
 }
@@ -89,7 +83,7 @@ int kfd_dbg_trap_set_wave_launch_mode(struct emu_process *target, uint32_t mode)
 
         for (unsigned i = 0; i < target->n_pdds; i++) {
                 target->pdds[i].spi_dbg_launch_mode = mode;
-                kfd_debug_refresh_device(target->pdds[i].gpu);
+                kfd_debug_refresh_runlist(target->pdds[i].gpu);
         }
         return 0;
 }
@@ -105,7 +99,7 @@ int kfd_dbg_trap_set_dev_address_watch(struct emu_pdd *pdd, uint32_t *watch_id)
                 gpu->alloc_watch_ids |= 1u << i;
                 pdd->alloc_watch_ids |= 1u << i;
                 *watch_id = i;
-                kfd_debug_refresh_device(gpu);
+                kfd_debug_refresh_runlist(gpu);
                 return 0;
         }
         return -ENOMEM;
@@ -116,7 +110,7 @@ int kfd_dbg_trap_clear_dev_address_watch(struct emu_pdd *pdd, uint32_t watch_id)
         if (watch_id >= KFD_MAX_WATCH_ADDRESSES || !(pdd->alloc_watch_ids & (1u << watch_id)))
                 return -EINVAL;
 
-        kfd_debug_refresh_device(pdd->gpu);
+        kfd_debug_refresh_runlist(pdd->gpu);
         pdd->alloc_watch_ids &= ~(1u << watch_id);
         pdd->gpu->alloc_watch_ids &= ~(1u << watch_id);
         return 0;
@@ -145,6 +139,6 @@ int kfd_dbg_trap_set_flags(struct emu_process *target, uint32_t *flags)
         target->dbg_flags = *flags & KFD_DBG_TRAP_FLAG_SINGLE_MEM_OP;
         *flags = prev;
         for (unsigned i = 0; i < target->n_pdds; i++)
-                kfd_debug_refresh_device(target->pdds[i].gpu);
+                kfd_debug_refresh_runlist(target->pdds[i].gpu);
         return 0;
 }

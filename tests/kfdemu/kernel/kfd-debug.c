@@ -18,14 +18,6 @@ bool kfd_dbg_is_per_vmid_supported(const struct emu_gpu *gpu)
         return gpu->cfg.per_vmid_debug;
 }
 
-/* debug_refresh_runlist: unmaps and remaps every queue of the device, but
- * only where debugging is per VMID and HWS schedules. */
-static void kfd_debug_refresh_runlist(struct emu_gpu *gpu)
-{
-        if (kfd_dbg_is_per_vmid_supported(gpu))
-                kfd_dqm_execute_queues(gpu, KFD_USE_DEFAULT_GRACE_PERIOD);
-}
-
 int kfd_dbg_trap_activate(struct emu_process *target)
 {
         for (unsigned i = 0; i < target->n_pdds; i++) {
@@ -120,7 +112,7 @@ int kfd_dbg_trap_enable(struct emu_call *call, struct emu_process *target, uint3
                 if (target->pdds[i].gpu->cfg.gfx_target_version < KFD_GFX_TARGET_SOC15_FIRST)
                         return -ENODEV;
 
-        copy_size = *rinfo_size < sizeof(target->runtime_info) ? *rinfo_size : sizeof(target->runtime_info);
+        copy_size = kfd_min_u32(*rinfo_size, sizeof(target->runtime_info));
 
         /* fget(dbg_fd) in the caller's file table: the server holds its own
          * reference to the same open file until the session ends. */

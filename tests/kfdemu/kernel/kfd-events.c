@@ -143,8 +143,7 @@ int kfd_dbg_trap_query_exception_info(struct emu_call *call, struct emu_process 
                 if (!(target->exception_status & KFD_EC_MASK(exception_code)))
                         return -ENODATA;
                 if (exception_code == EC_PROCESS_RUNTIME) {
-                        uint32_t copy = *info_size < sizeof(target->runtime_info) ? *info_size
-                                                                                  : sizeof(target->runtime_info);
+                        uint32_t copy = kfd_min_u32(*info_size, sizeof(target->runtime_info));
 
                         if (emu_copy_to_user(call->caller.tgid, info_ptr, &target->runtime_info, copy) < 0)
                                 return -EFAULT;

@@ -26,6 +26,11 @@
 /* kfd_debug.c: MAX_WATCH_ADDRESSES. */
 #define KFD_MAX_WATCH_ADDRESSES 4
 
+static inline uint32_t kfd_min_u32(uint32_t a, uint32_t b)
+{
+        return a < b ? a : b;
+}
+
 /* What a parked call sleeps on (emu_call.wait_kind). */
 enum kfd_wait_kind {
         KFD_WAIT_NONE = 0,
@@ -108,6 +113,8 @@ bool kfd_dbg_is_per_vmid_supported(const struct emu_gpu *gpu);
 /* execute_queues_cpsch / debug_refresh_runlist on an HWS device: one
  * device-wide preemption; returns its modelled duration (0 on MES). */
 uint64_t kfd_dqm_execute_queues(struct emu_gpu *gpu, uint32_t grace_period);
+/* debug_refresh_runlist: unmap and remap every queue of a per-VMID device. */
+void kfd_debug_refresh_runlist(struct emu_gpu *gpu);
 int kfd_reserve_debug_trap_vmid(struct emu_gpu *gpu, struct emu_process *p);
 int kfd_release_debug_trap_vmid(struct emu_gpu *gpu);
 

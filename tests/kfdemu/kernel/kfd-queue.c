@@ -114,6 +114,18 @@ static void kfd_queue_unlink(struct emu_process *p, struct emu_queue *q)
         }
 }
 
+/* The model lets go of the queue, then its doorbell and id are free. */
+static void kfd_queue_free(struct emu_process *p, struct emu_queue *q)
+{
+        struct emu_pdd *pdd = kfd_process_device_by_id(p, q->gpu->cfg.gpu_id);
+
+        emu_gpu_queue_destroyed(q);
+        kfd_bitmap_clear(pdd->doorbell_slots_used, q->doorbell_slot);
+        kfd_bitmap_clear(p->queue_slots_used, q->id);
+        kfd_queue_unlink(p, q);
+        free(q);
+}
+
 /* pqm_create_queue + create_queue_cpsch. */
 static int kfd_pqm_create_queue(struct emu_process *p, struct emu_pdd *pdd,
                                 const struct kfd_ioctl_create_queue_args *args, struct emu_queue **ret)
@@ -219,19 +231,13 @@ long kfd_ioctl_create_queue(struct emu_call *call, struct emu_process *p, void *
  * bookkeeping. Returns the modelled time the ioctl still takes. */
 static uint64_t kfd_destroy_queue_now(struct emu_process *p, struct emu_queue *q, struct emu_call *call)
 {
-        struct emu_pdd *pdd = kfd_process_device_by_id(p, q->gpu->cfg.gpu_id);
         struct emu_gpu *gpu = q->gpu;
         bool was_active = kfd_queue_is_active(q);
         uint64_t delay = 0;
 
         if (was_active && gpu->cfg.mes)
                 delay = emu_gpu_mes_remove_queue(q);
-        emu_gpu_queue_destroyed(q);
-
-        kfd_bitmap_clear(pdd->doorbell_slots_used, q->doorbell_slot);
-        kfd_queue_unlink(p, q);
-        kfd_bitmap_clear(p->queue_slots_used, q->id);
-        free(q);
+        kfd_queue_free(p, q);
 
         if (was_active && !gpu->cfg.mes)
                 delay = kfd_dqm_execute_queues(gpu, KFD_USE_DEFAULT_GRACE_PERIOD);
@@ -325,15 +331,8 @@ void kfd_process_remove_queues(struct emu_process *p)
         bool had_active[EMU_MAX_GPUS] = { false };
 
         while (p->queues) {
-                struct emu_queue *q = p->queues;
-                struct emu_pdd *pdd = kfd_process_device_by_id(p, q->gpu->cfg.gpu_id);
-
-                had_active[q->gpu - p->node->gpus] |= kfd_queue_is_active(q);
-                emu_gpu_queue_destroyed(q);
-                kfd_bitmap_clear(pdd->doorbell_slots_used, q->doorbell_slot);
-                kfd_bitmap_clear(p->queue_slots_used, q->id);
-                kfd_queue_unlink(p, q);
-                free(q);
+                had_active[p->queues->gpu - p->node->gpus] |= kfd_queue_is_active(p->queues);
+                kfd_queue_free(p, p->queues);
         }
 
         /* process_termination_cpsch: one runlist update per device. */

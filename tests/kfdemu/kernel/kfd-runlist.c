@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The device queue manager's scheduler actions that cost a preemption
- * (kfd_device_queue_manager.c): execute_queues_cpsch and the debug VMID
- * reservation of GPUs without per-VMID debugging.
+ * (kfd_device_queue_manager.c): execute_queues_cpsch, debug_refresh_runlist
+ * and the debug VMID reservation of GPUs without per-VMID debugging.
  */
 #include <errno.h>
 
@@ -17,6 +17,13 @@ uint64_t kfd_dqm_execute_queues(struct emu_gpu *gpu, uint32_t grace_period)
         /* unmap_queues_cpsch + map_queues_cpsch: every queue of every
          * process on the device is preempted, then the runlist is re-sent. */
         return emu_gpu_hws_preempt(gpu, grace_period);
+}
+
+void kfd_debug_refresh_runlist(struct emu_gpu *gpu)
+{
+        /* debug_lock_and_unmap returns at once unless debugging is per VMID. */
+        if (kfd_dbg_is_per_vmid_supported(gpu))
+                kfd_dqm_execute_queues(gpu, KFD_USE_DEFAULT_GRACE_PERIOD);
 }
 
 int kfd_reserve_debug_trap_vmid(struct emu_gpu *gpu, struct emu_process *p)

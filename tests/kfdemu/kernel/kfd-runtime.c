@@ -14,8 +14,7 @@ static void kfd_runtime_disable_finish(struct emu_process *p)
 {
         p->runtime_info.ttmp_setup = 0;
         for (unsigned i = 0; i < p->n_pdds; i++)
-                if (kfd_dbg_is_per_vmid_supported(p->pdds[i].gpu))
-                        kfd_dqm_execute_queues(p->pdds[i].gpu, KFD_USE_DEFAULT_GRACE_PERIOD);
+                kfd_debug_refresh_runlist(p->pdds[i].gpu);
 }
 
 static bool kfd_call_is_runtime_enable(const struct emu_call *call)

@@ -10,11 +10,6 @@
 #include "kfd-priv.h"
 #include "usermem.h"
 
-static uint32_t kfd_min_u32(uint32_t a, uint32_t b)
-{
-        return a < b ? a : b;
-}
-
 static void kfd_set_queue_snapshot_entry(struct emu_queue *q, uint64_t clear_mask,
                                          struct kfd_queue_snapshot_entry *entry)
 {
