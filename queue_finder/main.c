@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,29 @@ static void help(void)
                "      --proc-root DIR        procfs (default " DEFAULT_PROC_ROOT ")\n");
 }
 
+/* An error sentence for the user: on stderr, and with --json also as a JSON
+ * document on stdout, so tools reading the output learn why there is none. */
+static void __attribute__((format(printf, 2, 3))) report_error(bool json, const char *fmt, ...)
+{
+        _cleanup_free_ char *sentence = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&sentence, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                fputs("queue_finder: out of memory.\n", stderr);
+                return;
+        }
+        fprintf(stderr, "queue_finder: %s\n", sentence);
+        if (!json)
+                return;
+        struct json_object *doc = json_object_new_object();
+        if (doc && json_object_object_add(doc, "schema_version", json_object_new_int(QF_JSON_SCHEMA_VERSION)) == 0 &&
+            json_object_object_add(doc, "error", json_object_new_string(sentence)) == 0)
+                puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(doc);
+}
+
 static int parse_pid(const char *arg, pid_t *ret)
 {
         struct qf_scan s = qf_scan_init(arg, strlen(arg));
@@ -212,11 +236,11 @@ static int parse_options(int argc, char **argv, struct options *o)
                 }
         }
         if (o->snapshot && !o->live) {
-                fprintf(stderr, "queue_finder: --snapshot reads live processes and cannot be combined with --no-live.\n");
+                report_error(o->json, "--snapshot reads live processes and cannot be combined with --no-live.");
                 return -EINVAL;
         }
         if (o->json && o->emit_config) {
-                fprintf(stderr, "queue_finder: --json and --emit-config print different things; choose one.\n");
+                report_error(false, "--json and --emit-config print different things; choose one.");
                 return -EINVAL;
         }
         int stdin_users = 0;
@@ -224,17 +248,16 @@ static int parse_options(int argc, char **argv, struct options *o)
         stdin_users += o->mqds_file && strcmp(o->mqds_file, "-") == 0;
         stdin_users += o->hqds_file && strcmp(o->hqds_file, "-") == 0;
         if (stdin_users > 1) {
-                fprintf(stderr, "queue_finder: only one input can be read from stdin (-).\n");
+                report_error(o->json, "only one input can be read from stdin (-).");
                 return -EINVAL;
         }
         for (int i = optind; i < argc; i++) {
                 if (o->n_pids == QF_MAX_PROCESSES) {
-                        fprintf(stderr, "queue_finder: at most %d PIDs can be given.\n", QF_MAX_PROCESSES);
+                        report_error(o->json, "at most %d PIDs can be given.", QF_MAX_PROCESSES);
                         return -EINVAL;
                 }
                 if (parse_pid(argv[i], &o->pids[o->n_pids]) < 0) {
-                        fprintf(stderr, "queue_finder: \"%s\" is not a process id (a positive decimal number).\n",
-                                argv[i]);
+                        report_error(o->json, "\"%s\" is not a process id (a positive decimal number).", argv[i]);
                         return -EINVAL;
                 }
                 o->n_pids++;
@@ -250,17 +273,17 @@ static int map_pids(struct options *o)
         struct qf_pid_ns ns;
         int r = qf_pid_ns_from_arg(o->proc_root, o->pid_ns, &ns);
         if (r < 0) {
-                fprintf(stderr, "queue_finder: cannot open the pid namespace \"%s\": %s.\n", o->pid_ns, strerror(-r));
+                report_error(o->json, "cannot open the pid namespace \"%s\": %s.", o->pid_ns, strerror(-r));
                 return r;
         }
         for (size_t i = 0; i < o->n_pids; i++) {
                 pid_t host;
                 r = qf_nspid_to_host(o->proc_root, &ns, o->pids[i], &host);
                 if (r < 0) {
-                        fprintf(stderr,
-                                "queue_finder: no process has pid %d in pid namespace pid:[%llu] (%s); reading other "
-                                "users' namespaces needs root.\n",
-                                (int) o->pids[i], (unsigned long long) ns.ino, strerror(-r));
+                        report_error(o->json,
+                                     "no process has pid %d in pid namespace pid:[%llu] (%s); reading other users' "
+                                     "namespaces needs root.",
+                                     (int) o->pids[i], (unsigned long long) ns.ino, strerror(-r));
                         return r;
                 }
                 o->pids[i] = host;
@@ -278,7 +301,7 @@ static int open_input(const char *path)
 /* Reads one text source. A file the user named must be readable (an error);
  * the live debugfs file is optional (root only), so failing to open it is
  * only recorded in the source status. */
-static int read_text_source(struct state *st, enum source_index idx, const char *path, bool required,
+static int read_text_source(struct state *st, enum source_index idx, const char *path, bool required, bool json,
                             int (*parse)(int, const char *, struct qf_diags *, void *), void *ret)
 {
         st->sources[idx].path = path;
@@ -287,7 +310,7 @@ static int read_text_source(struct state *st, enum source_index idx, const char 
                 st->sources[idx].error = -errno;
                 if (!required)
                         return 0;
-                fprintf(stderr, "queue_finder: cannot open %s: %s.\n", path, strerror(errno));
+                report_error(json, "cannot open %s: %s.", path, strerror(errno));
                 return -errno;
         }
         int r = parse(fd, path, &st->warnings, ret);
@@ -295,7 +318,7 @@ static int read_text_source(struct state *st, enum source_index idx, const char 
                 close(fd);
         if (r < 0) {
                 st->sources[idx].error = r;
-                fprintf(stderr, "queue_finder: reading %s failed: %s.\n", path, strerror(-r));
+                report_error(json, "reading %s failed: %s.", path, strerror(-r));
                 return required ? r : 0;
         }
         return 1;
@@ -401,17 +424,17 @@ static int read_sources(struct state *st, const struct options *o)
         const char *hqds = o->hqds_file ? o->hqds_file : o->live ? st->hqds_path : NULL;
         if (mqds) {
                 st->sources[SRC_MQDS].skipped = false;
-                if ((r = read_text_source(st, SRC_MQDS, mqds, o->mqds_file, parse_mqds_any, &st->mqds)) < 0)
+                if ((r = read_text_source(st, SRC_MQDS, mqds, o->mqds_file, o->json, parse_mqds_any, &st->mqds)) < 0)
                         return r;
         }
         if (hqds) {
                 st->sources[SRC_HQDS].skipped = false;
-                if ((r = read_text_source(st, SRC_HQDS, hqds, o->hqds_file, parse_hqds_any, &st->hqds)) < 0)
+                if ((r = read_text_source(st, SRC_HQDS, hqds, o->hqds_file, o->json, parse_hqds_any, &st->hqds)) < 0)
                         return r;
         }
         if (o->log_file) {
                 st->sources[SRC_LOG].skipped = false;
-                if ((r = read_text_source(st, SRC_LOG, o->log_file, true, parse_log_any, &st->log)) < 0)
+                if ((r = read_text_source(st, SRC_LOG, o->log_file, true, o->json, parse_log_any, &st->log)) < 0)
                         return r;
                 st->have_log = true;
         }
@@ -471,9 +494,9 @@ static int run(const struct options *o)
                 r = print_report(&st, o);
         }
         if (r == -ENOMEM)
-                fprintf(stderr, "queue_finder: out of memory.\n");
+                report_error(o->json, "out of memory.");
         else if (r == -EIO)
-                fprintf(stderr, "queue_finder: cannot write the output.\n");
+                report_error(false, "cannot write the output.");
         state_clear(&st);
         return r;
 }

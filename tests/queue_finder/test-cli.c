@@ -41,6 +41,16 @@ static void test_help_and_errors(void **state)
         assert_non_null(strstr(o.err, "cannot open /nonexistent/mqds: No such file or directory"));
         cli_output_free(&o);
 
+        /* With --json the error is also a document on stdout. */
+        const char *json_missing[] = { exe, "--json", "--no-live", "--log", "/nonexistent/log", NULL };
+        assert_int_equal(cli_run(json_missing, NULL, &o), 1);
+        struct json_object *doc = json_tokener_parse(o.out), *error;
+        assert_non_null(doc);
+        assert_true(json_object_object_get_ex(doc, "error", &error));
+        assert_string_equal(json_object_get_string(error), "cannot open /nonexistent/log: No such file or directory.");
+        json_object_put(doc);
+        cli_output_free(&o);
+
         const char *notpid[] = { exe, "--no-live", "12ab", NULL };
         assert_int_equal(cli_run(notpid, NULL, &o), 1);
         assert_non_null(strstr(o.err, "\"12ab\" is not a process id"));
