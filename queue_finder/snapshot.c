@@ -15,14 +15,14 @@
 #include "gpreempt.h"
 #include "snapshot.h"
 
-static void explain(int error, enum gp_op op, pid_t pid, const struct gp_context *ctx, char **ret_error)
+static void explain(int error, enum gp_op op, pid_t pid, const struct gp_context *ctx, char **reason)
 {
         struct gp_explain_opts e = { .sz = sizeof(e), .error = error, .op = op, .pid = pid, .runtime_state = -1 };
         if (ctx)
                 gp_context_kfd_version(ctx, &e.kfd_major, &e.kfd_minor);
         char *sentence;
         if (gp_explain(&e, &sentence) >= 0)
-                *ret_error = sentence;
+                *reason = sentence;
 }
 
 static int copy_queues(struct gp_target *target, const struct gp_queue *queues, size_t n, struct qf_snapshot *s)
@@ -47,7 +47,7 @@ static int copy_queues(struct gp_target *target, const struct gp_queue *queues, 
         return 0;
 }
 
-int qf_snapshot_read(pid_t pid, struct qf_snapshot *ret, char **ret_error)
+int qf_snapshot_read(pid_t pid, struct qf_snapshot *ret, char **reason)
 {
         struct gp_context *ctx = NULL;
         struct gp_target *target = NULL;
@@ -77,8 +77,8 @@ int qf_snapshot_read(pid_t pid, struct qf_snapshot *ret, char **ret_error)
                 }
         }
         if (r < 0) {
-                *ret_error = NULL;
-                explain(r, op, pid, ctx, ret_error);
+                *reason = NULL;
+                explain(r, op, pid, ctx, reason);
                 qf_snapshot_clear(&s);
         } else {
                 *ret = s;

@@ -103,6 +103,28 @@ static void test_json_real_dumps(void **state)
         cli_output_free(&o);
 }
 
+/* A snapshot that cannot be taken (no /dev/kfd here, no such process) is a
+ * warning with libgpreempt's explanation, not a failure. */
+static void test_snapshot_failure_is_a_warning(void **state)
+{
+        const char *argv[] = { exe, "--json", "--snapshot", "--sysfs-root", "/nonexistent", "--debugfs-root",
+                               "/nonexistent", "2147483646", NULL };
+        struct cli_output o;
+        assert_int_equal(cli_run(argv, NULL, &o), 0);
+        struct json_object *doc = json_tokener_parse(o.out), *warnings, *w, *v;
+        assert_non_null(doc);
+        assert_true(json_object_object_get_ex(doc, "warnings", &warnings));
+        assert_int_equal(json_object_array_length(warnings), 1);
+        w = json_object_array_get_idx(warnings, 0);
+        assert_true(json_object_object_get_ex(w, "file", &v));
+        assert_string_equal(json_object_get_string(v), "snapshot");
+        assert_true(json_object_object_get_ex(w, "message", &v));
+        assert_non_null(strstr(json_object_get_string(v), "pid 2147483646: "));
+        assert_true(strlen(json_object_get_string(v)) > strlen("pid 2147483646: ") + 10);
+        json_object_put(doc);
+        cli_output_free(&o);
+}
+
 static void test_log_from_stdin_and_config(void **state)
 {
         const char *log = ":3:rocdevice.cpp :3048: 1 us: [pid:31337 tid: 0x1] Created SWq=0x7f0000004000 to map on "
@@ -132,6 +154,7 @@ int main(int argc, char **argv)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_help_and_errors),
                 cmocka_unit_test(test_json_real_dumps),
+                cmocka_unit_test(test_snapshot_failure_is_a_warning),
                 cmocka_unit_test(test_log_from_stdin_and_config),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
