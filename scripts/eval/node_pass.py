@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""One pass of one scenario, run *inside* an emulated node (kfdemu-run) or on
+a real GPU node: start the offline job, optionally gpreemptd, then the online
+service for the measured window; collect what each reported.
+
+Usage: node_pass.py SPEC.json RESULT.json  (the spec is written by runner.py)
+
+The offline job's throughput is measured over the online window only (its
+queues' read indices before and after, from SIGUSR1 reports), so warm-up and
+teardown do not dilute it. gpreemptd's suspend/resume log lines are stamped
+as they arrive; transitions and time suspended come from them.
+"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+READY_TIMEOUT_S = 30.0
+# The daemon logs "Process PID: N queues suspended|resumed on ..." at info level.
+DAEMON_EVENT = re.compile(r"Process (\d+): \d+ queues (suspended|resumed) on")
+
+
+class LineReader:
+    """Collects a child's output lines, each stamped with CLOCK_MONOTONIC."""
+
+    def __init__(self, stream):
+        self.lines = []
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _run(self, stream):
+        for raw in stream:
+            with self.cond:
+                self.lines.append((time.monotonic(), raw.rstrip("\n")))
+                self.cond.notify_all()
+        with self.cond:
+            self.lines.append((time.monotonic(), None))
+            self.cond.notify_all()
+
+    def wait_for(self, predicate, start, timeout):
+        """The first line at or after index `start` that satisfies predicate."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            i = start
+            while True:
+                while i < len(self.lines):
+                    stamp, line = self.lines[i]
+                    if line is None:
+                        return None, i
+                    if predicate(line):
+                        return line, i + 1
+                    i += 1
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None, i
+                self.cond.wait(left)
+
+
+def start_app(argv, env=None):
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out, err = LineReader(p.stdout), LineReader(p.stderr)
+    line, _ = out.wait_for(lambda l: l.startswith("READY"), 0, READY_TIMEOUT_S)
+    if line is None:
+        p.kill()
+        p.wait()
+        raise RuntimeError("%s did not become ready: %s" % (argv[0], "; ".join(l for _, l in err.lines if l)))
+    return p, out, err
+
+
+def report(proc, out, after):
+    """Ask kfdemu-app for its report (SIGUSR1) and return it with its index."""
+    proc.send_signal(signal.SIGUSR1)
+    line, nxt = out.wait_for(lambda l: l.startswith("{"), after, READY_TIMEOUT_S)
+    if line is None:
+        raise RuntimeError("the offline job did not answer SIGUSR1 with a report")
+    return json.loads(line), nxt
+
+
+def dispatched(rep):
+    return sum(q["read_dispatch_id"] for q in rep["queues"])
+
+
+def stop(proc, out, err, what):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError("%s did not stop within 60 s of SIGTERM" % what)
+    out.thread.join(5)
+    err.thread.join(5)
+    finals = [json.loads(l) for _, l in out.lines if l and l.startswith("{") and '"final":true' in l]
+    if proc.returncode != 0:
+        raise RuntimeError("%s exited with status %d: %s" % (what, proc.returncode,
+                                                             "; ".join(l for _, l in err.lines if l)))
+    return finals[-1] if finals else None
+
+
+def start_daemon(spec):
+    """gpreemptd with the pass's configuration; returns once it said READY=1."""
+    d = spec["gpreemptd"]
+    notify_dir = tempfile.mkdtemp(prefix="gpreempt-eval-notify-")
+    notify_path = os.path.join(notify_dir, "notify")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(notify_path)
+    env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+    p = subprocess.Popen([d["binary"], "--config-dir", d["config_dir"], "--runtime-dir", d["runtime_dir"]],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    err = LineReader(p.stderr)
+    sock.settimeout(READY_TIMEOUT_S)
+    try:
+        while b"READY=1" not in sock.recv(4096):
+            pass
+    except socket.timeout:
+        p.kill()
+        p.wait()
+        raise RuntimeError("gpreemptd did not become ready: %s" % "; ".join(l for _, l in err.lines if l))
+    finally:
+        sock.close()
+        os.unlink(notify_path)
+        os.rmdir(notify_dir)
+    return p, err
+
+
+def wait_attached(err, pid):
+    line, _ = err.wait_for(lambda l: ("Process %d: attached" % pid) in l, 0, READY_TIMEOUT_S)
+    if line is None:
+        raise RuntimeError("gpreemptd did not attach to the offline job (pid %d): %s"
+                           % (pid, "; ".join(l for _, l in err.lines if l)))
+
+
+def daemon_events(err, pid, t0, t1):
+    """Transitions of `pid` and the time it spent suspended within [t0, t1]."""
+    events = [(t, m.group(2)) for t, l in err.lines if l for m in [DAEMON_EVENT.search(l)]
+              if m and int(m.group(1)) == pid]
+    suspended_s, since, n_suspend, n_resume = 0.0, None, 0, 0
+    for t, kind in events:
+        if kind == "suspended":
+            if since is None:
+                since = t
+            if t0 <= t <= t1:
+                n_suspend += 1
+        else:
+            if since is not None:
+                suspended_s += max(0.0, min(t, t1) - max(since, t0))
+            since = None
+            if t0 <= t <= t1:
+                n_resume += 1
+    if since is not None:
+        suspended_s += max(0.0, t1 - max(since, t0))
+    return {"suspends": n_suspend, "resumes": n_resume, "suspended_s": suspended_s}
+
+
+def run(spec):
+    result = {"window_s": None, "online": None, "offline": None, "gpreempt": None}
+    offline = daemon = None
+    try:
+        if spec.get("gpreemptd"):
+            daemon = start_daemon(spec)
+        if spec.get("offline"):
+            offline = start_app(spec["offline"])
+            if daemon:
+                wait_attached(daemon[1], offline[0].pid)
+            time.sleep(spec["warmup_s"])
+            before, nxt = report(offline[0], offline[1], 0)
+        t0 = time.monotonic()
+        if spec.get("online"):
+            online = start_app(spec["online"] + ["--duration", str(spec["duration_s"])])
+            if online[0].wait() != 0:
+                raise RuntimeError("the online service failed: %s" % "; ".join(l for _, l in online[2].lines if l))
+            online[1].thread.join(5)
+            finals = [json.loads(l) for _, l in online[1].lines if l and l.startswith("{")]
+            result["online"] = finals[-1]
+        else:
+            time.sleep(spec["duration_s"])
+        t1 = time.monotonic()
+        result["window_s"] = t1 - t0
+        if offline:
+            after, _ = report(offline[0], offline[1], nxt)
+            dt = after["elapsed_s"] - before["elapsed_s"]
+            kernels = dispatched(after) - dispatched(before)
+            result["offline"] = {"iterations_per_s": kernels / spec["offline_kernels_per_request"] / dt,
+                                 "kernels": kernels, "window_s": dt}
+        if daemon and offline:
+            result["gpreempt"] = daemon_events(daemon[1], offline[0].pid, t0, t1)
+    finally:
+        # The daemon first: its SIGTERM resumes what it suspended, so the
+        # offline job can then destroy its queues without blocking.
+        if daemon:
+            daemon[0].send_signal(signal.SIGTERM)
+            daemon[0].wait(timeout=30)
+            daemon[1].thread.join(5)
+            if spec.get("daemon_log"):
+                with open(spec["daemon_log"], "w") as f:
+                    f.writelines("%.6f %s\n" % (t, l) for t, l in daemon[1].lines if l is not None)
+            if result.get("gpreempt") is not None:
+                result["gpreempt"]["log_errors"] = [l for _, l in daemon[1].lines if l and l.startswith(("<3>", "<2>"))]
+        if offline:
+            stop(offline[0], offline[1], offline[2], "the offline job")
+    return result
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        spec = json.load(f)
+    try:
+        result = run(spec)
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        result = {"error": str(e)}
+    with open(sys.argv[2], "w") as f:
+        json.dump(result, f)
+    return 1 if "error" in result else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: MIT
+"""Runs scenario passes on an emulated node and turns them into rows.
+
+A pass is one scenario, one variant (baseline: without gpreempt; gpreempt:
+with gpreemptd) and one GPU configuration, run by node_pass.py inside
+`kfdemu-run --config`. Everything runs under SCHED_FIFO when the caller may
+(root or CAP_SYS_NICE): the modelled GPU time is exact whatever the host
+does, but the applications' own wake-ups are real and a busy 2-core host
+would otherwise add milliseconds to the latencies they measure.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
+RT_PRIORITY = 10
+
+# The modelled preemption: the defaults of tests/kfdemu/gpu/config-default.c,
+# split in the same proportions when the sweep scales the total.
+DEFAULT_PREEMPT = {"preempt_us": 200, "cwsr_save_us": 300, "cwsr_restore_us": 100}
+
+
+def load_workloads():
+    with open(os.path.join(HERE, "workloads.json")) as f:
+        return json.load(f)
+
+
+def can_run_realtime():
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+    except PermissionError:
+        return False
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True
+
+
+class Build:
+    """The binaries of a build directory."""
+
+    def __init__(self, build_dir):
+        self.dir = os.path.abspath(build_dir)
+        self.kfdemu_run = os.path.join(self.dir, "tests/kfdemu/transport/kfdemu-run")
+        self.app = os.path.join(self.dir, "tests/kfdemu/app/kfdemu-app")
+        self.gpreemptd = os.path.join(self.dir, "controller/gpreemptd/gpreemptd")
+        for path in (self.kfdemu_run, self.app):
+            if not os.access(path, os.X_OK):
+                raise SystemExit("%s is missing: build the tree first (scripts/setup, or meson compile -C %s)"
+                                 % (path, build_dir))
+
+    def daemon_problem(self):
+        """Why gpreemptd cannot take part, or None when it can."""
+        if not os.access(self.gpreemptd, os.X_OK):
+            return "%s was not built" % self.gpreemptd
+        r = subprocess.run([self.gpreemptd, "--help"], capture_output=True, text=True)
+        if r.returncode != 0:
+            return "%s --help failed: %s" % (self.gpreemptd, r.stderr.strip())
+        return None
+
+
+def preempt_split(total_us):
+    """Scale the default preemption (unmap + CWSR save + restore) to total_us."""
+    default_total = sum(DEFAULT_PREEMPT.values())
+    return {k: max(1, round(v * total_us / default_total)) for k, v in DEFAULT_PREEMPT.items()}
+
+
+def preempt_total_us(preempt):
+    return sum(preempt.values())
+
+
+def node_config(preempt):
+    return ("[GPU0]\nPreemptMicroseconds=%d\nCwsrSaveMicroseconds=%d\nCwsrRestoreMicroseconds=%d\n"
+            % (preempt["preempt_us"], preempt["cwsr_save_us"], preempt["cwsr_restore_us"]))
+
+
+def daemon_config(policy):
+    return """[Daemon]
+LogLevel=info
+# Watch new processes at once, so the online service's first requests are
+# already protected in a short pass.
+DiscoveryIntervalMs=10
+
+[Online]
+HoldOffMs={hold_off_ms}
+
+[Offline]
+MaxSuspendMs={max_suspend_ms}
+MinOfflineSharePercent={min_share_percent}
+
+[Workload]
+Name=eval-online
+Class=online
+MatchCommandLine=*--kernel-name eval-online*
+
+[Workload]
+Name=eval-offline
+Class=offline
+MatchCommandLine=*--kernel-name eval-offline*
+""".format(**policy)
+
+
+DEFAULT_POLICY = {"hold_off_ms": 2, "max_suspend_ms": 500, "min_share_percent": 10}
+
+
+def scratch_parent():
+    """Where a pass keeps its files, kfdemu's rendered sysfs and debugfs
+    among them: tmpfs when the host has one. Every suspend and resume
+    rewrites debugfs files inside the ioctl, and on a disk-backed /tmp under
+    I/O load that took 5-15 ms per call, which the online service then
+    waited for."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+def app_argv(build, workload, role, rate=None):
+    argv = [build.app, "--json", "--gpu", "0", "--kernel-name", "eval-" + role,
+            "--kernels-per-request", str(workload["kernels_per_request"]),
+            "--kernel-us", str(workload["kernel_us"]), "--workgroups", str(workload["workgroups"])]
+    return argv + (["--rate", str(rate)] if rate else ["--continuous"])
+
+
+def run_pass(build, workloads, scenario, variant, duration_s, preempt=None, policy=None, realtime=True):
+    """One pass; returns a flat row (dict) for the CSV, errors included."""
+    preempt = preempt or dict(DEFAULT_PREEMPT)
+    policy = policy or dict(DEFAULT_POLICY)
+    w = workloads["workloads"]
+    row = {"scenario": scenario["name"], "variant": variant, "duration_s": duration_s,
+           "preempt_total_us": preempt_total_us(preempt), **preempt, **policy}
+    with tempfile.TemporaryDirectory(prefix="gpreempt-eval-", dir=scratch_parent()) as tmp:
+        spec = {"duration_s": duration_s, "warmup_s": 1.0, "online": None, "offline": None,
+                "offline_kernels_per_request": 1, "gpreemptd": None}
+        if scenario["online"]:
+            spec["online"] = app_argv(build, w[scenario["online"]], "online", scenario["rate"])
+        if scenario["offline"]:
+            spec["offline"] = app_argv(build, w[scenario["offline"]], "offline")
+            spec["offline_kernels_per_request"] = w[scenario["offline"]]["kernels_per_request"]
+        if variant == "gpreempt":
+            config_dir = os.path.join(tmp, "etc")
+            os.makedirs(os.path.join(config_dir, "workloads.d"))
+            with open(os.path.join(config_dir, "gpreemptd.conf"), "w") as f:
+                f.write(daemon_config(policy))
+            spec["gpreemptd"] = {"binary": build.gpreemptd, "config_dir": config_dir,
+                                 "runtime_dir": os.path.join(tmp, "run")}
+        spec_path, result_path, config_path = (os.path.join(tmp, n) for n in ("spec.json", "result.json", "node.conf"))
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
+        with open(config_path, "w") as f:
+            f.write(node_config(preempt))
+        argv = [build.kfdemu_run, "--config", config_path, "--root", os.path.join(tmp, "node"), "--", sys.executable,
+                os.path.join(HERE, "node_pass.py"), spec_path, result_path]
+        if realtime:
+            argv = ["chrt", "-f", str(RT_PRIORITY)] + argv
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 180)
+        try:
+            with open(result_path) as f:
+                result = json.load(f)
+        except (OSError, ValueError):
+            result = {"error": "kfdemu-run exited with status %d: %s" % (proc.returncode, proc.stderr.strip()[-500:])}
+    return flatten(row, result)
+
+
+def flatten(row, result):
+    row["error"] = result.get("error", "")
+    online, offline, gp = result.get("online"), result.get("offline"), result.get("gpreempt")
+    if online:
+        lat = online["latency_ms"]
+        row.update({"online_requests": online["requests"], "online_req_s": online["requests_per_s"],
+                    "online_p50_ms": lat["p50"], "online_p95_ms": lat["p95"], "online_p99_ms": lat["p99"],
+                    "online_max_ms": lat["max"], "online_mean_ms": lat["mean"]})
+    if offline:
+        row["offline_it_s"] = offline["iterations_per_s"]
+    if gp:
+        row.update({"transitions": gp["suspends"] + gp["resumes"], "suspends": gp["suspends"],
+                    "suspended_s": gp["suspended_s"],
+                    "suspended_share": gp["suspended_s"] / result["window_s"] if result.get("window_s") else None,
+                    "daemon_errors": len(gp["log_errors"])})
+        if gp["log_errors"] and not row["error"]:
+            row["error"] = "gpreemptd logged errors: " + "; ".join(gp["log_errors"][:3])
+    return row
