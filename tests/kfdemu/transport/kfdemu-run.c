@@ -21,6 +21,7 @@
 #include <systemd/sd-event.h>
 
 #include "cleanup.h"
+#include "command.h"
 #include "gpu.h"
 #include "kfdemu-preload-path.h"
 #include "node-config.h"
@@ -34,11 +35,6 @@ struct options {
         const char *log_path;
         bool keep;
         char **command;
-};
-
-struct run {
-        pid_t child;
-        int exit_status;
 };
 
 static void usage(FILE *out)
@@ -227,54 +223,18 @@ static void raise_fd_limit(struct rlimit *ret_saved)
         setrlimit(RLIMIT_NOFILE, &raised);
 }
 
-static int spawn_command(char **command, const sigset_t *saved_mask, const struct rlimit *saved_limit,
-                         pid_t *ret_pid)
-{
-        pid_t pid = fork();
-
-        if (pid < 0)
-                return NEG_ERRNO();
-        if (pid == 0) {
-                sigprocmask(SIG_SETMASK, saved_mask, NULL);
-                if (saved_limit->rlim_max > 0)
-                        setrlimit(RLIMIT_NOFILE, saved_limit);
-                execvp(command[0], command);
-                fprintf(stderr, "kfdemu-run: cannot run %s: %m.\n", command[0]);
-                _exit(127);
-        }
-        *ret_pid = pid;
-        return 0;
-}
-
-static int on_child_exit(sd_event_source *source, const siginfo_t *si, void *userdata)
-{
-        struct run *run = userdata;
-
-        /* The shell's convention: 128 + signal for a command a signal killed. */
-        run->exit_status = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
-        return sd_event_exit(sd_event_source_get_event(source), 0);
-}
-
-static int on_forwarded_signal(sd_event_source *source, const struct signalfd_siginfo *si, void *userdata)
-{
-        struct run *run = userdata;
-
-        kill(run->child, (int)si->ssi_signo);
-        return 0;
-}
-
 static int run_node(const struct options *o, const struct emu_config *cfg, const char *socket_path, int log_fd)
 {
         static struct kfdemu_server server;
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
-        struct run run = { .exit_status = EXIT_FAILURE };
+        struct command_run run;
         struct rlimit saved_limit = { 0 };
         sigset_t mask, saved_mask;
         int r;
 
         raise_fd_limit(&saved_limit);
 
-        /* sd-event's child and signal sources need these blocked in every
+        /* sd-event's signal sources need these blocked in every
          * thread: block them before the GPU model thread starts. */
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
@@ -294,20 +254,16 @@ static int run_node(const struct options *o, const struct emu_config *cfg, const
                 return EXIT_FAILURE;
         }
 
-        r = spawn_command(o->command, &saved_mask, &saved_limit, &run.child);
-        if (r >= 0)
-                r = sd_event_add_child(event, NULL, run.child, WEXITED, on_child_exit, &run);
-        if (r >= 0)
-                r = sd_event_add_signal(event, NULL, SIGINT, on_forwarded_signal, &run);
-        if (r >= 0)
-                r = sd_event_add_signal(event, NULL, SIGTERM, on_forwarded_signal, &run);
-        if (r >= 0)
+        r = command_start(&run, event, o->command, &saved_mask, &saved_limit);
+        if (r >= 0) {
                 r = sd_event_loop(event);
+                command_done(&run);
+        }
         if (r < 0)
                 fprintf(stderr, "kfdemu-run: cannot run %s: %s.\n", o->command[0], strerror(-r));
 
         server_stop(&server);
-        return run.exit_status;
+        return r < 0 ? EXIT_FAILURE : run.exit_status;
 }
 
 int main(int argc, char **argv)

@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -78,6 +80,33 @@ static void test_exit_status_passes_through(void **state)
         run(&r, (const char *[]){ "--", "/nonexistent/command", NULL });
         assert_int_equal(r.status, 127);
         assert_output_has(&r, "cannot run /nonexistent/command");
+}
+
+static bool process_gone(pid_t pid)
+{
+        return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Whatever COMMAND leaves running (in the background, daemonized, deaf to
+ * SIGTERM) ends with the run, never outlives the node. */
+static void test_leftovers_end_with_the_run(void **state)
+{
+        struct result r;
+        int a, b, c;
+
+        run(&r, (const char *[]){ "--", "sh", "-c",
+                                  "sleep 100 & echo \"bg=$!\";"
+                                  "(trap '' TERM; exec sleep 101) & echo \"deaf=$!\";"
+                                  "sh -c 'sleep 102 & echo \"daemon=$!\"';"
+                                  "exit 3",
+                                  NULL });
+        assert_int_equal(r.status, 3);
+        assert_int_equal(sscanf(strstr(r.output, "bg="), "bg=%d", &a), 1);
+        assert_int_equal(sscanf(strstr(r.output, "deaf="), "deaf=%d", &b), 1);
+        assert_int_equal(sscanf(strstr(r.output, "daemon="), "daemon=%d", &c), 1);
+        assert_true(process_gone(a));
+        assert_true(process_gone(b));
+        assert_true(process_gone(c));
 }
 
 static void test_command_environment(void **state)
@@ -187,6 +216,7 @@ int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exit_status_passes_through),
+                cmocka_unit_test(test_leftovers_end_with_the_run),
                 cmocka_unit_test(test_command_environment),
                 cmocka_unit_test(test_root_is_kept),
                 cmocka_unit_test(test_command_line_mistakes),

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * COMMAND and everything it starts, as kfdemu-run runs them: COMMAND's
+ * exit ends the run; descendants left behind (kfdemu-run is their
+ * subreaper) get SIGTERM, then SIGKILL after a grace period, while the node
+ * still serves their last calls. The loop exits once no child is left.
+ */
+#pragma once
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+/* How long leftovers have between SIGTERM and SIGKILL. */
+#define COMMAND_LEFTOVER_GRACE_USEC (1000 * 1000)
+
+struct command_run {
+        sd_event *event;
+        pid_t pid;
+        int exit_status;                 /* COMMAND's, or 128 + signal */
+        bool exited;
+        bool killing;                    /* the grace period is over */
+        sd_event_source *sigchld, *sigint, *sigterm, *grace_timer;
+};
+
+/* Forks and execs `argv` with `child_mask` and `child_limit` restored, and
+ * watches it from `event`. SIGCHLD, SIGINT and SIGTERM must be blocked in
+ * every thread of the process already. */
+int command_start(struct command_run *run, sd_event *event, char **argv, const sigset_t *child_mask,
+                  const struct rlimit *child_limit);
+void command_done(struct command_run *run);
