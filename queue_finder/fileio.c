@@ -5,10 +5,17 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "scan.h"
+
+bool qf_parse_decimal_name(const char *name, uint64_t max, uint64_t *ret)
+{
+        struct qf_scan s = qf_scan_init(name, strlen(name));
+        return qf_scan_dec(&s, max, ret) && qf_scan_at_end(&s);
+}
 
 int qf_pathf(char *buf, size_t size, const char *fmt, ...)
 {

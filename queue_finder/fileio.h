@@ -9,8 +9,21 @@
  */
 #pragma once
 
+#include <dirent.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+static inline void qf_closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
+#define _cleanup_closedir_ __attribute__((cleanup(qf_closedirp)))
+
+/* true when name is a plain decimal number of at most max: how sysfs and
+ * procfs name pids, queue ids and topology nodes. */
+bool qf_parse_decimal_name(const char *name, uint64_t max, uint64_t *ret);
 
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
 int qf_pathf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

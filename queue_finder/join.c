@@ -27,13 +27,13 @@ const char *qf_source_name(enum qf_source s)
         return "?";
 }
 
-static void format_sources(unsigned sources, char *buf, size_t size)
+void qf_sources_format(unsigned sources, const char *sep, char *buf, size_t size)
 {
         size_t len = 0;
         buf[0] = 0;
         for (unsigned bit = 0; bit < QF_SOURCE_COUNT; bit++)
                 if (sources & (1U << bit))
-                        len += (size_t) snprintf(buf + len, len < size ? size - len : 0, "%s%s", len ? "+" : "",
+                        len += (size_t) snprintf(buf + len, len < size ? size - len : 0, "%s%s", len ? sep : "",
                                                  qf_source_name(1U << bit));
 }
 
@@ -56,7 +56,7 @@ static void merge(struct qf_process *p, const struct qf_queue *q, struct qf_valu
                 return;
         }
         char said[64];
-        format_sources(field->sources, said, sizeof(said));
+        qf_sources_format(field->sources, "+", said, sizeof(said));
         char queue[32] = "";
         if (q->queue_id.sources)
                 snprintf(queue, sizeof(queue), "queue %llu: ", (unsigned long long) q->queue_id.v);
@@ -99,6 +99,8 @@ static struct qf_process *get_process(struct qf_result *r, const struct qf_input
 
 static struct qf_queue *new_queue(struct qf_process *p)
 {
+        /* One queue can appear up to four times when sources cannot be
+         * joined (sysfs, an unpaired MQD, the log's two meanings). */
         if (p->n_queues >= QF_MAX_QUEUES_PER_PROCESS * 4)
                 return NULL;
         return QF_APPEND(p->queues, p->n_queues);

@@ -32,6 +32,8 @@ enum qf_source {
 
 /* Stable names used in the table and the JSON output. */
 const char *qf_source_name(enum qf_source s);
+/* "sysfs<sep>mqds<sep>..." for a set of enum qf_source bits. */
+void qf_sources_format(unsigned sources, const char *sep, char *buf, size_t size);
 
 /* ROCr's amd_queue_t: read_dispatch_id at 0x80, write_dispatch_id at 0x38
  * (amd_hsa_queue.h; rocm-userspace.md §5). */

@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fileio.h"
 #include "join.h"
 #include "nspid.h"
 #include "report.h"
-#include "scan.h"
 #include "snapshot.h"
 #include "sources.h"
 
@@ -138,9 +138,8 @@ static void __attribute__((format(printf, 2, 3))) report_error(bool json, const 
 
 static int parse_pid(const char *arg, pid_t *ret)
 {
-        struct qf_scan s = qf_scan_init(arg, strlen(arg));
         uint64_t v;
-        if (!qf_scan_dec(&s, INT32_MAX, &v) || !qf_scan_at_end(&s) || v == 0)
+        if (!qf_parse_decimal_name(arg, INT32_MAX, &v) || v == 0)
                 return -EINVAL;
         *ret = (pid_t) v;
         return 0;

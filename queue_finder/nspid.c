@@ -16,12 +16,6 @@
 /* /proc/<pid>/status is a few KiB. */
 #define STATUS_MAX 16384
 
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-
 static int stat_ns(const char *path, struct qf_pid_ns *ret)
 {
         struct stat st;
@@ -40,9 +34,8 @@ int qf_pid_ns_of(const char *proc_root, pid_t pid, struct qf_pid_ns *ret)
 
 int qf_pid_ns_from_arg(const char *proc_root, const char *arg, struct qf_pid_ns *ret)
 {
-        struct qf_scan s = qf_scan_init(arg, strlen(arg));
         uint64_t pid;
-        if (qf_scan_dec(&s, INT32_MAX, &pid) && qf_scan_at_end(&s) && pid > 0)
+        if (qf_parse_decimal_name(arg, INT32_MAX, &pid) && pid > 0)
                 return qf_pid_ns_of(proc_root, (pid_t) pid, ret);
         return stat_ns(arg, ret);
 }
@@ -84,14 +77,13 @@ int qf_nspid_read(const char *proc_root, pid_t pid, pid_t *ret_chain, size_t max
 
 int qf_nspid_to_host(const char *proc_root, const struct qf_pid_ns *ns, pid_t ns_pid, pid_t *ret_host)
 {
-        __attribute__((cleanup(closedirp))) DIR *d = opendir(proc_root);
+        _cleanup_closedir_ DIR *d = opendir(proc_root);
         if (!d)
                 return -errno;
 
         for (struct dirent *de; (de = readdir(d));) {
-                struct qf_scan s = qf_scan_init(de->d_name, strlen(de->d_name));
                 uint64_t pid;
-                if (!qf_scan_dec(&s, INT32_MAX, &pid) || !qf_scan_at_end(&s))
+                if (!qf_parse_decimal_name(de->d_name, INT32_MAX, &pid))
                         continue;
                 struct qf_pid_ns its;
                 if (qf_pid_ns_of(proc_root, (pid_t) pid, &its) < 0 || its.dev != ns->dev || its.ino != ns->ino)

@@ -20,16 +20,6 @@ static void format_value(char *buf, size_t size, const struct qf_value *v, bool 
                 snprintf(buf, size, "%" PRIu64, v->v);
 }
 
-static void format_sources(char *buf, size_t size, unsigned sources)
-{
-        size_t len = 0;
-        buf[0] = 0;
-        for (unsigned bit = 0; bit < QF_SOURCE_COUNT; bit++)
-                if (sources & (1U << bit))
-                        len += (size_t) snprintf(buf + len, len < size ? size - len : 0, "%s%s", len ? "," : "",
-                                                 qf_source_name(1U << bit));
-}
-
 /* "4/4" active hardware slots out of the MQD copies, "-" when unknown. */
 static void format_xcc(char *buf, size_t size, const struct qf_queue *q)
 {
@@ -58,7 +48,7 @@ static void print_queue(FILE *f, const struct qf_queue *q)
         format_value(rptr, sizeof(rptr), &q->rptr_addr, true);
         format_value(wptr, sizeof(wptr), &q->wptr_addr, true);
         format_xcc(xcc, sizeof(xcc), q);
-        format_sources(src, sizeof(src), q->sources);
+        qf_sources_format(q->sources, ",", src, sizeof(src));
         if (q->log)
                 snprintf(dispatches, sizeof(dispatches), "%" PRIu64, q->log->dispatches);
         else

@@ -17,22 +17,7 @@
 #include "array.h"
 #include "cleanup.h"
 #include "fileio.h"
-#include "scan.h"
 #include "sources.h"
-
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-#define _cleanup_closedir_ __attribute__((cleanup(closedirp)))
-
-/* A directory entry name that is a plain decimal number within max. */
-static bool parse_number_name(const char *name, uint64_t max, uint64_t *ret)
-{
-        struct qf_scan s = qf_scan_init(name, strlen(name));
-        return qf_scan_dec(&s, max, ret) && qf_scan_at_end(&s);
-}
 
 static int read_queue(const char *queues_dir, uint32_t id, struct qf_diags *diags, struct qf_sysfs_queue *ret)
 {
@@ -76,7 +61,7 @@ static int read_queues(const char *proc_dir, struct qf_diags *diags, struct qf_s
 
         for (struct dirent *de; (de = readdir(d));) {
                 uint64_t id;
-                if (!parse_number_name(de->d_name, UINT32_MAX, &id))
+                if (!qf_parse_decimal_name(de->d_name, UINT32_MAX, &id))
                         continue;
                 if (p->n_queues >= QF_MAX_QUEUES_PER_PROCESS) {
                         qf_diag_add(diags, queues_dir, 0, "more than %d queues; ignoring the rest",
@@ -103,7 +88,7 @@ static int read_occupancy(const char *proc_dir, struct qf_diags *diags, struct q
                 return -errno;
         for (struct dirent *de; (de = readdir(d));) {
                 uint64_t gpu_id, cus;
-                if (strncmp(de->d_name, "stats_", 6) != 0 || !parse_number_name(de->d_name + 6, UINT32_MAX, &gpu_id))
+                if (strncmp(de->d_name, "stats_", 6) != 0 || !qf_parse_decimal_name(de->d_name + 6, UINT32_MAX, &gpu_id))
                         continue;
                 char path[PATH_MAX];
                 int r = qf_pathf(path, sizeof(path), "%s/%s/cu_occupancy", proc_dir, de->d_name);
@@ -175,7 +160,7 @@ int qf_sysfs_list_pids(const char *kfd_root, pid_t **ret_pids, size_t *ret_n)
         size_t n = 0;
         for (struct dirent *de; (de = readdir(d));) {
                 uint64_t pid;
-                if (!parse_number_name(de->d_name, INT32_MAX, &pid) || pid == 0)
+                if (!qf_parse_decimal_name(de->d_name, INT32_MAX, &pid) || pid == 0)
                         continue;
                 if (n >= QF_MAX_PROCESSES)
                         break;

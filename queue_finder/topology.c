@@ -20,13 +20,6 @@
 /* The properties file is about 1.5 KiB today. */
 #define PROPERTIES_MAX 16384
 
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-#define _cleanup_closedir_ __attribute__((cleanup(closedirp)))
-
 /* gfx_target_version 90402 → "gfx942", 90010 → "gfx90a": major, then minor
  * and stepping as one hex digit each (decoded as ROCdbgapi does). */
 static void format_gfx(uint32_t version, char *buf, size_t size)
@@ -145,8 +138,7 @@ int qf_topology_read(const char *kfd_root, struct qf_diags *diags, struct qf_gpu
         size_t n = 0;
         for (struct dirent *de; (de = readdir(d));) {
                 uint64_t node;
-                struct qf_scan s = qf_scan_init(de->d_name, strlen(de->d_name));
-                if (!qf_scan_dec(&s, UINT32_MAX, &node) || !qf_scan_at_end(&s))
+                if (!qf_parse_decimal_name(de->d_name, UINT32_MAX, &node))
                         continue;
                 struct qf_gpu g;
                 if (read_node(nodes_dir, (unsigned) node, diags, &g) < 0)

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "cli-run.h"
+#include "test-util.h"
 
 extern char **environ;
 
@@ -291,15 +292,13 @@ static void test_container_pid(void **state)
 
 static int setup(void **state)
 {
-        snprintf(tmpdir, sizeof(tmpdir), "%s/qf-e2e-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        return mkdtemp(tmpdir) ? 0 : -1;
+        test_tmpdir_create("qf-e2e", tmpdir, sizeof(tmpdir));
+        return 0;
 }
 
 static int teardown(void **state)
 {
-        char cmd[PATH_MAX + 16];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        return system(cmd) == 0 ? 0 : -1;
+        return test_tmpdir_remove(tmpdir);
 }
 
 int main(int argc, char **argv)

@@ -20,6 +20,7 @@
 
 #include "nspid.h"
 #include "sources.h"
+#include "test-util.h"
 
 static char root[PATH_MAX];
 
@@ -41,9 +42,7 @@ static void put(const char *rel, const char *content)
 
 static int setup(void **state)
 {
-        snprintf(root, sizeof(root), "%s/qf-sysfs-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        if (!mkdtemp(root))
-                return -1;
+        test_tmpdir_create("qf-sysfs", root, sizeof(root));
         put("proc/1234/pasid", "32770\n");
         put("proc/1234/queues/0/size", "1048576");
         put("proc/1234/queues/0/type", "0");
@@ -73,9 +72,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-        char cmd[PATH_MAX + 16];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-        return system(cmd) == 0 ? 0 : -1;
+        return test_tmpdir_remove(root);
 }
 
 static void test_process(void **state)

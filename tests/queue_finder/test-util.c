@@ -51,6 +51,20 @@ int test_open_shared(const char *name)
         return fd;
 }
 
+void test_tmpdir_create(const char *prefix, char *buf, size_t size)
+{
+        const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+        assert_true(snprintf(buf, size, "%s/%s-XXXXXX", tmp, prefix) < (int) size);
+        assert_non_null(mkdtemp(buf));
+}
+
+int test_tmpdir_remove(const char *dir)
+{
+        char cmd[PATH_MAX + 16];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
 bool test_has_warning(const struct qf_diags *d, unsigned long line, const char *text)
 {
         for (size_t i = 0; i < d->n; i++)

@@ -17,5 +17,10 @@ int test_open_shared(const char *name);
 /* Its full path, valid until the next call. */
 const char *test_shared_path(const char *name);
 
+/* A fresh directory under $TMPDIR (or /tmp) named after prefix, and its
+ * recursive removal. */
+void test_tmpdir_create(const char *prefix, char *buf, size_t size);
+int test_tmpdir_remove(const char *dir);
+
 /* true when some warning is about this line and contains the text. */
 bool test_has_warning(const struct qf_diags *d, unsigned long line, const char *text);
