@@ -27,6 +27,7 @@ static const char description[] =
         "  workload: ?string,\n"
         "  registered: bool,\n"
         "  held: bool,\n"
+        "  terminating: bool,\n"
         "  gpus: []int,\n"
         "  queues: int,\n"
         "  watched_queues: int,\n"
@@ -104,6 +105,7 @@ static struct json_object *process_json(const struct tracked_process *p)
         add_string_or_null(o, "workload", p->workload);
         json_object_object_add(o, "registered", json_object_new_boolean(p->registered));
         json_object_object_add(o, "held", json_object_new_boolean(p->held));
+        json_object_object_add(o, "terminating", json_object_new_boolean(p->terminating));
         json_object_object_add(o, "gpus", int_array(p->gpu_ids, p->n_gpu_ids));
         json_object_object_add(o, "queues", json_object_new_int64((int64_t)p->n_queues));
         json_object_object_add(o, "watched_queues", json_object_new_int64((int64_t)p->n_watched_queues));
@@ -217,6 +219,11 @@ static void hold(struct varlink_call *call, struct json_object *params, struct m
         }
         if (!p->session) {
                 error_with_pid(call, "NotAttached", p->pid, p->session_error ? p->session_error : "not attached");
+                return;
+        }
+        if (on && p->terminating) {
+                error_with_pid(call, "OperationFailed", p->pid,
+                               "the process was asked to terminate; it is not suspended again so that it can exit");
                 return;
         }
         r = manager_hold(m, p, on);

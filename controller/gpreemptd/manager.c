@@ -133,7 +133,7 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
                 struct tracked_process *p = m->processes[i];
 
                 if (!p->managed || p->class != WORKLOAD_CLASS_OFFLINE || !p->session ||
-                    !process_uses_gpu(p, g->gpu_id))
+                    !process_uses_gpu(p, g->gpu_id) || p->terminating)
                         continue;
                 if (!suspend && p->held)
                         continue; /* gpreemptctl suspend outlasts the policy */
@@ -450,6 +450,13 @@ static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, voi
                 if (p->session && !session_service_ptrace(p->session)) {
                         manager_remove_process(m, p);
                         continue;
+                }
+                if (p->session && session_is_terminating(p->session) && !p->terminating) {
+                        p->terminating = true;
+                        p->held = false;
+                        session_set_suspended(p->session, 0, false);
+                        log_notice("Process %d: asked to terminate; its queues stay running so that it can exit",
+                                   (int)p->pid);
                 }
                 i++;
         }

@@ -52,6 +52,7 @@ struct tracked_process {
         struct session *session;  /* offline: the debug session */
         char *session_error;      /* offline: why there is no session */
         bool held;                /* gpreemptctl suspend: kept suspended until resume */
+        bool terminating;         /* got a termination signal: never suspended again */
 };
 
 struct manager {

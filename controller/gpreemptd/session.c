@@ -2,6 +2,8 @@
 #include "session.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +14,7 @@
 
 struct session {
         struct manager *manager;
+        bool terminating;
         struct tracked_process *process;
         struct gp_target *target;
         sd_event_source *event_source;
@@ -229,13 +232,43 @@ bool session_is_suspended(const struct session *s, uint32_t gpu_id)
         return false;
 }
 
+/*
+ * The signal of the target's pending ptrace stop, looked at without consuming
+ * the stop (WNOWAIT): libgpreempt services it right after. 0 if none.
+ */
+static int pending_stop_signal(pid_t pid)
+{
+        siginfo_t si = { 0 };
+
+        if (waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG | WNOWAIT | __WALL) < 0)
+                return 0;
+        if (si.si_pid != pid || si.si_code != CLD_TRAPPED)
+                return 0;
+        return si.si_status; /* ptrace event stops carry SIGTRAP | event << 8: never a match below */
+}
+
+static bool is_termination_signal(int sig)
+{
+        return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
+
 bool session_service_ptrace(struct session *s)
 {
-        int r = gp_target_service_ptrace(s->target);
+        int sig = pending_stop_signal(s->process->pid);
+        int r;
+
+        if (is_termination_signal(sig))
+                s->terminating = true;
+        r = gp_target_service_ptrace(s->target);
 
         if (r == -GP_ERR_TARGET_GONE)
                 s->gone = true;
         return !s->gone && !gp_target_is_gone(s->target);
+}
+
+bool session_is_terminating(const struct session *s)
+{
+        return s->terminating;
 }
 
 bool session_is_gone(const struct session *s)

@@ -27,6 +27,12 @@ bool session_is_suspended(const struct session *s, uint32_t gpu_id);
 /* Services ptrace stops (called on SIGCHLD). Returns false once the process is gone. */
 bool session_service_ptrace(struct session *s);
 bool session_is_gone(const struct session *s);
+/*
+ * The target was sent a termination signal (seen at its signal-delivery
+ * stop). It is about to destroy its queues, and destroying a suspended queue
+ * blocks until it is resumed (kfd-interface.md §4.4): it must not stay suspended.
+ */
+bool session_is_terminating(const struct session *s);
 unsigned session_runtime_state(const struct session *s);
 uint64_t session_suspend_count(const struct session *s);
 uint64_t session_resume_count(const struct session *s);

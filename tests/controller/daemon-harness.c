@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -43,6 +44,8 @@ void daemon_harness_start(struct daemon_harness *h, const char *binary, const ch
         h->pid = fork();
         assert_true(h->pid >= 0);
         if (h->pid == 0) {
+                /* a failing test must not leave daemons behind */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 dup2(h->stderr_fd, STDERR_FILENO);
                 setenv("NOTIFY_SOCKET", h->notify_path, 1);
                 setenv("GPREEMPT_CONFIG_DIR", h->config.dir, 1);

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+#include "emulated-app.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static char *read_output(const struct emulated_app *a)
+{
+        static char buf[1 << 20];
+        int fd = open(a->output, O_RDONLY | O_CLOEXEC);
+        ssize_t n;
+
+        assert_true(fd >= 0);
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        buf[n > 0 ? n : 0] = '\0';
+        return buf;
+}
+
+void emulated_app_start(struct emulated_app *a, const char *binary, const char *const *args)
+{
+        static unsigned counter;
+        const char *argv[32];
+        size_t n = 0;
+        int fd;
+
+        snprintf(a->output, sizeof(a->output), "/tmp/gpreempt-app-%d-%u.out", (int)getpid(), counter++);
+        argv[n++] = binary;
+        for (size_t i = 0; args[i] && n < 28; i++)
+                argv[n++] = args[i];
+        argv[n++] = "--report";
+        argv[n++] = "json";
+        argv[n] = NULL;
+        /* created before the fork, so it exists when we start reading it */
+        fd = open(a->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        a->pid = fork();
+        assert_true(a->pid >= 0);
+        if (a->pid == 0) {
+                /* a failing test must not leave GPU jobs behind */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                dup2(fd, STDOUT_FILENO);
+                execv(binary, (char *const *)argv);
+                _exit(127);
+        }
+        close(fd);
+        for (int i = 0; i < 1000; i++) {
+                if (strstr(read_output(a), "READY pid="))
+                        return;
+                usleep(10000);
+        }
+        fail_msg("%s did not print READY within 10 s", binary);
+}
+
+int64_t emulated_app_kernels(struct emulated_app *a)
+{
+        size_t before = strlen(read_output(a));
+
+        kill(a->pid, SIGUSR1);
+        for (int i = 0; i < 500; i++) {
+                const char *out = read_output(a);
+                const char *k;
+
+                if (strlen(out) > before && out[strlen(out) - 1] == '\n') {
+                        k = strstr(out + before, "\"kernels\":");
+                        assert_non_null(k);
+                        return strtoll(k + strlen("\"kernels\":"), NULL, 10);
+                }
+                usleep(10000);
+        }
+        fail_msg("no report from pid %d", (int)a->pid);
+        return -1;
+}
+
+int emulated_app_wait(struct emulated_app *a, int timeout_ms)
+{
+        int status;
+
+        for (int i = 0; i <= timeout_ms / 10; i++) {
+                if (waitpid(a->pid, &status, WNOHANG) == a->pid) {
+                        a->pid = 0;
+                        return status;
+                }
+                usleep(10000);
+        }
+        return -1;
+}
+
+void emulated_app_stop(struct emulated_app *a)
+{
+        if (a->pid > 0) {
+                kill(a->pid, SIGKILL);
+                waitpid(a->pid, NULL, 0);
+                a->pid = 0;
+        }
+        unlink(a->output);
+}

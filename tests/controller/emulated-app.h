@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* kfdemu-app processes for integration tests: start one, wait for READY, read its reports. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct emulated_app {
+        pid_t pid;
+        char output[160]; /* its stdout: READY line, then JSON reports */
+};
+
+/* Starts binary with args (NULL-terminated) and --report json; waits for READY. */
+void emulated_app_start(struct emulated_app *a, const char *binary, const char *const *args);
+/* Asks for a report (SIGUSR1) and returns its "kernels" count. */
+int64_t emulated_app_kernels(struct emulated_app *a);
+/* Waits up to timeout_ms for the app to exit; returns its wait status or -1. */
+int emulated_app_wait(struct emulated_app *a, int timeout_ms);
+void emulated_app_stop(struct emulated_app *a);

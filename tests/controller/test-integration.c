@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpreemptd on an emulated node (run under kfdemu-run --gpus 2): real
+ * kfdemu-app processes as online and offline work, the daemon driven
+ * through its Varlink API.
+ *
+ *   test-integration PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
+ */
+#include <json.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "daemon-harness.h"
+#include "emulated-app.h"
+
+static const char *gpreemptd_path, *app_path;
+
+static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--rate*\n"
+                                "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*--continuous*\n";
+
+static void start_daemon(struct daemon_harness *h)
+{
+        daemon_harness_init(h);
+        config_fixture_write(&h->config, "gpreemptd.conf", "[Daemon]\nLogLevel=info\nDiscoveryIntervalMs=20\n");
+        config_fixture_write(&h->config, "workloads.d/50-test.conf", workloads);
+        daemon_harness_start(h, gpreemptd_path, NULL);
+        if (!daemon_harness_wait_notify(h, "READY=1", 10000))
+                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(h));
+}
+
+static struct json_object *get_status(struct daemon_harness *h)
+{
+        struct json_object *reply = NULL;
+        char *error = NULL;
+
+        assert_int_equal(daemon_harness_call(h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_null(error);
+        return reply;
+}
+
+static struct json_object *find_by(struct json_object *array, const char *key, int64_t value)
+{
+        for (size_t i = 0; i < json_object_array_length(array); i++) {
+                struct json_object *o = json_object_array_get_idx(array, i);
+
+                if (json_object_get_int64(json_object_object_get(o, key)) == value)
+                        return o;
+        }
+        return NULL;
+}
+
+static int64_t field(struct json_object *o, const char *key)
+{
+        struct json_object *v;
+
+        if (!o || !json_object_object_get_ex(o, key, &v))
+                return -1;
+        return json_object_get_int64(v);
+}
+
+/* Waits until the daemon reports pid attached (1) or gone (0); returns the process's GPU. */
+static int64_t wait_attached(struct daemon_harness *h, pid_t pid)
+{
+        for (int i = 0; i < 500; i++) {
+                struct json_object *s = get_status(h);
+                struct json_object *p = find_by(json_object_object_get(s, "processes"), "pid", pid);
+                int64_t gpu = -1;
+
+                if (p && json_object_get_boolean(json_object_object_get(p, "attached")) &&
+                    json_object_array_length(json_object_object_get(p, "gpus")) > 0)
+                        gpu = json_object_get_int64(json_object_array_get_idx(json_object_object_get(p, "gpus"), 0));
+                json_object_put(s);
+                if (gpu >= 0)
+                        return gpu;
+                usleep(10000);
+        }
+        fail_msg("process %d never attached; daemon log:\n%s", (int)pid, daemon_harness_log(h));
+        return -1;
+}
+
+static void call_pid(struct daemon_harness *h, const char *method, pid_t pid, const char *extra, const char *want_error)
+{
+        char text[128];
+        struct json_object *params, *reply = NULL;
+        char *error = NULL;
+
+        snprintf(text, sizeof(text), "{\"pid\":%d%s}", (int)pid, extra ? extra : "");
+        params = json_tokener_parse(text);
+        assert_int_equal(daemon_harness_call(h, method, params, &reply, &error), 0);
+        if (want_error ? !error || strcmp(error, want_error) != 0 : error != NULL)
+                fail_msg("%s(%s): got %s, want %s", method, text, error ? error : "success",
+                         want_error ? want_error : "success");
+        free(error);
+        json_object_put(reply);
+        json_object_put(params);
+}
+
+static void test_online_work_suspends_offline_on_its_gpu_only(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--queues", "2", "--gpu", "0", "--kernel-us", "3000", NULL };
+        static const char *const offline1[] = { "--continuous", "--gpu", "1", "--kernel-us", "3000", NULL };
+        static const char *const online0[] = { "--rate", "50", "--gpu", "0", "--kernel-us", "1000", "--duration", "1", NULL };
+        struct emulated_app a, b, o;
+        struct daemon_harness h;
+        struct json_object *s, *gpus;
+        int64_t gpu_a, gpu_b;
+
+        start_daemon(&h);
+        emulated_app_start(&a, app_path, offline0);
+        emulated_app_start(&b, app_path, offline1);
+        gpu_a = wait_attached(&h, a.pid);
+        gpu_b = wait_attached(&h, b.pid);
+        assert_int_not_equal(gpu_a, gpu_b);
+
+        emulated_app_start(&o, app_path, online0);
+        assert_int_not_equal(emulated_app_wait(&o, 10000), -1);
+        usleep(100000); /* past the hold-off: everything resumed */
+
+        s = get_status(&h);
+        gpus = json_object_object_get(s, "gpus");
+        if (field(find_by(gpus, "gpu_id", gpu_a), "suspends") < 10 ||
+            field(find_by(gpus, "gpu_id", gpu_b), "suspends") > 0)
+                fail_msg("suspensions on the wrong GPU: %s", json_object_to_json_string(s));
+        assert_false(json_object_get_boolean(json_object_object_get(find_by(gpus, "gpu_id", gpu_a), "offline_suspended")));
+        assert_int_equal(field(find_by(json_object_object_get(s, "processes"), "pid", b.pid), "suspends"), 0);
+        json_object_put(s);
+
+        emulated_app_stop(&o);
+        emulated_app_stop(&a);
+        emulated_app_stop(&b);
+        daemon_harness_stop(&h, SIGTERM);
+        daemon_harness_cleanup(&h);
+}
+
+static void test_hold_register_and_sigkill_failsafe(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        struct emulated_app a;
+        struct daemon_harness h, again;
+        int64_t k1, k2;
+
+        start_daemon(&h);
+        emulated_app_start(&a, app_path, offline0);
+        wait_attached(&h, a.pid);
+
+        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
+        usleep(50000);
+        k1 = emulated_app_kernels(&a);
+        usleep(200000);
+        k2 = emulated_app_kernels(&a);
+        assert_true(k2 - k1 <= 1); /* held: at most the kernel that was saved completes */
+
+        call_pid(&h, "io.gpreempt.Register", a.pid, ",\"class\":\"online\"", NULL);
+        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, "io.gpreempt.NotOffline");
+        call_pid(&h, "io.gpreempt.Unregister", a.pid, NULL, NULL);
+        wait_attached(&h, a.pid);
+        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
+
+        /* the daemon dies while holding it: the kernel resumes its queues */
+        daemon_harness_stop(&h, SIGKILL);
+        usleep(100000);
+        k1 = emulated_app_kernels(&a);
+        usleep(300000);
+        k2 = emulated_app_kernels(&a);
+        if (k2 - k1 < 10)
+                fail_msg("offline work did not resume after SIGKILL of the daemon: %lld -> %lld kernels",
+                         (long long)k1, (long long)k2);
+        daemon_harness_cleanup(&h);
+
+        /* and a new daemon takes over */
+        start_daemon(&again);
+        wait_attached(&again, a.pid);
+        call_pid(&again, "io.gpreempt.Resume", a.pid, NULL, NULL);
+        emulated_app_stop(&a);
+        daemon_harness_stop(&again, SIGTERM);
+        daemon_harness_cleanup(&again);
+}
+
+static void test_offline_exit_while_suspended(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        struct emulated_app a;
+        struct daemon_harness h;
+        struct json_object *s;
+        int status;
+
+        start_daemon(&h);
+        emulated_app_start(&a, app_path, offline0);
+        wait_attached(&h, a.pid);
+        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
+        kill(a.pid, SIGTERM);
+        status = emulated_app_wait(&a, 5000);
+        if (status == -1)
+                fail_msg("an offline process held suspended did not exit within 5 s of SIGTERM");
+        for (int i = 0; i < 100; i++) {
+                struct json_object *p;
+
+                s = get_status(&h);
+                p = find_by(json_object_object_get(s, "processes"), "pid", a.pid);
+                json_object_put(s);
+                if (!p)
+                        break;
+                usleep(10000);
+        }
+        s = get_status(&h);
+        assert_null(find_by(json_object_object_get(s, "processes"), "pid", a.pid));
+        json_object_put(s);
+        emulated_app_stop(&a);
+        daemon_harness_stop(&h, SIGTERM);
+        daemon_harness_cleanup(&h);
+}
+
+static void test_late_queue_is_suspended(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000",
+                                                "--late-queue-after", "0.5", NULL };
+        struct emulated_app a;
+        struct daemon_harness h;
+
+        start_daemon(&h);
+        emulated_app_start(&a, app_path, offline0);
+        wait_attached(&h, a.pid);
+        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
+        for (int i = 0; i < 300 && !strstr(daemon_harness_log(&h), "new queue"); i++)
+                usleep(10000);
+        if (!strstr(daemon_harness_log(&h), "suspended"))
+                fail_msg("the late queue was not suspended; daemon log:\n%s", daemon_harness_log(&h));
+        assert_non_null(strstr(daemon_harness_log(&h), "new queue"));
+        call_pid(&h, "io.gpreempt.Resume", a.pid, NULL, NULL);
+        emulated_app_stop(&a);
+        daemon_harness_stop(&h, SIGTERM);
+        daemon_harness_cleanup(&h);
+}
+
+int main(int argc, char **argv)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_online_work_suspends_offline_on_its_gpu_only),
+                cmocka_unit_test(test_hold_register_and_sigkill_failsafe),
+                cmocka_unit_test(test_offline_exit_while_suspended),
+                cmocka_unit_test(test_late_queue_is_suspended),
+        };
+
+        if (argc != 3) {
+                fprintf(stderr, "usage: test-integration PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP\n");
+                return 2;
+        }
+        gpreemptd_path = argv[1];
+        app_path = argv[2];
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
