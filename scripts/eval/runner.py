@@ -125,8 +125,9 @@ def run_pass(build, workloads, scenario, variant, duration_s, preempt=None, poli
     preempt = preempt or dict(DEFAULT_PREEMPT)
     policy = policy or dict(DEFAULT_POLICY)
     w = workloads["workloads"]
-    row = {"scenario": scenario["name"], "variant": variant, "duration_s": duration_s,
-           "preempt_total_us": preempt_total_us(preempt), **preempt, **policy}
+    row = {"scenario": scenario["name"], "variant": variant, "policy": policy.get("label", "default"),
+           "duration_s": duration_s, "preempt_total_us": preempt_total_us(preempt), **preempt,
+           **{k: v for k, v in policy.items() if k != "label"}}
     with tempfile.TemporaryDirectory(prefix="gpreempt-eval-", dir=scratch_parent()) as tmp:
         spec = {"duration_s": duration_s, "warmup_s": 1.0, "online": None, "offline": None,
                 "offline_kernels_per_request": 1, "gpreemptd": None}

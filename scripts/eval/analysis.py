@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: MIT
+"""From pass rows to what the evaluation reports: medians and spreads over
+runs, the calibration error against the real node, and the targets of
+shared/design/evaluation.md section 2."""
+import statistics
+
+CALIBRATION_TOLERANCE = 0.15
+# Targets (evaluation.md section 2) for the high-load scenario with gpreemptd.
+TARGET_P99_FACTOR = 1.10
+TARGET_P99_CAP_MS = 10.0
+TARGET_OFFLINE_SHARE = 0.85
+
+METRICS = ["online_p50_ms", "online_p95_ms", "online_p99_ms", "online_max_ms", "online_mean_ms",
+           "online_req_s", "offline_it_s", "transitions", "suspended_share"]
+
+
+def summarize(values):
+    """Median and spread (min, max) of the runs' values; None when no run has one."""
+    vals = [v for v in values if v is not None and v != ""]
+    if not vals:
+        return None
+    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "runs": len(vals)}
+
+
+def group(rows, **match):
+    """The passes that succeeded and match; the daemon's default policy
+    unless another is asked for, so the policy sweep stays apart."""
+    match.setdefault("policy", "default")
+    return [r for r in rows if all(r.get(k) == v for k, v in match.items()) and not r.get("error")]
+
+
+def summary_of(rows, **match):
+    chosen = group(rows, **match)
+    return {m: summarize([r.get(m) for r in chosen]) for m in METRICS}
+
+
+def relative_error(model, real):
+    """Error of `model` against a real value or a [low, high] range (0 inside it)."""
+    if isinstance(real, list):
+        low, high = real
+        if low <= model <= high:
+            return 0.0
+        nearest = low if model < low else high
+        return (model - nearest) / nearest
+    return (model - real) / real
+
+
+def calibration(rows, workloads):
+    """One entry per calibrated metric of every scenario run without gpreempt."""
+    out = []
+    for sc in workloads["scenarios"]:
+        s = summary_of(rows, scenario=sc["name"], variant="baseline")
+        for metric, real in sc["real"].items():
+            m = s.get(metric)
+            if m is None:
+                continue
+            err = relative_error(m["median"], real)
+            out.append({"scenario": sc["name"], "metric": metric, "real": real, "model_median": m["median"],
+                        "model_min": m["min"], "model_max": m["max"], "runs": m["runs"], "error": err,
+                        "ok": abs(err) <= CALIBRATION_TOLERANCE})
+        for metric, info in sc.get("not_reproduced", {}).items():
+            if metric == "why":
+                continue
+            m = s.get(metric)
+            if m is None:
+                continue
+            out.append({"scenario": sc["name"], "metric": metric, "real": info,
+                        "model_median": m["median"], "model_min": m["min"], "model_max": m["max"], "runs": m["runs"],
+                        "error": None, "ok": None, "why": sc["not_reproduced"]["why"]})
+    return out
+
+
+def online_alone_p99(rows, scenario):
+    """P99 of the scenario's online service alone, measured in the same run."""
+    alone = {"high-load": "alone", "high-load-b256": "alone", "standard": "alone", "matmul": "matmul-alone"}
+    s = summary_of(rows, scenario=alone.get(scenario, scenario), variant="baseline")["online_p99_ms"]
+    return s["median"] if s else None
+
+
+def targets(rows, scenario, preempt_total_us, variant_rows=None):
+    """The section 2 targets for one scenario with gpreemptd at one preemption cost."""
+    with_gp = summary_of(variant_rows or rows, scenario=scenario, variant="gpreempt",
+                         preempt_total_us=preempt_total_us)
+    base = summary_of(rows, scenario=scenario, variant="baseline")
+    alone_p99 = online_alone_p99(rows, scenario)
+    if not with_gp["online_p99_ms"] or not base["offline_it_s"] or alone_p99 is None:
+        return None
+    bound = min(TARGET_P99_FACTOR * alone_p99 + preempt_total_us / 1000.0, TARGET_P99_CAP_MS)
+    p99 = with_gp["online_p99_ms"]["median"]
+    share = with_gp["offline_it_s"]["median"] / base["offline_it_s"]["median"]
+    return {"scenario": scenario, "preempt_total_us": preempt_total_us, "alone_p99_ms": alone_p99,
+            "p99_bound_ms": bound, "p99_ms": p99, "p99_ok": p99 <= bound,
+            "offline_share": share, "offline_ok": share >= TARGET_OFFLINE_SHARE}

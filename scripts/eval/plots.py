@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: MIT
+"""The evaluation's figures, drawn with matplotlib (Debian: python3-matplotlib).
+Every title says the numbers are simulated on kfdemu and how many runs the
+median is over; error bars are the min-max spread over runs."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+import analysis  # noqa: E402
+
+QUANTILES = [("online_p50_ms", 0.50), ("online_p95_ms", 0.95), ("online_p99_ms", 0.99), ("online_max_ms", 1.0)]
+SIMULATED = "simulated on kfdemu (emulated MI308X)"
+
+
+def latency_cdf(rows, scenario, alone, path):
+    """Online latency distribution without and with gpreemptd, from the
+    percentiles kfdemu-app reports (it keeps no per-request log)."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    series = [("online alone", alone, "baseline", "tab:green"),
+              ("beside offline, without gpreempt", scenario, "baseline", "tab:red"),
+              ("beside offline, with gpreemptd", scenario, "gpreempt", "tab:blue")]
+    runs = 0
+    for label, name, variant, color in series:
+        s = analysis.summary_of(rows, scenario=name, variant=variant, preempt_total_us=600)
+        if not s["online_p50_ms"]:
+            continue
+        runs = max(runs, s["online_p50_ms"]["runs"])
+        xs = [s[m]["median"] for m, _ in QUANTILES]
+        ax.plot(xs, [q for _, q in QUANTILES], marker="o", color=color, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("online request latency (ms, log scale)")
+    ax.set_ylabel("fraction of requests (P50, P95, P99, max)")
+    ax.set_title("%s: online latency, %s,\nmedian of %d run(s)" % (scenario, SIMULATED, runs), fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def preempt_sweep(rows, scenario, costs, path):
+    """Online P99 and offline throughput (share of baseline) against the
+    modelled preemption cost."""
+    base = analysis.summary_of(rows, scenario=scenario, variant="baseline")["offline_it_s"]
+    alone_p99 = analysis.online_alone_p99(rows, scenario)
+    xs, p99, p99_lo, p99_hi, share, bounds, runs = [], [], [], [], [], [], 0
+    for cost in costs:
+        s = analysis.summary_of(rows, scenario=scenario, variant="gpreempt", preempt_total_us=cost)
+        if not s["online_p99_ms"] or not base:
+            continue
+        runs = max(runs, s["online_p99_ms"]["runs"])
+        xs.append(cost)
+        p99.append(s["online_p99_ms"]["median"])
+        p99_lo.append(s["online_p99_ms"]["median"] - s["online_p99_ms"]["min"])
+        p99_hi.append(s["online_p99_ms"]["max"] - s["online_p99_ms"]["median"])
+        share.append(100.0 * s["offline_it_s"]["median"] / base["median"])
+        if alone_p99 is not None:
+            bounds.append(min(analysis.TARGET_P99_FACTOR * alone_p99 + cost / 1000.0, analysis.TARGET_P99_CAP_MS))
+    if not xs:
+        return False
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(6.4, 6.0), sharex=True)
+    a1.errorbar(xs, p99, yerr=[p99_lo, p99_hi], marker="o", color="tab:blue", label="online P99 with gpreemptd")
+    if len(bounds) == len(xs):
+        a1.plot(xs, bounds, linestyle="--", color="tab:gray", label="target: 1.10 x alone + cost, at most 10 ms")
+    a1.set_ylabel("online P99 (ms)")
+    a1.legend(fontsize=8)
+    a1.grid(True, which="both", alpha=0.3)
+    a2.plot(xs, share, marker="o", color="tab:orange", label="offline throughput with gpreemptd")
+    a2.axhline(100 * analysis.TARGET_OFFLINE_SHARE, linestyle="--", color="tab:gray", label="target: 85% of baseline")
+    a2.set_ylabel("offline throughput\n(% of baseline, same run)")
+    a2.set_xscale("log")
+    a2.set_xlabel("modelled preemption cost per suspend or resume (us, log scale)")
+    a2.legend(fontsize=8)
+    a2.grid(True, which="both", alpha=0.3)
+    a1.set_title("%s: sweep of the preemption cost, %s,\nmedian of %d run(s), bars: min-max"
+                 % (scenario, SIMULATED, runs), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True

@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: MIT
+"""Writes an evaluation's results: every pass (CSV and JSON), the calibration
+and targets (CSV), a summary (JSON), the plots, and report.md whose tables
+docs/evaluation.md quotes."""
+import csv
+import datetime
+import json
+import os
+import subprocess
+
+import analysis
+import plots
+import runner
+
+SIMULATED_NOTE = ("All numbers are simulated: kfdemu's GPU time model (an emulated MI308X, "
+                  "tests/kfdemu/gpu/) runs the workload models of scripts/eval/workloads.json; "
+                  "no GPU was used.")
+
+
+def git_describe():
+    r = subprocess.run(["git", "-C", runner.SOURCE_ROOT, "describe", "--always", "--dirty"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else "unknown"
+
+
+def write_csv(path, rows):
+    keys = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def fmt(v, digits=2):
+    if v is None:
+        return "-"
+    if isinstance(v, list):
+        return "%s-%s" % (fmt(v[0], digits), fmt(v[1], digits))
+    if isinstance(v, dict):
+        return fmt(v["median"], digits) + ("" if v["runs"] < 2 else " (%s-%s)" % (fmt(v["min"], digits),
+                                                                                  fmt(v["max"], digits)))
+    return ("%%.%df" % digits) % v
+
+
+def calibration_table(cal):
+    lines = ["| scenario | metric | real node | kfdemu median (min-max) | runs | error |",
+             "|---|---|---|---|---|---|"]
+    for c in cal:
+        model = fmt({"median": c["model_median"], "min": c["model_min"], "max": c["model_max"],
+                     "runs": c["runs"]}) if c["model_median"] is not None else "-"
+        if c["ok"] is None:
+            err = "not reproduced: " + c["why"]
+        else:
+            err = "%+.1f%%%s" % (100 * c["error"], "" if c["ok"] else " **MISS**")
+        lines.append("| %s | %s | %s | %s | %d | %s |" % (c["scenario"], c["metric"], fmt(c["real"]), model, c["runs"], err))
+    return "\n".join(lines)
+
+
+def scenario_table(rows, workloads):
+    lines = ["| scenario | variant | online P50 | P95 | P99 | max (ms) | offline it/s | transitions | offline suspended |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for sc in workloads["scenarios"]:
+        for variant in ("baseline", "gpreempt"):
+            s = analysis.summary_of(rows, scenario=sc["name"], variant=variant, preempt_total_us=600)
+            if not any(s.values()):
+                continue
+            share = s["suspended_share"]
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                sc["name"], "without gpreempt" if variant == "baseline" else "with gpreemptd",
+                fmt(s["online_p50_ms"]), fmt(s["online_p95_ms"]), fmt(s["online_p99_ms"]),
+                fmt(s["online_max_ms"]), fmt(s["offline_it_s"], 3), fmt(s["transitions"], 0),
+                "-" if not share else "%.1f%%" % (100 * share["median"])))
+    return "\n".join(lines)
+
+
+def targets_table(tgts):
+    lines = ["| scenario | preemption cost (us) | online P99 (ms) | bound (ms) | offline vs baseline | verdict |",
+             "|---|---|---|---|---|---|"]
+    for t in tgts:
+        verdict = "met" if t["p99_ok"] and t["offline_ok"] else "**missed** (%s)" % ", ".join(
+            w for w, ok in (("P99", t["p99_ok"]), ("offline", t["offline_ok"])) if not ok)
+        lines.append("| %s | %d | %.2f | %.2f | %.1f%% | %s |" % (t["scenario"], t["preempt_total_us"], t["p99_ms"],
+                                                                 t["p99_bound_ms"], 100 * t["offline_share"], verdict))
+    return "\n".join(lines)
+
+
+def policy_table(rows):
+    labels = []
+    for r in rows:
+        if r["variant"] == "gpreempt" and r["scenario"] == "high-load" and r["policy"] not in labels:
+            labels.append(r["policy"])
+    base = analysis.summary_of(rows, scenario="high-load", variant="baseline")["offline_it_s"]
+    lines = ["| daemon policy | online P50 | P99 | max (ms) | offline vs baseline | transitions | offline suspended |",
+             "|---|---|---|---|---|---|---|"]
+    for label in labels:
+        s = analysis.summary_of(rows, scenario="high-load", variant="gpreempt", policy=label, preempt_total_us=600)
+        if not s["online_p99_ms"] or not base:
+            continue
+        lines.append("| %s | %s | %s | %s | %.1f%% | %s | %.1f%% |" % (
+            label, fmt(s["online_p50_ms"]), fmt(s["online_p99_ms"]), fmt(s["online_max_ms"]),
+            100 * s["offline_it_s"]["median"] / base["median"], fmt(s["transitions"], 0),
+            100 * s["suspended_share"]["median"]))
+    return "\n".join(lines)
+
+
+def write_all(out, rows, workloads, plan, realtime, daemon_problem):
+    write_csv(os.path.join(out, "passes.csv"), rows)
+    with open(os.path.join(out, "passes.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    cal = analysis.calibration(rows, workloads)
+    write_csv(os.path.join(out, "calibration.csv"),
+              [dict(c, real=json.dumps(c["real"])) for c in cal])
+
+    tgts = []
+    costs = sorted({r["preempt_total_us"] for r in rows if r["variant"] == "gpreempt"})
+    for sc in workloads["scenarios"]:
+        for cost in costs:
+            t = analysis.targets(rows, sc["name"], cost)
+            if t:
+                tgts.append(t)
+    if tgts:
+        write_csv(os.path.join(out, "targets.csv"), tgts)
+    # The checks: every calibrated metric within tolerance; the targets at
+    # the calibrated preemption cost (the sweep explores, it does not judge).
+    checked = [t for t in tgts if t["preempt_total_us"] == runner.preempt_total_us(runner.DEFAULT_PREEMPT)]
+    calibration_ok = all(c["ok"] is not False for c in cal) and bool(cal)
+    targets_ok = None if not checked else all(t["p99_ok"] and t["offline_ok"] for t in checked)
+
+    figures = []
+    for scenario, alone in (("high-load", "alone"), ("matmul", "matmul-alone")):
+        if analysis.summary_of(rows, scenario=scenario, variant="baseline")["online_p50_ms"]:
+            name = "latency-cdf-%s.png" % scenario
+            plots.latency_cdf(rows, scenario, alone, os.path.join(out, name))
+            figures.append(name)
+    if plots.preempt_sweep(rows, "high-load", costs, os.path.join(out, "preempt-sweep.png")) and len(costs) > 1:
+        figures.append("preempt-sweep.png")
+
+    runs = plan["runs"]
+    text = "\n\n".join(filter(None, [
+        "# gpreempt evaluation on kfdemu\n\n%s Median of %d run(s) per scenario, spread min-max; passes "
+        "interleaved without/with gpreemptd; %s; commit %s, %s." % (
+            SIMULATED_NOTE, runs, "applications and emulator at SCHED_FIFO" if realtime
+            else "normal scheduling priority (host noise included)", git_describe(),
+            datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+        "## Calibration: the baseline (without gpreempt) against the real MI308X node\n\n"
+        + calibration_table(cal),
+        "## Scenarios\n\n" + scenario_table(rows, workloads),
+        ("## With gpreemptd\n\n**The passes with gpreemptd did not run: %s.**" % daemon_problem) if daemon_problem
+        else "## Targets of evaluation.md section 2 (with gpreemptd)\n\n" + (targets_table(tgts) if tgts else "none run"),
+        ("## Daemon policy sweep (high-load, preemption cost 600 us)\n\n" + policy_table(rows))
+        if any(r["policy"] != "default" for r in rows) else "",
+        "Figures: " + ", ".join(figures) if figures else "",
+    ]))
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(text + "\n")
+    summary = {"note": SIMULATED_NOTE, "runs": runs, "realtime": realtime, "gpreemptd_problem": daemon_problem,
+               "model": {"workgroup_slots": 640, "preemption_us": runner.DEFAULT_PREEMPT,
+                         "source": "tests/kfdemu/gpu/config-default.c"},
+               "workloads": workloads["workloads"], "calibration": cal, "targets": tgts,
+               "calibration_ok": calibration_ok, "targets_ok": targets_ok, "figures": figures}
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    return {"text": text, "calibration_ok": calibration_ok, "targets_ok": targets_ok}
