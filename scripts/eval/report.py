@@ -12,6 +12,8 @@ import analysis
 import plots
 import runner
 
+DEFAULT_POLICY_TEXT = "default: hold-off {hold_off_ms} ms, max suspend {max_suspend_ms} ms, share {min_share_percent}%".format(
+    **runner.DEFAULT_POLICY)
 SIMULATED_NOTE = ("All numbers are simulated: kfdemu's GPU time model (an emulated MI308X, "
                   "tests/kfdemu/gpu/) runs the workload models of scripts/eval/workloads.json; "
                   "no GPU was used.")
@@ -99,7 +101,7 @@ def policy_table(rows):
         if not s["online_p99_ms"] or not base:
             continue
         lines.append("| %s | %s | %s | %s | %.1f%% | %s | %.1f%% |" % (
-            label, fmt(s["online_p50_ms"]), fmt(s["online_p99_ms"]), fmt(s["online_max_ms"]),
+            DEFAULT_POLICY_TEXT if label == "default" else label, fmt(s["online_p50_ms"]), fmt(s["online_p99_ms"]), fmt(s["online_max_ms"]),
             100 * s["offline_it_s"]["median"] / base["median"], fmt(s["transitions"], 0),
             100 * s["suspended_share"]["median"]))
     return "\n".join(lines)
