@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer entry point for the debugfs and log parsers. Built only with
- * clang (see meson.build here); run as
- *   build-fuzz/tests/queue_finder/fuzz-queue-finder -max_total_time=600 \
- *       tests/queue_finder/corpus/
- * and keep new interesting inputs in the corpus directory.
+ * clang (CC=clang meson setup build-fuzz); run as
+ *   mkdir new && cp tests/queue_finder/corpus/* new/
+ *   build-fuzz/tests/queue_finder/fuzz-queue-finder -max_total_time=600 new/
+ * and fold what it found back into the kept corpus, by edge coverage so it
+ * stays small enough for the CI mutation test:
+ *   build-fuzz/tests/queue_finder/fuzz-queue-finder -merge=1 -use_counters=0 \
+ *       tests/queue_finder/corpus new/
  */
 #include <stddef.h>
 #include <stdint.h>

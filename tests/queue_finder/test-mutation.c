@@ -21,7 +21,7 @@
 
 #include "fuzz-target.h"
 
-#define MUTATIONS_PER_FILE 300
+#define MUTATIONS_PER_FILE 25
 #define MUTANT_MAX (256 * 1024)
 
 static const char *corpus_dir;
