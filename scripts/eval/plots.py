@@ -11,9 +11,10 @@ import analysis  # noqa: E402
 
 QUANTILES = [("online_p50_ms", 0.50), ("online_p95_ms", 0.95), ("online_p99_ms", 0.99), ("online_max_ms", 1.0)]
 SIMULATED = "simulated on kfdemu (emulated MI308X)"
+REAL = "measured on a real node"
 
 
-def latency_cdf(rows, scenario, alone, path):
+def latency_cdf(rows, scenario, alone, cost, emulated, path):
     """Online latency distribution without and with gpreemptd, from the
     percentiles kfdemu-app reports (it keeps no per-request log)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -22,7 +23,7 @@ def latency_cdf(rows, scenario, alone, path):
               ("beside offline, with gpreemptd", scenario, "gpreempt", "tab:blue")]
     runs = 0
     for label, name, variant, color in series:
-        s = analysis.summary_of(rows, scenario=name, variant=variant, preempt_total_us=600)
+        s = analysis.summary_of(rows, scenario=name, variant=variant, preempt_total_us=cost)
         if not s["online_p50_ms"]:
             continue
         runs = max(runs, s["online_p50_ms"]["runs"])
@@ -31,7 +32,8 @@ def latency_cdf(rows, scenario, alone, path):
     ax.set_xscale("log")
     ax.set_xlabel("online request latency (ms, log scale)")
     ax.set_ylabel("fraction of requests (P50, P95, P99, max)")
-    ax.set_title("%s: online latency, %s,\nmedian of %d run(s)" % (scenario, SIMULATED, runs), fontsize=9)
+    ax.set_title("%s: online latency, %s,\nmedian of %d run(s)" % (scenario, SIMULATED if emulated else REAL, runs),
+                 fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()

@@ -14,6 +14,8 @@ import runner
 
 DEFAULT_POLICY_TEXT = "default: hold-off {hold_off_ms} ms, max suspend {max_suspend_ms} ms, share {min_share_percent}%".format(
     **runner.DEFAULT_POLICY)
+REAL_NOTE = ("Measured on a real AMD GPU node with scripts/real-node/timed-kernels, which plays the "
+             "workload models of scripts/eval/workloads.json; the preemption cost is the hardware's.")
 SIMULATED_NOTE = ("All numbers are simulated: kfdemu's GPU time model (an emulated MI308X, "
                   "tests/kfdemu/gpu/) runs the workload models of scripts/eval/workloads.json; "
                   "no GPU was used.")
@@ -60,12 +62,12 @@ def calibration_table(cal):
     return "\n".join(lines)
 
 
-def scenario_table(rows, workloads):
+def scenario_table(rows, workloads, cost):
     lines = ["| scenario | variant | online P50 | P95 | P99 | max (ms) | offline it/s | transitions | offline suspended |",
              "|---|---|---|---|---|---|---|---|---|"]
     for sc in workloads["scenarios"]:
         for variant in ("baseline", "gpreempt"):
-            s = analysis.summary_of(rows, scenario=sc["name"], variant=variant, preempt_total_us=600)
+            s = analysis.summary_of(rows, scenario=sc["name"], variant=variant, preempt_total_us=cost)
             if not any(s.values()):
                 continue
             share = s["suspended_share"]
@@ -88,7 +90,7 @@ def targets_table(tgts):
     return "\n".join(lines)
 
 
-def policy_table(rows):
+def policy_table(rows, cost):
     labels = []
     for r in rows:
         if r["variant"] == "gpreempt" and r["scenario"] == "high-load" and r["policy"] not in labels:
@@ -97,7 +99,7 @@ def policy_table(rows):
     lines = ["| daemon policy | online P50 | P99 | max (ms) | offline vs baseline | transitions | offline suspended |",
              "|---|---|---|---|---|---|---|"]
     for label in labels:
-        s = analysis.summary_of(rows, scenario="high-load", variant="gpreempt", policy=label, preempt_total_us=600)
+        s = analysis.summary_of(rows, scenario="high-load", variant="gpreempt", policy=label, preempt_total_us=cost)
         if not s["online_p99_ms"] or not base:
             continue
         lines.append("| %s | %s | %s | %s | %.1f%% | %s | %.1f%% |" % (
@@ -107,7 +109,10 @@ def policy_table(rows):
     return "\n".join(lines)
 
 
-def write_all(out, rows, workloads, plan, realtime, daemon_problem):
+def write_all(out, rows, workloads, plan, realtime, daemon_problem, emulated=True):
+    """Everything an evaluation writes; `emulated` False for a real node."""
+    cost = runner.preempt_total_us(runner.DEFAULT_PREEMPT) if emulated else 0
+    note = SIMULATED_NOTE if emulated else REAL_NOTE
     write_csv(os.path.join(out, "passes.csv"), rows)
     with open(os.path.join(out, "passes.json"), "w") as f:
         json.dump(rows, f, indent=1)
@@ -126,7 +131,7 @@ def write_all(out, rows, workloads, plan, realtime, daemon_problem):
         write_csv(os.path.join(out, "targets.csv"), tgts)
     # The checks: every calibrated metric within tolerance; the targets at
     # the calibrated preemption cost (the sweep explores, it does not judge).
-    checked = [t for t in tgts if t["preempt_total_us"] == runner.preempt_total_us(runner.DEFAULT_PREEMPT)]
+    checked = [t for t in tgts if t["preempt_total_us"] == cost]
     calibration_ok = all(c["ok"] is not False for c in cal) and bool(cal)
     targets_ok = None if not checked else all(t["p99_ok"] and t["offline_ok"] for t in checked)
 
@@ -134,30 +139,30 @@ def write_all(out, rows, workloads, plan, realtime, daemon_problem):
     for scenario, alone in (("high-load", "alone"), ("matmul", "matmul-alone")):
         if analysis.summary_of(rows, scenario=scenario, variant="baseline")["online_p50_ms"]:
             name = "latency-cdf-%s.png" % scenario
-            plots.latency_cdf(rows, scenario, alone, os.path.join(out, name))
+            plots.latency_cdf(rows, scenario, alone, cost, emulated, os.path.join(out, name))
             figures.append(name)
-    if plots.preempt_sweep(rows, "high-load", costs, os.path.join(out, "preempt-sweep.png")) and len(costs) > 1:
+    if len(costs) > 1 and plots.preempt_sweep(rows, "high-load", costs, os.path.join(out, "preempt-sweep.png")):
         figures.append("preempt-sweep.png")
 
     runs = plan["runs"]
     text = "\n\n".join(filter(None, [
-        "# gpreempt evaluation on kfdemu\n\n%s Median of %d run(s) per scenario, spread min-max; passes "
+        "# gpreempt evaluation %s\n\n%s Median of %d run(s) per scenario, spread min-max; passes "
         "interleaved without/with gpreemptd; %s; commit %s, %s." % (
-            SIMULATED_NOTE, runs, "applications and emulator at SCHED_FIFO" if realtime
+            "on kfdemu" if emulated else "on a real AMD GPU node", note, runs, "applications and emulator at SCHED_FIFO" if realtime
             else "normal scheduling priority (host noise included)", git_describe(),
             datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-        "## Calibration: the baseline (without gpreempt) against the real MI308X node\n\n"
+        ("## Calibration: the baseline (without gpreempt) against the real MI308X node" if emulated else "## The workload programs (without gpreempt) against the MI308X measurements") + "\n\n"
         + calibration_table(cal),
-        "## Scenarios\n\n" + scenario_table(rows, workloads),
+        "## Scenarios\n\n" + scenario_table(rows, workloads, cost),
         ("## With gpreemptd\n\n**The passes with gpreemptd did not run: %s.**" % daemon_problem) if daemon_problem
         else "## Targets of evaluation.md section 2 (with gpreemptd)\n\n" + (targets_table(tgts) if tgts else "none run"),
-        ("## Daemon policy sweep (high-load, preemption cost 600 us)\n\n" + policy_table(rows))
+        ("## Daemon policy sweep (high-load)\n\n" + policy_table(rows, cost))
         if any(r["policy"] != "default" for r in rows) else "",
         "Figures: " + ", ".join(figures) if figures else "",
     ]))
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(text + "\n")
-    summary = {"note": SIMULATED_NOTE, "runs": runs, "realtime": realtime, "gpreemptd_problem": daemon_problem,
+    summary = {"note": note, "runs": runs, "realtime": realtime, "gpreemptd_problem": daemon_problem,
                "model": {"workgroup_slots": 640, "preemption_us": runner.DEFAULT_PREEMPT,
                          "source": "tests/kfdemu/gpu/config-default.c"},
                "workloads": workloads["workloads"], "calibration": cal, "targets": tgts,

@@ -37,8 +37,20 @@ def can_run_realtime():
     return True
 
 
+def daemon_problem(gpreemptd):
+    """Why gpreemptd cannot take part, or None when it can."""
+    if not gpreemptd or not os.access(gpreemptd, os.X_OK):
+        return "%s was not built" % (gpreemptd or "gpreemptd")
+    r = subprocess.run([gpreemptd, "--help"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return "%s --help failed: %s" % (gpreemptd, r.stderr.strip())
+    return None
+
+
 class Build:
-    """The binaries of a build directory."""
+    """An emulated node: kfdemu and the binaries of a build directory."""
+
+    emulated = True
 
     def __init__(self, build_dir):
         self.dir = os.path.abspath(build_dir)
@@ -51,13 +63,30 @@ class Build:
                                  % (path, build_dir))
 
     def daemon_problem(self):
-        """Why gpreemptd cannot take part, or None when it can."""
-        if not os.access(self.gpreemptd, os.X_OK):
-            return "%s was not built" % self.gpreemptd
-        r = subprocess.run([self.gpreemptd, "--help"], capture_output=True, text=True)
-        if r.returncode != 0:
-            return "%s --help failed: %s" % (self.gpreemptd, r.stderr.strip())
-        return None
+        return daemon_problem(self.gpreemptd)
+
+    def command(self, tmp, preempt, argv):
+        """`argv` run inside an emulated node with the given preemption costs."""
+        config_path = os.path.join(tmp, "node.conf")
+        with open(config_path, "w") as f:
+            f.write(node_config(preempt))
+        return [self.kfdemu_run, "--config", config_path, "--root", os.path.join(tmp, "node"), "--"] + argv
+
+
+class RealNode:
+    """A real AMD GPU node: the HIP workload program and a gpreemptd binary.
+    Its preemption cost is the hardware's: rows carry 0 for "not modelled"."""
+
+    emulated = False
+
+    def __init__(self, app, gpreemptd):
+        self.app, self.gpreemptd = app, gpreemptd
+
+    def daemon_problem(self):
+        return daemon_problem(self.gpreemptd)
+
+    def command(self, tmp, preempt, argv):
+        return argv
 
 
 def preempt_split(total_us):
@@ -113,16 +142,16 @@ def scratch_parent():
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
-def app_argv(build, workload, role, rate=None):
-    argv = [build.app, "--json", "--gpu", "0", "--kernel-name", "eval-" + role,
+def app_argv(node, workload, role, rate=None):
+    argv = [node.app, "--json", "--gpu", "0", "--kernel-name", "eval-" + role,
             "--kernels-per-request", str(workload["kernels_per_request"]),
             "--kernel-us", str(workload["kernel_us"]), "--workgroups", str(workload["workgroups"])]
     return argv + (["--rate", str(rate)] if rate else ["--continuous"])
 
 
-def run_pass(build, workloads, scenario, variant, duration_s, preempt=None, policy=None, realtime=True):
+def run_pass(node, workloads, scenario, variant, duration_s, preempt=None, policy=None, realtime=True):
     """One pass; returns a flat row (dict) for the CSV, errors included."""
-    preempt = preempt or dict(DEFAULT_PREEMPT)
+    preempt = preempt or (dict(DEFAULT_PREEMPT) if node.emulated else {k: 0 for k in DEFAULT_PREEMPT})
     policy = policy or dict(DEFAULT_POLICY)
     w = workloads["workloads"]
     row = {"scenario": scenario["name"], "variant": variant, "policy": policy.get("label", "default"),
@@ -132,32 +161,31 @@ def run_pass(build, workloads, scenario, variant, duration_s, preempt=None, poli
         spec = {"duration_s": duration_s, "warmup_s": 1.0, "online": None, "offline": None,
                 "offline_kernels_per_request": 1, "gpreemptd": None}
         if scenario["online"]:
-            spec["online"] = app_argv(build, w[scenario["online"]], "online", scenario["rate"])
+            spec["online"] = app_argv(node, w[scenario["online"]], "online", scenario["rate"])
         if scenario["offline"]:
-            spec["offline"] = app_argv(build, w[scenario["offline"]], "offline")
+            spec["offline"] = app_argv(node, w[scenario["offline"]], "offline")
             spec["offline_kernels_per_request"] = w[scenario["offline"]]["kernels_per_request"]
         if variant == "gpreempt":
             config_dir = os.path.join(tmp, "etc")
             os.makedirs(os.path.join(config_dir, "workloads.d"))
             with open(os.path.join(config_dir, "gpreemptd.conf"), "w") as f:
                 f.write(daemon_config(policy))
-            spec["gpreemptd"] = {"binary": build.gpreemptd, "config_dir": config_dir,
+            spec["gpreemptd"] = {"binary": node.gpreemptd, "config_dir": config_dir,
                                  "runtime_dir": os.path.join(tmp, "run")}
-        spec_path, result_path, config_path = (os.path.join(tmp, n) for n in ("spec.json", "result.json", "node.conf"))
+        spec_path, result_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "result.json")
         with open(spec_path, "w") as f:
             json.dump(spec, f)
-        with open(config_path, "w") as f:
-            f.write(node_config(preempt))
-        argv = [build.kfdemu_run, "--config", config_path, "--root", os.path.join(tmp, "node"), "--", sys.executable,
-                os.path.join(HERE, "node_pass.py"), spec_path, result_path]
+        argv = node.command(tmp, preempt, [sys.executable, os.path.join(HERE, "node_pass.py"), spec_path, result_path])
         if realtime:
             argv = ["chrt", "-f", str(RT_PRIORITY)] + argv
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 180)
         try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 180)
             with open(result_path) as f:
                 result = json.load(f)
+        except subprocess.TimeoutExpired:
+            result = {"error": "the pass did not end within %d s of its planned length" % 180}
         except (OSError, ValueError):
-            result = {"error": "kfdemu-run exited with status %d: %s" % (proc.returncode, proc.stderr.strip()[-500:])}
+            result = {"error": "%s exited with status %d: %s" % (argv[0], proc.returncode, proc.stderr.strip()[-500:])}
     return flatten(row, result)
 
 
