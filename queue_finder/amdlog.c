@@ -56,10 +56,18 @@ struct pending_kernel {
         char name[sizeof(((struct qf_log_queue *) 0)->last_kernel)];
 };
 
+/* The end of a queue's last packet line, where ">= 6.2" puts rptr and wptr. */
+struct packet_tail {
+        char text[63];
+        uint8_t len;
+};
+
 struct log_parser {
         const char *name;
         struct qf_diags *diags;
         struct qf_log out;
+        struct packet_tail *tails;  /* parallel to out.queues */
+        size_t n_tails;
         struct slot *slots;
         size_t n_slots;         /* power of two */
         size_t used_slots;
@@ -144,9 +152,13 @@ static struct qf_log_queue *new_queue(struct log_parser *lp)
                 lp->full_warned = true;
                 return NULL;
         }
-        struct qf_log_queue *q = QF_APPEND(lp->out.queues, lp->out.n);
-        if (!q)
+        if (!QF_APPEND(lp->tails, lp->n_tails))
                 return NULL;
+        struct qf_log_queue *q = QF_APPEND(lp->out.queues, lp->out.n);
+        if (!q) {
+                lp->n_tails--;
+                return NULL;
+        }
         /* The array may have moved: cached slots hold indices, not pointers. */
         q->pid = lp->pid;
         q->priority = -1;
@@ -301,26 +313,35 @@ static bool scan_dec_backwards(const char *start, const char **end, uint64_t *re
         return true;
 }
 
-static bool ends_with(const char *start, const char **end, const char *lit, size_t len)
+static inline bool ends_with(const char *start, const char **end, const char *lit, size_t len)
 {
-        if ((size_t) (*end - start) < len || memcmp(*end - len, lit, len) != 0)
+        if ((size_t) (*end - start) < len || !qf_bytes_equal(*end - len, lit, len))
                 return false;
         *end -= len;
         return true;
 }
 
 /* ", rptr=%u, wptr=%u" ends >= 6.2 packet lines; read from the end rather
- * than searched for, as this runs for most lines of a log. */
-static void parse_pointers(struct qf_scan s, struct qf_log_queue *q)
+ * than searched for. */
+static void parse_pointers(const char *start, const char *end, struct qf_log_queue *q)
 {
-        const char *end = s.end;
         uint64_t rptr, wptr;
-        if (scan_dec_backwards(s.p, &end, &wptr) && ends_with(s.p, &end, ", wptr=", 7) &&
-            scan_dec_backwards(s.p, &end, &rptr) && ends_with(s.p, &end, ", rptr=", 7)) {
+        if (scan_dec_backwards(start, &end, &wptr) && ends_with(start, &end, ", wptr=", 7) &&
+            scan_dec_backwards(start, &end, &rptr) && ends_with(start, &end, ", rptr=", 7)) {
                 q->has_pointers = true;
                 q->last_rptr = rptr;
                 q->last_wptr = wptr;
         }
+}
+
+/* Only a queue's last pointers are reported, so each packet line just keeps
+ * its tail and the numbers are read once per queue at the end. */
+static void keep_tail(struct log_parser *lp, const struct qf_scan *s, const struct qf_log_queue *q)
+{
+        struct packet_tail *t = &lp->tails[q - lp->out.queues];
+        size_t n = qf_scan_left(s) < sizeof(t->text) ? qf_scan_left(s) : sizeof(t->text);
+        memcpy(t->text, s->end - n, n);
+        t->len = (uint8_t) n;
 }
 
 /* Threads map to a slot of the pending-kernel table by their tid: one
@@ -351,7 +372,7 @@ static void count_packet(struct log_parser *lp, struct qf_scan s, struct qf_log_
         } else {
                 return malformed(lp, "AQL packet");
         }
-        parse_pointers(s, q);
+        keep_tail(lp, &s, q);
         touch(lp, q);
 }
 
@@ -497,6 +518,9 @@ static const char *skip_timestamp(const char *q, const char *end)
         if (q < end && *q == ' ')
                 q++;
         const char *digits = q;
+        /* The timestamp is "%010lld": ten digits in one step, then any more. */
+        if (end - q >= 10 && qf_all_digits8(q) && q[8] >= '0' && q[8] <= '9' && q[9] >= '0' && q[9] <= '9')
+                q += 10;
         while (q < end && *q >= '0' && *q <= '9')
                 q++;
         if (q == digits || end - q < 5 || q[0] != ' ' || q[1] != 'u' || q[2] != 's' || q[3] != ':' || q[4] != ' ')
@@ -581,6 +605,9 @@ int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log
                         lp->out.lines = l.lineno;
                 }
         }
+        for (size_t i = 0; i < lp->out.n; i++)
+                parse_pointers(lp->tails[i].text, lp->tails[i].text + lp->tails[i].len, &lp->out.queues[i]);
+        free(lp->tails);
         free(lp->slots);
         if (r < 0) {
                 qf_log_clear(&lp->out);

@@ -90,6 +90,15 @@ static inline uint64_t qf_swar_between(uint64_t x, uint8_t m, uint8_t n)
         return (ones * (127 + n) - low7) & ~x & (low7 + ones * (127 - m)) & ones * 128;
 }
 
+/* true when the eight bytes at p are all decimal digits. */
+static inline bool qf_all_digits8(const char *p)
+{
+        const uint64_t ones = 0x0101010101010101ULL;
+        uint64_t x;
+        memcpy(&x, p, 8);
+        return !(x & ones * 0x80) && qf_swar_between(x, '0' - 1, '9' + 1) == ones * 0x80;
+}
+
 /* Eight hex digits at p as one 32-bit value, in a handful of word
  * operations; false if any of the eight bytes is not a hex digit. */
 static inline bool qf_hex8(const char *p, uint32_t *ret)

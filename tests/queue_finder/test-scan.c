@@ -82,6 +82,16 @@ static void test_dec(void **state)
         assert_true(qf_scan_at_end(&s));
 }
 
+static void test_digits8(void **state)
+{
+        assert_true(qf_all_digits8("0123456789"));
+        assert_true(qf_all_digits8("99999999"));
+        assert_false(qf_all_digits8("1234567a"));
+        assert_false(qf_all_digits8("/1234567"));
+        assert_false(qf_all_digits8("1234:567"));
+        assert_false(qf_all_digits8("123\xb4" "5678"));
+}
+
 static void test_literals(void **state)
 {
         struct qf_scan s = qf_scan_init("Dispatch Header = 0xb02", 23);
@@ -100,6 +110,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hex),
                 cmocka_unit_test(test_dec),
+                cmocka_unit_test(test_digits8),
                 cmocka_unit_test(test_literals),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
