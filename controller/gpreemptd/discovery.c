@@ -28,10 +28,12 @@ void discovery_refresh_process(struct manager *m, struct tracked_process *p)
                 return;
         }
         p->n_gpu_ids = 0;
+        p->n_compute_queues = 0;
         for (size_t i = 0; i < sysfs.n_queues; i++) {
                 const struct qf_sysfs_queue *q = &sysfs.queues[i];
                 bool known = false;
 
+                p->n_compute_queues += q->type == QF_SYSFS_QUEUE_COMPUTE;
                 signature = (signature ^ q->queue_id) * 1099511628211ull;
                 signature = (signature ^ q->gpu_id) * 1099511628211ull;
                 for (size_t g = 0; g < p->n_gpu_ids; g++)
@@ -94,7 +96,9 @@ void discovery_scan(struct manager *m)
                         manager_add_process(m, pids[j]);
                         continue;
                 }
-                if (queues_changed(m, p))
+                /* debugfs can lag sysfs: keep looking until every compute queue is watched */
+                if (queues_changed(m, p) ||
+                    (p->managed && p->class == WORKLOAD_CLASS_ONLINE && p->n_watched_queues < p->n_compute_queues))
                         manager_process_queues_changed(m, p);
         }
         free(pids);

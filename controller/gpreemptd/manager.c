@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -129,6 +130,14 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
 
         if (action == POLICY_ACTION_NONE)
                 return;
+        if (suspend && log_get_level() >= LOG_LEVEL_DEBUG) {
+                struct timespec ts;
+
+                /* the reaction benchmark (tests/controller/bench-reaction.c) pairs this with the write time */
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                log_debug("GPU %u: suspend issued at %lld ns", g->gpu_id,
+                          (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+        }
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];
 

@@ -47,6 +47,7 @@ struct tracked_process {
         uint32_t gpu_ids[MANAGER_MAX_GPUS]; /* GPUs it has queues on (sysfs) */
         size_t n_gpu_ids;
         size_t n_queues;
+        size_t n_compute_queues;
         uint64_t queue_signature; /* changes when its sysfs queue list does */
         size_t n_watched_queues;  /* online: queues the detector reads */
         struct session *session;  /* offline: the debug session */

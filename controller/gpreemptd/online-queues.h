@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where an online process's queue indices live, without attaching to it:
- * debugfs kfd/mqds (root) gives each queue's read/write pointer addresses,
- * sysfs proc/<pid>/queues gives the queue ids and GPUs; queue_finder parses
- * and joins both (kfd-interface.md §8).
+ * debugfs kfd/mqds (root) gives each compute queue's GPU and read/write
+ * pointer addresses (kfd-interface.md §8.3), parsed by queue_finder.
  */
 #pragma once
 

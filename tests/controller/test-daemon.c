@@ -134,7 +134,7 @@ static void test_reload(void **state)
         assert_int_equal(get_int(reply, "workloads"), 3);
         assert_int_equal(get_int(reply, "reloads"), 2);
         json_object_put(reply);
-        daemon_harness_stop(&h, SIGTERM);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }
 
@@ -174,7 +174,7 @@ static void test_api_errors(void **state)
         expect_error(&h, "io.gpreempt.VerifyConfig", "{\"pid\":4000000}", "io.gpreempt.NoSuchProcess");
         expect_error(&h, "io.gpreempt.Frobnicate", NULL, "org.varlink.service.MethodNotFound");
         expect_error(&h, "org.varlink.service.GetInfo", NULL, NULL);
-        daemon_harness_stop(&h, SIGTERM);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }
 
@@ -201,7 +201,7 @@ static void test_verify_config_explains(void **state)
         assert_null(json_object_object_get(reply, "workload"));
         json_object_put(reply);
         json_object_put(params);
-        daemon_harness_stop(&h, SIGTERM);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }
 
@@ -234,7 +234,7 @@ static void test_unauthorised_caller(void **state)
         }
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_int_equal(WEXITSTATUS(status), 0);
-        daemon_harness_stop(&h, SIGTERM);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }
 

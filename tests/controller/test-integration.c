@@ -136,7 +136,7 @@ static void test_online_work_suspends_offline_on_its_gpu_only(void **state)
         emulated_app_stop(&o);
         emulated_app_stop(&a);
         emulated_app_stop(&b);
-        daemon_harness_stop(&h, SIGTERM);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }
 
@@ -180,7 +180,7 @@ static void test_hold_register_and_sigkill_failsafe(void **state)
         wait_attached(&again, a.pid);
         call_pid(&again, "io.gpreempt.Resume", a.pid, NULL, NULL);
         emulated_app_stop(&a);
-        daemon_harness_stop(&again, SIGTERM);
+        assert_int_equal(daemon_harness_stop(&again, SIGTERM), 0);
         daemon_harness_cleanup(&again);
 }
 
@@ -214,7 +214,7 @@ static void test_offline_exit_while_suspended(void **state)
         assert_null(find_by(json_object_object_get(s, "processes"), "pid", a.pid));
         json_object_put(s);
         emulated_app_stop(&a);
-        daemon_harness_stop(&h, SIGTERM);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }
 
@@ -236,7 +236,7 @@ static void test_late_queue_is_suspended(void **state)
         assert_non_null(strstr(daemon_harness_log(&h), "new queue"));
         call_pid(&h, "io.gpreempt.Resume", a.pid, NULL, NULL);
         emulated_app_stop(&a);
-        daemon_harness_stop(&h, SIGTERM);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }
 
