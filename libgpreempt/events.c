@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include <string.h>
-#include <unistd.h>
 
 #include "dbgtrap.h"
 #include "eventfifo.h"
@@ -166,7 +165,7 @@ GP_EXPORT int gp_target_service_ptrace(struct gp_target *target)
 
         if (!target)
                 return -EINVAL;
-        if (gettid() != target->tracer_tid)
+        if (!target_on_tracer_thread(target))
                 return -GP_ERR_WRONG_THREAD;
 
         while (target->seized) {

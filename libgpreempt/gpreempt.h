@@ -226,10 +226,13 @@ struct gp_queue_report {
         size_t n_queues;
 };
 
-/* Suspend the target's queues (those on opts->gpu_ids, or all). Queues that
- * come back INVALID are retried once after a fresh snapshot. Returns the
- * number of suspended queues; GP_ERR_NO_QUEUES if none matched. A partial
- * result is a success: check report.n_invalid and report.n_error. */
+/* Suspend the target's queues (those on opts->gpu_ids, or all) as the
+ * processed events describe them: call gp_target_process_events() whenever
+ * the event fd is readable, and suspend the queues its GP_EVENT_QUEUE_NEW
+ * names. Queues that come back INVALID are retried once after a fresh
+ * snapshot. Returns the number of suspended queues; GP_ERR_NO_QUEUES if none
+ * matched. A partial result is a success: check report.n_invalid and
+ * report.n_error. No system call but the ioctl(s). */
 int gp_target_suspend(struct gp_target *target, const struct gp_queue_opts *opts,
                       struct gp_queue_report *ret_report);
 int gp_target_resume(struct gp_target *target, const struct gp_queue_opts *opts,

@@ -23,6 +23,19 @@ static void queue_from_entry(const struct kfd_queue_snapshot_entry *entry, struc
         };
 }
 
+static int grow_packed(struct gp_target *target, size_t n)
+{
+        size_t capacity = target->packed_capacity;
+        int r;
+
+        /* Both arrays share one capacity; grow_array sizes them alike. */
+        r = grow_array((void **)&target->queue_ids, &capacity, n, sizeof(uint32_t));
+        if (r < 0)
+                return r;
+        return grow_array((void **)&target->queue_gpu_ids, &target->packed_capacity, n,
+                          sizeof(uint32_t));
+}
+
 int target_refresh_queues(struct gp_target *target)
 {
         const int kfd_fd = target->context->kfd_fd;
@@ -64,8 +77,14 @@ int target_refresh_queues(struct gp_target *target)
                        sizeof(*target->queues));
         if (r < 0)
                 return r;
-        for (uint32_t i = 0; i < n_entries; i++)
+        r = grow_packed(target, n_entries);
+        if (r < 0)
+                return r;
+        for (uint32_t i = 0; i < n_entries; i++) {
                 queue_from_entry(&target->snapshot_buffer[i], &target->queues[i]);
+                target->queue_ids[i] = target->queues[i].queue_id;
+                target->queue_gpu_ids[i] = target->queues[i].gpu_id;
+        }
         target->n_queues = n_entries;
         target->queues_stale = false;
         return 0;

@@ -22,11 +22,10 @@ static bool id_in(const uint32_t *ids, size_t n, uint32_t id)
         return false;
 }
 
-static bool queue_selected(const struct gp_queue_opts *opts, const struct gp_queue *queue)
+static bool queue_selected(const struct gp_queue_opts *opts, uint32_t queue_id, uint32_t gpu_id)
 {
-        return id_in(OPTS_GET(opts, gpu_ids, NULL), OPTS_GET(opts, n_gpu_ids, 0), queue->gpu_id) &&
-               id_in(OPTS_GET(opts, queue_ids, NULL), OPTS_GET(opts, n_queue_ids, 0),
-                     queue->queue_id);
+        return id_in(OPTS_GET(opts, gpu_ids, NULL), OPTS_GET(opts, n_gpu_ids, 0), gpu_id) &&
+               id_in(OPTS_GET(opts, queue_ids, NULL), OPTS_GET(opts, n_queue_ids, 0), queue_id);
 }
 
 static int ensure_arrays(struct gp_target *target, size_t n)
@@ -69,7 +68,7 @@ static int issue(struct gp_target *target, enum queue_op op, uint32_t *ids, uint
 static bool queue_listed(const struct gp_target *target, uint32_t queue_id)
 {
         for (size_t i = 0; i < target->n_queues; i++)
-                if (target->queues[i].queue_id == queue_id)
+                if (target->queue_ids[i] == queue_id)
                         return true;
         return false;
 }
@@ -124,13 +123,13 @@ static int queue_op(struct gp_target *target, enum queue_op op, const struct gp_
         if (r < 0)
                 return r;
 
-        /* One non-blocking read tells whether the queue list moved since the
-         * last snapshot (every create and delete writes an event byte). */
-        r = target_handle_events(target);
-        if (r < 0)
-                return r;
-        if (target->gone)
-                return -GP_ERR_TARGET_GONE;
+        /* The queue list is the one the processed events describe: a
+         * suspend re-reads it when an event said it moved. It does not look
+         * for unprocessed events itself: that would add a system call to the
+         * reaction path, and a queue created a microsecond later is missed
+         * either way (its event is the caller's cue to suspend it). A resume
+         * needs no fresh list: a queue it does not know was never suspended
+         * by us. */
         if (op == QUEUE_OP_SUSPEND && target->queues_stale) {
                 r = target_refresh_queues(target);
                 if (r < 0)
@@ -141,13 +140,13 @@ static int queue_op(struct gp_target *target, enum queue_op op, const struct gp_
         if (r < 0)
                 return r;
         for (size_t i = 0; i < target->n_queues; i++) {
-                if (!queue_selected(opts, &target->queues[i]))
+                uint32_t queue_id = target->queue_ids[i], gpu_id = target->queue_gpu_ids[i];
+
+                if (!queue_selected(opts, queue_id, gpu_id))
                         continue;
-                target->id_array[n] = target->queues[i].queue_id;
-                target->statuses[n] = (struct gp_queue_status){
-                        .queue_id = target->queues[i].queue_id,
-                        .gpu_id = target->queues[i].gpu_id,
-                };
+                target->id_array[n] = queue_id;
+                target->statuses[n] = (struct gp_queue_status){ .queue_id = queue_id,
+                                                                .gpu_id = gpu_id };
                 n++;
         }
         target->n_statuses = n;

@@ -12,9 +12,14 @@
 #include "opts.h"
 #include "ptrace.h"
 
+bool target_on_tracer_thread(const struct gp_target *target)
+{
+        return pthread_equal(pthread_self(), target->tracer_thread);
+}
+
 int target_check_usable(const struct gp_target *target)
 {
-        if (gettid() != target->tracer_tid)
+        if (!target_on_tracer_thread(target))
                 return -GP_ERR_WRONG_THREAD;
         if (target->gone)
                 return -GP_ERR_TARGET_GONE;
@@ -57,6 +62,8 @@ static void target_free(struct gp_target *target)
         if (target->event_fd >= 0)
                 close(target->event_fd);
         free(target->queues);
+        free(target->queue_ids);
+        free(target->queue_gpu_ids);
         free(target->snapshot_buffer);
         free(target->id_array);
         free(target->statuses);
@@ -129,7 +136,7 @@ GP_EXPORT int gp_target_attach(struct gp_context *context, pid_t pid,
                 return -ENOMEM;
         target->context = context;
         target->pid = pid;
-        target->tracer_tid = gettid();
+        target->tracer_thread = pthread_self();
         target->event_fd = -1;
         target->event_fn = OPTS_GET(opts, event_fn, NULL);
         target->event_userdata = OPTS_GET(opts, event_userdata, NULL);
@@ -190,7 +197,7 @@ GP_EXPORT int gp_target_detach(struct gp_target *target)
 
         if (!target)
                 return 0;
-        if (gettid() != target->tracer_tid)
+        if (!target_on_tracer_thread(target))
                 /* Only the tracer thread can PTRACE_DETACH; DISABLE alone would
                  * leave the process traced by a thread that forgot it. */
                 return -GP_ERR_WRONG_THREAD;

@@ -2,6 +2,7 @@
 /* The target object shared by attach/detach, snapshot, suspend and events. */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -24,8 +25,10 @@
 struct gp_target {
         struct gp_context *context;
         pid_t pid;
-        /* kfd checks ptrace_parent(lead_thread) == current: the thread. */
-        pid_t tracer_tid;
+        /* kfd checks ptrace_parent(lead_thread) == current, a thread: the
+         * one that attached. pthread_self() identifies it without the
+         * syscall gettid() costs on every suspend/resume. */
+        pthread_t tracer_thread;
         int event_fd;
         enum gp_runtime_state runtime_state;
         bool seized;
@@ -41,6 +44,13 @@ struct gp_target {
         struct gp_queue *queues;
         size_t n_queues;
         size_t queues_capacity;
+        /* The same queues' ids and GPUs, packed: suspend/resume scan these
+         * instead of the 80-byte records, so the hot path touches a few
+         * cache lines even for many queues (it runs cold, right after the
+         * thread slept in the previous ioctl). */
+        uint32_t *queue_ids;
+        uint32_t *queue_gpu_ids;
+        size_t packed_capacity;
         struct kfd_queue_snapshot_entry *snapshot_buffer;
         size_t snapshot_capacity;
 
@@ -51,6 +61,7 @@ struct gp_target {
         size_t array_capacity;
 };
 
+bool target_on_tracer_thread(const struct gp_target *target);
 /* 0, or -GP_ERR_WRONG_THREAD / -GP_ERR_TARGET_GONE. */
 int target_check_usable(const struct gp_target *target);
 void target_emit(struct gp_target *target, const struct gp_event *event);

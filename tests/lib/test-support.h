@@ -32,6 +32,8 @@ void child_kill(struct child *c);
 int app_spawn(const char *app_path, const char *const args[], struct child *ret_child);
 
 uint64_t now_usec(void);
+/* CLOCK_MONOTONIC in nanoseconds, for benchmarks. */
+uint64_t now_nsec(void);
 void sleep_ms(int ms);
 /* One u64 of another process's memory (the tests run as root). */
 int peek_u64(pid_t pid, uint64_t address, uint64_t *ret_value);
