@@ -26,14 +26,22 @@ static const char *gpreemptd_path, *app_path;
 static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--rate*\n"
                                 "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*--continuous*\n";
 
-static void start_daemon(struct daemon_harness *h)
+static void start_daemon_with(struct daemon_harness *h, const char *policy)
 {
+        char conf[512];
+
         daemon_harness_init(h);
-        config_fixture_write(&h->config, "gpreemptd.conf", "[Daemon]\nLogLevel=info\nDiscoveryIntervalMs=20\n");
+        snprintf(conf, sizeof(conf), "[Daemon]\nLogLevel=info\nDiscoveryIntervalMs=20\n%s", policy);
+        config_fixture_write(&h->config, "gpreemptd.conf", conf);
         config_fixture_write(&h->config, "workloads.d/50-test.conf", workloads);
         daemon_harness_start(h, gpreemptd_path, NULL);
         if (!daemon_harness_wait_notify(h, "READY=1", 10000))
                 fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(h));
+}
+
+static void start_daemon(struct daemon_harness *h)
+{
+        start_daemon_with(h, "");
 }
 
 static struct json_object *get_status(struct daemon_harness *h)
@@ -240,6 +248,72 @@ static void test_late_queue_is_suspended(void **state)
         daemon_harness_cleanup(&h);
 }
 
+static void test_starvation_bound(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        /* more work than the GPU can do: the online side never goes idle */
+        static const char *const online0[] = { "--rate", "2000", "--gpu", "0", "--kernel-us", "2000", "--duration", "2", NULL };
+        struct emulated_app a, o;
+        struct daemon_harness h;
+        struct json_object *s, *g;
+        int64_t gpu, k1, k2;
+
+        start_daemon_with(&h, "[Offline]\nMaxSuspendMs=100\nMinOfflineSharePercent=20\nShareWindowMs=1000\n");
+        emulated_app_start(&a, app_path, offline0);
+        gpu = wait_attached(&h, a.pid);
+        emulated_app_start(&o, app_path, online0);
+        usleep(300000);
+        k1 = emulated_app_kernels(&a);
+        usleep(1000000);
+        k2 = emulated_app_kernels(&a);
+        s = get_status(&h);
+        g = find_by(json_object_object_get(s, "gpus"), "gpu_id", gpu);
+        /* 100 ms suspended, then a 25 ms slice: several bound-forced resumes per second, and progress */
+        if (field(g, "resumes_max_suspend") < 3 || k2 <= k1)
+                fail_msg("offline work starved: %lld -> %lld kernels, status %s", (long long)k1, (long long)k2,
+                         json_object_to_json_string(s));
+        json_object_put(s);
+        emulated_app_stop(&o);
+        emulated_app_stop(&a);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+}
+
+static void test_reload_reclassifies_and_keeps_sessions(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        struct emulated_app a;
+        struct daemon_harness h;
+        struct json_object *s, *p, *reply = NULL;
+        char *error = NULL;
+
+        start_daemon(&h);
+        emulated_app_start(&a, app_path, offline0);
+        wait_attached(&h, a.pid);
+
+        /* the same process becomes online: detached, watched */
+        config_fixture_write(&h.config, "workloads.d/50-test.conf",
+                             "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--continuous*\n");
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Reload", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+        s = get_status(&h);
+        p = find_by(json_object_object_get(s, "processes"), "pid", a.pid);
+        assert_non_null(p);
+        assert_string_equal(json_object_get_string(json_object_object_get(p, "class")), "online");
+        assert_false(json_object_get_boolean(json_object_object_get(p, "attached")));
+        json_object_put(s);
+
+        /* and back: attached again (the previous session ended cleanly) */
+        config_fixture_write(&h.config, "workloads.d/50-test.conf", workloads);
+        kill(h.pid, SIGHUP);
+        assert_true(daemon_harness_wait_notify(&h, "READY=1", 5000));
+        wait_attached(&h, a.pid);
+        emulated_app_stop(&a);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -247,6 +321,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_hold_register_and_sigkill_failsafe),
                 cmocka_unit_test(test_offline_exit_while_suspended),
                 cmocka_unit_test(test_late_queue_is_suspended),
+                cmocka_unit_test(test_starvation_bound),
+                cmocka_unit_test(test_reload_reclassifies_and_keeps_sessions),
         };
 
         if (argc != 3) {
