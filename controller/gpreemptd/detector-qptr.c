@@ -45,8 +45,6 @@ struct detector {
         size_t n_processes;
         struct gpu_activity gpus[DETECTOR_MAX_GPUS];
         size_t n_gpus;
-        uint64_t last_busy_us; /* any GPU */
-        bool any_busy;
 };
 
 int detector_new(const struct detector_callbacks *cb, void *userdata, struct detector **ret_detector)
@@ -278,14 +276,11 @@ void detector_poll(struct detector *d, uint64_t now_us)
                 i++;
         }
 
-        d->any_busy = false;
         for (size_t g = 0; g < d->n_gpus; g++) {
                 struct gpu_activity *a = &d->gpus[g];
 
                 if (a->busy_this_poll) {
                         a->last_busy_us = now_us;
-                        d->last_busy_us = now_us;
-                        d->any_busy = true;
                         if (!a->busy) {
                                 a->busy = true;
                                 d->cb.gpu_busy(a->gpu_id, now_us, d->userdata);
@@ -297,12 +292,13 @@ void detector_poll(struct detector *d, uint64_t now_us)
         }
 }
 
-uint64_t detector_next_interval(const struct detector *d, uint64_t now_us, uint64_t busy_us,
-                                uint64_t idle_us, uint64_t recent_us)
+bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us)
 {
-        if (d->any_busy || (d->last_busy_us && now_us - d->last_busy_us < recent_us))
-                return busy_us;
-        return idle_us;
+        for (size_t i = 0; i < d->n_gpus; i++)
+                if (d->gpus[i].gpu_id == gpu_id)
+                        return d->gpus[i].busy ||
+                               (d->gpus[i].last_busy_us && now_us - d->gpus[i].last_busy_us < recent_us);
+        return false;
 }
 
 bool detector_gpu_busy(const struct detector *d, uint32_t gpu_id)

@@ -12,7 +12,7 @@
  * with one process_vm_readv.
  *
  * This object only looks when told to (detector_poll); the caller decides the
- * cadence with detector_next_interval().
+ * cadence (manager.c: detector_interval()).
  */
 #pragma once
 
@@ -53,11 +53,6 @@ size_t detector_n_queues(const struct detector *d);
 /* Reads every watched queue once and reports GPU busy/idle transitions. */
 void detector_poll(struct detector *d, uint64_t now_us);
 
-/*
- * How long until the next poll: busy_us while any GPU is busy or was within
- * the last recent_us, idle_us otherwise (a GPU that just went quiet is
- * likely to get work again soon, a long idle one can afford a slower look).
- */
-uint64_t detector_next_interval(const struct detector *d, uint64_t now_us, uint64_t busy_us,
-                                uint64_t idle_us, uint64_t recent_us);
 bool detector_gpu_busy(const struct detector *d, uint32_t gpu_id);
+/* Whether online work was seen on gpu_id within the last recent_us. */
+bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us);

@@ -214,18 +214,58 @@ static void on_online_gone(pid_t pid, void *userdata)
                 p->n_watched_queues = 0;
 }
 
-static void arm_detector(struct manager *m, uint64_t now)
+static bool gpu_has_offline_work(const struct manager *m, uint32_t gpu_id)
+{
+        for (size_t i = 0; i < m->n_processes; i++) {
+                const struct tracked_process *p = m->processes[i];
+
+                if (p->managed && p->class == WORKLOAD_CLASS_OFFLINE && p->session && !p->terminating &&
+                    process_uses_gpu(p, gpu_id))
+                        return true;
+        }
+        return false;
+}
+
+/*
+ * The poll interval is set by what a late look would cost. Fast polling
+ * (BusyPollIntervalUs) only where it buys online latency: a GPU with offline
+ * work running and online work seen recently. A suspended GPU only waits
+ * for the end of online work, which the hold-off makes a millisecond-scale
+ * question. Everything else gets IdlePollIntervalUs.
+ */
+static uint64_t detector_interval(struct manager *m, uint64_t now)
 {
         const struct daemon_settings *d = &m->config->daemon;
+        uint64_t interval = d->idle_poll_interval_us;
 
+        for (size_t i = 0; i < m->n_gpus; i++) {
+                const struct gpu *g = &m->gpus[i];
+                uint64_t want;
+
+                if (!gpu_has_offline_work(m, g->gpu_id))
+                        continue;
+                if (g->policy.suspended)
+                        want = g->policy.params.hold_off_us / MANAGER_HOLD_OFF_POLLS;
+                else if (detector_gpu_recently_busy(m->detector, g->gpu_id, now, MANAGER_RECENT_BUSY_US))
+                        want = d->busy_poll_interval_us;
+                else
+                        continue;
+                if (want < d->busy_poll_interval_us)
+                        want = d->busy_poll_interval_us;
+                if (want < interval)
+                        interval = want;
+        }
+        return interval;
+}
+
+static void arm_detector(struct manager *m, uint64_t now)
+{
         if (detector_n_queues(m->detector) == 0) {
                 /* nothing online to watch: no wakeups at all (discovery re-enables) */
                 sd_event_source_set_enabled(m->detector_timer, SD_EVENT_OFF);
                 return;
         }
-        sd_event_source_set_time(m->detector_timer,
-                                 now + detector_next_interval(m->detector, now, d->busy_poll_interval_us,
-                                                              d->idle_poll_interval_us, MANAGER_RECENT_BUSY_US));
+        sd_event_source_set_time(m->detector_timer, now + detector_interval(m, now));
         sd_event_source_set_enabled(m->detector_timer, SD_EVENT_ONESHOT);
 }
 

@@ -22,8 +22,10 @@
 
 #define MANAGER_MAX_PROCESSES 1024
 #define MANAGER_MAX_GPUS DETECTOR_MAX_GPUS
-/* A detector poll counts as "recently busy" this long after the last work seen. */
+/* A GPU counts as "recently busy" this long after the last online work seen there. */
 #define MANAGER_RECENT_BUSY_US 200000u
+/* While suspended, the end of online work is looked for this many times per hold-off. */
+#define MANAGER_HOLD_OFF_POLLS 10u
 
 struct session;
 struct gp_context;

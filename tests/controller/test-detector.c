@@ -72,8 +72,9 @@ static void test_write_index_and_outstanding_work(void **state)
         detector_poll(d, 400);
         assert_int_equal(s.idle[2], 1);
 
-        assert_int_equal(detector_next_interval(d, 400, 20, 500, 1000), 20);
-        assert_int_equal(detector_next_interval(d, 5000, 20, 500, 1000), 500);
+        assert_true(detector_gpu_recently_busy(d, 2, 400, 1000));
+        assert_false(detector_gpu_recently_busy(d, 2, 5000, 1000));
+        assert_false(detector_gpu_recently_busy(d, 7, 400, 1000));
 
         /* re-watching the same queues is not new work */
         assert_int_equal(detector_watch(d, f.pid, addr, 3), 0);
