@@ -6,7 +6,10 @@
  *     (its debug log, stamped just before the ioctl), over many events;
  *   - idle CPU: the daemon's utime+stime while it watches 8 idle online queues.
  *
- *   bench-reaction GPREEMPTD KFDEMU_APP [--events N] [--idle-seconds S] [--json]
+ *   bench-reaction GPREEMPTD KFDEMU_APP [--events N] [--idle-seconds S]
+ *                  [--online-processes P] [--queues Q] [--gpus G] [--json]
+ * The idle phase watches P online processes of Q queues each, spread over G GPUs
+ * (64 × 8 over 8 is evaluation.md's scale case; run under kfdemu-run --gpus 8).
  * Simulated: the figures are for kfdemu, not a real GPU.
  */
 #include <errno.h>
@@ -135,7 +138,8 @@ int main(int argc, char **argv)
         static int64_t writes[MAX_EVENTS * 2], issued[MAX_EVENTS], reaction[MAX_EVENTS];
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
         char duration[32], rate[32];
-        long events = 10000, idle_seconds = 60;
+        long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1;
+        static pid_t idle_online[256];
         bool json = false;
         size_t n_writes, n_issued, n = 0;
         pid_t daemon, offline, online;
@@ -150,11 +154,19 @@ int main(int argc, char **argv)
                         events = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--idle-seconds") == 0 && i + 1 < argc)
                         idle_seconds = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--online-processes") == 0 && i + 1 < argc)
+                        online_processes = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--queues") == 0 && i + 1 < argc)
+                        queues = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc)
+                        gpus = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--json") == 0)
                         json = true;
         }
-        if (events < 1 || events > MAX_EVENTS || idle_seconds < 1)
-                die("--events must be 1..200000 and --idle-seconds positive");
+        if (events < 1 || events > MAX_EVENTS || idle_seconds < 1 || online_processes < 1 || online_processes > 256 ||
+            queues < 1 || queues > 64 || gpus < 1 || gpus > 16)
+                die("--events must be 1..200000, --idle-seconds positive, --online-processes 1..256, "
+                    "--queues 1..64, --gpus 1..16");
 
         snprintf(dir, sizeof(dir), "/tmp/gpreempt-bench-XXXXXX");
         if (!mkdtemp(dir))
@@ -187,23 +199,33 @@ int main(int argc, char **argv)
                         offline_out);
         wait_for(log_path, "attached", 10);
 
-        /* idle: 8 online queues that never get work after the first request */
-        snprintf(duration, sizeof(duration), "%ld", idle_seconds + 30);
-        online = spawn((const char *const[]){ argv[2], "--rate", "0.001", "--queues", "8", "--gpu", "0",
-                                              "--kernel-us", "100", "--duration", duration, "--report", "none", NULL },
-                       online_out);
-        wait_for(log_path, "watching 8 online queues", 10);
+        /* idle: online queues that never get work after the first request */
+        snprintf(duration, sizeof(duration), "%ld", idle_seconds + 60);
+        snprintf(rate, sizeof(rate), "%ld", queues);
+        for (long i = 0; i < online_processes; i++) {
+                char gpu[16], watching[64];
+
+                snprintf(gpu, sizeof(gpu), "%ld", i % gpus);
+                idle_online[i] = spawn((const char *const[]){ argv[2], "--rate", "0.001", "--queues", rate, "--gpu", gpu,
+                                                              "--kernel-us", "100", "--duration", duration,
+                                                              "--report", "none", NULL },
+                                       online_out);
+                snprintf(watching, sizeof(watching), "Process %d: watching %ld online queues", (int)idle_online[i],
+                         queues);
+                wait_for(log_path, watching, 30);
+        }
         sleep(1); /* past the "recently busy" period of the first request */
         cpu0 = cpu_seconds(daemon);
         sleep((unsigned)idle_seconds);
         cpu1 = cpu_seconds(daemon);
-        kill(online, SIGTERM);
-        waitpid(online, NULL, 0);
+        for (long i = 0; i < online_processes; i++) {
+                kill(idle_online[i], SIGTERM);
+                waitpid(idle_online[i], NULL, 0);
+        }
 
         /* reaction: requests far enough apart that each one finds the GPU idle and resumed */
         snprintf(duration, sizeof(duration), "%.1f", (double)events / 200.0 + 0.5);
-        snprintf(rate, sizeof(rate), "200");
-        online = spawn((const char *const[]){ argv[2], "--rate", rate, "--gpu", "0", "--kernel-us", "100",
+        online = spawn((const char *const[]){ argv[2], "--rate", "200", "--gpu", "0", "--kernel-us", "100",
                                               "--duration", duration, "--dispatch-times", times_path,
                                               "--report", "none", NULL },
                        online_out);
@@ -227,11 +249,12 @@ int main(int argc, char **argv)
         if (n == 0)
                 die("no suspension could be paired with a write");
         printf(json ? "{\"simulated\":\"kfdemu\",\"reaction_events\":%zu,\"reaction_p50_us\":%.1f,"
-                      "\"reaction_p99_us\":%.1f,\"reaction_max_us\":%.1f,\"idle_queues\":8,\"idle_seconds\":%ld,"
+                      "\"reaction_p99_us\":%.1f,\"reaction_max_us\":%.1f,\"idle_queues\":%ld,\"idle_seconds\":%ld,"
                       "\"idle_cpu_percent\":%.3f}\n"
                     : "simulated on kfdemu\nreaction (write -> SUSPEND_QUEUES issued): %zu events, p50 %.1f us, "
-                      "p99 %.1f us, max %.1f us\nidle CPU watching 8 online queues over %ld s: %.3f%% of a core\n",
-               n, reaction[n / 2] / 1e3, reaction[n * 99 / 100] / 1e3, reaction[n - 1] / 1e3, idle_seconds,
+                      "p99 %.1f us, max %.1f us\nidle CPU watching %ld online queues over %ld s: %.3f%% of a core\n",
+               n, reaction[n / 2] / 1e3, reaction[n * 99 / 100] / 1e3, reaction[n - 1] / 1e3,
+               online_processes * queues, idle_seconds,
                (cpu1 - cpu0) / (double)idle_seconds * 100.0);
         {
                 char cmd[128];
