@@ -192,6 +192,39 @@ static void test_hold_register_and_sigkill_failsafe(void **state)
         daemon_harness_cleanup(&again);
 }
 
+static void test_sigterm_resumes_and_detaches(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        struct emulated_app a;
+        struct daemon_harness h;
+        int64_t k1, k2;
+        char status_path[64], line[256];
+        FILE *f;
+        bool traced = true;
+
+        start_daemon(&h);
+        emulated_app_start(&a, app_path, offline0);
+        wait_attached(&h, a.pid);
+        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        k1 = emulated_app_kernels(&a);
+        usleep(300000);
+        k2 = emulated_app_kernels(&a);
+        if (k2 - k1 < 10)
+                fail_msg("offline work did not resume after SIGTERM: %lld -> %lld kernels", (long long)k1, (long long)k2);
+        /* and it is no longer traced, so a debugger could attach now */
+        snprintf(status_path, sizeof(status_path), "/proc/%d/status", (int)a.pid);
+        f = fopen(status_path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "TracerPid:", 10) == 0)
+                        traced = strtol(line + 10, NULL, 10) != 0;
+        fclose(f);
+        assert_false(traced);
+        emulated_app_stop(&a);
+        daemon_harness_cleanup(&h);
+}
+
 static void test_offline_exit_while_suspended(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
@@ -319,6 +352,7 @@ int main(int argc, char **argv)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_online_work_suspends_offline_on_its_gpu_only),
                 cmocka_unit_test(test_hold_register_and_sigkill_failsafe),
+                cmocka_unit_test(test_sigterm_resumes_and_detaches),
                 cmocka_unit_test(test_offline_exit_while_suspended),
                 cmocka_unit_test(test_late_queue_is_suspended),
                 cmocka_unit_test(test_starvation_bound),
