@@ -473,7 +473,7 @@ static void parse_pid_tid(struct log_parser *lp, struct qf_scan *s)
                 /* Runs of lines come from one thread: the same text as last
                  * time means the same pid and tid, without parsing them. */
                 size_t n = lp->last_pid_tid_len;
-                if (n && qf_scan_left(&t) >= n && memcmp(t.p, lp->last_pid_tid, n) == 0) {
+                if (n && qf_scan_left(&t) >= n && qf_bytes_equal(t.p, lp->last_pid_tid, n)) {
                         s->p = t.p + n;
                         lp->pid = lp->last_pid;
                         lp->tid = lp->last_tid;
@@ -513,7 +513,7 @@ static void parse_pid_tid(struct log_parser *lp, struct qf_scan *s)
 }
 
 /* Skips "<digits> us: " at q; NULL if it is not there. */
-static const char *skip_timestamp(const char *q, const char *end)
+static inline const char *skip_timestamp(const char *q, const char *end)
 {
         if (q < end && *q == ' ')
                 q++;
@@ -538,10 +538,13 @@ static bool parse_log_line(struct log_parser *lp, const char *p, const char *end
         const char *q = p[2] == ':' ? p + 3 : (p[2] >= '0' && p[2] <= '9' && p[3] == ':') ? p + 4 : NULL;
         if (!q)
                 return false;
-        const char *msg = skip_timestamp(q, end);
-        /* The usual layout first: file "%-25s:", line "%-4d:" (debug.cpp). */
-        if (!msg && end - q > 31 && q[25] == ':' && q[30] == ':')
+        /* The usual layout first: file "%-25s:", line "%-4d:" (debug.cpp),
+         * then no location at all. */
+        const char *msg = NULL;
+        if (end - q > 31 && q[25] == ':' && q[30] == ':')
                 msg = skip_timestamp(q + 31, end);
+        if (!msg)
+                msg = skip_timestamp(q, end);
         if (!msg) {
                 /* File name and line number, each ended by ':'; a plain
                  * loop beats memchr over these few bytes. */
