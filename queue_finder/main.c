@@ -265,7 +265,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 }
 
 /* Container pids given with --pid-ns become host pids, which is what KFD uses. */
-static int map_pids(struct options *o)
+static int map_pids(struct options *o, struct qf_pid_ns *ret_ns)
 {
         if (!o->pid_ns)
                 return 0;
@@ -287,7 +287,27 @@ static int map_pids(struct options *o)
                 }
                 o->pids[i] = host;
         }
-        return 0;
+        *ret_ns = ns;
+        return 1;
+}
+
+/* A containerized application logs its pid as seen in the container: with
+ * --pid-ns, the log's pids are mapped like the arguments. A pid no process
+ * has any more is left as logged. */
+static void map_log_pids(const struct options *o, const struct qf_pid_ns *ns, struct qf_log *log)
+{
+        pid_t from = 0, to = 0;
+        for (size_t i = 0; i < log->n; i++) {
+                pid_t pid = log->queues[i].pid;
+                if (pid == 0)
+                        continue;
+                if (pid != from) {
+                        from = pid;
+                        if (qf_nspid_to_host(o->proc_root, ns, pid, &to) < 0)
+                                to = pid;
+                }
+                log->queues[i].pid = to;
+        }
 }
 
 static int open_input(const char *path)
@@ -467,10 +487,12 @@ static int print_report(struct state *st, const struct options *o)
         return qf_report_table(stdout, &rep);
 }
 
-static int run(const struct options *o)
+static int run(const struct options *o, const struct qf_pid_ns *ns)
 {
         struct state st = { 0 };
         int r = read_sources(&st, o);
+        if (r >= 0 && ns)
+                map_log_pids(o, ns, &st.log);
         if (r >= 0) {
                 const struct qf_inputs in = {
                         .sysfs = st.sysfs,
@@ -510,7 +532,9 @@ int main(int argc, char **argv)
         int r = parse_options(argc, argv, o);
         if (r != 0)
                 return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-        if (map_pids(o) < 0)
+        struct qf_pid_ns ns;
+        r = map_pids(o, &ns);
+        if (r < 0)
                 return EXIT_FAILURE;
-        return run(o) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        return run(o, r > 0 ? &ns : NULL) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

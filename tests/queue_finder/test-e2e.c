@@ -64,7 +64,10 @@ static void app_start(struct app *a, const char *name, const char *format, bool 
         size_t n = 0;
         assert_true(snprintf(a->log, sizeof(a->log), "%s/%s.log", tmpdir, name) < (int) sizeof(a->log));
         if (own_pid_ns) {
+                /* A user namespace too, so no privilege is needed. */
                 argv[n++] = "/usr/bin/unshare";
+                argv[n++] = "--user";
+                argv[n++] = "--map-root-user";
                 argv[n++] = "--pid";
                 argv[n++] = "--fork";
         }
@@ -267,7 +270,7 @@ static void test_container_pid(void **state)
 
         char ns[64];
         snprintf(ns, sizeof(ns), "/proc/%d/ns/pid_for_children", (int) a.pid);
-        const char *argv[] = { queue_finder, "--json", "--pid-ns", ns, "1", NULL };
+        const char *argv[] = { queue_finder, "--json", "--pid-ns", ns, "--log", a.log, "1", NULL };
         struct json_object *doc = run_json(argv);
         struct json_object *procs = get(doc, "processes");
         assert_int_equal(json_object_array_length(procs), 1);
@@ -278,7 +281,12 @@ static void test_container_pid(void **state)
         /* The host pid is the one KFD and sysfs use. */
         assert_int_equal(json_object_get_int(get(p, "pid")), json_object_get_int(json_object_array_get_idx(nspid, 0)));
         assert_int_equal(json_object_get_int(get(p, "pid")), a.host_pid);
-        assert_int_equal(json_object_array_length(get(p, "queues")), 1);
+        /* The log says pid 1; it is the same process and queue. */
+        struct json_object *queues = get(p, "queues");
+        assert_int_equal(json_object_array_length(queues), 1);
+        struct json_object *log = get(json_object_array_get_idx(queues, 0), "log");
+        assert_non_null(log);
+        assert_int_equal(json_object_get_int(get(log, "pid")), a.host_pid);
         json_object_put(doc);
 
         const char *wrong[] = { queue_finder, "--pid-ns", ns, "4242", NULL };
