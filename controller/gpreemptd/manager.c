@@ -157,6 +157,18 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
         log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id, suspend ? "suspended" : "resumed", done, manager_now(m) / 1000.0);
 }
 
+/* A held process's own bounds: its slices, and the suspension after each. */
+static void hold_apply(struct manager *m, struct tracked_process *p, enum policy_action action)
+{
+        if (action == POLICY_ACTION_NONE || !p->session)
+                return;
+        if (session_set_suspended(p->session, 0, action == POLICY_ACTION_SUSPEND) < 0)
+                return;
+        if (action == POLICY_ACTION_RESUME)
+                log_info("Process %d: held for %.0f ms, runs for its slice", (int)p->pid,
+                         (double)p->policy.max_suspend_us / 1000.0);
+}
+
 static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct manager *m = userdata;
@@ -164,6 +176,9 @@ static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
         for (size_t i = 0; i < m->n_gpus; i++)
                 gpu_apply(m, &m->gpus[i], policy_tick(&m->gpus[i].policy, now));
+        for (size_t i = 0; i < m->n_processes; i++)
+                if (m->processes[i]->held)
+                        hold_apply(m, m->processes[i], policy_tick(&m->processes[i]->hold_policy, now));
         manager_rearm_policy(m);
         return 0;
 }
@@ -177,6 +192,12 @@ void manager_rearm_policy(struct manager *m)
                 if (d < next)
                         next = d;
         }
+        for (size_t i = 0; i < m->n_processes; i++)
+                if (m->processes[i]->held) {
+                        uint64_t d = policy_next_deadline(&m->processes[i]->hold_policy);
+                        if (d < next)
+                                next = d;
+                }
         if (next == POLICY_NEVER) {
                 sd_event_source_set_enabled(m->policy_timer, SD_EVENT_OFF);
                 return;
@@ -396,13 +417,23 @@ int manager_hold(struct manager *m, struct tracked_process *p, bool hold)
         if (!p->session)
                 return -ENOTCONN;
         if (hold) {
-                r = session_set_suspended(p->session, 0, true);
-                if (r < 0)
-                        return r;
+                /*
+                 * A hold is online work that never ends, for this process alone:
+                 * the offline bounds still give it its slices, so its own
+                 * watchdogs do not fire while an operator holds it.
+                 */
+                policy_gpu_init(&p->hold_policy, &p->policy, manager_now(m));
+                if (policy_online_busy(&p->hold_policy, manager_now(m)) == POLICY_ACTION_SUSPEND) {
+                        r = session_set_suspended(p->session, 0, true);
+                        if (r < 0)
+                                return r;
+                }
                 p->held = true;
+                manager_rearm_policy(m);
                 return 0;
         }
         p->held = false;
+        manager_rearm_policy(m);
         /* back under the policy: resume only where the policy does not want it suspended */
         r = session_set_suspended(p->session, 0, false);
         for (size_t i = 0; r >= 0 && i < p->n_gpu_ids; i++)

@@ -54,7 +54,8 @@ struct tracked_process {
         size_t n_watched_queues;  /* online: queues the detector reads */
         struct session *session;  /* offline: the debug session */
         char *session_error;      /* offline: why there is no session */
-        bool held;                /* gpreemptctl suspend: kept suspended until resume */
+        bool held;                /* gpreemptctl suspend: kept suspended until resume, within the bounds */
+        struct policy_gpu hold_policy; /* a hold's bounds: online work that never ends */
         bool terminating;         /* got a termination signal: never suspended again */
 };
 

@@ -155,7 +155,8 @@ static void test_hold_register_and_sigkill_failsafe(void **state)
         struct daemon_harness h, again;
         int64_t k1, k2;
 
-        start_daemon(&h);
+        /* a bound far beyond the test's length: the hold must not give a slice here */
+        start_daemon_with(&h, "[Offline]\nMaxSuspendMs=10000\n");
         emulated_app_start(&a, app_path, offline0);
         wait_attached(&h, a.pid);
 
@@ -312,6 +313,30 @@ static void test_starvation_bound(void **state)
         daemon_harness_cleanup(&h);
 }
 
+static void test_hold_respects_bounds(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        struct emulated_app a;
+        struct daemon_harness h;
+        int64_t k1, k2;
+
+        start_daemon_with(&h, "[Offline]\nMaxSuspendMs=100\nMinOfflineSharePercent=20\n");
+        emulated_app_start(&a, app_path, offline0);
+        wait_attached(&h, a.pid);
+        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
+        k1 = emulated_app_kernels(&a);
+        usleep(1000000);
+        k2 = emulated_app_kernels(&a);
+        /* ~20% of a second in 25 ms slices: some progress, far from all of it */
+        if (k2 <= k1 || strstr(daemon_harness_log(&h), "runs for its slice") == NULL)
+                fail_msg("a held process got no slice: %lld -> %lld kernels; log:\n%s", (long long)k1, (long long)k2,
+                         daemon_harness_log(&h));
+        call_pid(&h, "io.gpreempt.Resume", a.pid, NULL, NULL);
+        emulated_app_stop(&a);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+}
+
 static void test_reload_reclassifies_and_keeps_sessions(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
@@ -356,6 +381,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_offline_exit_while_suspended),
                 cmocka_unit_test(test_late_queue_is_suspended),
                 cmocka_unit_test(test_starvation_bound),
+                cmocka_unit_test(test_hold_respects_bounds),
                 cmocka_unit_test(test_reload_reclassifies_and_keeps_sessions),
         };
 
