@@ -54,7 +54,11 @@ int test_open_shared(const char *name)
 void test_tmpdir_create(const char *prefix, char *buf, size_t size)
 {
         const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-        assert_true(snprintf(buf, size, "%s/%s-XXXXXX", tmp, prefix) < (int) size);
+        /* mkdtemp replaces the last six characters, which must be 'X'. */
+        int len = snprintf(buf, size, "%s/%s-", tmp, prefix);
+        assert_true(len > 0 && (size_t) len + 7 <= size);
+        memset(buf + len, 'X', 6);
+        buf[len + 6] = 0;
         assert_non_null(mkdtemp(buf));
 }
 
