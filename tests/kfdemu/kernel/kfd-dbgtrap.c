@@ -29,7 +29,7 @@ static bool kfd_dbg_op_needs_runtime(uint32_t op)
  * kfd_process. ENABLE by the task's tracer creates one for a target that
  * never opened /dev/kfd. */
 static int kfd_dbg_find_target(struct emu_call *call, const struct kfd_ioctl_dbg_trap_args *args,
-                               struct emu_process **ret)
+                               struct kfd_task *ret_task, struct emu_process **ret)
 {
         struct emu_node *node = call->file->process->node;
         struct kfd_task task;
@@ -49,8 +49,19 @@ static int kfd_dbg_find_target(struct emu_call *call, const struct kfd_ioctl_dbg
         }
         if (!target)
                 return -ESRCH;
+        *ret_task = task;
         *ret = target;
         return 0;
+}
+
+/* ptrace_parent(target->lead_thread) == current. The task just looked up
+ * is usually the leader itself: its TracerPid is already known. */
+static bool kfd_dbg_traced_by_caller(const struct emu_call *call, const struct kfd_task *task,
+                                     const struct emu_process *target)
+{
+        if (task->tid == target->tgid)
+                return task->tracer_tid != 0 && task->tracer_tid == call->caller.tid;
+        return kfd_ptrace_parent_is(target->tgid, call->caller.tid);
 }
 
 static long kfd_dbg_trap_dispatch(struct emu_call *call, struct emu_process *p, struct emu_process *target,
@@ -138,6 +149,7 @@ long kfd_ioctl_set_debug_trap(struct emu_call *call, struct emu_process *p, void
         struct emu_node *node = p->node;
         struct emu_process *target = NULL;
         struct emu_pdd *pdd = NULL;
+        struct kfd_task task;
         int r;
 
         /* 1. The whole debugger API needs the hardware scheduler. */
@@ -147,14 +159,14 @@ long kfd_ioctl_set_debug_trap(struct emu_call *call, struct emu_process *p, void
         }
 
         /* 2-4. */
-        r = kfd_dbg_find_target(call, args, &target);
+        r = kfd_dbg_find_target(call, args, &task, &target);
         if (r < 0)
                 return r;
 
         /* 5. Only the tracer *thread* may debug another process; DISABLE
          * and self-debugging skip the check. */
         if (target != p && args->op != KFD_IOC_DBG_TRAP_DISABLE &&
-            !kfd_ptrace_parent_is(target->tgid, call->caller.tid)) {
+            !kfd_dbg_traced_by_caller(call, &task, target)) {
                 kfd_log(node, "PID %i is not PTRACED and cannot be debugged", (int)args->pid);
                 return -EPERM;
         }
