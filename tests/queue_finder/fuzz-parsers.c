@@ -2,12 +2,12 @@
 /*
  * libFuzzer entry point for the debugfs and log parsers. Built only with
  * clang (CC=clang meson setup build-fuzz); run as
- *   mkdir new && cp tests/queue_finder/corpus/* new/
- *   build-fuzz/tests/queue_finder/fuzz-queue-finder -max_total_time=600 new/
+ *   cp -r tests/queue_finder/corpus new
+ *   build-fuzz/tests/queue_finder/fuzz-queue-finder -max_total_time=600 new
  * and fold what it found back into the kept corpus, by edge coverage so it
  * stays small enough for the CI mutation test:
  *   build-fuzz/tests/queue_finder/fuzz-queue-finder -merge=1 -use_counters=0 \
- *       tests/queue_finder/corpus new/
+ *       tests/queue_finder/corpus new
  */
 #include <stddef.h>
 #include <stdint.h>
