@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,7 @@
 #include <cmocka.h>
 
 #include "kernel.h"
+#include "kfd-priv.h"
 #include "test-fakes.h"
 
 #define GPU0 0xf7bcu /* per-VMID debugging, HWS */
@@ -732,6 +735,83 @@ static void test_vmid_reservation_and_debugger_exit(void **state)
         emu_process_mm_release(&f->node, child);
 }
 
+/* A pid namespace with an init (ns pid 1) and one more task (ns pid 2),
+ * made by a host child. Returns the host pids of init and the task. */
+static pid_t spawn_pid_namespace(pid_t *ret_init, pid_t *ret_task)
+{
+        int report[2];
+        pid_t child, init = 0;
+        char path[96], line[64] = { 0 };
+        FILE *children;
+
+        assert_int_equal(pipe2(report, O_CLOEXEC), 0);
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (unshare(getuid() == 0 ? CLONE_NEWPID : CLONE_NEWUSER | CLONE_NEWPID) < 0)
+                        _exit(20);
+                init = fork();
+                if (init == 0) {
+                        if (fork() == 0)
+                                for (;;)
+                                        pause();
+                        for (;;)
+                                pause();
+                }
+                if (init < 0 || write(report[1], &init, sizeof(init)) != sizeof(init))
+                        _exit(21);
+                for (;;)
+                        pause();
+        }
+        close(report[1]);
+        assert_int_equal(read(report[0], &init, sizeof(init)), sizeof(init));
+        close(report[0]);
+
+        /* The task is init's only child; "children" lists host pids. */
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init, (int)init);
+        for (int waited = 0; line[0] == '\0' && waited < 2000; waited++) {
+                children = fopen(path, "re");
+                assert_non_null(children);
+                if (!fgets(line, sizeof(line), children))
+                        line[0] = '\0';
+                fclose(children);
+                if (line[0] == '\0')
+                        usleep(1000);
+        }
+        *ret_init = init;
+        *ret_task = (pid_t)atoi(line);
+        assert_true(*ret_task > 0);
+        return child;
+}
+
+static void test_dbg_trap_pid_is_read_in_the_callers_namespace(void **state)
+{
+        struct emu_caller in_container;
+        struct kfd_task task;
+        pid_t init, target, child = spawn_pid_namespace(&init, &target);
+
+        (void)state;
+        in_container = (struct emu_caller){ .tgid = init, .tid = init };
+        /* Ids of the caller's namespace name its tasks ... */
+        assert_int_equal(kfd_find_task(&in_container, 2, &task), 0);
+        assert_int_equal(task.tid, target);
+        assert_int_equal(task.tgid, target);
+        assert_true(task.has_mm);
+        assert_int_equal(kfd_find_task(&in_container, 1, &task), 0);
+        assert_int_equal(task.tid, init);
+        /* ... and nothing outside it, whatever its host pid. */
+        assert_int_equal(kfd_find_task(&in_container, 3, &task), -ESRCH);
+        assert_int_equal(kfd_find_task(&in_container, (uint32_t)target, &task), -ESRCH);
+        /* A host caller uses host pids. */
+        assert_int_equal(kfd_find_task(&(struct emu_caller){ .tgid = getpid(), .tid = gettid() }, (uint32_t)target,
+                                       &task), 0);
+        assert_int_equal(task.tid, target);
+
+        kill(init, SIGKILL);
+        reap(child);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -747,6 +827,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_full_blocking_pipe_holds_the_raiser, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_ptrace_rules, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_vmid_reservation_and_debugger_exit, setup, teardown),
+                cmocka_unit_test(test_dbg_trap_pid_is_read_in_the_callers_namespace),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
