@@ -131,6 +131,8 @@ const char *daemon_harness_log(struct daemon_harness *h)
 
 void daemon_harness_cleanup(struct daemon_harness *h)
 {
+        if (!h->config.dir[0])
+                return; /* never initialised, or cleaned up already */
         if (h->pid > 0) {
                 kill(h->pid, SIGKILL);
                 waitpid(h->pid, NULL, 0);
@@ -139,4 +141,5 @@ void daemon_harness_cleanup(struct daemon_harness *h)
         if (h->stderr_fd > 0)
                 close(h->stderr_fd);
         config_fixture_cleanup(&h->config);
+        *h = (struct daemon_harness){ .pid = -1 };
 }

@@ -103,5 +103,7 @@ void emulated_app_stop(struct emulated_app *a)
                 waitpid(a->pid, NULL, 0);
                 a->pid = 0;
         }
-        unlink(a->output);
+        if (a->output[0])
+                unlink(a->output);
+        a->output[0] = '\0';
 }

@@ -111,278 +111,299 @@ static void call_pid(struct daemon_harness *h, const char *method, pid_t pid, co
         json_object_put(params);
 }
 
+/* What a test started, so that teardown can stop it even after a failure. */
+struct fixture {
+        struct daemon_harness h, again;
+        struct emulated_app a, b, o;
+};
+
+static int setup(void **state)
+{
+        struct fixture *f = calloc(1, sizeof(*f));
+
+        assert_non_null(f);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *f = *state;
+
+        emulated_app_stop(&f->o);
+        emulated_app_stop(&f->b);
+        emulated_app_stop(&f->a);
+        daemon_harness_cleanup(&f->again);
+        daemon_harness_cleanup(&f->h);
+        free(f);
+        return 0;
+}
+
 static void test_online_work_suspends_offline_on_its_gpu_only(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--queues", "2", "--gpu", "0", "--kernel-us", "3000", NULL };
         static const char *const offline1[] = { "--continuous", "--gpu", "1", "--kernel-us", "3000", NULL };
         static const char *const online0[] = { "--rate", "50", "--gpu", "0", "--kernel-us", "1000", "--duration", "1", NULL };
-        struct emulated_app a, b, o;
-        struct daemon_harness h;
+        struct fixture *f = *state;
         struct json_object *s, *gpus;
         int64_t gpu_a, gpu_b;
 
-        start_daemon(&h);
-        emulated_app_start(&a, app_path, offline0);
-        emulated_app_start(&b, app_path, offline1);
-        gpu_a = wait_attached(&h, a.pid);
-        gpu_b = wait_attached(&h, b.pid);
+        start_daemon(&f->h);
+        emulated_app_start(&f->a, app_path, offline0);
+        emulated_app_start(&f->b, app_path, offline1);
+        gpu_a = wait_attached(&f->h, f->a.pid);
+        gpu_b = wait_attached(&f->h, f->b.pid);
         assert_int_not_equal(gpu_a, gpu_b);
 
-        emulated_app_start(&o, app_path, online0);
-        assert_int_not_equal(emulated_app_wait(&o, 10000), -1);
+        emulated_app_start(&f->o, app_path, online0);
+        assert_int_not_equal(emulated_app_wait(&f->o, 10000), -1);
         usleep(100000); /* past the hold-off: everything resumed */
 
-        s = get_status(&h);
+        s = get_status(&f->h);
         gpus = json_object_object_get(s, "gpus");
         if (field(find_by(gpus, "gpu_id", gpu_a), "suspends") < 10 ||
             field(find_by(gpus, "gpu_id", gpu_b), "suspends") > 0)
                 fail_msg("suspensions on the wrong GPU: %s", json_object_to_json_string(s));
         assert_false(json_object_get_boolean(json_object_object_get(find_by(gpus, "gpu_id", gpu_a), "offline_suspended")));
-        assert_int_equal(field(find_by(json_object_object_get(s, "processes"), "pid", b.pid), "suspends"), 0);
+        assert_int_equal(field(find_by(json_object_object_get(s, "processes"), "pid", f->b.pid), "suspends"), 0);
         json_object_put(s);
 
-        emulated_app_stop(&o);
-        emulated_app_stop(&a);
-        emulated_app_stop(&b);
-        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
-        daemon_harness_cleanup(&h);
+        emulated_app_stop(&f->o);
+        emulated_app_stop(&f->a);
+        emulated_app_stop(&f->b);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
 }
 
 static void test_hold_register_and_sigkill_failsafe(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
-        struct emulated_app a;
-        struct daemon_harness h, again;
+        struct fixture *f = *state;
         int64_t k1, k2;
 
         /* a bound far beyond the test's length: the hold must not give a slice here */
-        start_daemon_with(&h, "[Offline]\nMaxSuspendMs=10000\n");
-        emulated_app_start(&a, app_path, offline0);
-        wait_attached(&h, a.pid);
+        start_daemon_with(&f->h, "[Offline]\nMaxSuspendMs=10000\n");
+        emulated_app_start(&f->a, app_path, offline0);
+        wait_attached(&f->h, f->a.pid);
 
-        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
+        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
         usleep(50000);
-        k1 = emulated_app_kernels(&a);
+        k1 = emulated_app_kernels(&f->a);
         usleep(200000);
-        k2 = emulated_app_kernels(&a);
+        k2 = emulated_app_kernels(&f->a);
         assert_true(k2 - k1 <= 1); /* held: at most the kernel that was saved completes */
 
-        call_pid(&h, "io.gpreempt.Register", a.pid, ",\"class\":\"online\"", NULL);
-        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, "io.gpreempt.NotOffline");
-        call_pid(&h, "io.gpreempt.Unregister", a.pid, NULL, NULL);
-        wait_attached(&h, a.pid);
-        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
+        call_pid(&f->h, "io.gpreempt.Register", f->a.pid, ",\"class\":\"online\"", NULL);
+        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, "io.gpreempt.NotOffline");
+        call_pid(&f->h, "io.gpreempt.Unregister", f->a.pid, NULL, NULL);
+        wait_attached(&f->h, f->a.pid);
+        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
 
         /* the daemon dies while holding it: the kernel resumes its queues */
-        daemon_harness_stop(&h, SIGKILL);
+        daemon_harness_stop(&f->h, SIGKILL);
         usleep(100000);
-        k1 = emulated_app_kernels(&a);
+        k1 = emulated_app_kernels(&f->a);
         usleep(300000);
-        k2 = emulated_app_kernels(&a);
+        k2 = emulated_app_kernels(&f->a);
         if (k2 - k1 < 10)
                 fail_msg("offline work did not resume after SIGKILL of the daemon: %lld -> %lld kernels",
                          (long long)k1, (long long)k2);
-        daemon_harness_cleanup(&h);
+        daemon_harness_cleanup(&f->h);
 
         /* and a new daemon takes over */
-        start_daemon(&again);
-        wait_attached(&again, a.pid);
-        call_pid(&again, "io.gpreempt.Resume", a.pid, NULL, NULL);
-        emulated_app_stop(&a);
-        assert_int_equal(daemon_harness_stop(&again, SIGTERM), 0);
-        daemon_harness_cleanup(&again);
+        start_daemon(&f->again);
+        wait_attached(&f->again, f->a.pid);
+        call_pid(&f->again, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->again, SIGTERM), 0);
+        daemon_harness_cleanup(&f->again);
 }
 
 static void test_sigterm_resumes_and_detaches(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
-        struct emulated_app a;
-        struct daemon_harness h;
+        struct fixture *f = *state;
         int64_t k1, k2;
         char status_path[64], line[256];
-        FILE *f;
+        FILE *status_file;
         bool traced = true;
 
-        start_daemon(&h);
-        emulated_app_start(&a, app_path, offline0);
-        wait_attached(&h, a.pid);
-        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
-        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
-        k1 = emulated_app_kernels(&a);
+        start_daemon(&f->h);
+        emulated_app_start(&f->a, app_path, offline0);
+        wait_attached(&f->h, f->a.pid);
+        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        k1 = emulated_app_kernels(&f->a);
         usleep(300000);
-        k2 = emulated_app_kernels(&a);
+        k2 = emulated_app_kernels(&f->a);
         if (k2 - k1 < 10)
                 fail_msg("offline work did not resume after SIGTERM: %lld -> %lld kernels", (long long)k1, (long long)k2);
         /* and it is no longer traced, so a debugger could attach now */
-        snprintf(status_path, sizeof(status_path), "/proc/%d/status", (int)a.pid);
-        f = fopen(status_path, "re");
-        assert_non_null(f);
-        while (fgets(line, sizeof(line), f))
+        snprintf(status_path, sizeof(status_path), "/proc/%d/status", (int)f->a.pid);
+        status_file = fopen(status_path, "re");
+        assert_non_null(status_file);
+        while (fgets(line, sizeof(line), status_file))
                 if (strncmp(line, "TracerPid:", 10) == 0)
                         traced = strtol(line + 10, NULL, 10) != 0;
-        fclose(f);
+        fclose(status_file);
         assert_false(traced);
-        emulated_app_stop(&a);
-        daemon_harness_cleanup(&h);
+        emulated_app_stop(&f->a);
+        daemon_harness_cleanup(&f->h);
 }
 
 static void test_offline_exit_while_suspended(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
-        struct emulated_app a;
-        struct daemon_harness h;
+        struct fixture *f = *state;
         struct json_object *s;
         int status;
 
-        start_daemon(&h);
-        emulated_app_start(&a, app_path, offline0);
-        wait_attached(&h, a.pid);
-        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
-        kill(a.pid, SIGTERM);
-        status = emulated_app_wait(&a, 5000);
+        start_daemon(&f->h);
+        emulated_app_start(&f->a, app_path, offline0);
+        wait_attached(&f->h, f->a.pid);
+        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+        kill(f->a.pid, SIGTERM);
+        status = emulated_app_wait(&f->a, 5000);
         if (status == -1)
                 fail_msg("an offline process held suspended did not exit within 5 s of SIGTERM");
         for (int i = 0; i < 100; i++) {
                 struct json_object *p;
 
-                s = get_status(&h);
-                p = find_by(json_object_object_get(s, "processes"), "pid", a.pid);
+                s = get_status(&f->h);
+                p = find_by(json_object_object_get(s, "processes"), "pid", f->a.pid);
                 json_object_put(s);
                 if (!p)
                         break;
                 usleep(10000);
         }
-        s = get_status(&h);
-        assert_null(find_by(json_object_object_get(s, "processes"), "pid", a.pid));
+        s = get_status(&f->h);
+        assert_null(find_by(json_object_object_get(s, "processes"), "pid", f->a.pid));
         json_object_put(s);
-        emulated_app_stop(&a);
-        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
-        daemon_harness_cleanup(&h);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
 }
 
 static void test_late_queue_is_suspended(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000",
                                                 "--late-queue-after", "0.5", NULL };
-        struct emulated_app a;
-        struct daemon_harness h;
+        struct fixture *f = *state;
 
-        start_daemon(&h);
-        emulated_app_start(&a, app_path, offline0);
-        wait_attached(&h, a.pid);
-        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
-        for (int i = 0; i < 300 && !strstr(daemon_harness_log(&h), "new queue"); i++)
+        /* no slice from the bounds while the late queue appears */
+        start_daemon_with(&f->h, "[Offline]\nMaxSuspendMs=10000\n");
+        emulated_app_start(&f->a, app_path, offline0);
+        wait_attached(&f->h, f->a.pid);
+        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+        for (int i = 0; i < 300 && !strstr(daemon_harness_log(&f->h), "new queue"); i++)
                 usleep(10000);
-        if (!strstr(daemon_harness_log(&h), "suspended"))
-                fail_msg("the late queue was not suspended; daemon log:\n%s", daemon_harness_log(&h));
-        assert_non_null(strstr(daemon_harness_log(&h), "new queue"));
-        call_pid(&h, "io.gpreempt.Resume", a.pid, NULL, NULL);
-        emulated_app_stop(&a);
-        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
-        daemon_harness_cleanup(&h);
+        if (!strstr(daemon_harness_log(&f->h), "suspended"))
+                fail_msg("the late queue was not suspended; daemon log:\n%s", daemon_harness_log(&f->h));
+        assert_non_null(strstr(daemon_harness_log(&f->h), "new queue"));
+        call_pid(&f->h, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
 }
 
 static void test_starvation_bound(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        struct fixture *f = *state;
         /* more work than the GPU can do: the online side never goes idle */
         static const char *const online0[] = { "--rate", "2000", "--gpu", "0", "--kernel-us", "2000", "--duration", "2", NULL };
-        struct emulated_app a, o;
-        struct daemon_harness h;
         struct json_object *s, *g;
         int64_t gpu, k1, k2;
 
-        start_daemon_with(&h, "[Offline]\nMaxSuspendMs=100\nMinOfflineSharePercent=20\nShareWindowMs=1000\n");
-        emulated_app_start(&a, app_path, offline0);
-        gpu = wait_attached(&h, a.pid);
-        emulated_app_start(&o, app_path, online0);
+        start_daemon_with(&f->h, "[Offline]\nMaxSuspendMs=100\nMinOfflineSharePercent=20\nShareWindowMs=1000\n");
+        emulated_app_start(&f->a, app_path, offline0);
+        gpu = wait_attached(&f->h, f->a.pid);
+        emulated_app_start(&f->o, app_path, online0);
         usleep(300000);
-        k1 = emulated_app_kernels(&a);
+        k1 = emulated_app_kernels(&f->a);
         usleep(1000000);
-        k2 = emulated_app_kernels(&a);
-        s = get_status(&h);
+        k2 = emulated_app_kernels(&f->a);
+        s = get_status(&f->h);
         g = find_by(json_object_object_get(s, "gpus"), "gpu_id", gpu);
         /* 100 ms suspended, then a 25 ms slice: several bound-forced resumes per second, and progress */
         if (field(g, "resumes_max_suspend") < 3 || k2 <= k1)
                 fail_msg("offline work starved: %lld -> %lld kernels, status %s", (long long)k1, (long long)k2,
                          json_object_to_json_string(s));
         json_object_put(s);
-        emulated_app_stop(&o);
-        emulated_app_stop(&a);
-        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
-        daemon_harness_cleanup(&h);
+        emulated_app_stop(&f->o);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
 }
 
 static void test_hold_respects_bounds(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
-        struct emulated_app a;
-        struct daemon_harness h;
+        struct fixture *f = *state;
         int64_t k1, k2;
 
-        start_daemon_with(&h, "[Offline]\nMaxSuspendMs=100\nMinOfflineSharePercent=20\n");
-        emulated_app_start(&a, app_path, offline0);
-        wait_attached(&h, a.pid);
-        call_pid(&h, "io.gpreempt.Suspend", a.pid, NULL, NULL);
-        k1 = emulated_app_kernels(&a);
+        start_daemon_with(&f->h, "[Offline]\nMaxSuspendMs=100\nMinOfflineSharePercent=20\n");
+        emulated_app_start(&f->a, app_path, offline0);
+        wait_attached(&f->h, f->a.pid);
+        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+        k1 = emulated_app_kernels(&f->a);
         usleep(1000000);
-        k2 = emulated_app_kernels(&a);
+        k2 = emulated_app_kernels(&f->a);
         /* ~20% of a second in 25 ms slices: some progress, far from all of it */
-        if (k2 <= k1 || strstr(daemon_harness_log(&h), "runs for its slice") == NULL)
+        if (k2 <= k1 || strstr(daemon_harness_log(&f->h), "runs for its slice") == NULL)
                 fail_msg("a held process got no slice: %lld -> %lld kernels; log:\n%s", (long long)k1, (long long)k2,
-                         daemon_harness_log(&h));
-        call_pid(&h, "io.gpreempt.Resume", a.pid, NULL, NULL);
-        emulated_app_stop(&a);
-        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
-        daemon_harness_cleanup(&h);
+                         daemon_harness_log(&f->h));
+        call_pid(&f->h, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
 }
 
 static void test_reload_reclassifies_and_keeps_sessions(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
-        struct emulated_app a;
-        struct daemon_harness h;
+        struct fixture *f = *state;
         struct json_object *s, *p, *reply = NULL;
         char *error = NULL;
 
-        start_daemon(&h);
-        emulated_app_start(&a, app_path, offline0);
-        wait_attached(&h, a.pid);
+        start_daemon(&f->h);
+        emulated_app_start(&f->a, app_path, offline0);
+        wait_attached(&f->h, f->a.pid);
 
         /* the same process becomes online: detached, watched */
-        config_fixture_write(&h.config, "workloads.d/50-test.conf",
+        config_fixture_write(&f->h.config, "workloads.d/50-test.conf",
                              "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--continuous*\n");
-        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Reload", NULL, &reply, &error), 0);
+        assert_int_equal(daemon_harness_call(&f->h, "io.gpreempt.Reload", NULL, &reply, &error), 0);
         assert_null(error);
         json_object_put(reply);
-        s = get_status(&h);
-        p = find_by(json_object_object_get(s, "processes"), "pid", a.pid);
+        s = get_status(&f->h);
+        p = find_by(json_object_object_get(s, "processes"), "pid", f->a.pid);
         assert_non_null(p);
         assert_string_equal(json_object_get_string(json_object_object_get(p, "class")), "online");
         assert_false(json_object_get_boolean(json_object_object_get(p, "attached")));
         json_object_put(s);
 
         /* and back: attached again (the previous session ended cleanly) */
-        config_fixture_write(&h.config, "workloads.d/50-test.conf", workloads);
-        kill(h.pid, SIGHUP);
-        assert_true(daemon_harness_wait_notify(&h, "READY=1", 5000));
-        wait_attached(&h, a.pid);
-        emulated_app_stop(&a);
-        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
-        daemon_harness_cleanup(&h);
+        config_fixture_write(&f->h.config, "workloads.d/50-test.conf", workloads);
+        kill(f->h.pid, SIGHUP);
+        assert_true(daemon_harness_wait_notify(&f->h, "READY=1", 5000));
+        wait_attached(&f->h, f->a.pid);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
 }
 
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_online_work_suspends_offline_on_its_gpu_only),
-                cmocka_unit_test(test_hold_register_and_sigkill_failsafe),
-                cmocka_unit_test(test_sigterm_resumes_and_detaches),
-                cmocka_unit_test(test_offline_exit_while_suspended),
-                cmocka_unit_test(test_late_queue_is_suspended),
-                cmocka_unit_test(test_starvation_bound),
-                cmocka_unit_test(test_hold_respects_bounds),
-                cmocka_unit_test(test_reload_reclassifies_and_keeps_sessions),
+                cmocka_unit_test_setup_teardown(test_online_work_suspends_offline_on_its_gpu_only, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hold_register_and_sigkill_failsafe, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sigterm_resumes_and_detaches, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_offline_exit_while_suspended, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_late_queue_is_suspended, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_starvation_bound, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hold_respects_bounds, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reload_reclassifies_and_keeps_sessions, setup, teardown),
         };
 
         if (argc != 3) {
