@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "gpreempt.h"
 #include "log.h"
 #include "manager.h"
 #include "process-facts.h"
@@ -32,6 +33,7 @@ static const char description[] =
         "  queues: int,\n"
         "  watched_queues: int,\n"
         "  attached: bool,\n"
+        "  runtime: ?string,\n"
         "  attach_error: ?string,\n"
         "  suspended_gpus: []int,\n"
         "  suspends: int,\n"
@@ -111,6 +113,8 @@ static struct json_object *process_json(const struct tracked_process *p)
         json_object_object_add(o, "queues", json_object_new_int64((int64_t)p->n_queues));
         json_object_object_add(o, "watched_queues", json_object_new_int64((int64_t)p->n_watched_queues));
         json_object_object_add(o, "attached", json_object_new_boolean(p->session != NULL));
+        add_string_or_null(o, "runtime",
+                           p->session ? gp_runtime_state_to_string(session_runtime_state(p->session)) : NULL);
         add_string_or_null(o, "attach_error", p->session_error);
         json_object_object_add(o, "suspended_gpus", int_array(suspended, n_suspended));
         json_object_object_add(o, "suspends",

@@ -300,11 +300,3 @@ bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint6
                                (d->gpus[i].last_busy_us && now_us - d->gpus[i].last_busy_us < recent_us);
         return false;
 }
-
-bool detector_gpu_busy(const struct detector *d, uint32_t gpu_id)
-{
-        for (size_t i = 0; i < d->n_gpus; i++)
-                if (d->gpus[i].gpu_id == gpu_id)
-                        return d->gpus[i].busy;
-        return false;
-}

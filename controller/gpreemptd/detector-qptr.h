@@ -53,6 +53,5 @@ size_t detector_n_queues(const struct detector *d);
 /* Reads every watched queue once and reports GPU busy/idle transitions. */
 void detector_poll(struct detector *d, uint64_t now_us);
 
-bool detector_gpu_busy(const struct detector *d, uint32_t gpu_id);
 /* Whether online work was seen on gpu_id within the last recent_us. */
 bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us);

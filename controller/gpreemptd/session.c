@@ -271,11 +271,6 @@ bool session_is_terminating(const struct session *s)
         return s->terminating;
 }
 
-bool session_is_gone(const struct session *s)
-{
-        return s->gone;
-}
-
 unsigned session_runtime_state(const struct session *s)
 {
         return (unsigned)gp_target_runtime_state(s->target);

@@ -26,7 +26,6 @@ int session_set_suspended(struct session *s, uint32_t gpu_id, bool suspend);
 bool session_is_suspended(const struct session *s, uint32_t gpu_id);
 /* Services ptrace stops (called on SIGCHLD). Returns false once the process is gone. */
 bool session_service_ptrace(struct session *s);
-bool session_is_gone(const struct session *s);
 /*
  * The target was sent a termination signal (seen at its signal-delivery
  * stop). It is about to destroy its queues, and destroying a suspended queue

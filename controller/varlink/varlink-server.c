@@ -184,11 +184,6 @@ uid_t varlink_call_peer_uid(const struct varlink_call *call)
         return call->connection->peer.uid;
 }
 
-pid_t varlink_call_peer_pid(const struct varlink_call *call)
-{
-        return call->connection->peer.pid;
-}
-
 static void service_get_info(struct varlink_call *call)
 {
         const struct varlink_server *s = call->connection->server;
@@ -546,11 +541,6 @@ int varlink_server_listen_path(struct varlink_server *s, const char *path)
         if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0)
                 return -errno;
         return varlink_server_listen_fd(s, TAKE_FD(fd));
-}
-
-size_t varlink_server_connections(const struct varlink_server *s)
-{
-        return s->n_connections;
 }
 
 void varlink_server_free(struct varlink_server *s)

@@ -65,11 +65,9 @@ int varlink_server_new(sd_event *event, const struct varlink_service_info *info,
 int varlink_server_listen_fd(struct varlink_server *s, int fd);
 /* Binds a new socket at path (replacing a stale one), mode 0666: authorisation is per call. */
 int varlink_server_listen_path(struct varlink_server *s, const char *path);
-size_t varlink_server_connections(const struct varlink_server *s);
 void varlink_server_free(struct varlink_server *s);
 
 int varlink_call_reply(struct varlink_call *call, struct json_object *parameters);
 /* error is the unqualified name within the server's interface ("NoSuchProcess") or a full one. */
 int varlink_call_error(struct varlink_call *call, const char *error, struct json_object *parameters);
 uid_t varlink_call_peer_uid(const struct varlink_call *call);
-pid_t varlink_call_peer_pid(const struct varlink_call *call);

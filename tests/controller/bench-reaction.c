@@ -168,7 +168,9 @@ int main(int argc, char **argv)
                 die("--events must be 1..200000, --idle-seconds positive, --online-processes 1..256, "
                     "--queues 1..64, --gpus 1..16");
 
-        snprintf(dir, sizeof(dir), "/tmp/gpreempt-bench-XXXXXX");
+        /* mkdtemp's template: the name, then six 'X' it replaces */
+        snprintf(dir, sizeof(dir), "/tmp/gpreempt-bench-%6s", "");
+        memset(dir + strlen(dir) - 6, 'X', 6);
         if (!mkdtemp(dir))
                 die("mkdtemp failed");
         snprintf(log_path, sizeof(log_path), "%s/daemon.log", dir);

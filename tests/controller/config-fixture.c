@@ -15,7 +15,9 @@ void config_fixture_init(struct config_fixture *f)
 {
         char path[128];
 
-        snprintf(f->dir, sizeof(f->dir), "/tmp/gpreempt-test-XXXXXX");
+        /* mkdtemp's template: the name, then six 'X' it replaces */
+        snprintf(f->dir, sizeof(f->dir), "/tmp/gpreempt-test-%6s", "");
+        memset(f->dir + strlen(f->dir) - 6, 'X', 6);
         assert_non_null(mkdtemp(f->dir));
         snprintf(path, sizeof(path), "%s/workloads.d", f->dir);
         assert_int_equal(mkdir(path, 0755), 0);
