@@ -22,10 +22,43 @@ static bool id_in(const uint32_t *ids, size_t n, uint32_t id)
         return false;
 }
 
-static bool queue_selected(const struct gp_queue_opts *opts, uint32_t queue_id, uint32_t gpu_id)
+/* The opts' filters, read once per call rather than once per queue. */
+struct queue_filter {
+        const uint32_t *gpu_ids;
+        size_t n_gpu_ids;
+        const uint32_t *queue_ids;
+        size_t n_queue_ids;
+};
+
+static struct queue_filter queue_filter_of(const struct gp_queue_opts *opts)
 {
-        return id_in(OPTS_GET(opts, gpu_ids, NULL), OPTS_GET(opts, n_gpu_ids, 0), gpu_id) &&
-               id_in(OPTS_GET(opts, queue_ids, NULL), OPTS_GET(opts, n_queue_ids, 0), queue_id);
+        return (struct queue_filter){
+                .gpu_ids = OPTS_GET(opts, gpu_ids, NULL),
+                .n_gpu_ids = OPTS_GET(opts, n_gpu_ids, 0),
+                .queue_ids = OPTS_GET(opts, queue_ids, NULL),
+                .n_queue_ids = OPTS_GET(opts, n_queue_ids, 0),
+        };
+}
+
+static bool queue_selected(const struct queue_filter *filter, uint32_t queue_id, uint32_t gpu_id)
+{
+        return id_in(filter->gpu_ids, filter->n_gpu_ids, gpu_id) &&
+               id_in(filter->queue_ids, filter->n_queue_ids, queue_id);
+}
+
+static void count_result(struct gp_queue_report *report, enum gp_queue_result result)
+{
+        switch (result) {
+        case GP_QUEUE_DONE:
+                report->n_done++;
+                break;
+        case GP_QUEUE_INVALID:
+                report->n_invalid++;
+                break;
+        case GP_QUEUE_ERROR:
+                report->n_error++;
+                break;
+        }
 }
 
 static int ensure_arrays(struct gp_target *target, size_t n)
@@ -114,11 +147,13 @@ static int queue_op(struct gp_target *target, enum queue_op op, const struct gp_
                     struct gp_queue_report *ret_report)
 {
         struct gp_queue_report report = { 0 };
+        struct queue_filter filter;
         uint32_t n = 0;
         int r;
 
         if (!target || !OPTS_VALID(opts))
                 return -EINVAL;
+        filter = queue_filter_of(opts);
         r = target_check_usable(target);
         if (r < 0)
                 return r;
@@ -142,7 +177,7 @@ static int queue_op(struct gp_target *target, enum queue_op op, const struct gp_
         for (size_t i = 0; i < target->n_queues; i++) {
                 uint32_t queue_id = target->queue_ids[i], gpu_id = target->queue_gpu_ids[i];
 
-                if (!queue_selected(opts, queue_id, gpu_id))
+                if (!queue_selected(&filter, queue_id, gpu_id))
                         continue;
                 target->id_array[n] = queue_id;
                 target->statuses[n] = (struct gp_queue_status){ .queue_id = queue_id,
@@ -156,33 +191,18 @@ static int queue_op(struct gp_target *target, enum queue_op op, const struct gp_
         r = issue(target, op, target->id_array, n, opts);
         if (r < 0)
                 return r;
-        for (uint32_t i = 0; i < n; i++)
+        for (uint32_t i = 0; i < n; i++) {
                 target->statuses[i].result = decode_result(target->id_array[i]);
-
-        if (op == QUEUE_OP_SUSPEND) {
-                bool any_invalid = false;
-
-                for (uint32_t i = 0; i < n; i++)
-                        any_invalid |= target->statuses[i].result == GP_QUEUE_INVALID;
-                if (any_invalid) {
-                        r = retry_invalid(target, opts, &report.n_retried);
-                        if (r < 0)
-                                return r;
-                }
+                count_result(&report, target->statuses[i].result);
         }
 
-        for (uint32_t i = 0; i < n; i++) {
-                switch (target->statuses[i].result) {
-                case GP_QUEUE_DONE:
-                        report.n_done++;
-                        break;
-                case GP_QUEUE_INVALID:
-                        report.n_invalid++;
-                        break;
-                case GP_QUEUE_ERROR:
-                        report.n_error++;
-                        break;
-                }
+        if (op == QUEUE_OP_SUSPEND && report.n_invalid > 0) {
+                r = retry_invalid(target, opts, &report.n_retried);
+                if (r < 0)
+                        return r;
+                report.n_done = report.n_invalid = report.n_error = 0;
+                for (uint32_t i = 0; i < n; i++)
+                        count_result(&report, target->statuses[i].result);
         }
         report.queues = target->statuses;
         report.n_queues = n;

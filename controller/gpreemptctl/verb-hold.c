@@ -204,15 +204,24 @@ static void held_suspend_pending(struct held *h)
 
 static void held_after_gone(struct held *h)
 {
+        struct hold *hold = h->hold;
+        bool any_left = false;
+
         if (h->io)
                 h->io = sd_event_source_disable_unref(h->io);
-        if (!h->hold->json) {
+        if (!hold->json) {
                 char what[64];
 
                 snprintf(what, sizeof(what), "%s while held; nothing of it is suspended",
                          h->gone_reason ? h->gone_reason : "went away");
                 held_say(h, what);
         }
+        /* Nothing left to hold: no reason to wait for --for or a signal. */
+        for (size_t i = 0; i < hold->n_held; i++)
+                any_left |= hold->held[i].state == HELD_ACTIVE ||
+                            hold->held[i].state == HELD_WAITING_RUNTIME;
+        if (!any_left && hold->event)
+                (void)sd_event_exit(hold->event, 0);
 }
 
 static int on_event_fd(sd_event_source *source, int fd, uint32_t revents, void *userdata)

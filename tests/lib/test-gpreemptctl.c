@@ -269,6 +269,22 @@ static void test_sigkilled_hold_leaves_nothing_suspended(void **state)
         assert_left_running(&f->app);
 }
 
+static void test_hold_ends_when_the_target_is_gone(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "1", NULL };
+        int status;
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), NULL });
+        assert_int_equal(child_wait_line(&f->ctl, "pid ", 5000, NULL, 0), 0);
+        kill(f->app.pid, SIGKILL);
+        /* No --for and no signal: it ends because nothing is left to hold. */
+        assert_int_equal(child_run_to_end(&f->ctl, 5000, &status), 0);
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_output_has(&f->ctl, "exited while held");
+}
+
 static void test_strace_traced_target_is_refused(void **state)
 {
         struct fixture *f = *state;
@@ -388,6 +404,7 @@ int main(int argc, char **argv)
                 T(test_hold_until_sigterm_with_json),
                 T(test_hold_only_one_gpu),
                 T(test_sigkilled_hold_leaves_nothing_suspended),
+                T(test_hold_ends_when_the_target_is_gone),
                 T(test_strace_traced_target_is_refused),
                 T(test_runtime_never_enabled),
                 T(test_no_such_process),
