@@ -2,6 +2,7 @@
 #include "varlink-server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json.h>
 #include <stdlib.h>
 #include <string.h>
@@ -508,9 +509,18 @@ int varlink_server_listen_fd(struct varlink_server *s, int fd)
 {
         int r;
 
+        int flags;
+
         if (s->n_listeners >= LISTENERS_MAX) {
                 close(fd);
                 return -E2BIG;
+        }
+        /* accept() loops until EAGAIN, and systemd hands sockets over blocking unless NonBlocking=yes */
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+                r = -errno;
+                close(fd);
+                return r;
         }
         r = sd_event_add_io(s->event, &s->listeners[s->n_listeners], fd, EPOLLIN, on_listener, s);
         if (r < 0) {

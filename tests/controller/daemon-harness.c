@@ -25,7 +25,7 @@ void daemon_harness_init(struct daemon_harness *h)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-        *h = (struct daemon_harness){ .pid = -1 };
+        *h = (struct daemon_harness){ .pid = -1, .listen_fd = -1 };
         config_fixture_init(&h->config);
         snprintf(h->runtime_dir, sizeof(h->runtime_dir), "%s/run", h->config.dir);
         snprintf(h->socket_path, sizeof(h->socket_path), "%s/io.gpreempt", h->runtime_dir);
@@ -52,6 +52,15 @@ void daemon_harness_start(struct daemon_harness *h, const char *binary, const ch
                 setenv("GPREEMPT_RUNTIME_DIR", h->runtime_dir, 1);
                 for (size_t i = 0; extra_env && extra_env[i]; i++)
                         putenv((char *)extra_env[i]);
+                if (h->listen_fd >= 0) {
+                        char pid[16];
+
+                        /* sd_listen_fds(): fd 3 on, LISTEN_PID naming the daemon itself */
+                        dup2(h->listen_fd, 3);
+                        snprintf(pid, sizeof(pid), "%d", (int)getpid());
+                        setenv("LISTEN_PID", pid, 1);
+                        setenv("LISTEN_FDS", "1", 1);
+                }
                 execl(binary, binary, (char *)NULL);
                 _exit(127);
         }
@@ -141,5 +150,5 @@ void daemon_harness_cleanup(struct daemon_harness *h)
         if (h->stderr_fd > 0)
                 close(h->stderr_fd);
         config_fixture_cleanup(&h->config);
-        *h = (struct daemon_harness){ .pid = -1 };
+        *h = (struct daemon_harness){ .pid = -1, .listen_fd = -1 };
 }

@@ -21,6 +21,7 @@ struct daemon_harness {
         int notify_fd;
         pid_t pid;
         int stderr_fd; /* the daemon's stderr, read back by daemon_harness_log() */
+        int listen_fd; /* >= 0: handed to the daemon as systemd's socket activation does */
         char stderr_path[160];
 };
 

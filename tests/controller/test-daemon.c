@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -62,6 +64,7 @@ static void test_ready_status_watchdog_and_clean_exit(void **state)
         assert_null(error);
         assert_int_equal(get_int(reply, "workloads"), 2);
         json_object_put(reply);
+        assert_true(daemon_harness_wait_notify(&h, "STATUS=", 2000));
         assert_true(daemon_harness_wait_notify(&h, "WATCHDOG=1", 2000));
 
         /* a stopped loop stops the pings */
@@ -76,6 +79,31 @@ static void test_ready_status_watchdog_and_clean_exit(void **state)
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0);
         assert_int_not_equal(stat(h.socket_path, &st), 0); /* its own socket is removed */
+        daemon_harness_cleanup(&h);
+}
+
+static void test_socket_activation(void **state)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct daemon_harness h;
+        struct json_object *reply;
+        char *error = NULL;
+        struct stat st;
+
+        daemon_harness_init(&h);
+        mkdir(h.runtime_dir, 0755);
+        strcpy(sa.sun_path, h.socket_path);
+        h.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_int_equal(bind(h.listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(listen(h.listen_fd, 16), 0);
+        start(&h, NULL);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        /* systemd's socket: the daemon leaves it in place for the next activation */
+        assert_int_equal(stat(h.socket_path, &st), 0);
+        close(h.listen_fd);
         daemon_harness_cleanup(&h);
 }
 
@@ -242,6 +270,7 @@ int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ready_status_watchdog_and_clean_exit),
+                cmocka_unit_test(test_socket_activation),
                 cmocka_unit_test(test_refuses_broken_configuration),
                 cmocka_unit_test(test_reload),
                 cmocka_unit_test(test_api_errors),
