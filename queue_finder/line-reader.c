@@ -108,6 +108,9 @@ static int start_thread(struct qf_line_reader *r)
                 return -k;
         }
         r->threaded = true;
+        /* Nothing to split yet: an empty window in the first chunk. */
+        r->buf = r->chunks[0].mem;
+        r->start = r->end = QF_LINE_MAX;
         return 0;
 }
 
@@ -251,7 +254,7 @@ int qf_line_reader_next(struct qf_line_reader *r, struct qf_line *ret)
         for (;;) {
                 size_t avail = r->end - r->start;
                 char *line = r->buf + r->start;
-                char *nl = avail ? memchr(line, '\n', avail) : NULL;
+                char *nl = memchr(line, '\n', avail);
                 if (nl) {
                         size_t len = (size_t) (nl - line);
                         r->start += len + 1;
