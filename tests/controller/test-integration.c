@@ -393,6 +393,35 @@ static void test_reload_reclassifies_and_keeps_sessions(void **state)
         daemon_harness_cleanup(&f->h);
 }
 
+/* Processes that start and die at any moment, also mid-attach: the daemon keeps answering and forgets them. */
+static void test_churn(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "500", NULL };
+        static const char *const online0[] = { "--rate", "500", "--gpu", "0", "--kernel-us", "200", NULL };
+        struct fixture *f = *state;
+        struct json_object *s;
+        size_t left = 1;
+
+        start_daemon(&f->h);
+        for (int i = 0; i < 12; i++) {
+                emulated_app_start(&f->a, app_path, offline0);
+                emulated_app_start(&f->o, app_path, online0);
+                usleep((useconds_t)(i % 4) * 15000);
+                kill(i % 2 ? f->a.pid : f->o.pid, i % 3 ? SIGKILL : SIGTERM);
+                usleep(5000);
+                emulated_app_stop(&f->a);
+                emulated_app_stop(&f->o);
+        }
+        for (int i = 0; i < 200 && left; i++) {
+                s = get_status(&f->h);
+                left = json_object_array_length(json_object_object_get(s, "processes"));
+                json_object_put(s);
+                usleep(10000);
+        }
+        assert_int_equal(left, 0);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -404,6 +433,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_starvation_bound, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_hold_respects_bounds, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_reclassifies_and_keeps_sessions, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_churn, setup, teardown),
         };
 
         if (argc != 3) {
