@@ -124,9 +124,10 @@ int qf_line_reader_new(int fd, struct qf_line_reader **ret)
         (void) posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
         /* A read from a regular file never blocks for long, so the thread
-         * can always be stopped; a pipe could keep it in read() forever. */
+         * can always be stopped; a pipe could keep it in read() forever.
+         * A file that fits one read gains nothing from it. */
         struct stat st;
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && start_thread(r) == 0) {
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > READ_SIZE && start_thread(r) == 0) {
                 *ret = TAKE_PTR(r);
                 return 0;
         }

@@ -256,6 +256,38 @@ static void test_pipe_input(void **state)
         qf_diags_clear(&d);
 }
 
+/* A log larger than one read: lines cross the read-ahead chunks. */
+static void test_large_file(void **state)
+{
+#define LARGE_LOG_LINE                                                                                     \
+        ":4:rocvirtual.cpp           :1083: 0000000001 us: [pid:5 tid: 0x2] SWq=0x1000, HWq=0x2000, id=1, " \
+        "Dispatch Header = 0xb02, setup=3, rptr=%d, wptr=%d\n"
+        char *log = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&log, &len);
+        assert_non_null(f);
+        for (int i = 0; i < 30000; i++)
+                fprintf(f, LARGE_LOG_LINE, i, i + 1);
+        assert_int_equal(fclose(f), 0);
+        assert_true(len > 3 * 1024 * 1024);
+
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        int fd = test_fd_from_bytes(log, len);
+        assert_int_equal(qf_log_parse(fd, "large.log", &d, &l), 0);
+        close(fd);
+        free(log);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(l.lines, 30000);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.queues[0].dispatches, 30000);
+        assert_int_equal(l.queues[0].last_rptr, 29999);
+        assert_int_equal(l.queues[0].last_wptr, 30000);
+        assert_int_equal(l.queues[0].last_line, 30000);
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -266,6 +298,7 @@ int main(void)
                 cmocka_unit_test(test_damaged_log),
                 cmocka_unit_test(test_not_a_log),
                 cmocka_unit_test(test_pipe_input),
+                cmocka_unit_test(test_large_file),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
