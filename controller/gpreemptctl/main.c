@@ -14,6 +14,15 @@ static const struct verb verbs[] = {
         { "hold", "PID... [--for DURATION] [--gpu ID]... [--json]",
           "suspend processes' GPU queues until a duration ends or a signal comes", verb_hold },
         { "queues", "PID [--json]", "list a process's GPU queues", verb_queues },
+        /* Verbs that ask gpreemptd (verb-daemon.c, verb-top.c, verb-config.c). */
+        { "status", "[--json]", "show what gpreemptd does: GPUs, processes, suspensions", verb_status },
+        { "suspend", "PID [--json]", "have gpreemptd hold an offline process suspended", verb_daemon_pid },
+        { "resume", "PID [--json]", "end a 'suspend': the process is back under the policy", verb_daemon_pid },
+        { "register", "--online|--offline PID [--json]", "classify a process by hand", verb_daemon_pid },
+        { "unregister", "PID [--json]", "let the configuration classify the process again", verb_daemon_pid },
+        { "top", "[--interval DURATION] [--iterations N] [--json]", "gpreemptd's status, live", verb_top },
+        { "verify-config", "[--config-dir DIR] [--pid PID] [--json]",
+          "check gpreemptd's configuration; explain how a process is matched", verb_verify_config },
 };
 
 static void print_help(void)

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+#include "daemon-client.h"
+
+#include <errno.h>
+#include <json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "cleanup.h"
+#include "paths.h"
+#include "varlink-client.h"
+#include "verbs.h"
+
+/* What RuntimeDirectory= defaults to (gpreemptd.conf(5)); a daemon configured
+ * elsewhere is found through $GPREEMPT_RUNTIME_DIR. */
+#define DEFAULT_RUNTIME_DIR "/run/gpreempt"
+
+int daemon_socket_path(char **ret_path)
+{
+        struct paths p = { 0 };
+        int r = paths_fill_defaults(&p);
+
+        if (r >= 0 && asprintf(ret_path, "%s/" API_SOCKET_NAME, p.runtime_dir ? p.runtime_dir : DEFAULT_RUNTIME_DIR) < 0)
+                r = -ENOMEM;
+        paths_done(&p);
+        return r;
+}
+
+void print_json_object(struct json_object *o)
+{
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static int vfail(bool json, int exit_code, const char *varlink_error, const char *format, va_list ap)
+{
+        _cleanup_free_ char *message = NULL;
+
+        if (vasprintf(&message, format, ap) < 0)
+                message = NULL;
+        fprintf(stderr, "gpreemptctl: %s\n", message ? message : strerror(ENOMEM));
+        if (json) {
+                struct json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "error", json_object_new_string(message ? message : strerror(ENOMEM)));
+                if (varlink_error)
+                        json_object_object_add(o, "varlink_error", json_object_new_string(varlink_error));
+                print_json_object(o);
+                json_object_put(o);
+        }
+        return exit_code;
+}
+
+int daemon_fail(bool json, int exit_code, const char *varlink_error, const char *format, ...)
+{
+        va_list ap;
+        int r;
+
+        va_start(ap, format);
+        r = vfail(json, exit_code, varlink_error, format, ap);
+        va_end(ap);
+        return r;
+}
+
+int daemon_connect(bool json, struct varlink_client **ret_client)
+{
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        r = daemon_socket_path(&path);
+        if (r < 0)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "%s", strerror(-r));
+        r = varlink_client_connect(path, ret_client);
+        switch (r) {
+        case 0:
+                return 0;
+        case -ENOENT:
+        case -ECONNREFUSED:
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, NULL,
+                                   "cannot connect to %s: is gpreemptd running? start it with "
+                                   "systemctl start gpreemptd (a daemon with another RuntimeDirectory= "
+                                   "is found through $GPREEMPT_RUNTIME_DIR)",
+                                   path);
+        case -EACCES:
+        case -EPERM:
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, NULL,
+                                   "cannot connect to %s: permission denied on the socket or its directory; "
+                                   "run as root or as a member of the gpreempt group",
+                                   path);
+        default:
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, NULL, "cannot connect to %s: %s", path,
+                                   strerror(-r));
+        }
+}
+
+static const char *param_string(struct json_object *params, const char *key)
+{
+        struct json_object *v;
+
+        if (params && json_object_object_get_ex(params, key, &v) && json_object_is_type(v, json_type_string))
+                return json_object_get_string(v);
+        return "";
+}
+
+/* The daemon's error reply as a sentence and an exit code. */
+static int explain_error(const char *error, struct json_object *params, enum daemon_access access, pid_t pid,
+                         bool json)
+{
+        const char *name = strncmp(error, "io.gpreempt.", 12) == 0 ? error + 12 : error;
+
+        if (strcmp(name, "PermissionDenied") == 0)
+                return access == DAEMON_WRITE
+                        ? daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                      "permission denied: only root can change what gpreemptd does; "
+                                      "run this with sudo")
+                        : daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                      "permission denied: reading gpreemptd's state needs root or membership "
+                                      "of the gpreempt group (usermod -aG gpreempt USER, then log in again)");
+        if (strcmp(name, "NoSuchProcess") == 0)
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                   "process %d is not known to gpreemptd: it does not exist or has not used the "
+                                   "GPU yet (it appears once it opens /dev/kfd)",
+                                   (int)pid);
+        if (strcmp(name, "NotOffline") == 0)
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                   "process %d is not an offline workload, and gpreemptd suspends only offline "
+                                   "processes; classify it with 'gpreemptctl register --offline %d' first",
+                                   (int)pid, (int)pid);
+        if (strcmp(name, "NotAttached") == 0)
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                   "gpreemptd has no debug session on process %d: %s", (int)pid,
+                                   param_string(params, "reason"));
+        if (strcmp(name, "OperationFailed") == 0)
+                return daemon_fail(json, CTL_EXIT_FAILURE, error, "gpreemptd could not do it for process %d: %s",
+                                   (int)pid, param_string(params, "reason"));
+        if (strcmp(error, "org.varlink.service.InvalidParameter") == 0)
+                return daemon_fail(json, CTL_EXIT_USAGE, error, "gpreemptd rejected the parameter '%s'",
+                                   param_string(params, "parameter"));
+        if (strcmp(error, "org.varlink.service.MethodNotFound") == 0 ||
+            strcmp(error, "org.varlink.service.InterfaceNotFound") == 0)
+                return daemon_fail(json, CTL_EXIT_FAILURE, error,
+                                   "gpreemptd does not know this call (%s): it is older than gpreemptctl; "
+                                   "restart it after upgrading",
+                                   error);
+        return daemon_fail(json, CTL_EXIT_FAILURE, error, "gpreemptd answered with the error %s", error);
+}
+
+int daemon_call(struct varlink_client *c, const char *method, struct json_object *params,
+                enum daemon_access access, pid_t pid, bool json, struct json_object **ret_reply)
+{
+        _cleanup_free_ char *full = NULL, *error = NULL;
+        struct json_object *reply = NULL;
+        int r;
+
+        if (asprintf(&full, "io.gpreempt.%s", method) < 0)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "%s", strerror(ENOMEM));
+        r = varlink_client_call(c, full, params, DAEMON_CALL_TIMEOUT_MS, &reply, &error);
+        if (r == -ETIMEDOUT)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
+                                   "gpreemptd did not answer %s within %d s: its loop may be stuck; "
+                                   "see journalctl -u gpreemptd",
+                                   method, DAEMON_CALL_TIMEOUT_MS / 1000);
+        if (r == -ECONNRESET || r == -EPIPE)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
+                                   "gpreemptd closed the connection during %s: it may have exited; "
+                                   "see journalctl -u gpreemptd",
+                                   method);
+        if (r == -EBADMSG)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
+                                   "the answer to %s is not a Varlink message: is the socket gpreemptd's?", method);
+        if (r < 0)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "calling gpreemptd's %s failed: %s", method,
+                                   strerror(-r));
+        if (error) {
+                r = explain_error(error, reply, access, pid, json);
+                json_object_put(reply);
+                return r;
+        }
+        if (ret_reply)
+                *ret_reply = reply;
+        else
+                json_object_put(reply);
+        return 0;
+}

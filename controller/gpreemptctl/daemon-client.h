@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How the daemon verbs reach gpreemptd: its Varlink socket, and every way a
+ * call can fail turned into one sentence that says what to do about it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct json_object;
+struct varlink_client;
+
+/* How long a call may take: the daemon answers from its loop, which an
+ * in-flight suspend ioctl can hold for milliseconds, never seconds. */
+#define DAEMON_CALL_TIMEOUT_MS 5000
+
+/* Whether a method reads the daemon's state (root or the gpreempt group) or
+ * changes it (root only): it picks the advice a PermissionDenied gets. */
+enum daemon_access {
+        DAEMON_READ,
+        DAEMON_WRITE,
+};
+
+/* $GPREEMPT_RUNTIME_DIR/io.gpreempt, else /run/gpreempt/io.gpreempt. Returns -ENOMEM or 0. */
+int daemon_socket_path(char **ret_path);
+
+/*
+ * Connects to gpreemptd. On failure prints why (on stderr; with json also
+ * {"error": ...} on stdout) and returns the ctl_exit code; 0 on success.
+ */
+int daemon_connect(bool json, struct varlink_client **ret_client);
+
+/*
+ * Calls io.gpreempt.<method>. On success returns 0 and the reply's parameters
+ * in *ret_reply (NULL allowed: dropped). On a transport or daemon error prints
+ * the explained error as daemon_connect() does and returns the ctl_exit code.
+ * pid is the process the call is about (0: none), for the sentence.
+ */
+int daemon_call(struct varlink_client *c, const char *method, struct json_object *params,
+                enum daemon_access access, pid_t pid, bool json, struct json_object **ret_reply);
+
+/* Prints "gpreemptctl: <message>" on stderr and, with json, {"error": message}
+ * on stdout; returns exit_code. */
+int daemon_fail(bool json, int exit_code, const char *varlink_error, const char *format, ...)
+        __attribute__((format(printf, 4, 5)));
+
+/* Prints o as pretty JSON on stdout. */
+void print_json_object(struct json_object *o);

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpreemptctl verify-config: the daemon's own configuration parser and
+ * workload matcher, run here without a daemon, so a configuration can be
+ * checked before it is installed or reloaded.
+ */
+#include <getopt.h>
+#include <json.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "daemon-client.h"
+#include "parse.h"
+#include "paths.h"
+#include "process-facts.h"
+#include "report.h"
+#include "verbs.h"
+#include "workload-match.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct config *, config_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put);
+
+static void print_help(void)
+{
+        printf("Usage: gpreemptctl verify-config [--config-dir DIR] [--pid PID] [--json]\n"
+               "\n"
+               "Check gpreemptd's configuration (gpreemptd.conf and workloads.d/*.conf) with\n"
+               "the daemon's own parser, without a daemon: print every problem with its file\n"
+               "and line, or the workloads in match order. With --pid, say for each workload\n"
+               "whether it matches the process and why, and which one gpreemptd would pick.\n"
+               "\n"
+               "  --config-dir DIR  the configuration to check (default $GPREEMPT_CONFIG_DIR,\n"
+               "                    else /etc/gpreempt)\n"
+               "  --pid PID         explain how PID would be classified\n"
+               "  --json            print the result as JSON\n"
+               "  -h, --help        show this help\n");
+}
+
+static void diag_print(const struct diag *d)
+{
+        for (size_t i = 0; i < d->n_messages; i++)
+                fprintf(stderr, "%s\n", d->messages[i]);
+        if (d->n_dropped)
+                fprintf(stderr, "... and %zu more problems\n", d->n_dropped);
+}
+
+static struct json_object *diag_json(const struct diag *d)
+{
+        struct json_object *a = json_object_new_array();
+
+        for (size_t i = 0; i < d->n_messages; i++)
+                json_object_array_add(a, json_object_new_string(d->messages[i]));
+        return a;
+}
+
+/* Judges every workload against the process; returns the one gpreemptd picks (the first match). */
+static const struct workload *explain(const struct config *c, const struct process_facts *facts, bool json,
+                                      struct json_object *result)
+{
+        struct json_object *matches = json_object_new_array();
+        const struct workload *chosen = NULL;
+
+        if (!json)
+                printf("\nProcess %d (%s):\n", (int)facts->pid, facts->exe ? facts->exe : facts->cmdline);
+        for (size_t i = 0; i < c->n_workloads; i++) {
+                const struct workload *w = &c->workloads[i];
+                _cleanup_free_ char *reason = NULL;
+                bool matched = workload_match(w, facts, &reason);
+                struct json_object *o;
+
+                if (matched && !chosen)
+                        chosen = w;
+                if (!json) {
+                        printf("  %-3s %s: %s\n", matched ? "yes" : "no", w->name, reason ? reason : "");
+                        continue;
+                }
+                o = json_object_new_object();
+                json_object_object_add(o, "workload", json_object_new_string(w->name));
+                json_object_object_add(o, "file", json_object_new_string(w->file));
+                json_object_object_add(o, "line", json_object_new_int((int)w->line));
+                json_object_object_add(o, "matched", json_object_new_boolean(matched));
+                json_object_object_add(o, "reason", json_object_new_string(reason ? reason : ""));
+                json_object_array_add(matches, o);
+        }
+        if (json) {
+                json_object_object_add(result, "matches", matches);
+                json_object_object_add(result, "workload", chosen ? json_object_new_string(chosen->name) : NULL);
+                json_object_object_add(result, "class",
+                                       chosen ? json_object_new_string(workload_class_to_string(chosen->class))
+                                              : NULL);
+        } else {
+                json_object_put(matches);
+                if (chosen)
+                        printf("gpreemptd would classify it %s (workload %s: the first that matches).\n",
+                               workload_class_to_string(chosen->class), chosen->name);
+                else
+                        printf("No workload matches: gpreemptd would leave it alone.\n");
+        }
+        return chosen;
+}
+
+int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
+{
+        enum { OPT_JSON = 0x100, OPT_CONFIG_DIR, OPT_PID };
+        static const struct option options[] = {
+                { "json", no_argument, NULL, OPT_JSON },
+                { "config-dir", required_argument, NULL, OPT_CONFIG_DIR },
+                { "pid", required_argument, NULL, OPT_PID },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        _cleanup_(config_freep) struct config *config = NULL;
+        _cleanup_(json_object_putp) struct json_object *result = NULL;
+        struct paths paths = { 0 };
+        struct process_facts facts = { 0 };
+        struct diag d = { 0 };
+        bool json = false;
+        pid_t pid = 0;
+        int c, r, exit_code = CTL_EXIT_OK;
+
+        (void)globals;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case OPT_JSON:
+                        json = true;
+                        break;
+                case OPT_CONFIG_DIR:
+                        free(paths.config_dir);
+                        paths.config_dir = strdup(optarg);
+                        break;
+                case OPT_PID:
+                        if (parse_pid(optarg, &pid) < 0) {
+                                paths_done(&paths);
+                                return report_usage("verify-config", "'%s' is not a process id.", optarg);
+                        }
+                        break;
+                case 'h':
+                        paths_done(&paths);
+                        print_help();
+                        return CTL_EXIT_OK;
+                default:
+                        paths_done(&paths);
+                        return report_usage("verify-config", "unknown option.");
+                }
+        }
+        if (optind != argc) {
+                paths_done(&paths);
+                return report_usage("verify-config", "'%s': give the process with --pid.", argv[optind]);
+        }
+        r = paths_fill_defaults(&paths);
+        if (r < 0) {
+                paths_done(&paths);
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "%s", strerror(-r));
+        }
+        if (pid > 0) {
+                r = process_facts_read(paths.proc_root, pid, &facts);
+                if (r < 0) {
+                        exit_code = daemon_fail(json, CTL_EXIT_PRECONDITION, NULL, "cannot read process %d: %s",
+                                                (int)pid, r == -ESRCH ? "no such process" : strerror(-r));
+                        paths_done(&paths);
+                        return exit_code;
+                }
+        }
+
+        r = config_load(paths.config_dir, &config, &d);
+        result = json_object_new_object();
+        json_object_object_add(result, "config_dir", json_object_new_string(paths.config_dir));
+        json_object_object_add(result, "valid", json_object_new_boolean(r >= 0));
+        json_object_object_add(result, "errors", diag_json(&d));
+        if (r < 0) {
+                if (!json)
+                        diag_print(&d);
+                fprintf(stderr, "gpreemptctl: the configuration in %s is not valid (%zu problem%s)%s\n",
+                        paths.config_dir, diag_count(&d), diag_count(&d) == 1 ? "" : "s",
+                        d.n_messages ? "; see above" : "");
+                exit_code = CTL_EXIT_PRECONDITION;
+        } else {
+                struct json_object *names = json_object_new_array();
+
+                if (!json)
+                        printf("The configuration in %s is valid: %zu workload%s in match order:\n",
+                               paths.config_dir, config->n_workloads, config->n_workloads == 1 ? "" : "s");
+                for (size_t i = 0; i < config->n_workloads; i++) {
+                        const struct workload *w = &config->workloads[i];
+
+                        json_object_array_add(names, json_object_new_string(w->name));
+                        if (!json)
+                                printf("  %-20s %-8s %s:%u\n", w->name, workload_class_to_string(w->class),
+                                       w->file, w->line);
+                }
+                json_object_object_add(result, "workloads", names);
+                if (pid > 0)
+                        explain(config, &facts, json, result);
+        }
+        if (json)
+                print_json_object(result);
+        diag_clear(&d);
+        process_facts_done(&facts);
+        paths_done(&paths);
+        return exit_code;
+}
