@@ -339,9 +339,14 @@ static void parse_pointers(const char *start, const char *end, struct qf_log_que
 static void keep_tail(struct log_parser *lp, const struct qf_scan *s, const struct qf_log_queue *q)
 {
         struct packet_tail *t = &lp->tails[q - lp->out.queues];
-        size_t n = qf_scan_left(s) < sizeof(t->text) ? qf_scan_left(s) : sizeof(t->text);
-        memcpy(t->text, s->end - n, n);
-        t->len = (uint8_t) n;
+        if (qf_scan_left(s) >= sizeof(t->text)) {
+                /* the usual case, a copy of constant size the compiler inlines */
+                memcpy(t->text, s->end - sizeof(t->text), sizeof(t->text));
+                t->len = sizeof(t->text);
+        } else {
+                memcpy(t->text, s->p, qf_scan_left(s));
+                t->len = (uint8_t) qf_scan_left(s);
+        }
 }
 
 /* Threads map to a slot of the pending-kernel table by their tid: one
