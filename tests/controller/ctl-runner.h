@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* Runs the gpreemptctl binary for a test and keeps what it printed and its exit code. */
+#pragma once
+
+#include <sys/types.h>
+
+struct ctl_result {
+        int exit_code; /* -1: killed by a signal */
+        char out[65536];
+        char err[8192];
+};
+
+/*
+ * Runs binary with args (NULL-terminated, after argv[0]) and the extra
+ * environment env ("NAME=value", NULL-terminated, or NULL). With as_uid not
+ * 0, the child drops to that uid and gid (and no supplementary groups) before
+ * exec, as an unprivileged caller would be.
+ */
+void ctl_run(const char *binary, const char *const *env, uid_t as_uid, const char *const *args,
+             struct ctl_result *ret);
