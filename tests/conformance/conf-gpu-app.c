@@ -42,7 +42,7 @@
 #include "emu-hw.h"
 #include "kfd-abi.h"
 
-#define APP_MAX_QUEUES 64
+#define APP_MAX_QUEUES 512
 #define APP_EOP_SIZE 4096u
 #define APP_CTX_SAVE_SIZE (256u * 1024u)
 #define APP_CTL_STACK_SIZE 4096u

@@ -528,6 +528,39 @@ bool conf_path_exists(const char *path)
         return stat(path, &st) == 0;
 }
 
+long long conf_gpu_property(uint32_t gpu_id, const char *key)
+{
+        for (int node = 0;; node++) {
+                char path[128], buf[8192];
+                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/gpu_id", node);
+                if (conf_read_file(path, buf, sizeof(buf)) < 0)
+                        return -ENOENT;
+                if (strtoul(buf, NULL, 10) != gpu_id)
+                        continue;
+                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/properties", node);
+                if (conf_read_file(path, buf, sizeof(buf)) < 0)
+                        return -ENOENT;
+                /* "name value" lines: match whole names only. */
+                size_t n = strlen(key);
+                for (const char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                        if (strncmp(line, key, n) == 0 && line[n] == ' ')
+                                return strtoll(line + n + 1, NULL, 10);
+                return -ENOENT;
+        }
+}
+
+int conf_wait_kfd_process_gone(pid_t pid)
+{
+        char path[128];
+        snprintf(path, sizeof(path), CONF_SYSFS_KFD "/proc/%d", (int)pid);
+        for (int waited = 0; conf_path_exists(path); waited += 10) {
+                if (waited >= CONF_REPLY_TIMEOUT_MS)
+                        return -ETIMEDOUT;
+                conf_sleep_ms(10);
+        }
+        return 0;
+}
+
 int conf_gpu_ids(uint32_t *ids, int max)
 {
         /* Nodes are numbered 0..N-1; CPU nodes report gpu_id 0 (§8.2). */

@@ -127,6 +127,12 @@ bool conf_u64_stays(struct conf_target *t, uint64_t addr, int ms);
 /* ---- sysfs ------------------------------------------------------------------ */
 /* gpu_ids of the topology's GPU nodes, in node order; returns how many. */
 int conf_gpu_ids(uint32_t *ids, int max);
+/* A decimal key of the GPU's topology node properties (§8.2); -ENOENT if
+ * the GPU or the key is not there. */
+long long conf_gpu_property(uint32_t gpu_id, const char *key);
+/* Waits until /sys/class/kfd/kfd/proc/<pid> is gone: the kernel removes a
+ * kfd_process (its queues included) from a work item after the mm went. */
+int conf_wait_kfd_process_gone(pid_t pid);
 /* Whole file into buf (NUL-terminated); returns the byte count. */
 ssize_t conf_read_file(const char *path, char *buf, size_t size);
 bool conf_path_exists(const char *path);

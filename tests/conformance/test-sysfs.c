@@ -263,18 +263,8 @@ static void scan_line(struct mqd_scan *st, const char *line, struct mqd_match *m
 
 static unsigned num_xcc_of(uint32_t gpu_id)
 {
-        for (int node = 0;; node++) {
-                char path[128], buf[8192];
-                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/gpu_id", node);
-                if (conf_read_file(path, buf, sizeof(buf)) < 0)
-                        fail_msg("gpu_id %u is not in the topology", gpu_id);
-                if (strtoul(buf, NULL, 10) != gpu_id)
-                        continue;
-                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/properties", node);
-                assert_true(conf_read_file(path, buf, sizeof(buf)) > 0);
-                const char *key = strstr(buf, "num_xcc ");
-                return key ? (unsigned)strtoul(key + 8, NULL, 10) : 1;
-        }
+        long long n = conf_gpu_property(gpu_id, "num_xcc");
+        return n > 0 ? (unsigned)n : 1;
 }
 
 /* §8.3 mqds: per process "Process <tgid> ...", per queue "  Compute queue on

@@ -188,6 +188,9 @@ int emu_render_topology(struct emu_node *node)
                                       node->cfg.queue_preemption_timeout_ms);
         if (r >= 0)
                 r = emu_render_printf(root, "sys/module/amdgpu/parameters/cwsr_enable", "%d\n", 1);
+        if (r >= 0 && node->cfg.max_num_of_queues_per_device)
+                r = emu_render_printf(root, "sys/module/amdgpu/parameters/max_num_of_queues_per_device", "%u\n",
+                                      node->cfg.max_num_of_queues_per_device);
         return r;
 }
 

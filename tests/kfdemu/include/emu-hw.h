@@ -40,7 +40,12 @@
 
 /* kfd_doorbell_process_slice() on SOC15: two pages per process per GPU. */
 #define EMU_DOORBELL_FRAME_SIZE 8192u
-/* Doorbells are u64s at frame + 8 * slot. kfdemu hands out slots 0..255. */
+/* Doorbells are u64s at frame + 8 * slot. kfdemu hands out slots 0..255:
+ * the kernel's allocate_doorbell has KFD_MAX_NUM_OF_QUEUES_PER_PROCESS
+ * (1024) ids per process and device, but pqm_create_queue refuses a
+ * process's 128th (256th on GC 9.4.3/9.4.4/9.5.0) queue on a device with
+ * -ENOSPC first, so 256 slots are never exhausted and the frame keeps
+ * its completion strobes in the second half of page 0. */
 #define EMU_DOORBELL_SLOTS 256u
 #define EMU_DOORBELL_SIZE 8u
 /* u32 completion strobes at frame + EMU_COMPLETION_STROBE_OFFSET + 4 * slot. */

@@ -62,6 +62,9 @@ struct emu_config {
         uint32_t kfd_major, kfd_minor;   /* GET_VERSION; default 1.13 */
         int sched_policy;                /* amdgpu.sched_policy; 2 = NO_HWS */
         uint32_t queue_preemption_timeout_ms;
+        /* amdgpu.max_num_of_queues_per_device: user queues one GPU holds for
+         * all processes (create_queue_cpsch); 0 = the module's default. */
+        uint32_t max_num_of_queues_per_device;
         unsigned n_gpus;
         struct emu_gpu_config gpus[EMU_MAX_GPUS];
         char root[4096];                 /* where sysfs/debugfs are rendered */
@@ -75,6 +78,7 @@ struct emu_gpu {
         struct emu_gpu_config cfg;
         struct emu_process *debug_vmid_owner; /* non-per-VMID parts: who holds the debug VMID */
         uint32_t alloc_watch_ids;        /* address-watch slots taken on the device (kfd->alloc_watch_ids) */
+        unsigned total_queue_count;      /* dqm->total_queue_count: user queues of every process */
         struct emu_gpu_hw *hw;
 };
 
@@ -83,6 +87,7 @@ struct emu_pdd {
         struct emu_gpu *gpu;
         uint64_t exception_status;       /* device-level exceptions (EC_DEVICE_*) */
         uint64_t doorbell_slots_used[EMU_DOORBELL_SLOTS / 64];
+        unsigned queue_count;            /* qpd.queue_count: the process's queues here, SDMA included */
         /* Debugger state of the device for this process (kfd_process_device). */
         uint32_t spi_dbg_launch_mode;    /* KFD_DBG_TRAP_WAVE_LAUNCH_MODE_* last set */
         uint32_t spi_dbg_override;       /* wave launch trap override mask last set */

@@ -23,6 +23,9 @@
 /* KFD_SCHED_POLICY_NO_HWS (amdgpu.sched_policy=2). */
 #define KFD_SCHED_POLICY_NO_HWS 2
 
+/* amdgpu_drv.c: max_num_of_queues_per_device's default. */
+#define KFD_DEFAULT_MAX_QUEUES_PER_DEVICE 4096u
+
 /* kfd_debug.c: MAX_WATCH_ADDRESSES. */
 #define KFD_MAX_WATCH_ADDRESSES 4
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "gc-version.h"
 #include "gpu.h"
 #include "kfd-priv.h"
 
@@ -114,7 +115,8 @@ static void kfd_queue_unlink(struct emu_process *p, struct emu_queue *q)
         }
 }
 
-/* The model lets go of the queue, then its doorbell and id are free. */
+/* The model lets go of the queue, then its doorbell, id and places in
+ * the queue counts are free (destroy_queue_cpsch, pqm_destroy_queue). */
 static void kfd_queue_free(struct emu_process *p, struct emu_queue *q)
 {
         struct emu_pdd *pdd = kfd_process_device_by_id(p, q->gpu->cfg.gpu_id);
@@ -122,8 +124,22 @@ static void kfd_queue_free(struct emu_process *p, struct emu_queue *q)
         emu_gpu_queue_destroyed(q);
         kfd_bitmap_clear(pdd->doorbell_slots_used, q->doorbell_slot);
         kfd_bitmap_clear(p->queue_slots_used, q->id);
+        pdd->queue_count--;
+        q->gpu->total_queue_count--;
         kfd_queue_unlink(p, q);
         free(q);
+}
+
+/* pqm_create_queue's per-process limit on one device: the HWS runlist
+ * takes 127 queues of a process; GC 9.4.3, 9.4.4 and 9.5.0 have no such
+ * HWS limit and allow 255. */
+static unsigned kfd_max_queues_per_process(const struct emu_gpu *gpu)
+{
+        uint32_t gc = emu_gc_version(gpu->cfg.gfx_target_version);
+
+        if (gc == EMU_IP_VERSION(9, 4, 3) || gc == EMU_IP_VERSION(9, 4, 4) || gc == EMU_IP_VERSION(9, 5, 0))
+                return 255;
+        return 127;
 }
 
 /* pqm_create_queue + create_queue_cpsch. */
@@ -134,12 +150,24 @@ static int kfd_pqm_create_queue(struct emu_process *p, struct emu_pdd *pdd,
         uint32_t id, slot;
         int r;
 
+        /* Counted per device, SDMA queues included. */
+        if (pdd->queue_count >= kfd_max_queues_per_process(pdd->gpu))
+                return -ENOSPC;
         /* find_available_queue_slot: lowest free id, so ids are reused. */
         if (kfd_bitmap_take_first_zero(p->queue_slots_used, GP_KFD_MAX_QUEUES_PER_PROCESS, &id) < 0) {
                 kfd_log(p->node, "Cannot open more queues for process with pasid 0x%x", p->pasid);
                 return -ENOMEM;
         }
-        /* allocate_doorbell: first free doorbell of the process on the device. */
+        /* create_queue_cpsch: the device's limit over all processes first. */
+        if (pdd->gpu->total_queue_count >= p->node->cfg.max_num_of_queues_per_device) {
+                kfd_log(p->node, "Can't create new usermode queue because %u queues were already created",
+                        pdd->gpu->total_queue_count);
+                kfd_bitmap_clear(p->queue_slots_used, id);
+                return -EPERM;
+        }
+        /* allocate_doorbell: first free doorbell of the process on the
+         * device ("No doorbells available": -EBUSY). Unreachable while the
+         * per-device limit above is at most 255 (see EMU_DOORBELL_SLOTS). */
         if (kfd_bitmap_take_first_zero(pdd->doorbell_slots_used, EMU_DOORBELL_SLOTS, &slot) < 0) {
                 kfd_bitmap_clear(p->queue_slots_used, id);
                 return -EBUSY;
@@ -174,12 +202,16 @@ static int kfd_pqm_create_queue(struct emu_process *p, struct emu_pdd *pdd,
         q->next = p->queues;
         p->queues = q;
         p->n_queues++;
+        pdd->queue_count++;
+        pdd->gpu->total_queue_count++;
 
         /* create_queue_cpsch maps the queue at once: queues created while
          * others are suspended are not suspended. */
         r = emu_gpu_queue_created(q);
         if (r < 0) {
                 kfd_queue_unlink(p, q);
+                pdd->queue_count--;
+                pdd->gpu->total_queue_count--;
                 kfd_bitmap_clear(pdd->doorbell_slots_used, slot);
                 kfd_bitmap_clear(p->queue_slots_used, id);
                 free(q);

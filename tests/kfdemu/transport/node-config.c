@@ -156,6 +156,11 @@ static int handle_node_key(struct parse_state *s, const char *name, const char *
                 r = parse_u32(value, 1, 600000, &cfg->queue_preemption_timeout_ms);
                 return r < 0 ? value_error(s, "Node", name, value, r, "1..600000 milliseconds") : 1;
         }
+        if (strcmp(name, "MaxNumOfQueuesPerDevice") == 0) {
+                /* amdgpu.max_num_of_queues_per_device: 1..65536 (its bound in amdgpu_drv.c's range check). */
+                r = parse_u32(value, 1, 65536, &cfg->max_num_of_queues_per_device);
+                return r < 0 ? value_error(s, "Node", name, value, r, "1..65536 queues") : 1;
+        }
         if (strcmp(name, "Gpus") == 0) {
                 r = parse_u32(value, 1, EMU_MAX_GPUS, &v);
                 if (r < 0)
@@ -164,7 +169,7 @@ static int handle_node_key(struct parse_state *s, const char *name, const char *
                 return 1;
         }
         return fail(s, "[Node] has no key '%s'; known keys: KfdVersion, SchedPolicy, "
-                       "QueuePreemptionTimeoutMs, Gpus", name);
+                       "QueuePreemptionTimeoutMs, MaxNumOfQueuesPerDevice, Gpus", name);
 }
 
 static int handle_gpu_key(struct parse_state *s, const char *section, unsigned index, const char *name,

@@ -2,7 +2,8 @@
 /*
  * The emulated node's configuration file (kfdemu-run --config), INI:
  *
- *   [Node]  KfdVersion=1.13  SchedPolicy=0  QueuePreemptionTimeoutMs=9000  Gpus=2
+ *   [Node]  KfdVersion=1.13  SchedPolicy=0  QueuePreemptionTimeoutMs=9000
+ *           MaxNumOfQueuesPerDevice=4096  Gpus=2
  *   [GPU0] .. [GPU15]  one key per emu_gpu_config field (see node-config.c)
  *
  * Keys override what the caller put in `cfg` (the defaults). Every error is
