@@ -120,6 +120,9 @@ int emu_render_symlink(const char *root, const char *relpath, const char *target
 /* render-sysfs.c */
 int emu_render_topology(struct emu_node *node);
 void emu_render_cu_occupancy(struct emu_process *p, struct emu_gpu *gpu, int value);
+void emu_render_cu_occupancy_on_read(struct emu_node *node, pid_t tgid, uint32_t gpu_id);
+/* render-debugfs.c */
+void emu_render_debugfs_file(struct emu_node *node, enum emu_render_on_read file);
 
 /* render-mqd.c: the v9 compute MQD of one XCC, as kfd_mqd_manager_v9 fills it. */
 #define EMU_V9_MQD_DWORDS 512u

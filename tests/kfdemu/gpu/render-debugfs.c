@@ -6,6 +6,10 @@
  * Register values the driver does not write (live HQD state, HIQ, SDMA
  * engines) are the constant values of the real MI308X dumps
  * (shared/data/real/mi308x-hqds-*.txt).
+ *
+ * The kernel generates these files when they are read; kfdemu renders one
+ * when a client opens it (emu_render_on_read, asked by the preload), never
+ * on every queue change, whose cost would grow with the node's queues.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -514,12 +518,38 @@ static void render_file(struct emu_node *node, const char *relpath, uint64_t key
         free(t.data);
 }
 
-void emu_render_debugfs(struct emu_node *node)
+void emu_render_debugfs_file(struct emu_node *node, enum emu_render_on_read file)
 {
         struct emu_node_hw *nh = emu_node_hw_of(node);
-        uint64_t hqds = hqds_key(node);
 
-        render_file(node, DEBUGFS_DIR "/mqds", mqds_key(node), nh ? &nh->mqds_key : NULL, render_mqds);
-        render_file(node, DEBUGFS_DIR "/hqds", hqds, nh ? &nh->hqds_key : NULL, render_hqds);
-        render_file(node, DEBUGFS_DIR "/rls", hash_u64(hqds, FNV_PRIME), nh ? &nh->rls_key : NULL, render_rls);
+        switch (file) {
+        case EMU_RENDER_MQDS:
+                render_file(node, DEBUGFS_DIR "/mqds", mqds_key(node), nh ? &nh->mqds_key : NULL, render_mqds);
+                break;
+        case EMU_RENDER_HQDS:
+                render_file(node, DEBUGFS_DIR "/hqds", hqds_key(node), nh ? &nh->hqds_key : NULL, render_hqds);
+                break;
+        case EMU_RENDER_RLS:
+                /* The runlist changes exactly when the mapped HQDs do. */
+                render_file(node, DEBUGFS_DIR "/rls", hash_u64(hqds_key(node), FNV_PRIME), nh ? &nh->rls_key : NULL,
+                            render_rls);
+                break;
+        case EMU_RENDER_CU_OCCUPANCY:
+                break;
+        }
+}
+
+void emu_render_debugfs(struct emu_node *node)
+{
+        emu_render_debugfs_file(node, EMU_RENDER_MQDS);
+        emu_render_debugfs_file(node, EMU_RENDER_HQDS);
+        emu_render_debugfs_file(node, EMU_RENDER_RLS);
+}
+
+void emu_render_on_read(struct emu_node *node, enum emu_render_on_read file, pid_t tgid, uint32_t gpu_id)
+{
+        if (file == EMU_RENDER_CU_OCCUPANCY)
+                emu_render_cu_occupancy_on_read(node, tgid, gpu_id);
+        else
+                emu_render_debugfs_file(node, file);
 }

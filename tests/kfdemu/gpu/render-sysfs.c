@@ -219,6 +219,19 @@ static void render_queue(const char *root, pid_t tgid, const struct emu_queue *q
         emu_render_printf(root, path, "%u", q->gpu->cfg.gpu_id);
 }
 
+void emu_render_queue_created(const struct emu_queue *q)
+{
+        render_queue(q->process->node->cfg.root, q->process->tgid, q);
+}
+
+void emu_render_queue_destroyed(const struct emu_queue *q)
+{
+        char path[PATH_LEN];
+
+        snprintf(path, sizeof(path), KFD_DIR "/proc/%d/queues/%u", (int)q->process->tgid, q->id);
+        emu_render_remove_tree(q->process->node->cfg.root, path);
+}
+
 /* kfd_procfs_del_queue: directories of destroyed queues go away. */
 static void remove_stale_queues(const char *root, const struct emu_process *p)
 {
@@ -261,6 +274,21 @@ void emu_render_cu_occupancy(struct emu_process *p, struct emu_gpu *gpu, int val
         frame = emu_frame_find(nh, p->tgid, emu_gpu_slot(gpu));
         if (frame >= 0)
                 nh->frames[frame].cu_occupancy_rendered = value;
+}
+
+/* kfd_procfs_stats_show samples the hardware on every read. */
+void emu_render_cu_occupancy_on_read(struct emu_node *node, pid_t tgid, uint32_t gpu_id)
+{
+        struct emu_gpu *gpu = NULL;
+        struct emu_process *p;
+
+        for (p = node->processes; p && p->tgid != tgid; p = p->next)
+                ;
+        for (unsigned i = 0; p && i < p->n_pdds && !gpu; i++)
+                if (p->pdds[i].gpu->cfg.gpu_id == gpu_id)
+                        gpu = p->pdds[i].gpu;
+        if (gpu)
+                emu_render_cu_occupancy(p, gpu, emu_gpu_cu_occupancy(gpu, tgid));
 }
 
 void emu_render_process(struct emu_process *p)

@@ -48,10 +48,32 @@ int emu_gpu_doorbell_segments(struct emu_gpu *gpu, struct emu_process *process,
                               struct emu_mmap_result *ret);
 
 /* Rendering of /sys/class/kfd/kfd/{topology,proc} and debugfs kfd/{mqds,hqds,rls}
- * under cfg.root. Called after every change kernel/ makes to processes or queues. */
+ * under cfg.root. emu_render_process renders a new process's whole
+ * directory; emu_render_debugfs all three debugfs files at once. */
 void emu_render_process(struct emu_process *p);   /* proc/<pid>/... */
 void emu_render_process_removed(struct emu_node *node, pid_t tgid);
 void emu_render_debugfs(struct emu_node *node);   /* mqds, hqds, rls */
+
+/* One queue's sysfs directory, proc/<pid>/queues/<id>/: created when the
+ * queue is (kfd_procfs_add_queue, synchronously in CREATE_QUEUE) and
+ * removed when it goes (kfd_procfs_del_queue). O(1): they touch nothing
+ * else, so creating many queues stays linear. */
+void emu_render_queue_created(const struct emu_queue *q);
+void emu_render_queue_destroyed(const struct emu_queue *q);
+
+/* The files the kernel generates when they are read (seq_file debugfs
+ * dumps, cu_occupancy sampled from the hardware): rendered only when a
+ * client opens or stats one (the preload asks first, protocol.h REFRESH). */
+enum emu_render_on_read {
+        EMU_RENDER_MQDS,             /* debugfs kfd/mqds */
+        EMU_RENDER_HQDS,             /* debugfs kfd/hqds */
+        EMU_RENDER_RLS,              /* debugfs kfd/rls */
+        EMU_RENDER_CU_OCCUPANCY,     /* proc/<tgid>/stats_<gpu_id>/cu_occupancy */
+};
+/* Renders that file now; `tgid` and `gpu_id` name the cu_occupancy file
+ * (ignored for the others). A process or GPU that does not exist renders
+ * nothing: the read then finds what the kernel would (no such file). */
+void emu_render_on_read(struct emu_node *node, enum emu_render_on_read file, pid_t tgid, uint32_t gpu_id);
 
 /* The default configuration of GPU number `index` (an MI308X-like gfx942
  * part with the gpu_ids of the node in shared/data/real). transport/'s

@@ -13,8 +13,8 @@
  *            reference goes (HUP). First and only message: OPEN.
  *
  *   channel  one per client thread, created lazily by the preload, carrying
- *            that thread's calls: IOCTL, MMAP, INTERRUPTED, EXEC. First
- *            message: HELLO. A file is named in a call by the inode number
+ *            that thread's calls: IOCTL, MMAP, INTERRUPTED, EXEC, REFRESH.
+ *            First message: HELLO. A file is named in a call by the inode number
  *            of the client's file socket (its identity while it is open).
  *
  * The caller's tgid is never taken from a message: the server reads
@@ -37,6 +37,7 @@ enum kfdemu_msg_type {
         KFDEMU_MSG_INTERRUPTED = 4, /* channel: a signal hit the waiting thread -> no reply */
         KFDEMU_MSG_MMAP = 5,        /* channel: kfd_mmap       -> mmap reply + SCM_RIGHTS */
         KFDEMU_MSG_EXEC = 6,        /* channel: the process has a new mm -> reply */
+        KFDEMU_MSG_REFRESH = 7,     /* channel: a file generated on read is opened -> reply */
 };
 
 struct kfdemu_msg_open {
@@ -75,6 +76,24 @@ struct kfdemu_msg_exec {
         uint32_t pad;
 };
 
+/* The files the kernel generates when they are read (seq_file dumps,
+ * hardware samples). The preload sends REFRESH before it lets an open or
+ * stat of one through, and the server renders that file before replying,
+ * so nothing is rendered that nobody reads. */
+enum kfdemu_refresh_file {
+        KFDEMU_REFRESH_MQDS = 1,         /* /sys/kernel/debug/kfd/mqds */
+        KFDEMU_REFRESH_HQDS = 2,         /* /sys/kernel/debug/kfd/hqds */
+        KFDEMU_REFRESH_RLS = 3,          /* /sys/kernel/debug/kfd/rls */
+        KFDEMU_REFRESH_CU_OCCUPANCY = 4, /* .../kfd/kfd/proc/<tgid>/stats_<gpu_id>/cu_occupancy */
+};
+
+struct kfdemu_msg_refresh {
+        uint32_t type;
+        uint32_t file;              /* enum kfdemu_refresh_file */
+        int32_t tgid;               /* cu_occupancy: the directory's pid (host namespace, as named) */
+        uint32_t gpu_id;            /* cu_occupancy: the stats_<gpu_id> directory's */
+};
+
 /* The largest message a client may send; anything larger is hostile. */
 #define KFDEMU_MSG_MAX sizeof(struct kfdemu_msg_mmap)
 _Static_assert(sizeof(struct kfdemu_msg_open) <= KFDEMU_MSG_MAX, "message size");
@@ -82,6 +101,7 @@ _Static_assert(sizeof(struct kfdemu_msg_hello) <= KFDEMU_MSG_MAX, "message size"
 _Static_assert(sizeof(struct kfdemu_msg_ioctl) <= KFDEMU_MSG_MAX, "message size");
 _Static_assert(sizeof(struct kfdemu_msg_interrupted) <= KFDEMU_MSG_MAX, "message size");
 _Static_assert(sizeof(struct kfdemu_msg_exec) <= KFDEMU_MSG_MAX, "message size");
+_Static_assert(sizeof(struct kfdemu_msg_refresh) <= KFDEMU_MSG_MAX, "message size");
 
 enum kfdemu_reply_status {
         KFDEMU_REPLY_RESULT = 0,    /* `result` is the call's return (>= 0 or -errno) */

@@ -123,7 +123,6 @@ int kfd_create_process(struct emu_node *node, pid_t tgid, struct emu_process **r
         }
 
         emu_render_process(p);
-        emu_render_debugfs(node);
         *ret = p;
         return 0;
 }
@@ -190,7 +189,6 @@ void emu_process_mm_release(struct emu_node *node, pid_t tgid)
         kfd_process_unlink(p);
         p->is_released = true;
         emu_render_process_removed(node, tgid);
-        emu_render_debugfs(node);
 
         if (p->n_files == 0)
                 kfd_process_free(p);

@@ -252,8 +252,8 @@ long kfd_ioctl_create_queue(struct emu_call *call, struct emu_process *p, void *
         args->doorbell_offset = EMU_KFD_MMAP_TYPE_DOORBELL | EMU_KFD_MMAP_GPU_ID(args->gpu_id) |
                                 (uint64_t)q->doorbell_slot * EMU_DOORBELL_SIZE;
 
-        emu_render_process(p);
-        emu_render_debugfs(p->node);
+        /* kfd_procfs_add_queue; debugfs is generated when it is read. */
+        emu_render_queue_created(q);
 
         kfd_dbg_ev_raise(KFD_EC_MASK(EC_QUEUE_NEW), p, pdd->gpu, q->id, call);
         return kfd_return_after_device(p->node, call, 0, delay);
@@ -269,13 +269,11 @@ static uint64_t kfd_destroy_queue_now(struct emu_process *p, struct emu_queue *q
 
         if (was_active && gpu->cfg.mes)
                 delay = emu_gpu_mes_remove_queue(q);
+        emu_render_queue_destroyed(q);
         kfd_queue_free(p, q);
 
         if (was_active && !gpu->cfg.mes)
                 delay = kfd_dqm_execute_queues(gpu, KFD_USE_DEFAULT_GRACE_PERIOD);
-
-        emu_render_process(p);
-        emu_render_debugfs(p->node);
 
         /* Raised per device with no queue id (destroy_queue_cpsch). */
         kfd_dbg_ev_raise(KFD_EC_MASK(EC_DEVICE_QUEUE_DELETE), p, gpu, UINT32_MAX, call);

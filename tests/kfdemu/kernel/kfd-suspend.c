@@ -158,10 +158,6 @@ int kfd_suspend_queues(struct emu_call *call, struct emu_process *target, uint32
 
         if (ids)
                 kfd_copy_queue_ids_back(call, queue_array_ptr, num_queues, ids);
-        if (total) {
-                emu_render_process(target);
-                emu_render_debugfs(target->node);
-        }
         *ret_delay_ns = delay;
         return total;
 }
@@ -223,10 +219,6 @@ int kfd_resume_queues(struct emu_call *call, struct emu_process *target, uint32_
 
         if (ids)
                 kfd_copy_queue_ids_back(call, queue_array_ptr, num_queues, ids);
-        if (total) {
-                emu_render_process(target);
-                emu_render_debugfs(target->node);
-        }
         *ret_delay_ns = delay;
         return total;
 }

@@ -94,6 +94,10 @@ void emu_render_process_removed(struct emu_node *node, pid_t tgid)
         fake_gpu.processes_removed++;
 }
 
-void emu_render_debugfs(struct emu_node *node)
+void emu_render_queue_created(const struct emu_queue *q)
+{
+}
+
+void emu_render_queue_destroyed(const struct emu_queue *q)
 {
 }

@@ -17,6 +17,7 @@
 
 #include "caller.h"
 #include "cleanup.h"
+#include "gpu.h"
 #include "protocol.h"
 #include "server.h"
 
@@ -281,6 +282,21 @@ static int handle_exec(struct connection *ch)
         return send_result(ch, KFDEMU_REPLY_RESULT, 0);
 }
 
+static int handle_refresh(struct connection *ch, const struct kfdemu_msg_refresh *msg)
+{
+        static const enum emu_render_on_read files[] = {
+                [KFDEMU_REFRESH_MQDS] = EMU_RENDER_MQDS,
+                [KFDEMU_REFRESH_HQDS] = EMU_RENDER_HQDS,
+                [KFDEMU_REFRESH_RLS] = EMU_RENDER_RLS,
+                [KFDEMU_REFRESH_CU_OCCUPANCY] = EMU_RENDER_CU_OCCUPANCY,
+        };
+
+        if (msg->file < KFDEMU_REFRESH_MQDS || msg->file >= ELEMENTSOF(files))
+                return -EBADMSG;
+        emu_render_on_read(&ch->server->node, files[msg->file], msg->tgid, msg->gpu_id);
+        return send_result(ch, KFDEMU_REPLY_RESULT, 0);
+}
+
 #define IS_MSG(type_name, size) ((size) == sizeof(struct type_name))
 
 /* Returns < 0 when the client broke the protocol. */
@@ -312,6 +328,8 @@ static int dispatch(struct connection *c, const void *buf, size_t size)
                         return handle_mmap(c, buf);
                 if (type == KFDEMU_MSG_EXEC && IS_MSG(kfdemu_msg_exec, size))
                         return handle_exec(c);
+                if (type == KFDEMU_MSG_REFRESH && IS_MSG(kfdemu_msg_refresh, size))
+                        return handle_refresh(c, buf);
                 return -EBADMSG;
         }
         return -EBADMSG;

@@ -55,6 +55,7 @@ const char *preload_redirect_path(const char *path, char *buf)
                 if (under(path, redirected_trees[i])) {
                         if ((size_t)snprintf(buf, PATH_MAX, "%s%s", root, path) >= PATH_MAX)
                                 return path;
+                        preload_refresh_on_read(path);
                         return buf;
                 }
         return path;

@@ -43,6 +43,9 @@ const char *preload_root_path(void);
  * returns `path` itself otherwise. `buf` must hold PATH_MAX bytes. */
 const char *preload_redirect_path(const char *path, char *buf);
 bool preload_is_kfd_device(const char *path);
+/* `path` (absolute, not yet redirected) names a file the kernel generates
+ * on read: have the server render it now (preload-refresh.c). */
+void preload_refresh_on_read(const char *path);
 
 /* The inode of `fd` if it is a socket (a kfdemu file is one), else 0. */
 uint64_t preload_socket_inode(int fd);
