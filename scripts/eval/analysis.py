@@ -11,7 +11,14 @@ TARGET_P99_CAP_MS = 10.0
 TARGET_OFFLINE_SHARE = 0.85
 
 METRICS = ["online_p50_ms", "online_p95_ms", "online_p99_ms", "online_max_ms", "online_mean_ms",
-           "online_req_s", "offline_it_s", "transitions", "suspended_share"]
+           "online_req_s", "offline_it_s", "transitions_per_s", "suspended_share"]
+
+
+def with_rates(row):
+    """Rows of older result files lack the transition rate; derive it."""
+    if row.get("transitions") not in (None, "") and row.get("transitions_per_s") in (None, ""):
+        row = dict(row, transitions_per_s=float(row["transitions"]) / float(row["duration_s"]))
+    return row
 
 
 def summarize(values):

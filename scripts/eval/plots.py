@@ -6,6 +6,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+import matplotlib.ticker  # noqa: E402
 
 import analysis  # noqa: E402
 
@@ -14,9 +15,10 @@ SIMULATED = "simulated on kfdemu (emulated MI308X)"
 REAL = "measured on a real node"
 
 
-def latency_cdf(rows, scenario, alone, cost, emulated, path):
+def latency_cdf(rows, scenario, alone, cost, emulated, path, real=None):
     """Online latency distribution without and with gpreemptd, from the
-    percentiles kfdemu-app reports (it keeps no per-request log)."""
+    percentiles kfdemu-app reports (it keeps no per-request log); `real`
+    (metric -> ms) adds the real node's measured percentiles."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     series = [("online alone", alone, "baseline", "tab:green"),
               ("beside offline, without gpreempt", scenario, "baseline", "tab:red"),
@@ -29,13 +31,19 @@ def latency_cdf(rows, scenario, alone, cost, emulated, path):
         runs = max(runs, s["online_p50_ms"]["runs"])
         xs = [s[m]["median"] for m, _ in QUANTILES]
         ax.plot(xs, [q for _, q in QUANTILES], marker="o", color=color, label=label)
+    points = [(real[m], q) for m, q in QUANTILES if real and isinstance(real.get(m), (int, float))]
+    if points:
+        ax.plot([x for x, _ in points], [q for _, q in points], linestyle="none", marker="x", color="black",
+                markersize=9, label="real MI308X without gpreempt (measured)")
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.set_xticks([t for t in (1, 2, 3, 5, 10, 20, 30, 50, 100) if t <= ax.get_xlim()[1] * 1.05])
     ax.set_xlabel("online request latency (ms, log scale)")
     ax.set_ylabel("fraction of requests (P50, P95, P99, max)")
     ax.set_title("%s: online latency, %s,\nmedian of %d run(s)" % (scenario, SIMULATED if emulated else REAL, runs),
                  fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="center left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

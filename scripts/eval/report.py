@@ -63,7 +63,7 @@ def calibration_table(cal):
 
 
 def scenario_table(rows, workloads, cost):
-    lines = ["| scenario | variant | online P50 | P95 | P99 | max (ms) | offline it/s | transitions | offline suspended |",
+    lines = ["| scenario | variant | online P50 | P95 | P99 | max (ms) | offline it/s | transitions/s | offline suspended |",
              "|---|---|---|---|---|---|---|---|---|"]
     for sc in workloads["scenarios"]:
         for variant in ("baseline", "gpreempt"):
@@ -74,7 +74,7 @@ def scenario_table(rows, workloads, cost):
             lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 sc["name"], "without gpreempt" if variant == "baseline" else "with gpreemptd",
                 fmt(s["online_p50_ms"]), fmt(s["online_p95_ms"]), fmt(s["online_p99_ms"]),
-                fmt(s["online_max_ms"]), fmt(s["offline_it_s"], 3), fmt(s["transitions"], 0),
+                fmt(s["online_max_ms"]), fmt(s["offline_it_s"], 3), fmt(s["transitions_per_s"], 1),
                 "-" if not share else "%.1f%%" % (100 * share["median"])))
     return "\n".join(lines)
 
@@ -96,7 +96,7 @@ def policy_table(rows, cost):
         if r["variant"] == "gpreempt" and r["scenario"] == "high-load" and r["policy"] not in labels:
             labels.append(r["policy"])
     base = analysis.summary_of(rows, scenario="high-load", variant="baseline")["offline_it_s"]
-    lines = ["| daemon policy | online P50 | P99 | max (ms) | offline vs baseline | transitions | offline suspended |",
+    lines = ["| daemon policy | online P50 | P99 | max (ms) | offline vs baseline | transitions/s | offline suspended |",
              "|---|---|---|---|---|---|---|"]
     for label in labels:
         s = analysis.summary_of(rows, scenario="high-load", variant="gpreempt", policy=label, preempt_total_us=cost)
@@ -104,9 +104,15 @@ def policy_table(rows, cost):
             continue
         lines.append("| %s | %s | %s | %s | %.1f%% | %s | %.1f%% |" % (
             DEFAULT_POLICY_TEXT if label == "default" else label, fmt(s["online_p50_ms"]), fmt(s["online_p99_ms"]), fmt(s["online_max_ms"]),
-            100 * s["offline_it_s"]["median"] / base["median"], fmt(s["transitions"], 0),
+            100 * s["offline_it_s"]["median"] / base["median"], fmt(s["transitions_per_s"], 1),
             100 * s["suspended_share"]["median"]))
     return "\n".join(lines)
+
+
+def read_passes(out):
+    """The passes an earlier evaluation wrote to `out`."""
+    with open(os.path.join(out, "passes.json")) as f:
+        return [analysis.with_rates(r) for r in json.load(f)]
 
 
 def write_all(out, rows, workloads, plan, realtime, daemon_problem, emulated=True):
@@ -123,8 +129,8 @@ def write_all(out, rows, workloads, plan, realtime, daemon_problem, emulated=Tru
     tgts = []
     costs = sorted({r["preempt_total_us"] for r in rows if r["variant"] == "gpreempt"})
     for sc in workloads["scenarios"]:
-        for cost in costs:
-            t = analysis.targets(rows, sc["name"], cost)
+        for swept in costs:
+            t = analysis.targets(rows, sc["name"], swept)
             if t:
                 tgts.append(t)
     if tgts:
@@ -139,7 +145,9 @@ def write_all(out, rows, workloads, plan, realtime, daemon_problem, emulated=Tru
     for scenario, alone in (("high-load", "alone"), ("matmul", "matmul-alone")):
         if analysis.summary_of(rows, scenario=scenario, variant="baseline")["online_p50_ms"]:
             name = "latency-cdf-%s.png" % scenario
-            plots.latency_cdf(rows, scenario, alone, cost, emulated, os.path.join(out, name))
+            sc = next(s for s in workloads["scenarios"] if s["name"] == scenario)
+            plots.latency_cdf(rows, scenario, alone, cost, emulated, os.path.join(out, name),
+                              real=dict(sc["real"], **sc.get("also_real", {})))
             figures.append(name)
     if len(costs) > 1 and plots.preempt_sweep(rows, "high-load", costs, os.path.join(out, "preempt-sweep.png")):
         figures.append("preempt-sweep.png")

@@ -201,6 +201,7 @@ def flatten(row, result):
         row["offline_it_s"] = offline["iterations_per_s"]
     if gp:
         row.update({"transitions": gp["suspends"] + gp["resumes"], "suspends": gp["suspends"],
+                    "transitions_per_s": (gp["suspends"] + gp["resumes"]) / result["window_s"],
                     "suspended_s": gp["suspended_s"],
                     "suspended_share": gp["suspended_s"] / result["window_s"] if result.get("window_s") else None,
                     "daemon_errors": len(gp["log_errors"])})
