@@ -8,7 +8,8 @@
  *       max_queues = 255 on GC 9.4.3/9.4.4/9.5.0 (gfx_target_version
  *       90400-90402, 90500), 127 elsewhere; SDMA queues count too;
  *   per device, all processes: total_queue_count >=
- *       amdgpu.max_num_of_queues_per_device -> -EPERM.
+ *       amdgpu.max_num_of_queues_per_device -> -EPERM;
+ *   (queue_percentage & 0xff) > 100 -> -EINVAL (bits 8-15: PM4 target XCC).
  *
  * Under kfdemu the node comes from queues.conf, which lowers
  * max_num_of_queues_per_device so two processes reach it.
@@ -105,6 +106,48 @@ static void device_limit_over_processes_is_eperm(void **state)
         assert_int_equal(conf_target_create_queue(last, gpus[0], &q), 0);
         for (int i = 0; i < n_targets; i++)
                 conf_target_kill(&targets[i]);
+        /* The next test needs the device's queues back. */
+        for (int i = 0; i < n_targets; i++)
+                assert_int_equal(conf_wait_kfd_process_gone(targets[i].pid), 0);
+}
+
+/* set_queue_properties_from_user: only bits 0-7 of queue_percentage are the
+ * percentage checked against 100; bits 8-15 are the PM4 target XCC. */
+static void queue_percentage_checks_its_low_byte(void **state)
+{
+        static uint64_t pointers[2];
+        static uint8_t ring[4096] __attribute__((aligned(4096)));
+        uint32_t gpus[CONF_MAX_GPUS];
+        static const struct {
+                uint32_t percentage;
+                int expected;
+        } cases[] = {
+                { 0x165, -EINVAL },  /* XCC 1, 101 % */
+                { 0x1ff, -EINVAL },  /* XCC 1, 255 % */
+                { 0x164, 0 },        /* XCC 1, 100 % */
+                { 0xff64, 0 },       /* XCC 255, 100 % */
+                { 0x100, 0 },        /* XCC 1, 0 %: created, not active */
+        };
+
+        assert_true(conf_gpu_ids(gpus, CONF_MAX_GPUS) > 0);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct kfd_ioctl_create_queue_args a = {
+                        .ring_base_address = (uintptr_t)ring,
+                        .write_pointer_address = (uintptr_t)&pointers[0],
+                        .read_pointer_address = (uintptr_t)&pointers[1],
+                        .ring_size = sizeof(ring),
+                        .gpu_id = gpus[0],
+                        .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                        .queue_percentage = cases[i].percentage,
+                };
+                long r = conf_ioctl(conf_kfd(), AMDKFD_IOC_CREATE_QUEUE, &a);
+                if (r != cases[i].expected)
+                        fail_msg("queue_percentage %#x: got %ld, want %d", cases[i].percentage, r, cases[i].expected);
+                if (r == 0) {
+                        struct kfd_ioctl_destroy_queue_args d = { .queue_id = a.queue_id };
+                        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_DESTROY_QUEUE, &d), 0);
+                }
+        }
 }
 
 int main(int argc, char **argv)
@@ -113,6 +156,7 @@ int main(int argc, char **argv)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(process_limit_per_device_is_enospc, conf_fixture_empty, conf_fixture_end),
                 cmocka_unit_test(device_limit_over_processes_is_eperm),
+                cmocka_unit_test(queue_percentage_checks_its_low_byte),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

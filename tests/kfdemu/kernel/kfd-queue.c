@@ -36,10 +36,14 @@ bool kfd_queue_is_active(const struct emu_queue *q)
                !q->is_evicted && !q->is_suspended;
 }
 
+/* queue_percentage bits 8-15 are the PM4 target XCC ("drm/amdkfd: Add PM4
+ * target XCC", the same release as the debugger API); bits 0-7 the percent. */
+#define KFD_QUEUE_PERCENT_MASK 0xffu
+
 /* set_queue_properties_from_user: its checks, in its order. */
 static int kfd_check_queue_properties(struct emu_node *node, const struct kfd_ioctl_create_queue_args *args)
 {
-        if (args->queue_percentage > KFD_MAX_QUEUE_PERCENTAGE) {
+        if ((args->queue_percentage & KFD_QUEUE_PERCENT_MASK) > KFD_MAX_QUEUE_PERCENTAGE) {
                 kfd_log(node, "Queue percentage must be between 0 to KFD_MAX_QUEUE_PERCENTAGE");
                 return -EINVAL;
         }
@@ -192,7 +196,7 @@ static int kfd_pqm_create_queue(struct emu_process *p, struct emu_pdd *pdd,
         q->ring_size = args->ring_size;
         q->ctx_save_restore_size = args->ctx_save_restore_size;
         q->ctl_stack_size = args->ctl_stack_size;
-        q->queue_percentage = args->queue_percentage;
+        q->queue_percentage = args->queue_percentage & KFD_QUEUE_PERCENT_MASK;
         q->queue_priority = args->queue_priority;
         q->doorbell_slot = slot;
         /* init_user_queue: every queue starts NEW, debugger or not. */
