@@ -185,7 +185,8 @@ struct gp_queue {
  * stays valid until the next call on it. */
 int gp_target_snapshot(struct gp_target *target, const struct gp_queue **ret_queues,
                        size_t *ret_n_queues);
-/* Reads a queue's live read/write indices from the target's memory. */
+/* Reads a queue's live read/write indices from the target's memory
+ * (process_vm_readv; any thread of the caller may do this). */
 int gp_target_read_queue_indices(struct gp_target *target, const struct gp_queue *queue,
                                  uint64_t *ret_read_index, uint64_t *ret_write_index);
 

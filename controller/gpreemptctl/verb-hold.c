@@ -125,11 +125,20 @@ static void on_target_event(struct gp_target *target, const struct gp_event *eve
                 break;
         case GP_EVENT_RUNTIME:
                 h->runtime_events++;
-                if (event->runtime_state == GP_RUNTIME_ENABLED &&
-                    h->state == HELD_WAITING_RUNTIME) {
+                if (h->state != HELD_WAITING_RUNTIME)
+                        break;
+                if (event->runtime_state == GP_RUNTIME_ENABLED) {
                         h->state = HELD_ACTIVE;
                         h->suspend_all = true;
                         held_say(h, "runtime enabled debugging; holding its queues from now on");
+                } else if (event->runtime_state == GP_RUNTIME_ENABLED_BUSY) {
+                        /* The deferred activation met another process's
+                         * debug VMID (kfd_dbg_trap_activate). */
+                        held_add_error(h, -GP_ERR_VMID_BUSY, GP_OP_SUSPEND);
+                        h->precondition_failed = true;
+                } else if (event->runtime_state == GP_RUNTIME_ENABLED_ERROR) {
+                        held_add_error(h, -GP_ERR_RUNTIME_ERROR, GP_OP_SUSPEND);
+                        h->precondition_failed = true;
                 }
                 break;
         case GP_EVENT_EXITED:
@@ -314,8 +323,7 @@ static void held_attach(struct held *h)
                  * in the kernel's words. */
                 r = gp_target_snapshot(h->target, &queues, &n_queues);
                 if (r >= 0 && n_queues > 0) {
-                        r = gp_target_suspend(h->target, &(struct gp_queue_opts){ .sz = sizeof(struct gp_queue_opts) },
-                                              NULL);
+                        r = gp_target_suspend(h->target, NULL, NULL);
                         if (r < 0) {
                                 h->precondition_failed = true;
                                 held_add_error(h, r, GP_OP_SUSPEND);

@@ -157,8 +157,7 @@ int verb_queues(const struct ctl_globals *globals, int argc, char **argv)
         if (r < 0)
                 return fail(json, r, GP_OP_OPEN, 0, -1, CTL_EXIT_PRECONDITION);
 
-        r = gp_target_attach(context, pid, &(struct gp_attach_opts){ .sz = sizeof(struct gp_attach_opts) },
-                             &target);
+        r = gp_target_attach(context, pid, NULL, &target);
         if (r < 0) {
                 gp_context_free(context);
                 return fail(json, r, GP_OP_ATTACH, pid, -1, CTL_EXIT_PRECONDITION);

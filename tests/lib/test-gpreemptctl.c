@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpreemptctl as a user runs it, on an emulated node:
- *   test-gpreemptctl MODE GPREEMPTCTL KFDEMU-APP
+ *   test-gpreemptctl MODE GPREEMPTCTL KFDEMU-APP RUNTIME-CYCLER
  * MODE picks the node the test runs in (see meson.build): "node" (a healthy
  * two-GPU node), "nohws", "old-kfd" or "one-vmid".
  */
@@ -24,6 +24,7 @@
 
 static const char *ctl_path;
 static const char *app_path;
+static const char *cycler_path;
 
 struct fixture {
         struct child app;
@@ -197,14 +198,18 @@ static void test_hold_for_a_duration(void **state)
 static void test_hold_until_sigterm_with_json(void **state)
 {
         struct fixture *f = *state;
-        const char *args[] = { "--queues", "1", "--late-queue-after", "0.2", NULL };
+        const char *args[] = { "--queues", "1", "--late-queue-after", "1.0", NULL };
         json_object *root, *processes, *p, *v;
         int status;
 
         assert_int_equal(app_spawn(app_path, args, &f->app), 0);
         spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), "--json", NULL });
-        /* The late queue comes 0.2 s after the app started. */
-        sleep_ms(800);
+        /* --json prints nothing before the end: the tracer shows the attach.
+         * The late queue comes 1 s after the app started, well after it. */
+        for (int i = 0; i < 2500 && tracer_of(f->app.pid) != f->ctl.pid; i++)
+                sleep_ms(2);
+        assert_int_equal(tracer_of(f->app.pid), f->ctl.pid);
+        sleep_ms(1500);
         kill(f->ctl.pid, SIGTERM);
         assert_int_equal(child_run_to_end(&f->ctl, 10000, &status), 0);
         assert_int_equal(WEXITSTATUS(status), 0);
@@ -283,6 +288,48 @@ static void test_hold_ends_when_the_target_is_gone(void **state)
         assert_int_equal(child_run_to_end(&f->ctl, 5000, &status), 0);
         assert_int_equal(WEXITSTATUS(status), 0);
         assert_output_has(&f->ctl, "exited while held");
+}
+
+static void test_hold_waits_for_the_runtime_and_acknowledges_it(void **state)
+{
+        struct fixture *f = *state;
+        const char *asan = getenv("ASAN_OPTIONS");
+        char asan_env[512];
+        /* The cycler exits while traced, where LeakSanitizer cannot run. */
+        char *argv[] = { (char *)"/usr/bin/env", asan_env, (char *)cycler_path, NULL };
+        int status;
+
+        snprintf(asan_env, sizeof(asan_env), "ASAN_OPTIONS=%s%sdetect_leaks=0", asan ? asan : "",
+                 asan && *asan ? ":" : "");
+        assert_int_equal(child_spawn(argv, false, &f->app), 0);
+        assert_int_equal(child_wait_line(&f->app, "WAITING", 5000, NULL, 0), 0);
+        spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), NULL });
+        assert_int_equal(child_wait_line(&f->ctl, "pid ", 5000, NULL, 0), 0);
+        /* Its runtime enables (blocks until acknowledged), then disables
+         * (blocks again) and the process exits: hold must ack both and end. */
+        assert_int_equal(write(f->app.stdin_fd, "go\n", 3), 3);
+        assert_int_equal(child_run_to_end(&f->ctl, 10000, &status), 0);
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_output_has(&f->ctl, "runtime enabled debugging");
+        assert_output_has(&f->ctl, "2 runtime events acknowledged");
+        assert_int_equal(child_wait_exit(&f->app, 5000, &status), 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_target_exiting_while_held_does_not_hang(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "2", "--duration", "0.3", NULL };
+        int status;
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        /* It ends its job while held: destroying a suspended queue waits in
+         * the kernel until hold resumes it, then it exits normally. */
+        assert_int_equal(run_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), "--for",
+                                                            "800ms", NULL }),
+                         0);
+        assert_int_equal(child_wait_exit(&f->app, 5000, &status), 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 static void test_strace_traced_target_is_refused(void **state)
@@ -405,6 +452,8 @@ int main(int argc, char **argv)
                 T(test_hold_only_one_gpu),
                 T(test_sigkilled_hold_leaves_nothing_suspended),
                 T(test_hold_ends_when_the_target_is_gone),
+                T(test_hold_waits_for_the_runtime_and_acknowledges_it),
+                T(test_target_exiting_while_held_does_not_hang),
                 T(test_strace_traced_target_is_refused),
                 T(test_runtime_never_enabled),
                 T(test_no_such_process),
@@ -414,13 +463,16 @@ int main(int argc, char **argv)
         const struct CMUnitTest old_kfd_tests[] = { T(test_old_kfd) };
         const struct CMUnitTest one_vmid_tests[] = { T(test_one_debug_vmid) };
 
-        if (argc != 4) {
-                fprintf(stderr, "usage: %s node|nohws|old-kfd|one-vmid GPREEMPTCTL KFDEMU-APP\n",
+        if (argc != 5) {
+                fprintf(stderr,
+                        "usage: %s node|nohws|old-kfd|one-vmid GPREEMPTCTL KFDEMU-APP "
+                        "RUNTIME-CYCLER\n",
                         argv[0]);
                 return 2;
         }
         ctl_path = argv[2];
         app_path = argv[3];
+        cycler_path = argv[4];
         if (strcmp(argv[1], "node") == 0)
                 return cmocka_run_group_tests(node_tests, NULL, NULL);
         if (strcmp(argv[1], "nohws") == 0)
