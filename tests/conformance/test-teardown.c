@@ -247,6 +247,44 @@ static void new_tracer_can_operate_the_session(void **state)
         expect_runs_to_completion(s, &q);
 }
 
+/* §6 (a): kfd_process_notifier_release_internal walks the exiting process's
+ * targets only while its debugged_process_count is > 0. A second debugger
+ * whose ENABLE failed with -EALREADY was recorded as the target's
+ * debugger_process (kfd_ioctl_set_debug_trap sets it before
+ * kfd_dbg_trap_enable fails) but debugs nothing, so its exit leaves the
+ * first session alone: the queue stays suspended and the session answers. */
+static void failed_second_debugger_exit_keeps_session(void **state)
+{
+        struct conf_session *s = *state;
+        pid_t pid = s->target.pid;
+        struct conf_queue q;
+        busy_queue(s, &q);
+        suspend_one(conf_kfd(), pid, &q);
+        assert_int_equal(conf_detach(pid), 0);
+        s->target.traced = false;
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                int kfd = conf_open_kfd();
+                int fifo = conf_event_fifo();
+                if (kfd < 0 || conf_seize(pid) < 0)
+                        _exit(8);
+                _exit(conf_dbg_enable(kfd, pid, CONF_SUBSCRIPTION, fifo, NULL) == -EALREADY ? 0 : 1);
+        }
+        int status;
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        /* Its mm is released and its kfd_process gone. */
+        assert_int_equal(conf_wait_kfd_process_gone(child), 0);
+        expect_stopped(s, &q);
+        assert_int_equal(conf_seize(pid), 0);
+        s->target.traced = true;
+        uint32_t id = q.id;
+        assert_int_equal(conf_dbg_resume(conf_kfd(), pid, &id, 1), 1);
+        expect_runs_to_completion(s, &q);
+}
+
 /* §6 (b): PTRACE_DETACH has no KFD hook: the queues stay suspended, every op
  * but DISABLE is -EPERM, and DISABLE from any process resumes them. */
 static void ptrace_detach_keeps_queues_suspended(void **state)
@@ -421,6 +459,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(tracer_thread_exit_keeps_queues_suspended, conf_fixture_spawned,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(new_tracer_can_operate_the_session, conf_fixture_attached,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(failed_second_debugger_exit_keeps_session, conf_fixture_attached,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(ptrace_detach_keeps_queues_suspended, conf_fixture_attached,
                                                 conf_fixture_end),

@@ -154,7 +154,8 @@ struct emu_process {
         uint64_t exception_enable_mask;
         uint64_t exception_status;       /* process-level (EC_PROCESS_*) */
         uint32_t dbg_flags;              /* KFD_DBG_TRAP_FLAG_* (SET_FLAGS) */
-        unsigned debugged_process_count; /* this process as a debugger */
+        int debugged_process_count;      /* this process as a debugger (atomic_t: a DISABLE after a
+                                          * failed second ENABLE can take it below 0) */
         struct emu_call *destroy_waiters; /* DESTROY_QUEUE calls sleeping in wait_on_destroy_queue */
 };
 

@@ -162,16 +162,20 @@ void emu_process_mm_release(struct emu_node *node, pid_t tgid)
          * to the debugger) ... */
         kfd_dbg_trap_disable(p);
 
-        /* ... and as a debugger, every process it debugs does too. */
-        for (struct emu_process *target = node->processes; target; target = target->next) {
-                if (target->debugger_process != p)
-                        continue;
-                kfd_dbg_trap_disable(target);
-                /* ENABLE records the debugger before it can fail with
-                 * -EALREADY; the kernel leaves that pointer dangling once
-                 * the debugger is freed, kfdemu forgets it. */
-                target->debugger_process = NULL;
-        }
+        /* ... and as a debugger, the processes it debugs do too: the walk
+         * runs only while debugged_process_count > 0 and stops at 0. A
+         * debugger whose ENABLE failed with -EALREADY is recorded as the
+         * target's debugger_process (kfd_ioctl_set_debug_trap sets it
+         * first) but debugs nothing: its exit ends nobody's session. */
+        for (struct emu_process *target = node->processes; target && p->debugged_process_count > 0;
+             target = target->next)
+                if (target->debugger_process == p)
+                        kfd_dbg_trap_disable(target);
+        /* The kernel leaves any other pointer to the freed debugger
+         * dangling; kfdemu forgets it. */
+        for (struct emu_process *target = node->processes; target; target = target->next)
+                if (target->debugger_process == p)
+                        target->debugger_process = NULL;
 
         for (unsigned i = 0; i < node->n_gpus; i++) {
                 if (node->gpus[i].debug_vmid_owner == p) {
