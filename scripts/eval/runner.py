@@ -207,4 +207,7 @@ def flatten(row, result):
                     "daemon_errors": len(gp["log_errors"])})
         if gp["log_errors"] and not row["error"]:
             row["error"] = "gpreemptd logged errors: " + "; ".join(gp["log_errors"][:3])
+        if gp["suspends"] == 0 and online and online["requests"] > 0 and not row["error"]:
+            row["error"] = ("gpreemptd never suspended the offline job while the online service ran "
+                            "(did it find the online queues? run with LogLevel=debug)")
     return row
