@@ -332,6 +332,59 @@ static void test_target_exiting_while_held_does_not_hang(void **state)
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+static void test_signals_reach_a_target_held_by_gpreemptctl(void **state)
+{
+        struct fixture *f = *state;
+        char log_path[] = "/tmp/gpreemptctl-test-signals-XXXXXX";
+        const char *args[] = { "--queues", "1", "--signal-log", log_path, NULL };
+        int fd, status;
+
+        fd = mkstemp(log_path);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), NULL });
+        assert_int_equal(child_wait_line(&f->ctl, "pid ", 5000, NULL, 0), 0);
+
+        /* Each signal reaches the handler (one at a time: pending standard
+         * signals merge even without a tracer). */
+        for (int i = 0; i < 50; i++) {
+                int lines = count_lines(log_path);
+                uint64_t deadline = now_usec() + 2000000;
+
+                kill(f->app.pid, i % 2 ? SIGUSR2 : SIGHUP);
+                while (count_lines(log_path) == lines && now_usec() < deadline)
+                        sleep_ms(1);
+                assert_int_equal(count_lines(log_path), lines + 1);
+        }
+        kill(f->app.pid, SIGSTOP);
+        for (int i = 0; i < 1000 && process_state(f->app.pid) != 't' &&
+                        process_state(f->app.pid) != 'T';
+             i++)
+                sleep_ms(2);
+        assert_true(process_state(f->app.pid) == 't' || process_state(f->app.pid) == 'T');
+        kill(f->app.pid, SIGCONT);
+        for (int i = 0; i < 1000 && (process_state(f->app.pid) == 't' ||
+                                     process_state(f->app.pid) == 'T');
+             i++)
+                sleep_ms(2);
+        assert_true(process_state(f->app.pid) != 't' && process_state(f->app.pid) != 'T');
+
+        /* SIGTERM: the handler runs; the app's queue destroy then waits for
+         * the release, after which it exits normally. */
+        kill(f->app.pid, SIGTERM);
+        for (int i = 0; i < 1000 && count_lines(log_path) < 52; i++)
+                sleep_ms(2);
+        kill(f->ctl.pid, SIGTERM);
+        assert_int_equal(child_run_to_end(&f->ctl, 10000, &status), 0);
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_equal(child_wait_exit(&f->app, 5000, &status), 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        /* 50 + SIGCONT + SIGTERM */
+        assert_int_equal(count_lines(log_path), 52);
+        unlink(log_path);
+}
+
 static void test_strace_traced_target_is_refused(void **state)
 {
         struct fixture *f = *state;
@@ -454,6 +507,7 @@ int main(int argc, char **argv)
                 T(test_hold_ends_when_the_target_is_gone),
                 T(test_hold_waits_for_the_runtime_and_acknowledges_it),
                 T(test_target_exiting_while_held_does_not_hang),
+                T(test_signals_reach_a_target_held_by_gpreemptctl),
                 T(test_strace_traced_target_is_refused),
                 T(test_runtime_never_enabled),
                 T(test_no_such_process),
