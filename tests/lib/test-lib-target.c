@@ -321,6 +321,35 @@ static void test_signals_reach_a_held_target(void **state)
         unlink(log_path);
 }
 
+static void test_detach_leaves_a_stopped_target_stopped(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "1", NULL };
+        char s;
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        attach(f, f->app.pid);
+        assert_int_equal(gp_target_suspend(f->target, NULL, NULL), 1);
+        kill(f->app.pid, SIGSTOP);
+        pump(f->target, 2000, &f->seen.stopped);
+        assert_int_equal(f->seen.stopped, 1);
+
+        /* Released and untraced, but still stopped: the SIGSTOP was the
+         * user's, not ours to undo. */
+        assert_int_equal(gp_target_detach(f->target), 0);
+        f->target = NULL;
+        assert_int_equal(tracer_of(f->app.pid), 0);
+        s = process_state(f->app.pid);
+        assert_true(s == 'T' || s == 't');
+        kill(f->app.pid, SIGCONT);
+        for (int i = 0; i < 1000 && (process_state(f->app.pid) == 'T' ||
+                                     process_state(f->app.pid) == 't');
+             i++)
+                sleep_ms(2);
+        s = process_state(f->app.pid);
+        assert_true(s != 'T' && s != 't');
+}
+
 static void test_runtime_enable_and_disable_are_acknowledged(void **state)
 {
         struct fixture *f = *state;
@@ -615,6 +644,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_only_the_given_gpu_is_suspended, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_signals_reach_a_held_target, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_detach_leaves_a_stopped_target_stopped, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_enable_and_disable_are_acknowledged,
                                                 setup, teardown),
                 cmocka_unit_test_setup_teardown(test_target_killed_while_held, setup, teardown),
