@@ -135,10 +135,10 @@ DEFAULT_POLICY = {"hold_off_ms": 2, "max_suspend_ms": 500, "min_share_percent": 
 
 def scratch_parent():
     """Where a pass keeps its files, kfdemu's rendered sysfs and debugfs
-    among them: tmpfs when the host has one. Every suspend and resume
-    rewrites debugfs files inside the ioctl, and on a disk-backed /tmp under
-    I/O load that took 5-15 ms per call, which the online service then
-    waited for."""
+    among them: tmpfs when the host has one. kfdemu writes those files from
+    inside ioctls and reads; on a disk-backed /tmp under I/O load a suspend
+    that rewrote them took 5-15 ms instead of its modelled 0.5 ms, and the
+    online service waited for it."""
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
