@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -222,31 +224,94 @@ static void full_fifo_drops_bytes_without_blocking(void **state)
         expect_queue_event(s->target.pid, NEW_MASK, &q, NEW_MASK);
 }
 
-/* §5: with a *blocking* pipe, a full pipe blocks the raiser — here the
- * target's CREATE_QUEUE — until the debugger reads; meanwhile other callers
- * are served. */
-static void full_blocking_pipe_blocks_the_raiser(void **state)
+/* Drains the pipe `delay_ms` after it starts, raising `drained` first:
+ * whatever returns after it was blocked behind the raiser's write. */
+struct drainer {
+        pthread_t thread;
+        int fd;
+        int delay_ms;
+        atomic_bool drained;
+};
+
+static void *drain_later(void *arg)
 {
-        struct conf_session *s = *state;
+        struct drainer *d = arg;
+        char buf[65536];
+        conf_sleep_ms(d->delay_ms);
+        atomic_store(&d->drained, true);
+        while (read(d->fd, buf, sizeof(buf)) == sizeof(buf))
+                ;
+        return NULL;
+}
+
+static void drain_start(struct drainer *d, int fd)
+{
+        *d = (struct drainer){ .fd = fd, .delay_ms = 2 * CONF_BLOCKED_MS };
+        assert_int_equal(pthread_create(&d->thread, NULL, drain_later, d), 0);
+}
+
+/* A blocking pipe, full, as the debug event file of the target. */
+static int attach_with_full_blocking_pipe(struct conf_session *s, uint64_t mask)
+{
         int p[2];
         assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        _cleanup_close_ int rd = p[0];
         assert_int_equal(conf_seize(s->target.pid), 0);
         s->target.traced = true;
-        assert_int_equal(conf_dbg_enable(conf_kfd(), s->target.pid, NEW_MASK, p[1], NULL), 0);
+        assert_int_equal(conf_dbg_enable(conf_kfd(), s->target.pid, mask, p[1], NULL), 0);
         s->enabled = true;
         fill(p[1]);
         close(p[1]);
+        return p[0];
+}
+
+/* §5: with a *blocking* pipe, a full pipe blocks the raiser — here the
+ * target's CREATE_QUEUE, which raises EC_QUEUE_NEW after dropping p->mutex
+ * but under event_mutex (kfd_dbg_ev_raise: kernel_write under
+ * target->event_mutex) — until the debugger reads. Callers that need
+ * neither lock are served meanwhile; QUERY_DEBUG_EVENT, which takes
+ * event_mutex, waits until the byte is written. */
+static void full_blocking_pipe_blocks_the_raiser(void **state)
+{
+        struct conf_session *s = *state;
+        _cleanup_close_ int rd = attach_with_full_blocking_pipe(s, NEW_MASK);
         assert_int_equal(conf_target_send(&s->target, "create %u", s->gpu_ids[0]), 0);
         assert_true(conf_target_still_blocked(&s->target));
         struct kfd_ioctl_get_version_args v;
         assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_VERSION, &v), 0);
 
-        char buf[65536];
-        assert_true(read(rd, buf, sizeof(buf)) > 0);
+        struct drainer d;
+        drain_start(&d, rd);
+        uint64_t status = 0;
+        assert_int_equal(conf_dbg_query_event(conf_kfd(), s->target.pid, 0, &status, NULL, NULL), 0);
+        if (!atomic_load(&d.drained))
+                fail_msg("QUERY_DEBUG_EVENT returned while the raiser held event_mutex");
+        assert_int_equal(status & NEW_MASK, NEW_MASK);
+        assert_int_equal(pthread_join(d.thread, NULL), 0);
         char line[256];
         assert_int_equal(conf_target_reply(&s->target, line, sizeof(line), CONF_REPLY_TIMEOUT_MS), 0);
         assert_int_equal(strncmp(line, "queue ", 6), 0);
+}
+
+/* §5, §3 step 6: pqm_destroy_queue raises EC_DEVICE_QUEUE_DELETE under
+ * p->mutex, so while its write blocks, every DBG_TRAP op on the target
+ * (target->mutex) waits too — even one that needs no event_mutex. */
+static void blocked_destroy_raiser_holds_the_target_mutex(void **state)
+{
+        struct conf_session *s = *state;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        _cleanup_close_ int rd = attach_with_full_blocking_pipe(s, KFD_EC_MASK(EC_DEVICE_QUEUE_DELETE));
+        assert_int_equal(conf_target_send(&s->target, "destroy %u", q.id), 0);
+        assert_true(conf_target_still_blocked(&s->target));
+
+        struct drainer d;
+        drain_start(&d, rd);
+        struct kfd_ioctl_dbg_trap_args a = { .send_runtime_event = { .exception_mask = 0 } };
+        assert_int_equal(conf_dbg_trap(conf_kfd(), s->target.pid, KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT, &a), 0);
+        if (!atomic_load(&d.drained))
+                fail_msg("a DBG_TRAP op returned while the raiser held the target's mutex");
+        assert_int_equal(pthread_join(d.thread, NULL), 0);
+        assert_int_equal(conf_target_reply(&s->target, (char[256]){ 0 }, 256, CONF_REPLY_TIMEOUT_MS), 0);
 }
 
 /* kfd_dbg_trap_query_exception_info, queue codes: source_id is the queue
@@ -296,6 +361,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(full_fifo_drops_bytes_without_blocking, conf_fixture_attached,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(full_blocking_pipe_blocks_the_raiser, conf_fixture_spawned,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(blocked_destroy_raiser_holds_the_target_mutex, conf_fixture_spawned,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(query_exception_info_for_a_queue, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(enable_does_not_notify_pending, conf_fixture_spawned, conf_fixture_end),

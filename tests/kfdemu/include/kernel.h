@@ -51,6 +51,8 @@ struct emu_call {
         /* kernel/ private: a debug event write this call is blocked in
          * (a full, blocking event pipe). NULL when transport/ builds it. */
         void *kernel_private;
+        /* kernel/ private: whose mutex a KFD_WAIT_LOCK call sleeps on. */
+        struct emu_process *lock_process;
 };
 
 /* kfd_open: find or create the caller's kfd_process. -EPERM for 32-bit callers.

@@ -157,6 +157,13 @@ struct emu_process {
         int debugged_process_count;      /* this process as a debugger (atomic_t: a DISABLE after a
                                           * failed second ENABLE can take it below 0) */
         struct emu_call *destroy_waiters; /* DESTROY_QUEUE calls sleeping in wait_on_destroy_queue */
+
+        /* kernel/: p->mutex and p->event_mutex as far as they outlive a
+         * kernel entry (kfd-mutex.c). */
+        unsigned mutex_holders;          /* raisers blocked in the event write under p->mutex */
+        unsigned event_mutex_holders;    /* raisers blocked in the event write */
+        bool mutex_poisoned;             /* its holder died in an oops: never released */
+        struct emu_call *lock_waiters;   /* calls sleeping in mutex_lock on either */
 };
 
 struct emu_node {

@@ -101,12 +101,36 @@ long kfd_ioctl_copy_out(struct emu_call *call, long ret)
         return ret;
 }
 
+/* The handler and what follows it; a call that slept in mutex_lock comes
+ * back here (kfd_ioctl_rerun). */
+static long kfd_ioctl_run(struct emu_call *call)
+{
+        struct emu_process *p = call->file->process;
+        unsigned nr = _IOC_NR(call->kcmd);
+        long ret;
+
+        /* A caller that slept on another process's mutex while its own mm
+         * went away is dead: nobody reads the answer. */
+        if (p->is_released)
+                return -EBADF;
+        /* Every handler but GET_VERSION's runs under p->mutex; DBG_TRAP
+         * takes its target's (§3 step 6) after its own checks. */
+        if (nr != _IOC_NR(AMDKFD_IOC_GET_VERSION) && nr != _IOC_NR(AMDKFD_IOC_DBG_TRAP) &&
+            kfd_lock_wait(p, KFD_LOCK_MUTEX, call))
+                return EMU_CALL_PARKED;
+        ret = kfd_ioctls[nr].func(call, p, call->kdata);
+        /* Sleepers the handler woke run once it is done. */
+        kfd_run_destroy_wakeups(p->node);
+        if (ret == EMU_CALL_PARKED || kfd_ev_writer_hold(call, ret))
+                return EMU_CALL_PARKED;
+        return kfd_ioctl_copy_out(call, ret);
+}
+
 long emu_kfd_ioctl(struct emu_call *call)
 {
         struct emu_process *p = call->file->process;
         unsigned nr = _IOC_NR(call->cmd);
         uint32_t asize;
-        long ret;
 
         call->wait_kind = KFD_WAIT_NONE;
 
@@ -144,12 +168,15 @@ long emu_kfd_ioctl(struct emu_call *call)
                 memset(call->kdata, 0, call->usize);
         }
 
-        ret = kfd_ioctls[nr].func(call, p, call->kdata);
-        /* Sleepers the handler woke run once it is done. */
-        kfd_run_destroy_wakeups(p->node);
-        if (ret == EMU_CALL_PARKED || kfd_ev_writer_hold(call, ret))
-                return EMU_CALL_PARKED;
-        return kfd_ioctl_copy_out(call, ret);
+        return kfd_ioctl_run(call);
+}
+
+void kfd_ioctl_rerun(struct emu_call *call)
+{
+        long ret = kfd_ioctl_run(call);
+
+        if (ret != EMU_CALL_PARKED)
+                call->reply(call, ret);
 }
 
 long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns)
@@ -191,7 +218,9 @@ void emu_call_interrupt(struct emu_call *call)
                 break;
         case KFD_WAIT_DEVICE:
                 /* The unmap fence is waited for uninterruptibly: the signal
-                 * is handled once the preemption has finished. */
+                 * is handled once the preemption has finished. So is a
+                 * mutex (mutex_lock, not mutex_lock_interruptible). */
+        case KFD_WAIT_LOCK:
         case KFD_WAIT_EVENT_WRITE:
         case KFD_WAIT_NONE:
                 break;
@@ -214,6 +243,9 @@ void emu_call_abandon(struct emu_call *call)
         case KFD_WAIT_DEVICE:
                 emu_gpu_cancel_completion(p->node, call);
                 call->wait_kind = KFD_WAIT_NONE;
+                break;
+        case KFD_WAIT_LOCK:
+                kfd_lock_abandon(call);
                 break;
         case KFD_WAIT_EVENT_WRITE:
         case KFD_WAIT_NONE:

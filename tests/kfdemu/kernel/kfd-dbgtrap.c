@@ -25,6 +25,25 @@ static bool kfd_dbg_op_needs_runtime(uint32_t op)
         }
 }
 
+/* The ops that take target->event_mutex: the queries and snapshots
+ * (kfd_dbg_ev_query_debug_event, kfd_dbg_trap_query_exception_info,
+ * pqm_get_queue_snapshot, kfd_dbg_trap_device_snapshot),
+ * kfd_dbg_set_enabled_debug_exception_mask and suspend_queues. */
+static bool kfd_dbg_op_needs_event_mutex(uint32_t op)
+{
+        switch (op) {
+        case KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT:
+        case KFD_IOC_DBG_TRAP_QUERY_EXCEPTION_INFO:
+        case KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT:
+        case KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT:
+        case KFD_IOC_DBG_TRAP_SET_EXCEPTIONS_ENABLED:
+        case KFD_IOC_DBG_TRAP_SUSPEND_QUEUES:
+                return true;
+        default:
+                return false;
+        }
+}
+
 /* Steps 2-4: find the task in the caller's pid namespace, then its
  * kfd_process. ENABLE by the task's tracer creates one for a target that
  * never opened /dev/kfd. */
@@ -171,6 +190,10 @@ long kfd_ioctl_set_debug_trap(struct emu_call *call, struct emu_process *p, void
                 return -EPERM;
         }
 
+        /* 6. mutex_lock(&target->mutex), held for the rest of the op. */
+        if (kfd_lock_wait(target, KFD_LOCK_MUTEX, call))
+                return EMU_CALL_PARKED;
+
         /* 7. */
         if (args->op != KFD_IOC_DBG_TRAP_ENABLE && !target->debug_trap_enabled) {
                 kfd_log(node, "PID %i not debug enabled for op %u", (int)args->pid, args->op);
@@ -190,6 +213,10 @@ long kfd_ioctl_set_debug_trap(struct emu_call *call, struct emu_process *p, void
                 if (!pdd)
                         return -ENODEV;
         }
+
+        /* The ops that read or clear exception state take event_mutex. */
+        if (kfd_dbg_op_needs_event_mutex(args->op) && kfd_lock_wait(target, KFD_LOCK_EVENT_MUTEX, call))
+                return EMU_CALL_PARKED;
 
         /* 10. */
         return kfd_dbg_trap_dispatch(call, p, target, pdd, args);

@@ -35,7 +35,14 @@ static void kfd_dbg_ev_write(struct emu_process *p, struct emu_call *raiser)
         flags = fcntl(p->dbg_ev_fd, F_GETFL);
         if (flags < 0 || (flags & O_NONBLOCK))
                 return;
-        if (!raiser || !kfd_ev_writer_start(p->node, raiser, p->dbg_ev_fd))
+        /* The write runs under p->event_mutex; every raiser but
+         * CREATE_QUEUE's (kfd_ioctl_create_queue raises after dropping
+         * p->mutex) also holds p->mutex: pqm_destroy_queue, runtime
+         * enable/disable, and SET_EXCEPTIONS_ENABLED as a DBG_TRAP op. */
+        unsigned locks = KFD_LOCK_EVENT_MUTEX;
+        if (raiser && raiser->kcmd != AMDKFD_IOC_CREATE_QUEUE)
+                locks |= KFD_LOCK_MUTEX;
+        if (!raiser || !kfd_ev_writer_start(p, raiser, p->dbg_ev_fd, locks))
                 kfd_log(p->node, "debug event byte for PID %d dropped: its blocking file is full",
                         (int)p->tgid);
 }

@@ -26,6 +26,8 @@
 struct kfd_ev_writer {
         struct kfd_ev_writer *next;       /* node->ev_writers */
         struct emu_node *node;
+        struct emu_process *target;       /* whose locks the raiser holds; NULL once it is gone */
+        unsigned locks;                   /* enum kfd_lock: held until the write ends */
         struct emu_call *call;            /* the raiser's ioctl */
         struct emu_caller raiser;
         int fd;                           /* the server's own reference to the file */
@@ -69,6 +71,17 @@ int kfd_ev_write_byte(int fd, const struct emu_caller *raiser)
         return r;
 }
 
+/* The write is over (byte written, signal, death): the raiser lets go of
+ * the target's mutexes, and whoever slept on them runs. */
+static void kfd_ev_writer_unlock(struct kfd_ev_writer *w)
+{
+        unsigned locks = w->locks;
+
+        w->locks = 0;
+        if (w->target && locks)
+                kfd_lock_release(w->target, locks);
+}
+
 static void kfd_ev_writer_finish_locked(struct kfd_ev_writer *w)
 {
         struct emu_call *call = w->call;
@@ -77,6 +90,8 @@ static void kfd_ev_writer_finish_locked(struct kfd_ev_writer *w)
         if (w->cancelled)
                 return;
         call->kernel_private = NULL;
+        /* The raise returns (and its locks go) before the ioctl does. */
+        kfd_ev_writer_unlock(w);
         if (w->completion_pending)
                 emu_call_complete(call, w->ret);
 }
@@ -128,8 +143,9 @@ static void kfd_ev_writers_reap(struct emu_node *node)
         }
 }
 
-bool kfd_ev_writer_start(struct emu_node *node, struct emu_call *call, int fd)
+bool kfd_ev_writer_start(struct emu_process *target, struct emu_call *call, int fd, unsigned locks)
 {
+        struct emu_node *node = target->node;
         struct kfd_ev_writer *w;
 
         kfd_ev_writers_reap(node);
@@ -140,6 +156,7 @@ bool kfd_ev_writer_start(struct emu_node *node, struct emu_call *call, int fd)
         if (!w)
                 return false;
         w->node = node;
+        w->target = target;
         w->call = call;
         w->raiser = call->caller;
         /* The session may end while the raiser sleeps; like the kernel's
@@ -157,7 +174,18 @@ bool kfd_ev_writer_start(struct emu_node *node, struct emu_call *call, int fd)
         w->next = node->ev_writers;
         node->ev_writers = w;
         call->kernel_private = w;
+        w->locks = locks;
+        kfd_lock_take(target, locks);
         return true;
+}
+
+void kfd_ev_writers_forget_process(struct emu_node *node, struct emu_process *p)
+{
+        for (struct kfd_ev_writer *w = node->ev_writers; w; w = w->next)
+                if (w->target == p) {
+                        w->target = NULL;
+                        w->locks = 0;
+                }
 }
 
 bool kfd_ev_writer_hold(struct emu_call *call, long ret)
@@ -188,6 +216,8 @@ bool kfd_ev_writer_cancel(struct emu_call *call, long *ret_held)
                 return false;
         call->kernel_private = NULL;
         kfd_ev_writer_cancel_locked(w);
+        /* pipe_write's sleep ended: kernel_write and the raise return. */
+        kfd_ev_writer_unlock(w);
         if (!w->completion_pending)
                 return false;
         call->wait_kind = KFD_WAIT_NONE;

@@ -41,6 +41,7 @@ enum kfd_wait_kind {
         KFD_WAIT_DESTROY_QUEUE,  /* wait_event_interruptible(dqm->destroy_wait) */
         KFD_WAIT_DEVICE,         /* the preemption fence: emu_gpu_complete_after */
         KFD_WAIT_EVENT_WRITE,    /* only the debug event byte is left to write */
+        KFD_WAIT_LOCK,           /* mutex_lock of a process's mutex or event_mutex (kfd-mutex.c) */
 };
 
 /* kfd-log.c: what the kernel would print to dmesg. */
@@ -54,6 +55,30 @@ long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long 
 
 /* kfd-node.c: kfd_device_by_id (topology). */
 struct emu_gpu *kfd_device_by_id(struct emu_node *node, uint32_t gpu_id);
+
+/* kfd-chardev.c: run the ioctl of a call that slept in mutex_lock again
+ * from its start (its arguments are already copied in), then reply unless
+ * it sleeps again. */
+void kfd_ioctl_rerun(struct emu_call *call);
+
+/* kfd-mutex.c: p->mutex and p->event_mutex, taken for longer than one
+ * kernel entry only by a raiser blocked in the event write, or forever by
+ * an oops. */
+enum kfd_lock {
+        KFD_LOCK_MUTEX = 1u << 0,
+        KFD_LOCK_EVENT_MUTEX = 1u << 1,
+};
+/* If one of `locks` is taken, park `call` until it is free (then it runs
+ * again from the start, kfd_ioctl_rerun) and return true. */
+bool kfd_lock_wait(struct emu_process *p, unsigned locks, struct emu_call *call);
+void kfd_lock_take(struct emu_process *p, unsigned locks);
+void kfd_lock_release(struct emu_process *p, unsigned locks);
+/* The holder of p->mutex died in an oops: it is never released. */
+void kfd_lock_poison(struct emu_process *p);
+/* p's mm is gone: its locks are free, other processes' sleepers run. */
+void kfd_lock_process_gone(struct emu_process *p);
+/* The caller of a KFD_WAIT_LOCK call died. */
+void kfd_lock_abandon(struct emu_call *call);
 
 /* kfd-waitqueue.c */
 void kfd_waitlist_add_tail(struct emu_call **head, struct emu_call *call, enum kfd_wait_kind kind);
@@ -131,8 +156,11 @@ int kfd_resume_queues(struct emu_call *call, struct emu_process *target, uint32_
 /* kfd-evwrite.c: the debug event byte, and raisers blocked writing it. */
 /* Write '.' without blocking: 0, -EAGAIN (full) or another -errno. */
 int kfd_ev_write_byte(int fd, const struct emu_caller *raiser);
-/* The pipe is full and blocking: `call` sleeps until the byte is written. */
-bool kfd_ev_writer_start(struct emu_node *node, struct emu_call *call, int fd);
+/* The pipe is full and blocking: `call` sleeps until the byte is written,
+ * holding `locks` (enum kfd_lock) of `target` meanwhile. */
+bool kfd_ev_writer_start(struct emu_process *target, struct emu_call *call, int fd, unsigned locks);
+/* `p` is going away: writers stop pointing at it (its locks are gone). */
+void kfd_ev_writers_forget_process(struct emu_node *node, struct emu_process *p);
 /* `call` is finishing with `ret`: if it is still blocked in the write, hold
  * the result until the byte is written (and return true). */
 bool kfd_ev_writer_hold(struct emu_call *call, long ret);

@@ -184,8 +184,10 @@ void emu_process_mm_release(struct emu_node *node, pid_t tgid)
                 }
         }
 
-        /* The threads that slept in this process's ioctls are gone. */
+        /* The threads that slept in this process's ioctls are gone, and a
+         * raiser blocked writing for it holds nothing of it any more. */
         kfd_process_detach_waiters(p);
+        kfd_ev_writers_forget_process(node, p);
 
         /* kfd_process_wq_release: process_termination_cpsch removes the
          * queues without waiting for anything, then the sysfs entries go. */
@@ -193,6 +195,9 @@ void emu_process_mm_release(struct emu_node *node, pid_t tgid)
         kfd_process_unlink(p);
         p->is_released = true;
         emu_render_process_removed(node, tgid);
+        /* Other processes' callers that slept on its mutexes run, and find
+         * it gone. */
+        kfd_lock_process_gone(p);
 
         if (p->n_files == 0)
                 kfd_process_free(p);
@@ -208,4 +213,9 @@ void kfd_process_detach_waiters(struct emu_process *p)
                 ;
         while (kfd_waitlist_pop(&p->destroy_waiters))
                 ;
+        for (struct emu_call *call = p->lock_waiters, *next; call; call = next) {
+                next = call->next_waiter;
+                if (call->file->process == p)
+                        kfd_lock_abandon(call);
+        }
 }
