@@ -102,6 +102,14 @@ static void early_ack_is_banked(void **state)
         assert_int_equal(conf_target_call(&s->target, "runtime-enable"), 0);
         assert_int_equal(conf_event_wait(s->fifo, CONF_REPLY_TIMEOUT_MS), 1);
         expect_runtime_event(pid);
+        /* A counting semaphore: the one ack was used up, the disable's wait
+         * blocks again until the next one. */
+        assert_int_equal(conf_target_send(&s->target, "runtime-disable"), 0);
+        assert_true(conf_target_still_blocked(&s->target));
+        assert_int_equal(conf_dbg_send_runtime_event(conf_kfd(), pid, RUNTIME_MASK, 0, 0), 0);
+        char line[128];
+        assert_int_equal(conf_target_reply(&s->target, line, sizeof(line), CONF_REPLY_TIMEOUT_MS), 0);
+        assert_int_equal(conf_parse_result(line), 0);
 }
 
 /* runtime_enable: runtime_state != DISABLED -> -EBUSY (§5, §9.9). */

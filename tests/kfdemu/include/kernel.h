@@ -27,10 +27,9 @@ struct emu_file {
  * stays owned by kernel/ until it is completed with emu_call_complete(). */
 #define EMU_CALL_PARKED 1000000L
 
-/* Largest argument kernel/ accepts into kdata (larger sizes get the
- * kernel's own treatment: kmalloc of asize, so this only bounds the
- * emulator; every KFD ioctl struct is far smaller). */
-#define EMU_KDATA_MAX 4096
+/* Largest argument of an ioctl: _IOC_SIZE is 14 bits, and kfd_ioctl
+ * copies that many bytes in and out whatever its own struct's size. */
+#define EMU_KDATA_MAX 16383
 
 /* An ioctl in flight: built by transport/, run and maybe parked by kernel/. */
 struct emu_call {

@@ -90,6 +90,7 @@ _Static_assert(KFD_WR(0x02, 88) == AMDKFD_IOC_CREATE_QUEUE, "CREATE_QUEUE table 
 _Static_assert(KFD_WR(0x25, 16) == AMDKFD_IOC_RUNTIME_ENABLE, "RUNTIME_ENABLE table entry");
 _Static_assert(KFD_WR(0x26, 32) == AMDKFD_IOC_DBG_TRAP, "DBG_TRAP table entry");
 _Static_assert(KFD_R(0x01, 8) == AMDKFD_IOC_GET_VERSION, "GET_VERSION table entry");
+_Static_assert(EMU_KDATA_MAX == _IOC_SIZEMASK, "kdata holds the largest _IOC_SIZE");
 
 long kfd_ioctl_copy_out(struct emu_call *call, long ret)
 {
@@ -145,12 +146,6 @@ long emu_kfd_ioctl(struct emu_call *call)
         call->kcmd = kfd_ioctls[nr].cmd;
         call->usize = _IOC_SIZE(call->cmd);
         asize = call->usize > _IOC_SIZE(call->kcmd) ? call->usize : _IOC_SIZE(call->kcmd);
-        /* kdata bounds only the emulator: every kernel struct is far smaller,
-         * and bytes past it would round-trip unchanged. */
-        if (call->usize > EMU_KDATA_MAX)
-                call->usize = EMU_KDATA_MAX;
-        if (asize > EMU_KDATA_MAX)
-                asize = EMU_KDATA_MAX;
 
         /* "Only the process that opened /dev/kfd can use the file
          * descriptor": lead_thread != current->group_leader. A file whose
