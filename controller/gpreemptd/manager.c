@@ -126,18 +126,16 @@ static void refresh_gpu_params(struct manager *m)
 static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action)
 {
         bool suspend = action == POLICY_ACTION_SUSPEND;
+        struct timespec issued = { 0 };
         size_t done = 0;
 
         if (action == POLICY_ACTION_NONE)
                 return;
-        if (suspend && log_get_level() >= LOG_LEVEL_DEBUG) {
-                struct timespec ts;
-
-                /* the reaction benchmark (tests/controller/bench-reaction.c) pairs this with the write time */
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                log_debug("GPU %u: suspend issued at %lld ns", g->gpu_id,
-                          (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
-        }
+        /* The reaction benchmark (tests/controller/bench-reaction.c) pairs this
+         * stamp with the write time. It is logged after the ioctls: a write to
+         * stderr before them would delay the suspension it measures. */
+        if (suspend && log_get_level() >= LOG_LEVEL_DEBUG)
+                clock_gettime(CLOCK_MONOTONIC, &issued);
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];
 
@@ -149,6 +147,9 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
                 if (session_set_suspended(p->session, g->gpu_id, suspend) >= 0)
                         done++;
         }
+        if (issued.tv_sec)
+                log_debug("GPU %u: suspend issued at %lld ns", g->gpu_id,
+                          (long long)issued.tv_sec * 1000000000LL + issued.tv_nsec);
         if (suspend && done == 0) {
                 /* nothing offline here to stop: stay in step with the hardware */
                 policy_action_failed(&g->policy, action, manager_now(m));
@@ -211,9 +212,10 @@ static void on_gpu_busy(uint32_t gpu_id, uint64_t now, void *userdata)
         struct manager *m = userdata;
         struct gpu *g = manager_gpu(m, gpu_id);
 
-        log_debug("GPU %u: online work seen at %.3f ms", gpu_id, now / 1000.0);
+        /* act first, log after: the suspension is what online work waits for */
         if (g)
                 gpu_apply(m, g, policy_online_busy(&g->policy, now));
+        log_debug("GPU %u: online work seen at %.3f ms", gpu_id, now / 1000.0);
 }
 
 static void on_gpu_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *userdata)

@@ -217,7 +217,8 @@ int session_set_suspended(struct session *s, uint32_t gpu_id, bool suspend)
         if (report.n_error)
                 log_error("Process %d: %zu queues failed to %s in the hardware scheduler", (int)s->process->pid,
                           report.n_error, suspend ? "suspend" : "resume");
-        log_info("Process %d: %zu queues %s on %s%u", (int)s->process->pid, report.n_done,
+        /* every transition, possibly hundreds a second: counted in Status, logged only for debugging */
+        log_debug("Process %d: %zu queues %s on %s%u", (int)s->process->pid, report.n_done,
                  suspend ? "suspended" : "resumed", gpu_id ? "GPU " : "all GPUs", gpu_id);
         return r == -GP_ERR_NO_QUEUES ? 0 : r;
 }

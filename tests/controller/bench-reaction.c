@@ -6,10 +6,14 @@
  *     (its debug log, stamped just before the ioctl), over many events;
  *   - idle CPU: the daemon's utime+stime while it watches 8 idle online queues.
  *
- *   bench-reaction GPREEMPTD KFDEMU_APP [--events N] [--idle-seconds S]
+ *   bench-reaction GPREEMPTD KFDEMU_APP [--events N] [--rate R] [--idle-seconds S]
  *                  [--online-processes P] [--queues Q] [--gpus G] [--json]
- * The idle phase watches P online processes of Q queues each, spread over G GPUs
- * (64 × 8 over 8 is evaluation.md's scale case; run under kfdemu-run --gpus 8).
+ * P idle online processes of Q queues each, spread over G GPUs, and one offline
+ * process per GPU are running throughout (64 × 8 over 8 is evaluation.md's
+ * scale case; run under kfdemu-run --gpus 8). The idle phase measures the
+ * daemon's CPU over S seconds (0: skipped); the reaction phase then sends
+ * requests at R per second from one more online process on GPU 0 until N
+ * suspensions were issued (0: skipped).
  * Simulated: the figures are for kfdemu, not a real GPU.
  */
 #include <errno.h>
@@ -80,15 +84,67 @@ static bool file_contains(const char *path, const char *text)
         return strstr(buf, text) != NULL;
 }
 
-static void wait_for(const char *path, const char *text, int seconds)
+/* Waits until text is in the file; returns false after the time. */
+static bool appears(const char *path, const char *text, int seconds)
 {
         for (int i = 0; i < seconds * 100; i++) {
                 if (file_contains(path, text))
-                        return;
+                        return true;
                 usleep(10000);
         }
+        return false;
+}
+
+static void wait_for(const char *path, const char *text, int seconds)
+{
+        if (appears(path, text, seconds))
+                return;
         fprintf(stderr, "bench-reaction: \"%s\" never appeared in %s\n", text, path);
         exit(1);
+}
+
+/* How many online queues the daemon last said it watches for pid. */
+static long watched_queues(const char *path, pid_t pid)
+{
+        char line[512], prefix[64];
+        long n = 0;
+        FILE *f = fopen(path, "re");
+
+        if (!f)
+                die("cannot read the daemon's log");
+        snprintf(prefix, sizeof(prefix), "Process %d: watching ", (int)pid);
+        while (fgets(line, sizeof(line), f)) {
+                char *at = strstr(line, prefix);
+
+                if (at)
+                        n = strtol(at + strlen(prefix), NULL, 10);
+        }
+        fclose(f);
+        return n;
+}
+
+/*
+ * Counts the lines holding marker that were added to the log since the last
+ * call; a line still being written is left for the next call.
+ */
+static size_t count_new_lines(FILE *f, const char *marker)
+{
+        static char line[4096];
+        size_t n = 0;
+
+        clearerr(f);
+        for (;;) {
+                long at = ftell(f);
+
+                if (!fgets(line, sizeof(line), f))
+                        break;
+                if (!strchr(line, '\n')) {
+                        fseek(f, at, SEEK_SET);
+                        break;
+                }
+                n += strstr(line, marker) != NULL;
+        }
+        return n;
 }
 
 static double cpu_seconds(pid_t pid)
@@ -115,7 +171,8 @@ static int compare_i64(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
-static size_t read_numbers(const char *path, const char *marker, int64_t *out, size_t max)
+/* The numbers after marker (whole lines when NULL), times scale, in file order. */
+static size_t read_numbers(const char *path, const char *marker, double scale, int64_t *out, size_t max)
 {
         FILE *f = fopen(path, "re");
         char line[512];
@@ -127,31 +184,54 @@ static size_t read_numbers(const char *path, const char *marker, int64_t *out, s
                 char *at = marker ? strstr(line, marker) : line;
 
                 if (at)
-                        out[n++] = strtoll(at + (marker ? strlen(marker) : 0), NULL, 10);
+                        out[n++] = (int64_t)(strtod(at + (marker ? strlen(marker) : 0), NULL) * scale);
         }
         fclose(f);
         return n;
 }
 
+/* For each event, its distance back to the latest of from[] at or before it (sorted from[]). */
+static size_t pair_back(const int64_t *from, size_t n_from, const int64_t *events, size_t n_events, int64_t *out)
+{
+        size_t n = 0;
+
+        for (size_t i = 0, w = 0; i < n_events; i++) {
+                while (w + 1 < n_from && from[w + 1] <= events[i])
+                        w++;
+                if (n_from && from[w] <= events[i] && events[i] - from[w] < 50000000)
+                        out[n++] = events[i] - from[w];
+        }
+        qsort(out, n, sizeof(int64_t), compare_i64);
+        return n;
+}
+
 int main(int argc, char **argv)
 {
-        static int64_t writes[MAX_EVENTS * 2], issued[MAX_EVENTS], reaction[MAX_EVENTS];
+        static int64_t writes[MAX_EVENTS * 2], issued[MAX_EVENTS], seen[MAX_EVENTS], reaction[MAX_EVENTS],
+                to_seen[MAX_EVENTS], to_issue[MAX_EVENTS];
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
         char duration[32], rate[32];
         long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1;
-        static pid_t idle_online[256];
+        double request_rate = 100;
+        static pid_t idle_online[256], offline[16];
+        FILE *log_file;
+        size_t issued_so_far = 0;
         bool json = false;
-        size_t n_writes, n_issued, n = 0;
-        pid_t daemon, offline, online;
-        double cpu0, cpu1;
+        long n_watched = 0;
+        size_t n_writes, n_issued, n_seen, n = 0, n_to_seen = 0, n_to_issue = 0;
+        pid_t daemon, online;
+        double cpu0 = 0, cpu1 = 0;
 
         if (argc < 3) {
-                fprintf(stderr, "usage: bench-reaction GPREEMPTD KFDEMU_APP [--events N] [--idle-seconds S] [--json]\n");
+                fprintf(stderr, "usage: bench-reaction GPREEMPTD KFDEMU_APP [--events N] [--rate R] [--idle-seconds S]\n"
+                                "                      [--online-processes P] [--queues Q] [--gpus G] [--json]\n");
                 return 2;
         }
         for (int i = 3; i < argc; i++) {
                 if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
                         events = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--rate") == 0 && i + 1 < argc)
+                        request_rate = strtod(argv[++i], NULL);
                 else if (strcmp(argv[i], "--idle-seconds") == 0 && i + 1 < argc)
                         idle_seconds = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--online-processes") == 0 && i + 1 < argc)
@@ -163,10 +243,10 @@ int main(int argc, char **argv)
                 else if (strcmp(argv[i], "--json") == 0)
                         json = true;
         }
-        if (events < 1 || events > MAX_EVENTS || idle_seconds < 1 || online_processes < 1 || online_processes > 256 ||
-            queues < 1 || queues > 64 || gpus < 1 || gpus > 16)
-                die("--events must be 1..200000, --idle-seconds positive, --online-processes 1..256, "
-                    "--queues 1..64, --gpus 1..16");
+        if (events < 0 || events > MAX_EVENTS || idle_seconds < 0 || online_processes < 0 || online_processes > 256 ||
+            queues < 1 || queues > 64 || gpus < 1 || gpus > 16 || !(request_rate >= 1 && request_rate <= 1000))
+                die("--events must be 0..200000, --idle-seconds 0 or more, --online-processes 0..256, "
+                    "--queues 1..64, --gpus 1..16, --rate 1..1000");
 
         /* mkdtemp's template: the name, then six 'X' it replaces */
         snprintf(dir, sizeof(dir), "/tmp/gpreempt-bench-%6s", "");
@@ -196,13 +276,20 @@ int main(int argc, char **argv)
 
         daemon = spawn((const char *const[]){ argv[1], NULL }, log_path);
         wait_for(log_path, "running", 10);
-        offline = spawn((const char *const[]){ argv[2], "--continuous", "--gpu", "0", "--kernel-us", "2000",
-                                               "--report", "none", NULL },
-                        offline_out);
-        wait_for(log_path, "attached", 10);
+        for (long g = 0; g < gpus; g++) {
+                char gpu[16], attached[64];
+
+                snprintf(gpu, sizeof(gpu), "%ld", g);
+                offline[g] = spawn((const char *const[]){ argv[2], "--continuous", "--gpu", gpu, "--kernel-us", "2000",
+                                                          "--report", "none", NULL },
+                                   offline_out);
+                snprintf(attached, sizeof(attached), "Process %d: attached", (int)offline[g]);
+                wait_for(log_path, attached, 30);
+        }
 
         /* idle: online queues that never get work after the first request */
-        snprintf(duration, sizeof(duration), "%ld", idle_seconds + 60);
+        /* they outlive both phases; the end of the run stops them */
+        snprintf(duration, sizeof(duration), "%ld", idle_seconds + events / 10 + 600);
         snprintf(rate, sizeof(rate), "%ld", queues);
         for (long i = 0; i < online_processes; i++) {
                 char gpu[16], watching[64];
@@ -212,52 +299,98 @@ int main(int argc, char **argv)
                                                               "--kernel-us", "100", "--duration", duration,
                                                               "--report", "none", NULL },
                                        online_out);
+                snprintf(watching, sizeof(watching), "Process %d: watching ", (int)idle_online[i]);
+                wait_for(log_path, watching, 30);
+                /* kfdemu's debugfs can list fewer MQDs than sysfs has queues for a
+                 * while (or for good): wait a little, then measure what is watched */
                 snprintf(watching, sizeof(watching), "Process %d: watching %ld online queues", (int)idle_online[i],
                          queues);
-                wait_for(log_path, watching, 30);
+                appears(log_path, watching, 5);
         }
+        for (long i = 0; i < online_processes; i++)
+                n_watched += watched_queues(log_path, idle_online[i]);
         sleep(1); /* past the "recently busy" period of the first request */
-        cpu0 = cpu_seconds(daemon);
-        sleep((unsigned)idle_seconds);
-        cpu1 = cpu_seconds(daemon);
-        for (long i = 0; i < online_processes; i++) {
-                kill(idle_online[i], SIGTERM);
-                waitpid(idle_online[i], NULL, 0);
+        if (idle_seconds > 0) {
+                cpu0 = cpu_seconds(daemon);
+                sleep((unsigned)idle_seconds);
+                cpu1 = cpu_seconds(daemon);
         }
 
-        /* reaction: requests far enough apart that each one finds the GPU idle and resumed */
-        snprintf(duration, sizeof(duration), "%.1f", (double)events / 200.0 + 0.5);
-        online = spawn((const char *const[]){ argv[2], "--rate", "200", "--gpu", "0", "--kernel-us", "100",
-                                              "--duration", duration, "--dispatch-times", times_path,
-                                              "--report", "none", NULL },
-                       online_out);
-        waitpid(online, NULL, 0);
-        kill(offline, SIGTERM);
-        waitpid(offline, NULL, 0);
+        /* reaction: requests spaced so that most find the GPU resumed, until
+         * enough suspensions were issued */
+        if (events > 0) {
+                log_file = fopen(log_path, "re");
+                if (!log_file || fseek(log_file, 0, SEEK_END) < 0)
+                        die("cannot follow the daemon's log");
+                snprintf(rate, sizeof(rate), "%g", request_rate);
+                online = spawn((const char *const[]){ argv[2], "--rate", rate, "--gpu", "0", "--kernel-us", "100",
+                                                      "--duration", "100000", "--dispatch-times", times_path,
+                                                      "--report", "none", NULL },
+                               online_out);
+                while (issued_so_far < (size_t)events) {
+                        usleep(100000);
+                        issued_so_far += count_new_lines(log_file, "suspend issued at ");
+                }
+                fclose(log_file);
+                kill(online, SIGTERM);
+                waitpid(online, NULL, 0);
+        }
+        for (long i = 0; i < online_processes; i++)
+                kill(idle_online[i], SIGTERM);
+        for (long g = 0; g < gpus; g++)
+                kill(offline[g], SIGTERM);
+        for (long i = 0; i < online_processes; i++)
+                waitpid(idle_online[i], NULL, 0);
+        for (long g = 0; g < gpus; g++)
+                waitpid(offline[g], NULL, 0);
         kill(daemon, SIGTERM);
         waitpid(daemon, NULL, 0);
 
-        n_writes = read_numbers(times_path, NULL, writes, MAX_EVENTS * 2);
-        n_issued = read_numbers(log_path, "suspend issued at ", issued, MAX_EVENTS);
-        qsort(writes, n_writes, sizeof(int64_t), compare_i64);
-        /* each suspension answers the latest write before it */
-        for (size_t i = 0, w = 0; i < n_issued; i++) {
-                while (w + 1 < n_writes && writes[w + 1] <= issued[i])
-                        w++;
-                if (n_writes && writes[w] <= issued[i] && issued[i] - writes[w] < 50000000)
-                        reaction[n++] = issued[i] - writes[w];
+        if (events > 0) {
+                n_writes = read_numbers(times_path, NULL, 1, writes, MAX_EVENTS * 2);
+                n_issued = read_numbers(log_path, "suspend issued at ", 1, issued, MAX_EVENTS);
+                /* the loop's own clock at the wakeup that saw the work, logged in ms */
+                n_seen = read_numbers(log_path, "online work seen at ", 1e6, seen, MAX_EVENTS);
+                qsort(writes, n_writes, sizeof(int64_t), compare_i64);
+                /* each suspension answers the latest write before it */
+                n = pair_back(writes, n_writes, issued, n_issued, reaction);
+                if (n == 0)
+                        die("no suspension could be paired with a write");
+                n_to_seen = pair_back(writes, n_writes, seen, n_seen, to_seen);
+                n_to_issue = pair_back(seen, n_seen, issued, n_issued, to_issue);
         }
-        qsort(reaction, n, sizeof(int64_t), compare_i64);
-        if (n == 0)
-                die("no suspension could be paired with a write");
-        printf(json ? "{\"simulated\":\"kfdemu\",\"reaction_events\":%zu,\"reaction_p50_us\":%.1f,"
-                      "\"reaction_p99_us\":%.1f,\"reaction_max_us\":%.1f,\"idle_queues\":%ld,\"idle_seconds\":%ld,"
-                      "\"idle_cpu_percent\":%.3f}\n"
-                    : "simulated on kfdemu\nreaction (write -> SUSPEND_QUEUES issued): %zu events, p50 %.1f us, "
-                      "p99 %.1f us, max %.1f us\nidle CPU watching %ld online queues over %ld s: %.3f%% of a core\n",
-               n, reaction[n / 2] / 1e3, reaction[n * 99 / 100] / 1e3, reaction[n - 1] / 1e3,
-               online_processes * queues, idle_seconds,
-               (cpu1 - cpu0) / (double)idle_seconds * 100.0);
+        if (json) {
+                printf("{\"simulated\":\"kfdemu\",\"idle_queues\":%ld,\"idle_queues_watched\":%ld,\"gpus\":%ld",
+                       online_processes * queues, n_watched, gpus);
+                if (events > 0)
+                        printf(",\"reaction_events\":%zu,\"reaction_p50_us\":%.1f,\"reaction_p99_us\":%.1f,"
+                               "\"reaction_max_us\":%.1f,\"write_to_wakeup_p50_us\":%.1f,\"write_to_wakeup_p99_us\":%.1f,"
+                               "\"wakeup_to_issue_p50_us\":%.1f,\"wakeup_to_issue_p99_us\":%.1f",
+                               n, reaction[n / 2] / 1e3, reaction[n * 99 / 100] / 1e3, reaction[n - 1] / 1e3,
+                               n_to_seen ? to_seen[n_to_seen / 2] / 1e3 : -1.0,
+                               n_to_seen ? to_seen[n_to_seen * 99 / 100] / 1e3 : -1.0,
+                               n_to_issue ? to_issue[n_to_issue / 2] / 1e3 : -1.0,
+                               n_to_issue ? to_issue[n_to_issue * 99 / 100] / 1e3 : -1.0);
+                if (idle_seconds > 0)
+                        printf(",\"idle_seconds\":%ld,\"idle_cpu_percent\":%.3f", idle_seconds,
+                               (cpu1 - cpu0) / (double)idle_seconds * 100.0);
+                printf("}\n");
+        } else {
+                printf("simulated on kfdemu; %ld of %ld idle online queues watched over %ld GPUs\n", n_watched,
+                       online_processes * queues, gpus);
+                if (events > 0)
+                        printf("reaction (write -> SUSPEND_QUEUES issued): %zu events, p50 %.1f us, p99 %.1f us, "
+                               "max %.1f us\n  write -> loop wakeup that saw it: p50 %.1f us, p99 %.1f us\n"
+                               "  wakeup -> issued: p50 %.1f us, p99 %.1f us\n",
+                               n, reaction[n / 2] / 1e3, reaction[n * 99 / 100] / 1e3, reaction[n - 1] / 1e3,
+                               n_to_seen ? to_seen[n_to_seen / 2] / 1e3 : -1.0,
+                               n_to_seen ? to_seen[n_to_seen * 99 / 100] / 1e3 : -1.0,
+                               n_to_issue ? to_issue[n_to_issue / 2] / 1e3 : -1.0,
+                               n_to_issue ? to_issue[n_to_issue * 99 / 100] / 1e3 : -1.0);
+                if (idle_seconds > 0)
+                        printf("idle CPU over %ld s: %.3f%% of a core\n", idle_seconds,
+                               (cpu1 - cpu0) / (double)idle_seconds * 100.0);
+        }
         {
                 char cmd[128];
 
