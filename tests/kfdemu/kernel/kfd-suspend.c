@@ -5,7 +5,10 @@
  * kfd-interface.md §4 has every rule this file follows.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "gpu.h"
@@ -60,6 +63,22 @@ static int kfd_q_array_get_index(uint32_t queue_id, uint32_t num_queues, const u
         return KFD_QUEUE_NOT_FOUND;
 }
 
+/* An oops in the ioctl: the task dies (make_task_dead) holding
+ * target->mutex, which nobody releases. Every later caller that needs it
+ * sleeps in mutex_lock for good; the call itself never returns. kfdemu can
+ * only kill the calling thread with SIGKILL, which ends its whole thread
+ * group where the kernel ends the one task. */
+static void kfd_oops(struct emu_call *call, struct emu_process *target)
+{
+        kfd_log(target->node,
+                "BUG: kernel NULL pointer dereference, address: 0000000000000000 in q_array_invalidate "
+                "(SUSPEND_QUEUES with queue_array_ptr 0 by PID %d TID %d); kernel oops: the task is killed "
+                "holding the mutex of PID %d, which stays locked",
+                (int)call->caller.tgid, (int)call->caller.tid, (int)target->tgid);
+        kfd_lock_poison(target);
+        (void)syscall(SYS_tgkill, call->caller.tgid, call->caller.tid, SIGKILL);
+}
+
 static void kfd_copy_queue_ids_back(const struct emu_call *call, uint64_t array_ptr, uint32_t num_queues,
                                     const uint32_t *ids)
 {
@@ -108,8 +127,8 @@ int kfd_suspend_queues(struct emu_call *call, struct emu_process *target, uint32
         if (!ids && num_queues > 0) {
                 /* The kernel has no NULL check here: q_array_invalidate
                  * dereferences NULL and the ioctl oopses. */
-                kfd_log(target->node, "BUG: kernel NULL pointer dereference in q_array_invalidate");
-                return -EFAULT;
+                kfd_oops(call, target);
+                return EMU_CALL_PARKED;
         }
         if (ids)
                 kfd_q_array_invalidate(num_queues, ids);
