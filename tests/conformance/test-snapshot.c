@@ -204,6 +204,47 @@ static void device_snapshot(void **state)
         }
 }
 
+/* kfd_dbg_trap_device_snapshot copies the topology node's properties: the
+ * entry of each GPU carries what sysfs shows for it (§7, §8.2), and the
+ * apertures kfd_init_apertures set up (non-empty ranges). */
+static void device_snapshot_matches_topology(void **state)
+{
+        struct conf_session *s = *state;
+        struct kfd_dbg_device_info_entry d[CONF_MAX_GPUS];
+        struct kfd_ioctl_dbg_trap_args a = {
+                .device_snapshot = { .snapshot_buf_ptr = (uintptr_t)d, .num_devices = CONF_MAX_GPUS,
+                                     .entry_size = sizeof(d[0]) },
+        };
+        memset(d, 0, sizeof(d));
+        assert_int_equal(conf_dbg_trap(conf_kfd(), s->target.pid, KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT, &a), 0);
+        for (uint32_t i = 0; i < a.device_snapshot.num_devices && i < CONF_MAX_GPUS; i++) {
+                static const struct {
+                        const char *key;
+                        size_t offset;
+                } keys[] = {
+                        { "capability", offsetof(struct kfd_dbg_device_info_entry, capability) },
+                        { "debug_prop", offsetof(struct kfd_dbg_device_info_entry, debug_prop) },
+                        { "fw_version", offsetof(struct kfd_dbg_device_info_entry, fw_version) },
+                        { "array_count", offsetof(struct kfd_dbg_device_info_entry, array_count) },
+                        { "simd_arrays_per_engine", offsetof(struct kfd_dbg_device_info_entry, simd_arrays_per_engine) },
+                        { "vendor_id", offsetof(struct kfd_dbg_device_info_entry, vendor_id) },
+                        { "device_id", offsetof(struct kfd_dbg_device_info_entry, device_id) },
+                        { "simd_count", offsetof(struct kfd_dbg_device_info_entry, simd_count) },
+                        { "num_xcc", offsetof(struct kfd_dbg_device_info_entry, num_xcc) },
+                };
+                for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+                        uint32_t got;
+                        memcpy(&got, (const uint8_t *)&d[i] + keys[k].offset, sizeof(got));
+                        long long want = conf_gpu_property(d[i].gpu_id, keys[k].key);
+                        if (want < 0 || (uint32_t)want != got)
+                                fail_msg("gpu %u: snapshot %s %#x, topology %lld", d[i].gpu_id, keys[k].key, got, want);
+                }
+                assert_true(d[i].lds_base < d[i].lds_limit);
+                assert_true(d[i].scratch_base < d[i].scratch_limit);
+                assert_true(d[i].gpuvm_base < d[i].gpuvm_limit);
+        }
+}
+
 int main(int argc, char **argv)
 {
         conf_init(argc, argv);
@@ -214,6 +255,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(entry_size_smaller_and_larger, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(clears_only_copied_entries, conf_fixture_attached, conf_fixture_end),
                 cmocka_unit_test_setup_teardown(device_snapshot, conf_fixture_attached, conf_fixture_end),
+                cmocka_unit_test_setup_teardown(device_snapshot_matches_topology, conf_fixture_attached,
+                                                conf_fixture_end),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

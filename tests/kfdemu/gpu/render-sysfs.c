@@ -19,30 +19,11 @@
 #define KFD_DIR "sys/devices/virtual/kfd/kfd"
 #define PATH_LEN 256
 
-/* kfd_topology.h capability bits that a gfx942 node sets and gpreempt or
- * ROCdbgapi look at (kfd-interface.md §8.2). */
-#define HSA_CAP_WATCH_POINTS_SUPPORTED 0x00000080u
-#define HSA_CAP_WATCH_POINTS_TOTALBITS_SHIFT 8
-#define HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT 12
-#define HSA_CAP_DOORBELL_TYPE_2_0 0x2u
-#define HSA_CAP_TRAP_DEBUG_SUPPORT 0x00008000u
-#define HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_TRAP_OVERRIDE_SUPPORTED 0x00010000u
-#define HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_MODE_SUPPORTED 0x00020000u
-#define HSA_CAP_TRAP_DEBUG_PRECISE_MEMORY_OPERATIONS_SUPPORTED 0x00040000u
-#define HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED 0x20000000u
-/* debug_prop of GC 9.4.3 (kfd_topology_set_dbg_firmware_support and
- * kfd_topology_set_capabilities): address-watch mask bits 7..30 and
- * DISPATCH_INFO_ALWAYS_VALID. */
-#define HSA_DBG_WATCH_ADDR_MASK_LO_BIT_GFX9_4_3 7u
-#define HSA_DBG_WATCH_ADDR_MASK_HI_BIT_GFX9_4_3 (30u << 4)
-#define HSA_DBG_DISPATCH_INFO_ALWAYS_VALID 0x400u
-
 /* Values of a gfx942 node that kfdemu does not model; each is what an
  * MI300-series node reports or, where marked, invented. */
 #define GFX942_LDS_SIZE_KB 64
 #define GFX942_NUM_GWS 64
 #define GFX942_WAVE_FRONT_SIZE 64
-#define GFX942_SE_PER_XCC 4
 #define GFX942_MAX_SLOTS_SCRATCH_CU 32
 #define GFX942_NUM_SDMA_ENGINES 2
 #define GFX942_NUM_SDMA_XGMI_ENGINES 6      /* 8 SDMA engines in the real hqds dump */
@@ -51,10 +32,8 @@
 #define GFX942_CWSR_SIZE 0xba6000           /* per XCC: ctx save size in the real MQDs */
 #define GFX942_CTL_STACK_SIZE 0x2000        /* cp_hqd_cntl_stack_size in the real MQDs */
 #define GFX942_MAX_ENGINE_CLK_MHZ 2100
-#define GFX942_MEC_FW_VERSION 177           /* invented */
 #define GFX942_SDMA_FW_VERSION 19           /* invented */
 #define HOST_MAX_CLOCK_MHZ 3700             /* invented: cpufreq of the host */
-#define AMD_VENDOR_ID 0x1002
 #define SIMD_ID_BASE_FIRST_GPU 0x80001000u  /* invented in the kernel's style */
 
 static void prop32(FILE *f, const char *name, uint32_t value)
@@ -67,26 +46,16 @@ static void prop64(FILE *f, const char *name, uint64_t value)
         fprintf(f, "%s %llu\n", name, (unsigned long long)value); /* sysfs_show_64bit_prop */
 }
 
-static uint32_t gpu_capability(const struct emu_gpu_config *cfg)
-{
-        uint32_t cap = HSA_CAP_WATCH_POINTS_SUPPORTED |
-                       2u << HSA_CAP_WATCH_POINTS_TOTALBITS_SHIFT |  /* log2 of 4 watch points */
-                       HSA_CAP_DOORBELL_TYPE_2_0 << HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT |
-                       HSA_CAP_TRAP_DEBUG_SUPPORT |
-                       HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_TRAP_OVERRIDE_SUPPORTED |
-                       HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_MODE_SUPPORTED |
-                       HSA_CAP_TRAP_DEBUG_PRECISE_MEMORY_OPERATIONS_SUPPORTED;
-
-        if (cfg->debug_firmware)
-                cap |= HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED;
-        return cap;
-}
-
 /* node_show's keys, in its order; `gpu` NULL for the CPU node. */
 static void write_node_properties(FILE *f, const struct emu_gpu *gpu)
 {
         const struct emu_gpu_config *c = gpu ? &gpu->cfg : NULL;
-        uint32_t arrays = c ? c->num_xcc * GFX942_SE_PER_XCC : 0;
+        struct emu_gpu_device_info info = { 0 };
+        uint32_t arrays;
+
+        if (gpu)
+                emu_gpu_device_info(gpu, &info);
+        arrays = info.array_count;
 
         prop32(f, "cpu_cores_count", c ? 0 : (uint32_t)get_nprocs_conf());
         prop32(f, "simd_count", c ? c->cu_count * c->simd_per_cu : 0);
@@ -102,12 +71,12 @@ static void write_node_properties(FILE *f, const struct emu_gpu *gpu)
         prop32(f, "num_gws", c ? GFX942_NUM_GWS : 0);
         prop32(f, "wave_front_size", c ? GFX942_WAVE_FRONT_SIZE : 0);
         prop32(f, "array_count", arrays);
-        prop32(f, "simd_arrays_per_engine", c ? 1 : 0);
+        prop32(f, "simd_arrays_per_engine", info.simd_arrays_per_engine);
         prop32(f, "cu_per_simd_array", arrays ? c->cu_count / arrays : 0);
         prop32(f, "simd_per_cu", c ? c->simd_per_cu : 0);
         prop32(f, "max_slots_scratch_cu", c ? GFX942_MAX_SLOTS_SCRATCH_CU : 0);
         prop32(f, "gfx_target_version", c ? c->gfx_target_version : 0);
-        prop32(f, "vendor_id", c ? AMD_VENDOR_ID : 0);
+        prop32(f, "vendor_id", info.vendor_id);
         prop32(f, "device_id", c ? c->device_id : 0);
         prop32(f, "location_id", c ? c->location_id : 0);
         prop32(f, "domain", c ? c->domain : 0);
@@ -122,11 +91,9 @@ static void write_node_properties(FILE *f, const struct emu_gpu *gpu)
         if (c) {
                 prop32(f, "max_engine_clk_fcompute", GFX942_MAX_ENGINE_CLK_MHZ);
                 prop64(f, "local_mem_size", 0);
-                prop32(f, "fw_version", GFX942_MEC_FW_VERSION);
-                prop32(f, "capability", gpu_capability(c));
-                prop64(f, "debug_prop", HSA_DBG_WATCH_ADDR_MASK_LO_BIT_GFX9_4_3 |
-                                        HSA_DBG_WATCH_ADDR_MASK_HI_BIT_GFX9_4_3 |
-                                        HSA_DBG_DISPATCH_INFO_ALWAYS_VALID);
+                prop32(f, "fw_version", info.fw_version);
+                prop32(f, "capability", info.capability);
+                prop64(f, "debug_prop", info.debug_prop);
                 prop32(f, "sdma_fw_version", GFX942_SDMA_FW_VERSION);
                 /* Invented, unique per GPU as adev->unique_id is. */
                 prop64(f, "unique_id", 0x1f0e3d4c00000000ull | (uint64_t)c->location_id << 16 | c->gpu_id);

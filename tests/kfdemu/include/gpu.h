@@ -75,6 +75,25 @@ enum emu_render_on_read {
  * nothing: the read then finds what the kernel would (no such file). */
 void emu_render_on_read(struct emu_node *node, enum emu_render_on_read file, pid_t tgid, uint32_t gpu_id);
 
+/* What a GPU reports beyond its configuration: the topology's properties
+ * (capability, debug_prop, fw_version, array counts), PCI ids and the
+ * per-process apertures (kfd_init_apertures_v9). sysfs and the device
+ * snapshot (kfd_dbg_trap_device_snapshot) show the same values. */
+struct emu_gpu_device_info {
+        uint64_t lds_base, lds_limit;
+        uint64_t scratch_base, scratch_limit;
+        uint64_t gpuvm_base, gpuvm_limit;
+        uint32_t vendor_id;
+        uint32_t revision_id;
+        uint32_t subsystem_vendor_id, subsystem_device_id;
+        uint32_t fw_version;             /* the MEC firmware's */
+        uint32_t array_count;
+        uint32_t simd_arrays_per_engine;
+        uint32_t capability;
+        uint32_t debug_prop;
+};
+void emu_gpu_device_info(const struct emu_gpu *gpu, struct emu_gpu_device_info *ret);
+
 /* The default configuration of GPU number `index` (an MI308X-like gfx942
  * part with the gpu_ids of the node in shared/data/real). transport/'s
  * configuration parser starts from it. */

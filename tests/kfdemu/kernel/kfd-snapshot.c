@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "gpu.h"
 #include "kfd-priv.h"
 #include "usermem.h"
 
@@ -54,22 +55,39 @@ int kfd_pqm_get_queue_snapshot(struct emu_call *call, struct emu_process *target
         return 0;
 }
 
+/* kfd_dbg_trap_device_snapshot: the pdd's apertures, the PCI ids, and the
+ * topology node's properties, as sysfs shows them. */
 static void kfd_fill_device_info(const struct emu_pdd *pdd, struct kfd_dbg_device_info_entry *info)
 {
         const struct emu_gpu_config *cfg = &pdd->gpu->cfg;
+        struct emu_gpu_device_info dev;
 
-        memset(info, 0, sizeof(*info));
-        info->exception_status = pdd->exception_status;
-        info->gpu_id = cfg->gpu_id;
-        info->location_id = cfg->location_id;
-        info->vendor_id = 0x1002;
-        info->device_id = cfg->device_id;
-        info->gfx_target_version = cfg->gfx_target_version;
-        info->simd_count = cfg->cu_count * cfg->simd_per_cu;
-        info->max_waves_per_simd = cfg->max_waves_per_simd;
-        info->num_xcc = cfg->num_xcc;
-        info->capability = GP_KFD_CAP_TRAP_DEBUG_SUPPORT |
-                           (cfg->debug_firmware ? GP_KFD_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED : 0);
+        emu_gpu_device_info(pdd->gpu, &dev);
+        *info = (struct kfd_dbg_device_info_entry){
+                .exception_status = pdd->exception_status,
+                .lds_base = dev.lds_base,
+                .lds_limit = dev.lds_limit,
+                .scratch_base = dev.scratch_base,
+                .scratch_limit = dev.scratch_limit,
+                .gpuvm_base = dev.gpuvm_base,
+                .gpuvm_limit = dev.gpuvm_limit,
+                .gpu_id = cfg->gpu_id,
+                .location_id = cfg->location_id,
+                .vendor_id = dev.vendor_id,
+                .device_id = cfg->device_id,
+                .revision_id = dev.revision_id,
+                .subsystem_vendor_id = dev.subsystem_vendor_id,
+                .subsystem_device_id = dev.subsystem_device_id,
+                .fw_version = dev.fw_version,
+                .gfx_target_version = cfg->gfx_target_version,
+                .simd_count = cfg->cu_count * cfg->simd_per_cu,
+                .max_waves_per_simd = cfg->max_waves_per_simd,
+                .array_count = dev.array_count,
+                .simd_arrays_per_engine = dev.simd_arrays_per_engine,
+                .num_xcc = cfg->num_xcc,
+                .capability = dev.capability,
+                .debug_prop = dev.debug_prop,
+        };
 }
 
 int kfd_dbg_trap_device_snapshot(struct emu_call *call, struct emu_process *target, uint64_t clear_mask,

@@ -94,6 +94,11 @@ void emu_render_process_removed(struct emu_node *node, pid_t tgid)
         fake_gpu.processes_removed++;
 }
 
+void emu_gpu_device_info(const struct emu_gpu *gpu, struct emu_gpu_device_info *ret)
+{
+        *ret = (struct emu_gpu_device_info){ .vendor_id = 0x1002 };
+}
+
 void emu_render_queue_created(const struct emu_queue *q)
 {
 }
