@@ -198,6 +198,31 @@ static void event_file_outlives_the_fd_number(void **state)
         assert_int_equal(conf_event_wait(s->fifo, 0), 1);
 }
 
+/* §5: kfd_dbg_ev_raise does kernel_write(file, ".", 1, &pos) with pos 0:
+ * into a regular file the byte lands at offset 0, and the file's own
+ * position does not move. */
+static void regular_file_gets_the_byte_at_offset_0(void **state)
+{
+        struct conf_session *s = *state;
+        char path[] = "/tmp/conf-events-XXXXXX";
+        int fd = mkostemp(path, O_CLOEXEC);
+        assert_true(fd >= 0);
+        unlink(path);
+        assert_int_equal(write(fd, "xyz", 3), 3);
+        assert_int_equal(lseek(fd, 1, SEEK_SET), 1);
+        assert_int_equal(conf_seize(s->target.pid), 0);
+        s->target.traced = true;
+        assert_int_equal(conf_dbg_enable(conf_kfd(), s->target.pid, NEW_MASK, fd, NULL), 0);
+        s->enabled = true;
+        struct conf_queue q;
+        assert_int_equal(conf_target_create_queue(&s->target, s->gpu_ids[0], &q), 0);
+        char buf[8] = { 0 };
+        assert_int_equal(pread(fd, buf, sizeof(buf), 0), 3);
+        assert_string_equal(buf, ".yz");
+        assert_int_equal(lseek(fd, 0, SEEK_CUR), 1);
+        close(fd);
+}
+
 /* Fills a pipe or FIFO until the next write would block. */
 static void fill(int fd)
 {
@@ -357,6 +382,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(set_exceptions_enabled_notifies_pending, conf_fixture_spawned,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(event_file_outlives_the_fd_number, conf_fixture_spawned,
+                                                conf_fixture_end),
+                cmocka_unit_test_setup_teardown(regular_file_gets_the_byte_at_offset_0, conf_fixture_spawned,
                                                 conf_fixture_end),
                 cmocka_unit_test_setup_teardown(full_fifo_drops_bytes_without_blocking, conf_fixture_attached,
                                                 conf_fixture_end),

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -43,6 +44,7 @@ int kfd_ev_write_byte(int fd, const struct emu_caller *raiser)
         static const char dot = '.';
         struct iovec iov = { .iov_base = (void *)&dot, .iov_len = 1 };
         sigset_t sigpipe, saved;
+        struct stat st;
         ssize_t n;
         int r = 0;
 
@@ -51,10 +53,18 @@ int kfd_ev_write_byte(int fd, const struct emu_caller *raiser)
         sigemptyset(&sigpipe);
         sigaddset(&sigpipe, SIGPIPE);
         pthread_sigmask(SIG_BLOCK, &sigpipe, &saved);
-        n = pwritev2(fd, &iov, 1, 0, RWF_NOWAIT);
+        /* kernel_write(file, ".", 1, &pos) with pos 0: a seekable file gets
+         * the byte at offset 0 (its own position stays), whether or not it
+         * supports RWF_NOWAIT; a regular file never waits for a reader. */
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+                n = pwrite(fd, &dot, 1, 0);
+        else
+                n = pwritev2(fd, &iov, 1, 0, RWF_NOWAIT);
         if (n < 0 && errno == ESPIPE)
                 n = pwritev2(fd, &iov, 1, -1, RWF_NOWAIT);
         if (n < 0 && errno == EOPNOTSUPP)
+                n = pwrite(fd, &dot, 1, 0);
+        if (n < 0 && errno == ESPIPE)
                 n = write(fd, &dot, 1);
         if (n < 0) {
                 r = -errno;
