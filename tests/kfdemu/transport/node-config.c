@@ -16,6 +16,7 @@
 #include <ini.h>
 
 #include "cleanup.h"
+#include "gc-version.h"
 #include "node-config.h"
 
 enum field_kind { FIELD_U32, FIELD_BOOL, FIELD_NAME };
@@ -242,6 +243,66 @@ static int handler(void *user, const char *section, const char *name, const char
         return fail(s, "unknown section [%s]; sections are [Node] and [GPU0]..[GPU15]", section);
 }
 
+/* The line of `key` in section [`section`] of `f`, or 0: inih reports lines
+ * only for errors found while a key is read, and a combination of keys can
+ * only be judged once the whole section is. */
+static unsigned key_line(FILE *f, const char *section, const char *key)
+{
+        char line[512], current[64] = "";
+        unsigned n = 0;
+
+        rewind(f);
+        while (fgets(line, sizeof(line), f)) {
+                const char *p = line + strspn(line, " \t");
+                size_t len = strcspn(p, " \t=");
+
+                n++;
+                if (*p == '[') {
+                        snprintf(current, sizeof(current), "%.*s", (int)strcspn(p + 1, "]"), p + 1);
+                        continue;
+                }
+                if (strcmp(current, section) == 0 && len == strlen(key) && strncmp(p, key, len) == 0 &&
+                    p[len + strspn(p + len, " \t")] == '=')
+                        return n;
+        }
+        return 0;
+}
+
+/* Combinations no GPU has: MES schedules GC 11 and later only
+ * (amdgpu_discovery enables it there), and kfd_dbg_is_per_vmid_supported
+ * is true on GC 9.4.2, 9.4.3, 9.4.4 and 11+ whatever the configuration. */
+static int check_gpu_combinations(FILE *f, const struct emu_config *cfg, const struct node_config_file *file,
+                                  char *error, size_t error_size, const char *path)
+{
+        for (unsigned i = 0; i < file->highest_gpu_section; i++) {
+                const struct emu_gpu_config *g = &cfg->gpus[i];
+                uint32_t gc = emu_gc_version(g->gfx_target_version);
+                char section[16];
+
+                snprintf(section, sizeof(section), "GPU%u", i);
+                if (g->mes && gc != 0 && gc < EMU_IP_VERSION(11, 0, 0)) {
+                        snprintf(error, error_size,
+                                 "%s:%u: [%s] MES=yes on GfxTargetVersion=%u (GC %u.%u.%u): MES schedules only "
+                                 "GC 11 and later; set GfxTargetVersion= to a gfx11+ part or MES=no",
+                                 path, key_line(f, section, "MES"), section, g->gfx_target_version, gc >> 16,
+                                 (gc >> 8) & 0xff, gc & 0xff);
+                        return -EINVAL;
+                }
+                if (!g->per_vmid_debug &&
+                    (gc == EMU_IP_VERSION(9, 4, 2) || gc == EMU_IP_VERSION(9, 4, 3) ||
+                     gc == EMU_IP_VERSION(9, 4, 4) || gc >= EMU_IP_VERSION(11, 0, 0))) {
+                        snprintf(error, error_size,
+                                 "%s:%u: [%s] PerVmidDebug=no on GfxTargetVersion=%u (GC %u.%u.%u), which debugs "
+                                 "per VMID; one debug VMID per GPU is gfx9.0-9.4.1 and gfx10 (e.g. "
+                                 "GfxTargetVersion=90008)",
+                                 path, key_line(f, section, "PerVmidDebug"), section, g->gfx_target_version,
+                                 gc >> 16, (gc >> 8) & 0xff, gc & 0xff);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
 int node_config_parse_file(const char *path, struct emu_config *cfg, struct node_config_file *ret_file,
                            char *error, size_t error_size)
 {
@@ -267,6 +328,9 @@ int node_config_parse_file(const char *path, struct emu_config *cfg, struct node
                 snprintf(error, error_size, "%s:%d: %s", path, line, message);
                 return -EINVAL;
         }
+        int r = check_gpu_combinations(f, &parsed, &file, error, error_size, path);
+        if (r < 0)
+                return r;
 
         *cfg = parsed;
         *ret_file = file;

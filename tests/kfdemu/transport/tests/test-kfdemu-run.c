@@ -186,7 +186,7 @@ static void test_config_mistakes(void **state)
 
         /* --gpus wins over Gpus=, and a section beyond the count is refused. */
         fd = open(path, O_WRONLY | O_TRUNC);
-        text = "[Node]\nGpus=4\n[GPU3]\nMES=yes\n";
+        text = "[Node]\nGpus=4\n[GPU3]\nDebugFirmware=yes\n";
         assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
         close(fd);
         run(&r, (const char *[]){ "--config", path, "--gpus", "2", "--", "true", NULL });

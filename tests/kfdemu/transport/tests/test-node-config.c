@@ -34,8 +34,12 @@ static void parse(const char *text, struct parsed *out)
         out->cfg.kfd_major = 1;
         out->cfg.kfd_minor = 13;
         out->cfg.queue_preemption_timeout_ms = 9000;
-        for (unsigned i = 0; i < EMU_MAX_GPUS; i++)
+        /* kfdemu-run's defaults: gfx942, which debugs per VMID. */
+        for (unsigned i = 0; i < EMU_MAX_GPUS; i++) {
                 snprintf(out->cfg.gpus[i].name, sizeof(out->cfg.gpus[i].name), "gfx942");
+                out->cfg.gpus[i].gfx_target_version = 90402;
+                out->cfg.gpus[i].per_vmid_debug = true;
+        }
         out->r = node_config_parse_file(out->path, &out->cfg, &out->file, out->error, sizeof(out->error));
         unlink(out->path);
 }
@@ -119,6 +123,20 @@ static void test_errors_name_the_line(void **state)
         assert_error("[Node]\nthis line has no equals sign\n", 2, "not INI syntax");
 }
 
+/* Keys that are valid alone but describe no real GPU together. */
+static void test_impossible_combinations(void **state)
+{
+        assert_error("[GPU0]\nMES=yes\n", 2, "MES=yes on GfxTargetVersion=90402 (GC 9.4.3)");
+        assert_error("[GPU1]\nMES=yes\n\n[GPU1]\nGfxTargetVersion=100300\n", 2, "GC 10.3.0");
+        assert_error("# one VMID\n[GPU0]\nPerVmidDebug=no\n", 3, "PerVmidDebug=no on GfxTargetVersion=90402");
+        assert_error("[GPU0]\nGfxTargetVersion=90010\nPerVmidDebug=no\n", 3, "GC 9.4.2");
+        assert_error("[GPU0]\nPerVmidDebug = no\nGfxTargetVersion=110000\n", 2, "GC 11.0.0");
+
+        struct parsed p;
+        parse("[GPU0]\nGfxTargetVersion=90008\nPerVmidDebug=no\n[GPU1]\nGfxTargetVersion=110000\nMES=yes\n", &p);
+        assert_int_equal(p.r, 0);
+}
+
 static void test_first_error_wins(void **state)
 {
         assert_error("[Node]\nGpus=1\nBad=1\nWorse=2\n", 3, "'Bad'");
@@ -129,7 +147,7 @@ static void test_gpu_section_beyond_count(void **state)
         struct parsed p;
         char error[512];
 
-        parse("[Node]\nGpus=2\n[GPU3]\nMES=yes\n", &p);
+        parse("[Node]\nGpus=2\n[GPU3]\nDebugFirmware=yes\n", &p);
         assert_int_equal(p.r, 0);
         assert_int_equal(node_config_check_gpu_count("node.conf", &p.file, 2, error, sizeof(error)), -EINVAL);
         assert_non_null(strstr(error, "[GPU3]"));
@@ -151,6 +169,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_values),
                 cmocka_unit_test(test_errors_name_the_line),
+                cmocka_unit_test(test_impossible_combinations),
                 cmocka_unit_test(test_first_error_wins),
                 cmocka_unit_test(test_gpu_section_beyond_count),
                 cmocka_unit_test(test_unreadable_file),
