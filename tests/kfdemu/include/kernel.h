@@ -52,6 +52,11 @@ struct emu_call {
         void *kernel_private;
         /* kernel/ private: whose mutex a KFD_WAIT_LOCK call sleeps on. */
         struct emu_process *lock_process;
+        /* kernel/ private: a completion that arrives while kernel/ is still
+         * handing the call to the GPU model is kept here and returned
+         * directly (gpu/ may complete at once: no model, no memory). */
+        bool completion_deferred, completed_inline;
+        long inline_ret;
 };
 
 /* kfd_open: find or create the caller's kfd_process. -EPERM for 32-bit callers.

@@ -178,13 +178,27 @@ long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long 
 {
         if (delay_ns == 0)
                 return ret;
+        /* If the model completes the call before this returns, the result
+         * goes back through the normal return, never as a second reply. */
         call->wait_kind = KFD_WAIT_DEVICE;
+        call->completion_deferred = true;
         emu_gpu_complete_after(node, call, ret, delay_ns);
+        call->completion_deferred = false;
+        if (call->completed_inline) {
+                call->completed_inline = false;
+                return call->inline_ret;
+        }
         return EMU_CALL_PARKED;
 }
 
 void emu_call_complete(struct emu_call *call, long ret)
 {
+        if (call->completion_deferred) {
+                call->wait_kind = KFD_WAIT_NONE;
+                call->completed_inline = true;
+                call->inline_ret = ret;
+                return;
+        }
         /* A raiser still blocked in the event write returns after it. */
         if (kfd_ev_writer_hold(call, ret))
                 return;

@@ -68,6 +68,10 @@ uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q)
 
 void emu_gpu_complete_after(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns)
 {
+        if (fake_gpu.complete_inline) {
+                emu_call_complete(call, ret);
+                return;
+        }
         fake_gpu.pending_call = call;
         fake_gpu.pending_ret = ret;
         fake_gpu.pending_delay_ns = delay_ns;

@@ -2,6 +2,7 @@
 /* What the test doubles of test-fakes.c record. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kernel.h"
@@ -14,6 +15,8 @@ struct fake_gpu_log {
         uint32_t last_grace_period;
         uint64_t preempt_ns;             /* what emu_gpu_hws_preempt returns */
         struct emu_call *pending_call;   /* the last emu_gpu_complete_after */
+        bool complete_inline;            /* emu_gpu_complete_after completes at once, as gpu/ does
+                                          * after stop or without memory */
         long pending_ret;
         uint64_t pending_delay_ns;
 };

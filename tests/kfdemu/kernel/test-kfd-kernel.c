@@ -552,6 +552,33 @@ static void test_suspend_reply_waits_for_preemption(void **state)
         fake_gpu.preempt_ns = 0;
 }
 
+/* gpu/ may complete a call inside emu_gpu_complete_after (model stopped, no
+ * memory): the ioctl then returns its result directly, replied to once. */
+static void test_inline_completion_replies_once(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        uint32_t ids[1];
+
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        ids[0] = create_queue(f, GPU0);
+        clear_new_by_snapshot(f);
+
+        fake_gpu.preempt_ns = 150000;
+        fake_gpu.complete_inline = true;
+        n_replies = 0;
+        struct kfd_ioctl_dbg_trap_args args = {
+                .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_SUSPEND_QUEUES,
+                .suspend_queues = { .queue_array_ptr = (uintptr_t)ids, .num_queues = 1 },
+        };
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_DBG_TRAP, &args), 1);
+        assert_int_equal(n_replies, 0);
+        assert_int_equal(ids[0], 0);
+        fake_gpu.complete_inline = false;
+        fake_gpu.preempt_ns = 0;
+}
+
 /* Fill a pipe through a non-blocking view of it, then make it blocking again. */
 static void fill_blocking_pipe(int wfd)
 {
@@ -824,6 +851,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_runtime_enable_waits_for_ack, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspend_reply_waits_for_preemption, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_inline_completion_replies_once, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_full_blocking_pipe_holds_the_raiser, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_ptrace_rules, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_vmid_reservation_and_debugger_exit, setup, teardown),
