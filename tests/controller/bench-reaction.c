@@ -288,8 +288,10 @@ int main(int argc, char **argv)
         }
 
         /* idle: online queues that never get work after the first request */
-        /* they outlive both phases; the end of the run stops them */
-        snprintf(duration, sizeof(duration), "%ld", idle_seconds + events / 10 + 600);
+        /* kfdemu-app ends once its next request would fall after --duration:
+         * at 0.001 requests/s that is 1000 s away, so the duration must go
+         * beyond it for the process to stay; the end of the run stops it */
+        snprintf(duration, sizeof(duration), "%d", 100000);
         snprintf(rate, sizeof(rate), "%ld", queues);
         for (long i = 0; i < online_processes; i++) {
                 char gpu[16], watching[64];
