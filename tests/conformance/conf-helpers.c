@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "conf-helpers.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -11,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -314,10 +316,35 @@ int conf_target_spawn(struct conf_target *t)
         return 0;
 }
 
+/* The thread ids of `pid`; returns how many (at most `max`). */
+static int list_threads(pid_t pid, pid_t *tids, int max)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        DIR *dir = opendir(path);
+        int n = 0;
+        if (!dir)
+                return 0;
+        for (struct dirent *de; n < max && (de = readdir(dir));)
+                if (de->d_name[0] != '.')
+                        tids[n++] = (pid_t)strtol(de->d_name, NULL, 10);
+        closedir(dir);
+        return n;
+}
+
 void conf_target_kill(struct conf_target *t)
 {
         if (t->pid > 0 && !t->reaped) {
+                pid_t tids[64];
+                int n = list_threads(t->pid, tids, 64);
                 kill(t->pid, SIGKILL);
+                /* A thread this process traces (a test that failed before it
+                 * could detach) reports its exit to us, and the leader is
+                 * not reaped before it is: reap those first. Threads we do
+                 * not trace give ECHILD at once. */
+                for (int i = 0; i < n; i++)
+                        while (tids[i] != t->pid && waitpid(tids[i], NULL, __WALL) < 0 && errno == EINTR)
+                                ;
                 while (waitpid(t->pid, NULL, __WALL) < 0 && errno == EINTR)
                         ;
                 t->reaped = true;
@@ -401,10 +428,32 @@ long conf_target_call(struct conf_target *t, const char *fmt, ...)
         return r < 0 ? r : conf_parse_result(line);
 }
 
+/* The target's command thread sleeps in the kfd call: in ioctl on a real
+ * node, in the ppoll kfdemu's preload waits in for the server's reply.
+ * Idle between commands it reads stdin instead. */
+static bool sleeps_in_kfd_call(pid_t pid)
+{
+        char path[64], buf[256];
+        snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+        if (conf_read_file(path, buf, sizeof(buf)) <= 0)
+                return false;
+        long nr = strtol(buf, NULL, 10);
+        return nr == SYS_ioctl || nr == SYS_ppoll;
+}
+
 bool conf_target_still_blocked(struct conf_target *t)
 {
+        /* On a loaded machine "no reply yet" alone may only mean slow: the
+         * target must be seen asleep in the call, and stay so (without a
+         * reply) for the whole window. */
         char line[256];
-        return conf_target_reply(t, line, sizeof(line), CONF_BLOCKED_MS) == -ETIMEDOUT;
+        uint64_t deadline = now_ms() + CONF_REPLY_TIMEOUT_MS;
+        while (!sleeps_in_kfd_call(t->pid)) {
+                if (conf_target_reply(t, line, sizeof(line), 10) != -ETIMEDOUT || now_ms() >= deadline)
+                        return false;
+        }
+        return conf_target_reply(t, line, sizeof(line), CONF_BLOCKED_MS) == -ETIMEDOUT &&
+               sleeps_in_kfd_call(t->pid);
 }
 
 int conf_target_create_queue(struct conf_target *t, uint32_t gpu_id, struct conf_queue *ret)
