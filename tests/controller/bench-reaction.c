@@ -257,7 +257,9 @@ int main(int argc, char **argv)
         snprintf(offline_out, sizeof(offline_out), "%s/offline.out", dir);
         snprintf(online_out, sizeof(online_out), "%s/online.out", dir);
         snprintf(times_path, sizeof(times_path), "%s/dispatch-times", dir);
-        write_file("gpreemptd.conf", "[Daemon]\nLogLevel=debug\nDiscoveryIntervalMs=20\n"
+        /* the daemon's defaults but for the policy: a short hold-off and no bounds
+         * give one suspension per request; discovery and polling as shipped */
+        write_file("gpreemptd.conf", "[Daemon]\nLogLevel=debug\n"
                                      "[Online]\nHoldOffMs=1\nCoalesceMs=0\n"
                                      "[Offline]\nMaxSuspendMs=3600000\nMinOfflineSharePercent=0\nShareWindowMs=3600000\n");
         {
