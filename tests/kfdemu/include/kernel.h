@@ -27,6 +27,12 @@ struct emu_file {
  * stays owned by kernel/ until it is completed with emu_call_complete(). */
 #define EMU_CALL_PARKED 1000000L
 
+/* The kernel's ERESTARTSYS (include/linux/errno.h): an ioctl that returns
+ * -EMU_ERESTARTSYS is restarted if the signal that interrupted it had an
+ * SA_RESTART handler and fails with EINTR otherwise. Only the preload sees
+ * it (protocol.h). */
+#define EMU_ERESTARTSYS 512
+
 /* Largest argument of an ioctl: _IOC_SIZE is 14 bits, and kfd_ioctl
  * copies that many bytes in and out whatever its own struct's size. */
 #define EMU_KDATA_MAX 16383
@@ -72,6 +78,12 @@ long emu_kfd_ioctl(struct emu_call *call);
 /* A signal reached a caller sleeping in a parked call (down_interruptible /
  * wait_event_interruptible returned early): finish it the way the kernel does. */
 void emu_call_interrupt(struct emu_call *call);
+/* Callers sleeping in down_interruptible (the runtime-enable wait) wake
+ * with -EINTR for any pending signal, a stop included, before a handler
+ * could run. transport/ asks whether any sleeps (to watch them on a slow
+ * timer) and lets kernel/ end the waits of stopped callers. */
+bool emu_has_stop_sensitive_sleepers(struct emu_node *node);
+void emu_interrupt_stopped_sleepers(struct emu_node *node);
 /* The caller died while parked: drop the call without replying. Calls of
  * a process whose mm is released are detached from their waits first, so
  * abandoning them afterwards is harmless. */

@@ -104,7 +104,10 @@ _Static_assert(sizeof(struct kfdemu_msg_exec) <= KFDEMU_MSG_MAX, "message size")
 _Static_assert(sizeof(struct kfdemu_msg_refresh) <= KFDEMU_MSG_MAX, "message size");
 
 enum kfdemu_reply_status {
-        KFDEMU_REPLY_RESULT = 0,    /* `result` is the call's return (>= 0 or -errno) */
+        KFDEMU_REPLY_RESULT = 0,    /* `result` is the call's return (>= 0 or -errno); an
+                                     * interrupted IOCTL may end with -512 (the kernel's
+                                     * ERESTARTSYS): the preload restarts it after an
+                                     * SA_RESTART handler, else returns EINTR */
         KFDEMU_REPLY_NOT_MINE = 1,  /* the fd is no kfdemu file: do the real syscall */
 };
 

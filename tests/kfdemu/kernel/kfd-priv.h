@@ -205,5 +205,8 @@ int kfd_find_task(const struct emu_caller *caller, uint32_t pid, struct kfd_task
 bool kfd_ptrace_parent_is(pid_t tid, pid_t tracer_tid);
 /* The file open as `fd` in `p`'s table, as the server's own descriptor (fget). */
 int kfd_fget(const struct emu_process *p, uint32_t fd, int *ret_fd);
+/* The task sits in a group or ptrace stop: a signal that stops it is
+ * pending for it, as far as signal_pending() in a sleep goes. */
+bool kfd_task_is_stopped(pid_t tid);
 /* in_compat_syscall() for kfd_open: the caller runs a 32-bit image. */
 bool kfd_task_is_32bit(pid_t tgid);

@@ -196,6 +196,14 @@ int kfd_find_task(const struct emu_caller *caller, uint32_t pid, struct kfd_task
         return 0;
 }
 
+bool kfd_task_is_stopped(pid_t tid)
+{
+        struct kfd_status st;
+
+        /* 'T' group stop (SIGSTOP and friends), 't' a ptrace stop. */
+        return kfd_read_task_status(tid, &st) == 0 && (st.state == 'T' || st.state == 't');
+}
+
 bool kfd_ptrace_parent_is(pid_t tid, pid_t tracer_tid)
 {
         struct kfd_status st;

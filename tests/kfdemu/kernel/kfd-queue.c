@@ -354,10 +354,11 @@ void kfd_run_destroy_wakeups(struct emu_node *node)
 
 void kfd_destroy_wait_interrupted(struct emu_call *call)
 {
-        /* wait_event_interruptible returned early: the destroy fails and
-         * is_being_destroyed stays set, so the queue stays unsuspendable. */
+        /* wait_event_interruptible returned -ERESTARTSYS: is_being_destroyed
+         * stays set, so the queue stays unsuspendable, and the ioctl is
+         * restarted (SA_RESTART) or fails with EINTR. */
         kfd_waitlist_remove(&call->file->process->destroy_waiters, call);
-        emu_call_complete(call, -EINTR);
+        emu_call_complete(call, -EMU_ERESTARTSYS);
 }
 
 void kfd_process_remove_queues(struct emu_process *p)

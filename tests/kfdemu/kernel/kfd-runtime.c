@@ -113,6 +113,32 @@ void kfd_runtime_sema_up(struct emu_process *p)
         emu_call_complete(call, 0);
 }
 
+bool emu_has_stop_sensitive_sleepers(struct emu_node *node)
+{
+        for (struct emu_process *p = node->processes; p; p = p->next)
+                if (p->runtime_enable_sema.waiters)
+                        return true;
+        return false;
+}
+
+void emu_interrupt_stopped_sleepers(struct emu_node *node)
+{
+        for (struct emu_process *p = node->processes; p; p = p->next) {
+                struct emu_call *call = p->runtime_enable_sema.waiters;
+
+                while (call) {
+                        struct emu_call *next = call->next_waiter;
+
+                        /* SIGSTOP, a group stop or PTRACE_INTERRUPT is a
+                         * pending signal to down_interruptible: the ioctl
+                         * returns -EINTR, and the task then stops. */
+                        if (kfd_task_is_stopped(call->caller.tid))
+                                kfd_runtime_wait_interrupted(call);
+                        call = next;
+                }
+        }
+}
+
 void kfd_runtime_wait_interrupted(struct emu_call *call)
 {
         struct emu_process *p = call->file->process;

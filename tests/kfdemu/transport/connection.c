@@ -378,6 +378,7 @@ static int on_connection_ready(sd_event_source *source, int fd, uint32_t revents
                         break;
                 }
                 int r = (size_t)n > KFDEMU_MSG_MAX ? -EMSGSIZE : dispatch(c, buf, (size_t)n);
+                stop_watch_update(server);
                 if (r < 0 && r != -EAGAIN && r != -EPIPE && r != -ECONNRESET) {
                         server_log(server, "dropping client pid %d: %s", (int)c->caller.tgid, strerror(-r));
                         connection_free(c);

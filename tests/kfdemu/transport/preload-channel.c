@@ -40,6 +40,13 @@ static pthread_once_t environment_once = PTHREAD_ONCE_INIT;
 static pthread_key_t channel_key;
 static pthread_once_t channel_key_once = PTHREAD_ONCE_INIT;
 static __thread struct channel thread_channel __attribute__((tls_model("initial-exec"))) = { .fd = -1 };
+/* The last interruptible call's interruption allows a restart. */
+static __thread bool interrupt_restarts;
+
+bool preload_call_interrupt_restarts(void)
+{
+        return interrupt_restarts;
+}
 
 void *preload_next_symbol(const char *name)
 {
@@ -231,17 +238,22 @@ static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, co
         struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
         ssize_t n = send_all(ch->fd, request, request_size);
 
+        if (interruptible)
+                interrupt_restarts = false;
         while (n >= 0) {
+                preload_signals_before_wait();
                 /* ppoll unblocks the caller's signals atomically, so one
                  * that arrived since the request still interrupts the wait,
                  * as signal_pending() does in the kernel; and unlike recv it
                  * fails with EINTR after every handler whatever its
                  * SA_RESTART: what an interruptible sleep sees. */
                 if (ppoll(&pfd, 1, NULL, caller_mask) < 0) {
-                        if (errno != EINTR)
+                        if (errno != EINTR) {
                                 n = -EIO;
-                        else if (interruptible)
+                        } else if (interruptible) {
+                                interrupt_restarts = preload_signals_handler_restarts();
                                 n = send_all(ch->fd, &interrupted, sizeof(interrupted));
+                        }
                         continue;
                 }
                 n = receive_reply(ch->fd, reply, reply_size, fds, max_fds, ret_n_fds);

@@ -15,9 +15,9 @@
 #include "preload.h"
 #include "protocol.h"
 
-/* The kernel's internal restart codes (include/linux/errno.h). kfdemu
- * cannot know whether the interrupting handler had SA_RESTART, so a call
- * the kernel would restart returns EINTR, as for a handler without it. */
+/* The kernel's internal restart codes (include/linux/errno.h): the signal
+ * code restarts the syscall after a handler with SA_RESTART
+ * (preload-signals.c tells) and turns them into EINTR otherwise. */
 #define KERNEL_ERESTARTSYS 512
 #define KERNEL_ERESTART_RESTARTBLOCK 516
 
@@ -39,16 +39,24 @@ static bool kfd_ioctl(uint64_t inode, unsigned long request, void *arg, int *ret
                 .arg = (uint64_t)(uintptr_t)arg,
         };
         struct kfdemu_reply reply;
-        ssize_t n = preload_call(&msg, sizeof(msg), true, &reply, sizeof(reply), NULL, 0, NULL);
+        ssize_t n;
         long result;
 
-        if (n >= 0 && (size_t)n != sizeof(reply))
-                n = -EIO;
-        if (n >= 0 && reply.status == KFDEMU_REPLY_NOT_MINE)
-                return false;
-        result = n < 0 ? n : reply.result;
-        if (result <= -KERNEL_ERESTARTSYS && result >= -KERNEL_ERESTART_RESTARTBLOCK)
-                result = -EINTR;
+        for (;;) {
+                n = preload_call(&msg, sizeof(msg), true, &reply, sizeof(reply), NULL, 0, NULL);
+                if (n >= 0 && (size_t)n != sizeof(reply))
+                        n = -EIO;
+                if (n >= 0 && reply.status == KFDEMU_REPLY_NOT_MINE)
+                        return false;
+                result = n < 0 ? n : reply.result;
+                if (result > -KERNEL_ERESTARTSYS || result < -KERNEL_ERESTART_RESTARTBLOCK)
+                        break;
+                /* The handler has run; the same ioctl starts over. */
+                if (!preload_call_interrupt_restarts()) {
+                        result = -EINTR;
+                        break;
+                }
+        }
         if (result < 0) {
                 errno = (int)-result;
                 *ret = -1;

@@ -59,5 +59,13 @@ uint64_t preload_socket_inode(int fd);
 ssize_t preload_call(const void *request, size_t request_size, bool interruptible, void *reply,
                      size_t reply_size, int *fds, unsigned max_fds, unsigned *ret_n_fds);
 
+/* preload-signals.c: whether the handler that last interrupted this
+ * thread's wait asked for SA_RESTART (reset before each wait). */
+void preload_signals_before_wait(void);
+bool preload_signals_handler_restarts(void);
+/* The last interruptible call of this thread was interrupted, and by a
+ * handler with SA_RESTART (preload-channel.c). */
+bool preload_call_interrupt_restarts(void);
+
 /* open("/dev/kfd"): a new file connection; returns the fd or -1 + errno. */
 int preload_kfd_open(int flags);

@@ -136,6 +136,7 @@ fail:
 void server_stop(struct kfdemu_server *server)
 {
         server->listen_source = sd_event_source_disable_unref(server->listen_source);
+        stop_watch_stop(server);
         closep(&server->listen_fd);
         server->listen_fd = -1;
 

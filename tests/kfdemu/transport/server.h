@@ -35,6 +35,7 @@ struct kfdemu_server {
         unsigned n_connections, max_connections;
         bool accept_paused;              /* out of fds: wait for a client to go */
         struct process_watch *watches;   /* emu_transport_watch_process */
+        sd_event_source *stop_watch;     /* armed while callers sleep interruptibly (stop-watch.c) */
         bool node_ready, gpus_started;
 };
 
@@ -56,6 +57,11 @@ void server_resume_accepting(struct kfdemu_server *server);
 /* connection.c: > 0 accepted (or refused), 0 nothing pending, < 0 error. */
 int connection_accept(struct kfdemu_server *server, int listen_fd);
 void connection_drop_all(struct kfdemu_server *server);
+
+/* stop-watch.c: called with node.lock held after anything that may have
+ * put a caller to sleep in the runtime-enable wait. */
+void stop_watch_update(struct kfdemu_server *server);
+void stop_watch_stop(struct kfdemu_server *server);
 
 /* process-watch.c */
 void process_watch_drop_all(struct kfdemu_server *server);

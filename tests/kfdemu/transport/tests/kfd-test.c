@@ -2,8 +2,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -77,10 +79,21 @@ static int open_event_fifo(void)
         return r;
 }
 
-int kfd_test_self_debug(struct kfd_test_debuggee *ret)
+int kfd_test_self_debug_fd(int kfd, int event_fd)
 {
         struct kfd_runtime_info rinfo;
-        struct kfd_ioctl_dbg_trap_args args = { .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_ENABLE };
+        struct kfd_ioctl_dbg_trap_args args = {
+                .pid = (uint32_t)getpid(),
+                .op = KFD_IOC_DBG_TRAP_ENABLE,
+                .enable = { .exception_mask = KFD_EC_MASK(EC_PROCESS_RUNTIME), .rinfo_ptr = (uintptr_t)&rinfo,
+                            .rinfo_size = sizeof(rinfo), .dbg_fd = (uint32_t)event_fd },
+        };
+
+        return kfd_test_ioctl(kfd, AMDKFD_IOC_DBG_TRAP, &args);
+}
+
+int kfd_test_self_debug(struct kfd_test_debuggee *ret)
+{
         struct kfd_test_debuggee d = { .kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC) };
         int r;
 
@@ -91,11 +104,7 @@ int kfd_test_self_debug(struct kfd_test_debuggee *ret)
                 close(d.kfd);
                 return d.event_fifo;
         }
-        args.enable.exception_mask = KFD_EC_MASK(EC_PROCESS_RUNTIME);
-        args.enable.rinfo_ptr = (uint64_t)(uintptr_t)&rinfo;
-        args.enable.rinfo_size = sizeof(rinfo);
-        args.enable.dbg_fd = (uint32_t)d.event_fifo;
-        r = kfd_test_ioctl(d.kfd, AMDKFD_IOC_DBG_TRAP, &args);
+        r = kfd_test_self_debug_fd(d.kfd, d.event_fifo);
         if (r < 0) {
                 close(d.event_fifo);
                 close(d.kfd);
@@ -150,4 +159,109 @@ int kfd_test_end_self_debug(struct kfd_test_debuggee *d)
         close(d->event_fifo);
         close(d->kfd);
         return r;
+}
+
+
+static void *runtime_enable_thread(void *arg)
+{
+        int *kfd_and_result = arg;
+
+        kfd_and_result[1] = kfd_test_runtime_enable(kfd_and_result[0], true);
+        return NULL;
+}
+
+int kfd_test_self_debug_with_runtime(struct kfd_test_debuggee *ret)
+{
+        int kfd_and_result[2];
+        pthread_t thread;
+        int r = kfd_test_self_debug(ret);
+
+        if (r < 0)
+                return r;
+        kfd_and_result[0] = ret->kfd;
+        if (pthread_create(&thread, NULL, runtime_enable_thread, kfd_and_result) != 0)
+                return -EAGAIN;
+        r = kfd_test_wait_event(ret);
+        if (r == 0)
+                r = kfd_test_ack_runtime(ret->kfd);
+        pthread_join(thread, NULL);
+        return r < 0 ? r : kfd_and_result[1];
+}
+
+static struct {
+        uint64_t rptr, wptr;
+        uint8_t ring[256] __attribute__((aligned(256)));
+} queue_memory[8];
+static unsigned queue_memory_next;
+
+/* DBG_TRAP on ourselves; SUSPEND and RESUME return a count. */
+static int dbg_trap_self(int kfd, uint32_t op, struct kfd_ioctl_dbg_trap_args *args)
+{
+        args->pid = (uint32_t)getpid();
+        args->op = op;
+        int r = ioctl(kfd, AMDKFD_IOC_DBG_TRAP, args);
+        return r < 0 ? -errno : r;
+}
+
+int kfd_test_create_suspended_queue(int kfd, uint32_t gpu_id, uint32_t *ret_id)
+{
+        typeof(queue_memory[0]) *m = &queue_memory[queue_memory_next++ % 8];
+        struct kfd_ioctl_create_queue_args q = {
+                .ring_base_address = (uintptr_t)m->ring,
+                .write_pointer_address = (uintptr_t)&m->wptr,
+                .read_pointer_address = (uintptr_t)&m->rptr,
+                .ring_size = sizeof(m->ring),
+                .gpu_id = gpu_id,
+                .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                .queue_percentage = 100,
+        };
+        struct kfd_ioctl_dbg_trap_args snapshot = {
+                .queue_snapshot = { .exception_mask = KFD_EC_MASK(EC_QUEUE_NEW), .num_queues = 0,
+                                    .entry_size = sizeof(struct kfd_queue_snapshot_entry) },
+        };
+        struct kfd_queue_snapshot_entry entries[64];
+        int r = kfd_test_ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, &q);
+
+        if (r < 0)
+                return r;
+        snapshot.queue_snapshot.snapshot_buf_ptr = (uintptr_t)entries;
+        snapshot.queue_snapshot.num_queues = 64;
+        r = dbg_trap_self(kfd, KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, &snapshot);
+        if (r < 0)
+                return r;
+        uint32_t ids[1] = { q.queue_id };
+        struct kfd_ioctl_dbg_trap_args suspend = {
+                .suspend_queues = { .queue_array_ptr = (uintptr_t)ids, .num_queues = 1 },
+        };
+        r = dbg_trap_self(kfd, KFD_IOC_DBG_TRAP_SUSPEND_QUEUES, &suspend);
+        if (r != 1)
+                return r < 0 ? r : -EBUSY;
+        *ret_id = q.queue_id;
+        return 0;
+}
+
+int kfd_test_resume_all(int kfd)
+{
+        struct kfd_ioctl_dbg_trap_args resume = { .resume_queues = { .queue_array_ptr = 0 } };
+
+        return dbg_trap_self(kfd, KFD_IOC_DBG_TRAP_RESUME_QUEUES, &resume);
+}
+
+bool kfd_test_wait_syscall(pid_t tid, long nr, unsigned timeout_ms)
+{
+        for (unsigned waited = 0; waited < timeout_ms; waited += 5) {
+                char path[64], buf[256] = "";
+                FILE *f;
+
+                snprintf(path, sizeof(path), "/proc/%d/syscall", (int)tid);
+                f = fopen(path, "re");
+                if (f) {
+                        bool got = fgets(buf, sizeof(buf), f) != NULL;
+                        fclose(f);
+                        if (got && strtol(buf, NULL, 10) == nr)
+                                return true;
+                }
+                usleep(5000);
+        }
+        return false;
 }

@@ -34,5 +34,18 @@ int kfd_test_wait_event(const struct kfd_test_debuggee *d);
 int kfd_test_runtime_enable(int kfd, bool enable);
 /* SEND_RUNTIME_EVENT(EC_PROCESS_RUNTIME) to ourselves. */
 int kfd_test_ack_runtime(int kfd);
+/* ENABLE on ourselves through `kfd`, subscribed to EC_PROCESS_RUNTIME,
+ * with `event_fd` as the debugger's event file. */
+int kfd_test_self_debug_fd(int kfd, int event_fd);
+/* kfd_test_self_debug, then RUNTIME_ENABLE acked from another thread:
+ * SUSPEND/RESUME work on ourselves afterwards. */
+int kfd_test_self_debug_with_runtime(struct kfd_test_debuggee *ret);
+/* A new AQL queue on `gpu_id`, its EC_QUEUE_NEW cleared (queue snapshot)
+ * and suspended by ourselves. At most 8 such queues at once. */
+int kfd_test_create_suspended_queue(int kfd, uint32_t gpu_id, uint32_t *ret_id);
+/* RESUME_QUEUES with a NULL array: every queue of ours; returns the count. */
+int kfd_test_resume_all(int kfd);
+/* Waits up to `timeout_ms` until thread `tid` sleeps in syscall `nr`. */
+bool kfd_test_wait_syscall(pid_t tid, long nr, unsigned timeout_ms);
 /* Debug sessions outlive the kfd fd (§6a): DISABLE, runtime off, close. */
 int kfd_test_end_self_debug(struct kfd_test_debuggee *d);
