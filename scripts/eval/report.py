@@ -6,7 +6,6 @@ import csv
 import datetime
 import json
 import os
-import subprocess
 
 import analysis
 import plots
@@ -19,12 +18,6 @@ REAL_NOTE = ("Measured on a real AMD GPU node with scripts/real-node/timed-kerne
 SIMULATED_NOTE = ("All numbers are simulated: kfdemu's GPU time model (an emulated MI308X, "
                   "tests/kfdemu/gpu/) runs the workload models of scripts/eval/workloads.json; "
                   "no GPU was used.")
-
-
-def git_describe():
-    r = subprocess.run(["git", "-C", runner.SOURCE_ROOT, "describe", "--always", "--dirty"],
-                       capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 else "unknown"
 
 
 def write_csv(path, rows):
@@ -155,9 +148,10 @@ def write_all(out, rows, workloads, plan, realtime, daemon_problem, emulated=Tru
     runs = plan["runs"]
     text = "\n\n".join(filter(None, [
         "# gpreempt evaluation %s\n\n%s Median of %d run(s) per scenario, spread min-max; passes "
-        "interleaved without/with gpreemptd; %s; commit %s, %s." % (
+        "interleaved without/with gpreemptd; %s; passes run at commit %s; report written %s." % (
             "on kfdemu" if emulated else "on a real AMD GPU node", note, runs, "applications and emulator at SCHED_FIFO" if realtime
-            else "normal scheduling priority (host noise included)", git_describe(),
+            else "normal scheduling priority (host noise included)",
+            ", ".join(sorted({r.get("commit", "unknown") for r in rows})),
             datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
         ("## Calibration: the baseline (without gpreempt) against the real MI308X node" if emulated else "## The workload programs (without gpreempt) against the MI308X measurements") + "\n\n"
         + calibration_table(cal),

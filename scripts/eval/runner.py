@@ -133,6 +133,14 @@ MatchCommandLine=*--kernel-name eval-offline*
 DEFAULT_POLICY = {"hold_off_ms": 2, "max_suspend_ms": 500, "min_share_percent": 10}
 
 
+def git_describe():
+    r = subprocess.run(["git", "-C", SOURCE_ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else "unknown"
+
+
+COMMIT = git_describe()
+
+
 def scratch_parent():
     """Where a pass keeps its files, kfdemu's rendered sysfs and debugfs
     among them: tmpfs when the host has one. kfdemu writes those files from
@@ -154,7 +162,7 @@ def run_pass(node, workloads, scenario, variant, duration_s, preempt=None, polic
     preempt = preempt or (dict(DEFAULT_PREEMPT) if node.emulated else {k: 0 for k in DEFAULT_PREEMPT})
     policy = policy or dict(DEFAULT_POLICY)
     w = workloads["workloads"]
-    row = {"scenario": scenario["name"], "variant": variant, "policy": policy.get("label", "default"),
+    row = {"scenario": scenario["name"], "variant": variant, "policy": policy.get("label", "default"), "commit": COMMIT,
            "duration_s": duration_s, "preempt_total_us": preempt_total_us(preempt), **preempt,
            **{k: v for k, v in policy.items() if k != "label"}}
     with tempfile.TemporaryDirectory(prefix="gpreempt-eval-", dir=scratch_parent()) as tmp:
