@@ -184,8 +184,12 @@ GP_EXPORT int gp_target_service_ptrace(struct gp_target *target)
                 n++;
                 report_stop(target, &stop);
                 r = ptrace_restart(target->pid, &stop);
-                if (r < 0)
+                if (r < 0) {
+                        log_err(&target->context->logger,
+                                "pid %d: restarting it from a stop (kind %d, signal %d) failed: %s",
+                                target->pid, (int)stop.kind, stop.signal, strerror(-r));
                         return r;
+                }
         }
         return n;
 }

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "cleanup.h"
 
@@ -14,6 +15,11 @@
  * controller dies the target must live on (the kernel then resumes its
  * queues). No clone tracing: kfd only checks the leader's tracer. */
 #define GP_PTRACE_OPTIONS (PTRACE_O_TRACEEXIT | PTRACE_O_TRACEEXEC)
+
+/* How long detach waits for the interrupt's stop: 1000 x 1 ms. A runnable
+ * or sleeping tracee stops within microseconds. */
+#define GP_DETACH_WAIT_STEPS 1000
+#define GP_DETACH_WAIT_STEP_NS 1000000L
 
 int ptrace_seize_leader(pid_t pid)
 {
@@ -114,11 +120,21 @@ int ptrace_detach_leader(pid_t pid)
         if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0)
                 return errno == ESRCH ? 0 : NEG_ERRNO();
 
-        r = ptrace_wait_stop(pid, true, &stop);
-        if (r == -ECHILD)
-                return 0;
-        if (r < 0)
-                return r;
+        /* Bounded: a tracee already in a stop that was collected but not
+         * restarted produces no new one, and a blocking wait would hang the
+         * caller; such a tracee can be detached as it is. */
+        for (int i = 0;; i++) {
+                r = ptrace_wait_stop(pid, false, &stop);
+                if (r == -ECHILD)
+                        return 0;
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        break;
+                if (i == GP_DETACH_WAIT_STEPS)
+                        return ptrace_request(PTRACE_DETACH, pid, 0);
+                (void)nanosleep(&(struct timespec){ .tv_nsec = GP_DETACH_WAIT_STEP_NS }, NULL);
+        }
         if (stop.kind == PTRACE_STOP_TERMINATED)
                 return 0;
         /* A stop that came before the interrupt's is as good a place to

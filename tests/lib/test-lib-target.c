@@ -163,6 +163,17 @@ static uint64_t progress_over(struct gp_target *target, uint32_t gpu_id, int ms)
         return progress(target, gpu_id) - before;
 }
 
+/* Whether progress shows up within timeout_ms, pumping meanwhile (a loaded
+ * machine may take a while to schedule the emulated GPU; absence of progress
+ * is checked over fixed windows instead). */
+static bool progresses_within(struct gp_target *target, uint32_t gpu_id, int timeout_ms)
+{
+        for (int waited = 0; waited < timeout_ms; waited += 50)
+                if (progress_over(target, gpu_id, 50) > 0)
+                        return true;
+        return false;
+}
+
 static void test_held_app_stops_and_continues(void **state)
 {
         struct fixture *f = *state;
@@ -172,7 +183,7 @@ static void test_held_app_stops_and_continues(void **state)
         assert_int_equal(app_spawn(app_path, args, &f->app), 0);
         attach(f, f->app.pid);
         assert_int_equal(gp_target_runtime_state(f->target), GP_RUNTIME_ENABLED);
-        assert_true(progress_over(f->target, 0, 100) > 0);
+        assert_true(progresses_within(f->target, 0, 3000));
 
         assert_int_equal(gp_target_suspend(f->target, NULL, &report), 2);
         assert_int_equal(report.n_done, 2);
@@ -181,7 +192,7 @@ static void test_held_app_stops_and_continues(void **state)
         assert_int_equal(progress_over(f->target, 0, 200), 0);
 
         assert_int_equal(gp_target_resume(f->target, NULL, &report), 2);
-        assert_true(progress_over(f->target, 0, 100) > 0);
+        assert_true(progresses_within(f->target, 0, 3000));
 }
 
 static void test_queue_created_while_held_is_suspended(void **state)
@@ -236,7 +247,7 @@ static void test_online_app_keeps_running(void **state)
         before = progress(online, 0);
         assert_int_equal(progress_over(f->target, 0, 200), 0);
         assert_int_equal(gp_target_service_ptrace(online) >= 0, 1);
-        assert_true(progress(online, 0) > before);
+        assert_true(progress(online, 0) > before || progresses_within(online, 0, 3000));
         assert_int_equal(gp_target_detach(online), 0);
 }
 
@@ -268,7 +279,7 @@ static void test_only_the_given_gpu_is_suspended(void **state)
         assert_int_equal(report.queues[0].gpu_id, held_gpu);
         pump(f->target, 20, NULL);
         assert_int_equal(progress_over(f->target, held_gpu, 200), 0);
-        assert_true(progress_over(f->target, other_gpu, 100) > 0);
+        assert_true(progresses_within(f->target, other_gpu, 3000));
 }
 
 static void test_signals_reach_a_held_target(void **state)
