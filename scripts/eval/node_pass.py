@@ -23,7 +23,7 @@ import threading
 import time
 
 READY_TIMEOUT_S = 30.0
-# The daemon logs "Process PID: N queues suspended|resumed on ..." at info level.
+# The daemon logs "Process PID: N queues suspended|resumed on ..." per transition.
 DAEMON_EVENT = re.compile(r"Process (\d+): \d+ queues (suspended|resumed) on")
 
 
@@ -62,6 +62,31 @@ class LineReader:
                 if left <= 0:
                     return None, i
                 self.cond.wait(left)
+
+
+class HostProbe:
+    """How late the host ran this (real-time) process's thread during the
+    pass: a pass in which it could not be scheduled for many milliseconds
+    measured the host, not the model."""
+
+    PERIOD_S = 0.001
+
+    def __init__(self):
+        self.max_delay_s = 0.0
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stopped.is_set():
+            t = time.monotonic()
+            time.sleep(self.PERIOD_S)
+            self.max_delay_s = max(self.max_delay_s, time.monotonic() - t - self.PERIOD_S)
+
+    def stop(self):
+        self.stopped.set()
+        self.thread.join()
+        return self.max_delay_s
 
 
 def start_app(argv, env=None):
@@ -173,6 +198,7 @@ def run(spec):
             time.sleep(spec["warmup_s"])
             before, nxt = report(offline[0], offline[1], 0)
         t0 = time.monotonic()
+        probe = HostProbe()
         if spec.get("online"):
             online = start_app(spec["online"] + ["--duration", str(spec["duration_s"])])
             if online[0].wait() != 0:
@@ -183,6 +209,7 @@ def run(spec):
         else:
             time.sleep(spec["duration_s"])
         t1 = time.monotonic()
+        result["host_max_delay_ms"] = 1000 * probe.stop()
         result["window_s"] = t1 - t0
         if offline:
             after, _ = report(offline[0], offline[1], nxt)
