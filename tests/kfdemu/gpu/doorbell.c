@@ -61,7 +61,7 @@ void emu_aperture_close(struct emu_node_hw *nh)
         nh->aperture_fd = -1;
 }
 
-int emu_frame_find(const struct emu_node_hw *nh, pid_t tgid, unsigned gpu_slot)
+static int frame_find(const struct emu_node_hw *nh, pid_t tgid, unsigned gpu_slot)
 {
         for (unsigned i = 0; i < EMU_MAX_FRAMES; i++)
                 if (nh->frames[i].used && nh->frames[i].tgid == tgid && nh->frames[i].gpu_slot == gpu_slot)
@@ -74,7 +74,7 @@ int emu_frame_find(const struct emu_node_hw *nh, pid_t tgid, unsigned gpu_slot)
  * allocated doorbell page would. */
 int emu_frame_get(struct emu_node_hw *nh, pid_t tgid, unsigned gpu_slot, unsigned *ret_frame)
 {
-        int found = emu_frame_find(nh, tgid, gpu_slot);
+        int found = frame_find(nh, tgid, gpu_slot);
 
         if (found >= 0) {
                 *ret_frame = (unsigned)found;

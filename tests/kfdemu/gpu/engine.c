@@ -18,9 +18,6 @@
 #include "cleanup.h"
 #include "gpu-internal.h"
 
-/* The kernel's cu_occupancy is sampled on read; kfdemu re-renders it this
- * often while something runs, and only when it changed. */
-#define OCCUPANCY_PERIOD_NS 10000000ull
 /* Packets consumed per queue per wake-up, so one queue with a ring full of
  * barriers cannot hold node->lock for long. */
 #define MAX_PACKETS_PER_FETCH 256u
@@ -187,35 +184,6 @@ static void complete_due_calls(struct emu_node_hw *nh, uint64_t now)
         }
 }
 
-static void refresh_occupancy(struct emu_node *node)
-{
-        for (struct emu_process *p = node->processes; p; p = p->next)
-                for (unsigned i = 0; i < p->n_pdds; i++) {
-                        struct emu_gpu *gpu = p->pdds[i].gpu;
-                        int frame = emu_frame_find(gpu->hw->node_hw, p->tgid, emu_gpu_slot(gpu));
-                        int value = emu_gpu_cu_occupancy(gpu, p->tgid);
-
-                        if (frame >= 0 && gpu->hw->node_hw->frames[frame].cu_occupancy_rendered != value)
-                                emu_render_cu_occupancy(p, gpu, value);
-                }
-}
-
-static bool node_has_work(struct emu_node *node)
-{
-        for (unsigned i = 0; i < node->n_gpus; i++)
-                if (emu_model_has_work(&node->gpus[i].hw->model))
-                        return true;
-        return false;
-}
-
-static bool occupancy_rendered_nonzero(const struct emu_node_hw *nh)
-{
-        for (unsigned i = 0; i < EMU_MAX_FRAMES; i++)
-                if (nh->frames[i].used && nh->frames[i].cu_occupancy_rendered != 0)
-                        return true;
-        return false;
-}
-
 /* One pass of the command processors; returns when to look again. */
 static uint64_t engine_step(struct emu_node *node, uint64_t now)
 {
@@ -232,17 +200,6 @@ static uint64_t engine_step(struct emu_node *node, uint64_t now)
         complete_due_calls(nh, now);
         if (nh->pending_calls && nh->pending_calls->due_ns < next)
                 next = nh->pending_calls->due_ns;
-
-        /* Occupancy is watched only while it can change or must drop back
-         * to 0, so an idle node costs no wake-ups. */
-        if (node_has_work(node) || occupancy_rendered_nonzero(nh)) {
-                if (now >= nh->next_occupancy_ns) {
-                        refresh_occupancy(node);
-                        nh->next_occupancy_ns = now + OCCUPANCY_PERIOD_NS;
-                }
-                if (nh->next_occupancy_ns < next)
-                        next = nh->next_occupancy_ns;
-        }
         return next;
 }
 

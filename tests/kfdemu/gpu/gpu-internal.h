@@ -28,7 +28,6 @@ struct emu_frame {
         bool used;
         pid_t tgid;
         unsigned gpu_slot;            /* index in node->gpus */
-        int cu_occupancy_rendered;    /* last value written to stats_<gpuid>/cu_occupancy */
 };
 
 /* Rendered debugfs text kept until what it shows changes (render-debugfs.c). */
@@ -55,7 +54,6 @@ struct emu_node_hw {
         size_t aperture_size;
         struct emu_frame frames[EMU_MAX_FRAMES];
         struct emu_pending_call *pending_calls; /* by due time */
-        uint64_t next_occupancy_ns;   /* next periodic cu_occupancy check */
         struct emu_text_cache sdma_text;        /* hqds: the SDMA engines, never changes */
         uint64_t mqds_key, hqds_key, rls_key;   /* of the debugfs files last written */
         pthread_t thread;
@@ -94,7 +92,6 @@ uint64_t emu_now_ns(void);
 int emu_aperture_open(struct emu_node_hw *nh);
 void emu_aperture_close(struct emu_node_hw *nh);
 int emu_frame_get(struct emu_node_hw *nh, pid_t tgid, unsigned gpu_slot, unsigned *ret_frame);
-int emu_frame_find(const struct emu_node_hw *nh, pid_t tgid, unsigned gpu_slot);
 void emu_frames_release(struct emu_node_hw *nh, pid_t tgid);
 uint32_t *emu_node_strobe(struct emu_node_hw *nh);
 uint64_t *emu_doorbell_word(struct emu_node_hw *nh, unsigned frame, unsigned slot);
@@ -119,7 +116,7 @@ int emu_render_symlink(const char *root, const char *relpath, const char *target
 
 /* render-sysfs.c */
 int emu_render_topology(struct emu_node *node);
-void emu_render_cu_occupancy(struct emu_process *p, struct emu_gpu *gpu, int value);
+void emu_render_cu_occupancy(struct emu_process *p, struct emu_gpu *gpu);
 void emu_render_cu_occupancy_on_read(struct emu_node *node, pid_t tgid, uint32_t gpu_id);
 /* render-debugfs.c */
 void emu_render_debugfs_file(struct emu_node *node, enum emu_render_on_read file);

@@ -72,7 +72,5 @@ void emu_model_set_suspended(struct emu_model *m, struct emu_model_queue *q, boo
 void emu_model_stall_device(struct emu_model *m, uint64_t until);
 void emu_model_stall_queue(struct emu_model *m, struct emu_model_queue *q, uint64_t until);
 
-/* Does any queue of the device hold slots or have a dispatch in flight? */
-bool emu_model_has_work(const struct emu_model *m);
 /* CUs occupied by the queues tagged `owner` (the sysfs cu_occupancy). */
 int emu_model_cu_occupancy(const struct emu_model *m, uint32_t owner);

@@ -283,14 +283,6 @@ void emu_model_stall_queue(struct emu_model *m, struct emu_model_queue *q, uint6
         refresh(m);
 }
 
-bool emu_model_has_work(const struct emu_model *m)
-{
-        for (const struct emu_model_queue *q = m->queues; q; q = q->next)
-                if (q->busy)
-                        return true;
-        return false;
-}
-
 int emu_model_cu_occupancy(const struct emu_model *m, uint32_t owner)
 {
         double slots = 0;

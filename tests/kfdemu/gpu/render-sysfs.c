@@ -229,18 +229,12 @@ static void remove_stale_queues(const char *root, const struct emu_process *p)
         closedir(dir);
 }
 
-void emu_render_cu_occupancy(struct emu_process *p, struct emu_gpu *gpu, int value)
+void emu_render_cu_occupancy(struct emu_process *p, struct emu_gpu *gpu)
 {
-        struct emu_node_hw *nh = gpu->hw ? gpu->hw->node_hw : NULL;
         char path[PATH_LEN];
-        int frame;
 
         snprintf(path, sizeof(path), KFD_DIR "/proc/%d/stats_%u/cu_occupancy", (int)p->tgid, gpu->cfg.gpu_id);
-        if (emu_render_printf(p->node->cfg.root, path, "%d\n", value) < 0 || !nh)
-                return;
-        frame = emu_frame_find(nh, p->tgid, emu_gpu_slot(gpu));
-        if (frame >= 0)
-                nh->frames[frame].cu_occupancy_rendered = value;
+        emu_render_printf(p->node->cfg.root, path, "%d\n", emu_gpu_cu_occupancy(gpu, p->tgid));
 }
 
 /* kfd_procfs_stats_show samples the hardware on every read. */
@@ -255,7 +249,7 @@ void emu_render_cu_occupancy_on_read(struct emu_node *node, pid_t tgid, uint32_t
                 if (p->pdds[i].gpu->cfg.gpu_id == gpu_id)
                         gpu = p->pdds[i].gpu;
         if (gpu)
-                emu_render_cu_occupancy(p, gpu, emu_gpu_cu_occupancy(gpu, tgid));
+                emu_render_cu_occupancy(p, gpu);
 }
 
 void emu_render_process(struct emu_process *p)
@@ -276,7 +270,7 @@ void emu_render_process(struct emu_process *p)
                 emu_render_printf(root, path, "%llu\n", 0ull);
                 snprintf(path, sizeof(path), KFD_DIR "/proc/%d/stats_%u/evicted_ms", (int)p->tgid, id);
                 emu_render_printf(root, path, "%llu\n", 0ull);
-                emu_render_cu_occupancy(p, gpu, emu_gpu_cu_occupancy(gpu, p->tgid));
+                emu_render_cu_occupancy(p, gpu);
         }
         for (const struct emu_queue *q = p->queues; q; q = q->next)
                 render_queue(root, p->tgid, q);

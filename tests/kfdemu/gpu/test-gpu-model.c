@@ -48,7 +48,7 @@ static void test_alone_runs_its_duration(void **state)
         emu_model_advance(&m, 1 * MS);
         assert_true(q.done);
         emu_model_retire(&m, &q);
-        assert_false(emu_model_has_work(&m));
+        assert_int_equal(emu_model_cu_occupancy(&m, 1), 0);
         assert_int_equal(emu_model_next_event(&m), EMU_MODEL_NEVER);
 }
 
