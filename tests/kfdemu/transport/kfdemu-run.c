@@ -148,6 +148,27 @@ static int build_config(const struct options *o, struct emu_config *cfg)
         return 0;
 }
 
+static bool usable_parent(const char *dir)
+{
+        return dir && *dir == '/' && access(dir, W_OK | X_OK) == 0;
+}
+
+/* Where the private directory goes without --root. The server renders
+ * sysfs/debugfs files there while an ioctl waits: on a disk-backed /tmp
+ * under I/O load a suspend took 5-15 ms instead of 0.5 ms, so a tmpfs
+ * (the user's runtime directory, else /dev/shm) comes first. */
+static const char *private_dir_parent(void)
+{
+        const char *runtime = getenv("XDG_RUNTIME_DIR");
+        const char *tmp = getenv("TMPDIR");
+
+        if (usable_parent(runtime))
+                return runtime;
+        if (usable_parent("/dev/shm"))
+                return "/dev/shm";
+        return tmp && *tmp == '/' ? tmp : "/tmp";
+}
+
 static int make_private_dir(const struct options *o, char *dir, size_t size)
 {
         if (o->root) {
@@ -162,16 +183,15 @@ static int make_private_dir(const struct options *o, char *dir, size_t size)
                 return 0;
         }
 
-        const char *tmp = getenv("TMPDIR");
-        if (!tmp || *tmp != '/')
-                tmp = "/tmp";
-        if ((size_t)snprintf(dir, size, "%s/kfdemu.XXXXXX", tmp) >= size) {
-                fprintf(stderr, "kfdemu-run: TMPDIR is too long; set a shorter TMPDIR.\n");
+        const char *parent = private_dir_parent();
+        if ((size_t)snprintf(dir, size, "%s/kfdemu.XXXXXX", parent) >= size) {
+                fprintf(stderr, "kfdemu-run: the directory %s is too long a path; "
+                                "give a shorter one with --root.\n", parent);
                 return -ENAMETOOLONG;
         }
         if (!mkdtemp(dir)) {
                 fprintf(stderr, "kfdemu-run: cannot create a private directory in %s: %m. "
-                                "Point TMPDIR at a writable directory.\n", tmp);
+                                "Give a writable directory with --root.\n", parent);
                 return NEG_ERRNO();
         }
         return 0;

@@ -74,7 +74,7 @@ static void load_environment(void)
                 return;
         if (strlen(socket_path) >= sizeof(server_address.sun_path)) {
                 dprintf(STDERR_FILENO, "libkfdemu-preload: %s=%s is longer than a unix socket path may be; "
-                                       "run kfdemu-run with a shorter TMPDIR\n", KFDEMU_ENV_SOCKET, socket_path);
+                                       "give kfdemu-run a shorter --root\n", KFDEMU_ENV_SOCKET, socket_path);
                 abort();
         }
         server_address.sun_family = AF_UNIX;
