@@ -65,19 +65,29 @@ static int write_all(int fd, const char *data, size_t len)
         return 0;
 }
 
+/* Where `relpath` goes and where it is staged before the rename, with the
+ * parent directories of both made. */
+static int prepare_paths(const char *root, const char *relpath, char ret_path[PATH_MAX], char ret_tmp[PATH_MAX])
+{
+        int r;
+
+        r = join_path(root, relpath, ret_path);
+        if (r >= 0)
+                r = join_path(root, STAGING_FILE, ret_tmp);
+        if (r >= 0)
+                r = mkdir_parents(ret_path);
+        if (r >= 0)
+                r = mkdir_parents(ret_tmp);
+        return r;
+}
+
 int emu_render_write(const char *root, const char *relpath, const char *data, size_t len)
 {
         char path[PATH_MAX], tmp[PATH_MAX];
         _cleanup_close_ int fd = -1;
         int r;
 
-        r = join_path(root, relpath, path);
-        if (r >= 0)
-                r = join_path(root, STAGING_FILE, tmp);
-        if (r >= 0)
-                r = mkdir_parents(path);
-        if (r >= 0)
-                r = mkdir_parents(tmp);
+        r = prepare_paths(root, relpath, path, tmp);
         if (r < 0)
                 return r;
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -137,13 +147,7 @@ int emu_render_symlink(const char *root, const char *relpath, const char *target
         char path[PATH_MAX], tmp[PATH_MAX];
         int r;
 
-        r = join_path(root, relpath, path);
-        if (r >= 0)
-                r = join_path(root, STAGING_FILE, tmp);
-        if (r >= 0)
-                r = mkdir_parents(path);
-        if (r >= 0)
-                r = mkdir_parents(tmp);
+        r = prepare_paths(root, relpath, path, tmp);
         if (r < 0)
                 return r;
         unlink(tmp);
