@@ -17,6 +17,23 @@ bool qf_parse_decimal_name(const char *name, uint64_t max, uint64_t *ret)
         return qf_scan_dec(&s, max, ret) && qf_scan_at_end(&s);
 }
 
+int qf_for_each_numbered_entry(const char *dir, uint64_t max, qf_numbered_entry_fn fn, void *userdata)
+{
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        if (!d)
+                return -errno;
+
+        for (struct dirent *de; (de = readdir(d));) {
+                uint64_t number;
+                if (!qf_parse_decimal_name(de->d_name, max, &number))
+                        continue;
+                int r = fn(dir, number, userdata);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        return 0;
+}
+
 int qf_pathf(char *buf, size_t size, const char *fmt, ...)
 {
         va_list ap;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reading the small attribute files of sysfs and procfs.
+ * Reading the small attribute files of sysfs and procfs, and walking the
+ * directories they sit in, which are named by number.
  *
  * Kernel attributes are one page at most; anything that does not fit the
  * caller's buffer is an error rather than silently cut. Paths are opened
@@ -24,6 +25,13 @@ static inline void qf_closedirp(DIR **d)
 /* true when name is a plain decimal number of at most max: how sysfs and
  * procfs name pids, queue ids and topology nodes. */
 bool qf_parse_decimal_name(const char *name, uint64_t max, uint64_t *ret);
+
+/* Calls fn for each entry of dir named by a decimal number of at most max
+ * (qf_parse_decimal_name), in readdir order. fn returns 0 to go on, > 0 to
+ * stop (the walk then returns 0), or -errno, which the walk returns. -errno
+ * from opendir when dir cannot be listed. */
+typedef int (*qf_numbered_entry_fn)(const char *dir, uint64_t number, void *userdata);
+int qf_for_each_numbered_entry(const char *dir, uint64_t max, qf_numbered_entry_fn fn, void *userdata);
 
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
 int qf_pathf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

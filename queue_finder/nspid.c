@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "nspid.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -75,27 +74,36 @@ int qf_nspid_read(const char *proc_root, pid_t pid, pid_t *ret_chain, size_t max
         return 0;
 }
 
+struct host_pid_search {
+        const struct qf_pid_ns *ns;
+        pid_t ns_pid;
+        bool found;
+        pid_t host_pid;
+};
+
+static int match_host_pid(const char *proc_root, uint64_t pid, void *userdata)
+{
+        struct host_pid_search *s = userdata;
+        struct qf_pid_ns its;
+        if (qf_pid_ns_of(proc_root, (pid_t) pid, &its) < 0 || its.dev != s->ns->dev || its.ino != s->ns->ino)
+                return 0;
+        pid_t chain[QF_NSPID_MAX_LEVELS];
+        size_t n;
+        if (qf_nspid_read(proc_root, (pid_t) pid, chain, QF_NSPID_MAX_LEVELS, &n) < 0 || chain[n - 1] != s->ns_pid)
+                return 0;
+        s->found = true;
+        s->host_pid = chain[0];
+        return 1;
+}
+
 int qf_nspid_to_host(const char *proc_root, const struct qf_pid_ns *ns, pid_t ns_pid, pid_t *ret_host)
 {
-        _cleanup_closedir_ DIR *d = opendir(proc_root);
-        if (!d)
-                return -errno;
-
-        for (struct dirent *de; (de = readdir(d));) {
-                uint64_t pid;
-                if (!qf_parse_decimal_name(de->d_name, INT32_MAX, &pid))
-                        continue;
-                struct qf_pid_ns its;
-                if (qf_pid_ns_of(proc_root, (pid_t) pid, &its) < 0 || its.dev != ns->dev || its.ino != ns->ino)
-                        continue;
-                pid_t chain[QF_NSPID_MAX_LEVELS];
-                size_t n;
-                if (qf_nspid_read(proc_root, (pid_t) pid, chain, QF_NSPID_MAX_LEVELS, &n) < 0)
-                        continue;
-                if (chain[n - 1] == ns_pid) {
-                        *ret_host = chain[0];
-                        return 0;
-                }
-        }
-        return -ESRCH;
+        struct host_pid_search s = { .ns = ns, .ns_pid = ns_pid };
+        int r = qf_for_each_numbered_entry(proc_root, INT32_MAX, match_host_pid, &s);
+        if (r < 0)
+                return r;
+        if (!s.found)
+                return -ESRCH;
+        *ret_host = s.host_pid;
+        return 0;
 }

@@ -49,33 +49,42 @@ static int compare_queue_ids(const void *a, const void *b)
         return (x->queue_id > y->queue_id) - (x->queue_id < y->queue_id);
 }
 
+struct queue_walk {
+        struct qf_diags *diags;
+        struct qf_sysfs_process *p;
+};
+
+static int add_queue(const char *queues_dir, uint64_t id, void *userdata)
+{
+        struct queue_walk *w = userdata;
+        struct qf_sysfs_process *p = w->p;
+
+        if (p->n_queues >= QF_MAX_QUEUES_PER_PROCESS) {
+                qf_diag_add(w->diags, queues_dir, 0, "more than %d queues; ignoring the rest",
+                            QF_MAX_QUEUES_PER_PROCESS);
+                return 1;
+        }
+        struct qf_sysfs_queue q;
+        if (read_queue(queues_dir, (uint32_t) id, w->diags, &q) < 0)
+                return 0;
+        struct qf_sysfs_queue *slot = QF_APPEND(p->queues, p->n_queues);
+        if (!slot)
+                return -ENOMEM;
+        *slot = q;
+        return 0;
+}
+
 static int read_queues(const char *proc_dir, struct qf_diags *diags, struct qf_sysfs_process *p)
 {
         char queues_dir[PATH_MAX];
         int r = qf_pathf(queues_dir, sizeof(queues_dir), "%s/queues", proc_dir);
         if (r < 0)
                 return r;
-        _cleanup_closedir_ DIR *d = opendir(queues_dir);
-        if (!d)
-                return errno == ENOENT ? 0 : -errno;
-
-        for (struct dirent *de; (de = readdir(d));) {
-                uint64_t id;
-                if (!qf_parse_decimal_name(de->d_name, UINT32_MAX, &id))
-                        continue;
-                if (p->n_queues >= QF_MAX_QUEUES_PER_PROCESS) {
-                        qf_diag_add(diags, queues_dir, 0, "more than %d queues; ignoring the rest",
-                                    QF_MAX_QUEUES_PER_PROCESS);
-                        break;
-                }
-                struct qf_sysfs_queue q;
-                if (read_queue(queues_dir, (uint32_t) id, diags, &q) < 0)
-                        continue;
-                struct qf_sysfs_queue *slot = QF_APPEND(p->queues, p->n_queues);
-                if (!slot)
-                        return -ENOMEM;
-                *slot = q;
-        }
+        r = qf_for_each_numbered_entry(queues_dir, UINT32_MAX, add_queue, &(struct queue_walk){ diags, p });
+        /* add_queue fails only with -ENOMEM: -ENOENT is a process without
+         * a queues directory, which has no queues. */
+        if (r < 0)
+                return r == -ENOENT ? 0 : r;
         if (p->n_queues > 1)
                 qsort(p->queues, p->n_queues, sizeof(*p->queues), compare_queue_ids);
         return 0;
@@ -146,33 +155,43 @@ static int compare_pids(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
+struct pid_list {
+        pid_t *pids;
+        size_t n;
+};
+
+static int add_pid(const char *dir, uint64_t pid, void *userdata)
+{
+        struct pid_list *l = userdata;
+
+        if (pid == 0)
+                return 0;
+        if (l->n >= QF_MAX_PROCESSES)
+                return 1;
+        pid_t *slot = QF_APPEND(l->pids, l->n);
+        if (!slot)
+                return -ENOMEM;
+        *slot = (pid_t) pid;
+        return 0;
+}
+
 int qf_sysfs_list_pids(const char *kfd_root, pid_t **ret_pids, size_t *ret_n)
 {
         char dir[PATH_MAX];
         int r = qf_pathf(dir, sizeof(dir), "%s/proc", kfd_root);
         if (r < 0)
                 return r;
-        _cleanup_closedir_ DIR *d = opendir(dir);
-        if (!d)
-                return -errno;
 
-        _cleanup_free_ pid_t *pids = NULL;
-        size_t n = 0;
-        for (struct dirent *de; (de = readdir(d));) {
-                uint64_t pid;
-                if (!qf_parse_decimal_name(de->d_name, INT32_MAX, &pid) || pid == 0)
-                        continue;
-                if (n >= QF_MAX_PROCESSES)
-                        break;
-                pid_t *slot = QF_APPEND(pids, n);
-                if (!slot)
-                        return -ENOMEM;
-                *slot = (pid_t) pid;
+        struct pid_list l = { 0 };
+        r = qf_for_each_numbered_entry(dir, INT32_MAX, add_pid, &l);
+        if (r < 0) {
+                free(l.pids);
+                return r;
         }
-        if (n > 1)
-                qsort(pids, n, sizeof(*pids), compare_pids);
-        *ret_pids = TAKE_PTR(pids);
-        *ret_n = n;
+        if (l.n > 1)
+                qsort(l.pids, l.n, sizeof(*l.pids), compare_pids);
+        *ret_pids = l.pids;
+        *ret_n = l.n;
         return 0;
 }
 

@@ -4,7 +4,6 @@
  * §8.2, rocm-userspace.md §8): gpu_id ("%u\n", 0 for CPU nodes), name, and
  * properties ("<key> <decimal>" lines). The node number n is not the gpu_id.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -124,35 +123,44 @@ static int compare_nodes(const void *a, const void *b)
         return (x->node > y->node) - (x->node < y->node);
 }
 
+struct gpu_list {
+        struct qf_diags *diags;
+        struct qf_gpu *gpus;
+        size_t n;
+};
+
+static int add_node(const char *nodes_dir, uint64_t node, void *userdata)
+{
+        struct gpu_list *l = userdata;
+        struct qf_gpu g;
+
+        if (read_node(nodes_dir, (unsigned) node, l->diags, &g) < 0)
+                return 0;
+        if (l->n >= QF_MAX_GPUS)
+                return 1;
+        struct qf_gpu *slot = QF_APPEND(l->gpus, l->n);
+        if (!slot)
+                return -ENOMEM;
+        *slot = g;
+        return 0;
+}
+
 int qf_topology_read(const char *kfd_root, struct qf_diags *diags, struct qf_gpu **ret_gpus, size_t *ret_n)
 {
         char nodes_dir[PATH_MAX];
         int r = qf_pathf(nodes_dir, sizeof(nodes_dir), "%s/topology/nodes", kfd_root);
         if (r < 0)
                 return r;
-        _cleanup_closedir_ DIR *d = opendir(nodes_dir);
-        if (!d)
-                return -errno;
 
-        _cleanup_free_ struct qf_gpu *gpus = NULL;
-        size_t n = 0;
-        for (struct dirent *de; (de = readdir(d));) {
-                uint64_t node;
-                if (!qf_parse_decimal_name(de->d_name, UINT32_MAX, &node))
-                        continue;
-                struct qf_gpu g;
-                if (read_node(nodes_dir, (unsigned) node, diags, &g) < 0)
-                        continue;
-                if (n >= QF_MAX_GPUS)
-                        break;
-                struct qf_gpu *slot = QF_APPEND(gpus, n);
-                if (!slot)
-                        return -ENOMEM;
-                *slot = g;
+        struct gpu_list l = { .diags = diags };
+        r = qf_for_each_numbered_entry(nodes_dir, UINT32_MAX, add_node, &l);
+        if (r < 0) {
+                free(l.gpus);
+                return r;
         }
-        if (n > 1)
-                qsort(gpus, n, sizeof(*gpus), compare_nodes);
-        *ret_gpus = TAKE_PTR(gpus);
-        *ret_n = n;
+        if (l.n > 1)
+                qsort(l.gpus, l.n, sizeof(*l.gpus), compare_nodes);
+        *ret_gpus = l.gpus;
+        *ret_n = l.n;
         return 0;
 }
