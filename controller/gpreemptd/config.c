@@ -584,7 +584,7 @@ static struct config *config_new(void)
                 .log_level = LOG_LEVEL_NOTICE,
                 .discovery_interval_us = 100000,
                 /* as documented (gpreemptd.conf(5), README "Detector cadence"): each
-                 * idle look costs a wakeup, and 500 µs doubled the idle CPU */
+                 * idle look is a wakeup, so half the interval is twice the idle wakeups */
                 .idle_poll_interval_us = 1000,
                 .busy_poll_interval_us = 20,
                 .grace_period = 0,
