@@ -144,9 +144,12 @@ struct gp_attach_opts {
 int gp_target_attach(struct gp_context *context, pid_t pid, const struct gp_attach_opts *opts,
                      struct gp_target **ret_target);
 /* Ends the kfd session (which resumes every queue), detaches ptrace and
- * frees the target, whatever fails on the way (returns the first error);
- * from another thread than the attaching one it only returns
- * -GP_ERR_WRONG_THREAD, since only the tracer thread can detach. */
+ * frees the target, whatever fails on the way (returns the first error).
+ * It stops the target first and acknowledges a runtime event still pending
+ * (DISABLE would not wake a runtime waiting for it); the attach callback is
+ * not called for such last events. From another thread than the attaching
+ * one it only returns -GP_ERR_WRONG_THREAD, since only the tracer thread can
+ * detach. */
 int gp_target_detach(struct gp_target *target);
 
 pid_t gp_target_pid(const struct gp_target *target);

@@ -16,10 +16,10 @@
  * queues). No clone tracing: kfd only checks the leader's tracer. */
 #define GP_PTRACE_OPTIONS (PTRACE_O_TRACEEXIT | PTRACE_O_TRACEEXEC)
 
-/* How long detach waits for the interrupt's stop: 1000 x 1 ms. A runnable
+/* How long an interrupt waits for its stop: 1000 x 1 ms. A runnable
  * or sleeping tracee stops within microseconds. */
-#define GP_DETACH_WAIT_STEPS 1000
-#define GP_DETACH_WAIT_STEP_NS 1000000L
+#define GP_INTERRUPT_WAIT_STEPS 1000
+#define GP_INTERRUPT_WAIT_STEP_NS 1000000L
 
 int ptrace_seize_leader(pid_t pid)
 {
@@ -111,35 +111,37 @@ int ptrace_restart(pid_t pid, const struct ptrace_stop *stop)
         return -EINVAL;
 }
 
-int ptrace_detach_leader(pid_t pid)
+int ptrace_interrupt_leader(pid_t pid, struct ptrace_stop *ret_stop)
 {
-        struct ptrace_stop stop;
         int r;
 
-        /* PTRACE_DETACH works only on a tracee in a ptrace-stop. */
         if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0)
                 return errno == ESRCH ? 0 : NEG_ERRNO();
 
         /* Bounded: a tracee already in a stop that was collected but not
          * restarted produces no new one, and a blocking wait would hang the
-         * caller; such a tracee can be detached as it is. */
+         * caller; such a tracee is stopped as it is. */
         for (int i = 0;; i++) {
-                r = ptrace_wait_stop(pid, false, &stop);
+                r = ptrace_wait_stop(pid, false, ret_stop);
                 if (r == -ECHILD)
                         return 0;
                 if (r < 0)
                         return r;
                 if (r > 0)
-                        break;
-                if (i == GP_DETACH_WAIT_STEPS)
-                        return ptrace_request(PTRACE_DETACH, pid, 0);
-                (void)nanosleep(&(struct timespec){ .tv_nsec = GP_DETACH_WAIT_STEP_NS }, NULL);
+                        return ret_stop->kind == PTRACE_STOP_TERMINATED ? 0 : 1;
+                if (i == GP_INTERRUPT_WAIT_STEPS) {
+                        *ret_stop = (struct ptrace_stop){ .kind = PTRACE_STOP_INTERRUPT };
+                        return 1;
+                }
+                (void)nanosleep(&(struct timespec){ .tv_nsec = GP_INTERRUPT_WAIT_STEP_NS }, NULL);
         }
-        if (stop.kind == PTRACE_STOP_TERMINATED)
-                return 0;
+}
+
+int ptrace_detach_stopped(pid_t pid, const struct ptrace_stop *stop)
+{
         /* A stop that came before the interrupt's is as good a place to
          * detach from; a signal being delivered goes along with the detach so
          * it is not lost, and a group-stop stays a stop after it. */
         return ptrace_request(PTRACE_DETACH, pid,
-                              stop.kind == PTRACE_STOP_SIGNAL_DELIVERY ? stop.signal : 0);
+                              stop->kind == PTRACE_STOP_SIGNAL_DELIVERY ? stop->signal : 0);
 }

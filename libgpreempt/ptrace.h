@@ -34,7 +34,10 @@ int ptrace_wait_stop(pid_t pid, bool block, struct ptrace_stop *ret_stop);
 void ptrace_decode_status(int status, struct ptrace_stop *ret_stop);
 /* Lets the tracee go on from a collected stop as it would without a tracer. */
 int ptrace_restart(pid_t pid, const struct ptrace_stop *stop);
-/* Stops the tracee (PTRACE_INTERRUPT), servicing whatever stop comes first,
- * and detaches from that stop, re-injecting a signal it was delivering.
- * Returns 0 also when the tracee is already gone. */
-int ptrace_detach_leader(pid_t pid);
+/* Stops the tracee (PTRACE_INTERRUPT) and collects whatever stop comes
+ * first into *ret_stop: 1 when it is stopped (then detach with
+ * ptrace_detach_stopped()), 0 when it is gone, or -errno. */
+int ptrace_interrupt_leader(pid_t pid, struct ptrace_stop *ret_stop);
+/* Detaches from a stop ptrace_interrupt_leader() collected, re-injecting a
+ * signal the tracee was delivering. */
+int ptrace_detach_stopped(pid_t pid, const struct ptrace_stop *stop);

@@ -70,31 +70,68 @@ static void target_free(struct gp_target *target)
         free(target);
 }
 
+/* A target asleep in runtime enable/disable waits for an ack that DISABLE
+ * does not give (kfd_dbg_trap_disable leaves runtime_enable_sema alone): it
+ * would sleep until some signal came. So the ack goes first, with the target
+ * stopped, since a target left running could raise the event between the last
+ * query and DISABLE. The caller is tearing down: its callback hears nothing
+ * more, as the state behind it may be half gone already. */
+static int target_ack_before_disable(struct gp_target *target)
+{
+        int r;
+
+        target->event_fn = NULL;
+        r = target_handle_events(target);
+        if (r < 0)
+                log_err(&target->context->logger,
+                        "pid %d: handling its last events before DISABLE failed: %s", target->pid,
+                        strerror(-r));
+        return r < 0 ? r : 0;
+}
+
 /* Ends the kfd session and the ptrace session, whichever exist. */
 static int target_release(struct gp_target *target)
 {
         const struct gp_logger *logger = &target->context->logger;
+        struct ptrace_stop stop;
+        bool stopped = false;
         int r = 0, k;
 
+        if (target->seized) {
+                /* PTRACE_DETACH also needs the tracee in a ptrace-stop. */
+                k = ptrace_interrupt_leader(target->pid, &stop);
+                if (k < 0) {
+                        log_err(logger, "pid %d: stopping it to detach failed: %s", target->pid,
+                                strerror(-k));
+                        r = k;
+                }
+                stopped = k > 0;
+                if (k == 0)
+                        target_mark_gone(target);
+        }
         if (target->debug_enabled) {
+                k = target_ack_before_disable(target);
+                if (k < 0 && r == 0)
+                        r = k;
                 /* kfd_dbg_trap_disable resumes every queue of the target. */
                 k = dbgtrap_disable(target->context->kfd_fd, target->pid);
                 if (k < 0 && k != -ESRCH) {
                         log_err(logger, "pid %d: DISABLE failed: %s", target->pid, strerror(-k));
-                        r = k;
+                        if (r == 0)
+                                r = k;
                 }
                 target->debug_enabled = false;
         }
-        if (target->seized) {
-                k = ptrace_detach_leader(target->pid);
+        if (stopped) {
+                k = ptrace_detach_stopped(target->pid, &stop);
                 if (k < 0) {
                         log_err(logger, "pid %d: ptrace detach failed: %s", target->pid,
                                 strerror(-k));
                         if (r == 0)
                                 r = k;
                 }
-                target->seized = false;
         }
+        target->seized = false;
         return r;
 }
 

@@ -344,11 +344,34 @@ static void test_target_exiting_while_held_does_not_hang(void **state)
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-static void test_signals_reach_a_target_held_by_gpreemptctl(void **state)
+/* How long a signal may take to show on a loaded machine; the waits end as
+ * soon as it shows. */
+#define SIGNAL_TIMEOUT_USEC 10000000u
+
+static bool is_stopped(pid_t pid)
 {
-        struct fixture *f = *state;
+        char s = process_state(pid);
+
+        return s == 't' || s == 'T';
+}
+
+/* Waits for the signal log to reach lines lines (a handler ran). */
+static void assert_log_reaches(const char *log_path, int lines)
+{
+        uint64_t deadline = now_usec() + SIGNAL_TIMEOUT_USEC;
+
+        while (count_lines(log_path) < lines && now_usec() < deadline)
+                sleep_ms(1);
+        assert_int_equal(count_lines(log_path), lines);
+}
+
+/* Holds an app with gpreemptctl while it gets a storm of signals, SIGSTOP,
+ * SIGCONT and SIGTERM, then ends the hold: both must end normally. */
+static void signals_then_release(struct fixture *f, int storm)
+{
         char log_path[] = "/tmp/gpreemptctl-test-signals-XXXXXX";
         const char *args[] = { "--queues", "1", "--signal-log", log_path, NULL };
+        uint64_t deadline;
         int fd, status;
 
         fd = mkstemp(log_path);
@@ -360,28 +383,52 @@ static void test_signals_reach_a_target_held_by_gpreemptctl(void **state)
 
         /* Each signal reaches the handler (one at a time: pending standard
          * signals merge even without a tracer). */
-        for (int i = 0; i < 50; i++) {
-                int lines = count_lines(log_path);
-                uint64_t deadline = now_usec() + 2000000;
-
+        for (int i = 0; i < storm; i++) {
                 kill(f->app.pid, i % 2 ? SIGUSR2 : SIGWINCH);
-                while (count_lines(log_path) == lines && now_usec() < deadline)
-                        sleep_ms(1);
-                assert_int_equal(count_lines(log_path), lines + 1);
+                assert_log_reaches(log_path, i + 1);
         }
-        /* SIGTERM: the handler runs; the app's queue destroy then waits for
-         * the release, after which it exits normally. */
-        kill(f->app.pid, SIGTERM);
-        for (int i = 0; i < 1000 && count_lines(log_path) < 51; i++)
+        kill(f->app.pid, SIGSTOP);
+        deadline = now_usec() + SIGNAL_TIMEOUT_USEC;
+        while (!is_stopped(f->app.pid) && now_usec() < deadline)
                 sleep_ms(2);
+        assert_true(is_stopped(f->app.pid));
+        /* On its way from the stop it passes through ptrace-stops (the
+         * SIGCONT notification, the SIGCONT's delivery): its handler having
+         * run is what says it runs again. */
+        kill(f->app.pid, SIGCONT);
+        assert_log_reaches(log_path, storm + 1);
+
+        /* SIGTERM: the handler runs; the app's queue destroy then waits for
+         * the release, and its runtime disable for an ack, after which it
+         * exits normally. */
+        kill(f->app.pid, SIGTERM);
+        assert_log_reaches(log_path, storm + 2);
         kill(f->ctl.pid, SIGTERM);
         assert_int_equal(child_run_to_end(&f->ctl, 10000, &status), 0);
         assert_int_equal(WEXITSTATUS(status), 0);
         assert_int_equal(child_wait_exit(&f->app, 5000, &status), 0);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        /* 50 + SIGTERM */
-        assert_int_equal(count_lines(log_path), 51);
+        assert_int_equal(count_lines(log_path), storm + 2);
         unlink(log_path);
+}
+
+static void test_signals_reach_a_target_held_by_gpreemptctl(void **state)
+{
+        signals_then_release(*state, 50);
+}
+
+/* The release races the app's way out (destroy, then runtime disable): many
+ * rounds give every order a chance. */
+static void test_release_after_stop_continue_terminate_repeatedly(void **state)
+{
+        struct fixture *f = *state;
+
+        for (int round = 0; round < 10; round++) {
+                signals_then_release(f, 2);
+                /* Both ended: this only closes their pipes. */
+                child_kill(&f->ctl);
+                child_kill(&f->app);
+        }
 }
 
 static void test_strace_traced_target_is_refused(void **state)
@@ -507,6 +554,7 @@ int main(int argc, char **argv)
                 T(test_hold_waits_for_the_runtime_and_acknowledges_it),
                 T(test_target_exiting_while_held_does_not_hang),
                 T(test_signals_reach_a_target_held_by_gpreemptctl),
+                T(test_release_after_stop_continue_terminate_repeatedly),
                 T(test_strace_traced_target_is_refused),
                 T(test_runtime_never_enabled),
                 T(test_no_such_process),

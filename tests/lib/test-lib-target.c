@@ -332,6 +332,43 @@ static void test_signals_reach_a_held_target(void **state)
         unlink(log_path);
 }
 
+/* Services the target's ptrace stops only, leaving its debug events
+ * unprocessed, for ms milliseconds. */
+static void service_stops(struct gp_target *target, int ms)
+{
+        uint64_t deadline = now_usec() + (uint64_t)ms * 1000u;
+
+        while (now_usec() < deadline) {
+                assert_true(gp_target_service_ptrace(target) >= 0);
+                sleep_ms(1);
+        }
+}
+
+static void test_detach_acknowledges_a_runtime_disable_in_progress(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "1", NULL };
+        int status;
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        attach(f, f->app.pid);
+        assert_int_equal(gp_target_suspend(f->target, NULL, NULL), 1);
+        /* SIGTERM: its destroy waits for the resume, then its runtime disable
+         * raises EC_PROCESS_RUNTIME and sleeps until acknowledged. Nobody
+         * processes that event before the detach, whose DISABLE alone would
+         * leave it asleep. */
+        kill(f->app.pid, SIGTERM);
+        service_stops(f->target, 200);
+        assert_int_equal(gp_target_resume(f->target, NULL, NULL), 1);
+        service_stops(f->target, 300);
+        assert_int_equal(f->seen.runtime_disabled, 0);
+        assert_int_equal(gp_target_detach(f->target), 0);
+        f->target = NULL;
+        assert_int_equal(child_wait_exit(&f->app, 5000, &status), 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("the app ended with wait status 0x%x", status);
+}
+
 static void test_detach_leaves_a_stopped_target_stopped(void **state)
 {
         struct fixture *f = *state;
@@ -657,6 +694,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_signals_reach_a_held_target, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_detach_leaves_a_stopped_target_stopped, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_detach_acknowledges_a_runtime_disable_in_progress, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_enable_and_disable_are_acknowledged,
                                                 setup, teardown),
                 cmocka_unit_test_setup_teardown(test_target_killed_while_held, setup, teardown),
