@@ -19,8 +19,10 @@
 #include <systemd/sd-event.h>
 
 #include "cleanup.h"
+#include "diag.h"
 #include "parse.h"
 #include "report.h"
+#include "sources.h"
 #include "verbs.h"
 
 /* --gpu can be given this often; more GPUs than any node has. */
@@ -520,6 +522,42 @@ static void hold_done(struct hold *hold)
         gp_context_free(hold->context);
 }
 
+/* A --gpu that names no GPU of this node is a mistake (usually a GPU index
+ * or topology node number given for the gpu_id): holding would then
+ * suspend nothing and still report success. Without a readable topology
+ * there is nothing to check against; attaching reports what is wrong. */
+static int check_gpu_ids(const uint32_t *ids, size_t n_ids)
+{
+        struct qf_diags diags = { 0 };
+        _cleanup_free_ struct qf_gpu *gpus = NULL;
+        size_t n_gpus = 0;
+        int r;
+
+        if (n_ids == 0)
+                return CTL_EXIT_OK;
+        r = qf_topology_read("/sys/class/kfd/kfd", &diags, &gpus, &n_gpus);
+        qf_diags_clear(&diags);
+        if (r < 0 || n_gpus == 0)
+                return CTL_EXIT_OK;
+
+        for (size_t i = 0; i < n_ids; i++) {
+                char known[512] = "";
+                size_t len = 0;
+                bool found = false;
+
+                for (size_t g = 0; g < n_gpus; g++) {
+                        found = found || gpus[g].gpu_id == ids[i];
+                        if (len < sizeof(known))
+                                len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%u (0x%x)",
+                                                        g ? ", " : "", gpus[g].gpu_id, gpus[g].gpu_id);
+                }
+                if (!found)
+                        return report_usage("hold", "no GPU on this node has gpu_id %u; its gpu_ids are %s.",
+                                            ids[i], known);
+        }
+        return CTL_EXIT_OK;
+}
+
 int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
 {
         enum { OPT_FOR = 0x100, OPT_GPU, OPT_GRACE, OPT_JSON };
@@ -572,6 +610,9 @@ int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
         }
         if (optind >= argc)
                 return report_usage("hold", "no process id given.");
+        r = check_gpu_ids(hold.gpu_ids, hold.n_gpu_ids);
+        if (r != CTL_EXIT_OK)
+                return r;
 
         hold.n_held = (size_t)(argc - optind);
         hold.held = calloc(hold.n_held, sizeof(*hold.held));

@@ -492,6 +492,11 @@ static void test_usage_errors(void **state)
         assert_int_equal(run_ctl(&c, (const char *[]){ "hold", "12", "--for", "soon", NULL }), 1);
         assert_output_has(&c, "not a duration");
         child_kill(&c);
+        /* gpu_id 0 is the CPU node's: no GPU has it, and holding with it
+         * would suspend nothing while reporting success. */
+        assert_int_equal(run_ctl(&c, (const char *[]){ "hold", "12", "--gpu", "0", NULL }), 1);
+        assert_output_has(&c, "no GPU on this node has gpu_id 0");
+        child_kill(&c);
         assert_int_equal(run_ctl(&c, (const char *[]){ "frobnicate", NULL }), 1);
         assert_output_has(&c, "not a verb");
         child_kill(&c);
