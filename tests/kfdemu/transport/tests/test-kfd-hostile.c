@@ -245,7 +245,11 @@ static void test_client_that_never_reads(void **state)
 {
         int kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
         int ch = raw_hello();
-        struct kfd_ioctl_get_version_args version;
+        /* Static: the server goes on answering the queued calls after we
+         * close and return, and each answer writes here. On the stack,
+         * those late writes landed in whatever the next test had there
+         * (a sockaddr, once: connect() failed with ECONNREFUSED). */
+        static struct kfd_ioctl_get_version_args version;
         struct kfdemu_msg_ioctl msg = {
                 .type = KFDEMU_MSG_IOCTL,
                 .cmd = AMDKFD_IOC_GET_VERSION,
