@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -49,6 +50,25 @@ void discovery_refresh_process(struct manager *m, struct tracked_process *p)
         qf_diags_clear(&diags);
 }
 
+/*
+ * Which KFD process a pid's sysfs entry stands for. The kernel binds a KFD
+ * process to an mm: an exec ends it, and when the new image opens /dev/kfd
+ * another one appears under the same pid with a new proc/<pid> directory
+ * (kfd-interface.md §6 (c)). The directory's inode number tells the two
+ * apart, which neither the pid, the start time nor /proc/<pid>/exe does (a
+ * launcher may exec the same binary). kernfs does not hand an inode number
+ * out again at once, nor does kfdemu's tmpfs. One stat per process and scan,
+ * beside the queue directory read each scan anyway. 0 when the entry is gone.
+ */
+static uint64_t kfd_process_identity(const char *root, pid_t pid)
+{
+        char path[600];
+        struct stat st;
+
+        snprintf(path, sizeof(path), "%s/proc/%d", root, (int)pid);
+        return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 /* Re-reads p's queues; true if they differ from what was seen before. */
 static bool queues_changed(struct manager *m, struct tracked_process *p)
 {
@@ -88,12 +108,23 @@ void discovery_scan(struct manager *m)
         }
         for (size_t j = 0; j < n; j++) {
                 struct tracked_process *p;
+                uint64_t identity;
 
                 if (pids[j] == getpid())
                         continue; /* the daemon's own kfd process */
+                /* before the process facts are read, so an exec in between is seen at the next scan */
+                identity = kfd_process_identity(root, pids[j]);
+                if (identity == 0)
+                        continue; /* gone since the listing: the next scan forgets it */
                 p = manager_find_process(m, pids[j]);
+                if (p && p->kfd_identity != identity) {
+                        manager_forget_exec(m, p);
+                        p = NULL;
+                }
                 if (!p) {
-                        manager_add_process(m, pids[j]);
+                        p = manager_add_process(m, pids[j]);
+                        if (p)
+                                p->kfd_identity = identity;
                         continue;
                 }
                 /* debugfs can lag sysfs: keep looking until every compute queue is watched */

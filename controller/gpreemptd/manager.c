@@ -503,14 +503,13 @@ void manager_process_queues_changed(struct manager *m, struct tracked_process *p
         refresh_gpu_params(m);
 }
 
-void manager_remove_process(struct manager *m, struct tracked_process *p)
+static void forget_process(struct manager *m, struct tracked_process *p)
 {
         for (size_t i = 0; i < m->n_processes; i++)
                 if (m->processes[i] == p) {
                         m->processes[i] = m->processes[--m->n_processes];
                         break;
                 }
-        log_notice("Process %d no longer uses the GPU", (int)p->pid);
         if (p->session)
                 session_stop(p->session);
         detector_unwatch(m->detector, p->pid);
@@ -520,6 +519,19 @@ void manager_remove_process(struct manager *m, struct tracked_process *p)
         free(p->session_error);
         free(p);
         refresh_gpu_params(m);
+}
+
+void manager_remove_process(struct manager *m, struct tracked_process *p)
+{
+        log_notice("Process %d no longer uses the GPU", (int)p->pid);
+        forget_process(m, p);
+}
+
+void manager_forget_exec(struct manager *m, struct tracked_process *p)
+{
+        /* a registration or hold named the old program; the kernel ended its debug session too */
+        log_notice("Process %d exec'd into a new GPU process: classifying it afresh", (int)p->pid);
+        forget_process(m, p);
 }
 
 static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)

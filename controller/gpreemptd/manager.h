@@ -41,6 +41,7 @@ struct tracked_process {
         pid_t pid;
         int pidfd;
         sd_event_source *exit_source;
+        uint64_t kfd_identity;   /* its KFD process (discovery.c): a new one after an exec */
         bool managed;            /* a workload matched, or gpreemptctl registered it */
         bool registered;         /* the class came from gpreemptctl register */
         char *workload;          /* the matching workload's name; NULL when registered or unmanaged */
@@ -101,6 +102,11 @@ int manager_hold(struct manager *m, struct tracked_process *p, bool hold);
 /* Adds a process found by discovery; NULL and a log line if it cannot be tracked. */
 struct tracked_process *manager_add_process(struct manager *m, pid_t pid);
 void manager_remove_process(struct manager *m, struct tracked_process *p);
+/*
+ * p exec'd: its KFD process is a new one, its program may be another. The old
+ * image's session or watch ends; discovery then adds the pid afresh.
+ */
+void manager_forget_exec(struct manager *m, struct tracked_process *p);
 /* p's queues changed (sysfs): re-read what the detector or session needs. */
 void manager_process_queues_changed(struct manager *m, struct tracked_process *p);
 /* Whether the policy currently wants offline work on gpu_id suspended. */

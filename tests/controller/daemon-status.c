@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+#include "daemon-status.h"
+
+#include <json.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+struct json_object *daemon_status(struct daemon_harness *h)
+{
+        struct json_object *reply = NULL;
+        char *error = NULL;
+        int r = daemon_harness_call(h, "io.gpreempt.Status", NULL, &reply, &error);
+
+        if (r < 0 || error)
+                fail_msg("Status failed: %s (%d); daemon log:\n%s", error ? error : "no reply", r,
+                         daemon_harness_log(h));
+        return reply;
+}
+
+static struct json_object *entry_by(struct json_object *status, const char *section, const char *key, int64_t value)
+{
+        struct json_object *array = json_object_object_get(status, section);
+
+        for (size_t i = 0; array && i < json_object_array_length(array); i++) {
+                struct json_object *entry = json_object_array_get_idx(array, i);
+
+                if (status_int(entry, key) == value)
+                        return entry;
+        }
+        return NULL;
+}
+
+struct json_object *status_process(struct json_object *status, pid_t pid)
+{
+        return entry_by(status, "processes", "pid", pid);
+}
+
+struct json_object *status_gpu(struct json_object *status, int64_t gpu_id)
+{
+        return entry_by(status, "gpus", "gpu_id", gpu_id);
+}
+
+int64_t status_int(struct json_object *entry, const char *key)
+{
+        struct json_object *v;
+
+        return entry && json_object_object_get_ex(entry, key, &v) ? json_object_get_int64(v) : -1;
+}
+
+bool status_bool(struct json_object *entry, const char *key)
+{
+        struct json_object *v;
+
+        return entry && json_object_object_get_ex(entry, key, &v) && json_object_get_boolean(v);
+}
+
+const char *status_string(struct json_object *entry, const char *key)
+{
+        struct json_object *v;
+
+        return entry && json_object_object_get_ex(entry, key, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+void daemon_status_wait_process(struct daemon_harness *h, pid_t pid, status_process_test_fn test,
+                                const char *awaited, int timeout_ms)
+{
+        struct timespec start, now;
+
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (;;) {
+                struct json_object *status = daemon_status(h);
+                bool done = test(status_process(status, pid));
+                long long waited_ms;
+
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                waited_ms = (now.tv_sec - start.tv_sec) * 1000LL + (now.tv_nsec - start.tv_nsec) / 1000000;
+                if (!done && waited_ms > timeout_ms)
+                        fail_msg("process %d: not %s within %d ms; last status %s\ndaemon log:\n%s", (int)pid, awaited,
+                                 timeout_ms, json_object_to_json_string(status), daemon_harness_log(h));
+                json_object_put(status);
+                if (done)
+                        return;
+                usleep(20000);
+        }
+}
