@@ -122,6 +122,26 @@ static void refresh_gpu_params(struct manager *m)
         }
 }
 
+/*
+ * A resume that fails leaves the queues suspended past every bound; ending
+ * the session makes the kernel resume them all (DISABLE,
+ * kfd-interface.md §6). The process runs unmanaged until a reload.
+ */
+static int resume_or_let_go(struct manager *m, struct tracked_process *p, uint32_t gpu_id)
+{
+        int r = session_set_suspended(p->session, gpu_id, false);
+
+        if (r >= 0 || r == -GP_ERR_TARGET_GONE)
+                return r;
+        log_error("Process %d: detaching, which makes the kernel resume its queues", (int)p->pid);
+        session_stop(p->session);
+        p->held = false;
+        free(p->session_error);
+        p->session_error = strdup("a resume failed; detached so that its queues run (reload to manage it again)");
+        refresh_gpu_params(m);
+        return r;
+}
+
 /* Carries out what the policy decided for one GPU on every offline process there. */
 static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action)
 {
@@ -139,12 +159,16 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];
 
+                /*
+                 * A held process follows its hold's policy alone: were it also
+                 * suspended by the GPU's, a suspension begun in a hold's slice
+                 * would last until the hold's next resume, past MaxSuspendMs.
+                 */
                 if (!p->managed || p->class != WORKLOAD_CLASS_OFFLINE || !p->session ||
-                    !process_uses_gpu(p, g->gpu_id) || p->terminating)
+                    !process_uses_gpu(p, g->gpu_id) || p->terminating || p->held)
                         continue;
-                if (!suspend && p->held)
-                        continue; /* gpreemptctl suspend outlasts the policy */
-                if (session_set_suspended(p->session, g->gpu_id, suspend) >= 0)
+                if (suspend ? session_set_suspended(p->session, g->gpu_id, true) >= 0
+                            : resume_or_let_go(m, p, g->gpu_id) >= 0)
                         done++;
         }
         if (issued.tv_sec)
@@ -163,7 +187,8 @@ static void hold_apply(struct manager *m, struct tracked_process *p, enum policy
 {
         if (action == POLICY_ACTION_NONE || !p->session)
                 return;
-        if (session_set_suspended(p->session, 0, action == POLICY_ACTION_SUSPEND) < 0)
+        if (action == POLICY_ACTION_SUSPEND ? session_set_suspended(p->session, 0, true) < 0
+                                            : resume_or_let_go(m, p, 0) < 0)
                 return;
         if (action == POLICY_ACTION_RESUME)
                 log_info("Process %d: held for %.0f ms, runs for its slice", (int)p->pid,
@@ -345,11 +370,11 @@ static void start_session(struct manager *m, struct tracked_process *p)
                         p->session_error = strdup(strerror(-r));
                 return;
         }
-        /* its GPUs may be suspended already */
-        for (size_t i = 0; i < p->n_gpu_ids; i++)
+        /* its GPUs may be suspended already (a held process follows its hold alone) */
+        for (size_t i = 0; i < p->n_gpu_ids && !p->held; i++)
                 if (manager_gpu_suspended(m, p->gpu_ids[i]))
                         session_set_suspended(p->session, p->gpu_ids[i], true);
-        if (p->held)
+        if (p->held && p->hold_policy.suspended)
                 session_set_suspended(p->session, 0, true);
 }
 
@@ -437,7 +462,7 @@ int manager_hold(struct manager *m, struct tracked_process *p, bool hold)
         p->held = false;
         manager_rearm_policy(m);
         /* back under the policy: resume only where the policy does not want it suspended */
-        r = session_set_suspended(p->session, 0, false);
+        r = resume_or_let_go(m, p, 0);
         for (size_t i = 0; r >= 0 && i < p->n_gpu_ids; i++)
                 if (manager_gpu_suspended(m, p->gpu_ids[i]))
                         r = session_set_suspended(p->session, p->gpu_ids[i], true);
@@ -480,7 +505,10 @@ struct tracked_process *manager_add_process(struct manager *m, pid_t pid)
                 return NULL; /* gone already */
         }
         r = sd_event_add_io(m->event, &p->exit_source, p->pidfd, EPOLLIN, on_process_exit, p);
+        if (r >= 0) /* as SIGCHLD (manager_new): an exit must not wait behind the detector */
+                r = sd_event_source_set_priority(p->exit_source, SD_EVENT_PRIORITY_IMPORTANT);
         if (r < 0) {
+                sd_event_source_disable_unref(p->exit_source);
                 close(p->pidfd);
                 free(p);
                 return NULL;
@@ -548,7 +576,7 @@ static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, voi
                 if (p->session && session_is_terminating(p->session) && !p->terminating) {
                         p->terminating = true;
                         p->held = false;
-                        session_set_suspended(p->session, 0, false);
+                        resume_or_let_go(m, p, 0);
                         log_notice("Process %d: asked to terminate; its queues stay running so that it can exit",
                                    (int)p->pid);
                 }
@@ -580,13 +608,23 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
         if (r >= 0)
                 r = sd_event_add_time(event, &m->policy_timer, CLOCK_MONOTONIC, 0, 1, on_policy_timer, m);
         if (r >= 0)
-                r = sd_event_add_signal(event, NULL, SIGCHLD, on_sigchld, m);
+                r = sd_event_add_signal(event, &m->sigchld_source, SIGCHLD, on_sigchld, m);
         if (r < 0) {
                 manager_free(m);
                 return r;
         }
         /* the hot path: a detector poll that sees work must not wait behind the rest */
         sd_event_source_set_priority(m->detector_timer, SD_EVENT_PRIORITY_IMPORTANT);
+        /*
+         * The bounds and exits are kept at the detector's priority. sd-event
+         * runs one source per iteration, the most important first; when the
+         * loop runs late the detector's next look is due at every iteration,
+         * and a source below it would wait as long as that lasts (an offline
+         * process once stayed suspended 4.7 s under MaxSuspendMs=500). At
+         * equal priority the source pending longer goes first.
+         */
+        sd_event_source_set_priority(m->policy_timer, SD_EVENT_PRIORITY_IMPORTANT);
+        sd_event_source_set_priority(m->sigchld_source, SD_EVENT_PRIORITY_IMPORTANT);
         sd_event_source_set_enabled(m->detector_timer, SD_EVENT_OFF);
         sd_event_source_set_enabled(m->policy_timer, SD_EVENT_OFF);
         *ret_manager = m;
@@ -642,6 +680,7 @@ void manager_free(struct manager *m)
         m->gp = m->gp ? gp_context_free(m->gp) : NULL;
         sd_event_source_disable_unref(m->detector_timer);
         sd_event_source_disable_unref(m->policy_timer);
+        sd_event_source_disable_unref(m->sigchld_source);
         detector_free(m->detector);
         config_free(m->config);
         paths_done(&m->paths);

@@ -74,6 +74,7 @@ struct manager {
         sd_event_source *discovery_timer;
         sd_event_source *detector_timer;
         sd_event_source *policy_timer;
+        sd_event_source *sigchld_source;
         uint64_t started_us;
         uint64_t reloads;
         bool stopping;

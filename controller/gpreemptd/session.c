@@ -88,9 +88,14 @@ static void on_target_event(struct gp_target *target, const struct gp_event *e, 
 
         switch (e->type) {
         case GP_EVENT_QUEUE_NEW:
-                /* A queue created on a suspended GPU runs until suspended: do it now (kfd-interface.md §4.4). */
-                if (s->all_suspended || session_is_suspended(s, e->gpu_id) ||
-                    manager_gpu_suspended(s->manager, e->gpu_id)) {
+                /*
+                 * A queue created on a suspended GPU runs until suspended: do it
+                 * now (kfd-interface.md §4.4). A held process is suspended by its
+                 * hold alone (manager.c: gpu_apply).
+                 */
+                if (s->process->held ? s->all_suspended
+                                     : session_is_suspended(s, e->gpu_id) ||
+                                               manager_gpu_suspended(s->manager, e->gpu_id)) {
                         struct gp_queue_opts opts = { .sz = sizeof(opts), .queue_ids = &e->queue_id, .n_queue_ids = 1,
                                                       .grace_period = s->manager->config->daemon.grace_period };
                         struct gp_queue_report report;
@@ -214,9 +219,13 @@ int session_set_suspended(struct session *s, uint32_t gpu_id, bool suspend)
                 s->suspends++;
         else
                 s->resumes++;
-        if (report.n_error)
+        if (report.n_error) {
                 log_error("Process %d: %zu queues failed to %s in the hardware scheduler", (int)s->process->pid,
                           report.n_error, suspend ? "suspend" : "resume");
+                /* a queue left suspended is a failed resume: the caller must not count on it running */
+                if (!suspend)
+                        return -EIO;
+        }
         /* every transition, possibly hundreds a second: counted in Status, logged only for debugging */
         log_debug("Process %d: %zu queues %s on %s%u", (int)s->process->pid, report.n_done,
                  suspend ? "suspended" : "resumed", gpu_id ? "GPU " : "all GPUs", gpu_id);

@@ -21,7 +21,11 @@ int session_start(struct manager *m, struct tracked_process *p, char **ret_error
 /* Detaches (which resumes every queue) and frees. */
 void session_stop(struct session *s);
 
-/* Suspends or resumes p's queues on gpu_id (0: every GPU). Returns the queue count or -errno. */
+/*
+ * Suspends or resumes p's queues on gpu_id (0: every GPU). Returns the queue
+ * count or -errno; -EIO for a resume the hardware scheduler failed on some
+ * queues, which stay suspended.
+ */
 int session_set_suspended(struct session *s, uint32_t gpu_id, bool suspend);
 bool session_is_suspended(const struct session *s, uint32_t gpu_id);
 /* Services ptrace stops (called on SIGCHLD). Returns false once the process is gone. */

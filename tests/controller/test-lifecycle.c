@@ -2,7 +2,9 @@
 /*
  * gpreemptd and the lives of the processes it manages, on an emulated node
  * (run under kfdemu-run --gpus 2): a process that execs into another
- * program is classified again.
+ * program is classified again, and no offline process stays suspended
+ * longer than MaxSuspendMs, seen from outside (its own progress) while the
+ * online side never goes idle.
  *
  *   test-lifecycle PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
  */
@@ -14,12 +16,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "daemon-harness.h"
 #include "daemon-status.h"
 #include "emulated-app.h"
+
+/*
+ * What a stall may exceed MaxSuspendMs by before the test calls it a broken
+ * bound: the progress samples' spacing (50 ms, stretched on a loaded host),
+ * a report's round trip through SIGUSR1, a kernel's restore, and the host
+ * not running the daemon or the model for a while. A broken bound shows as
+ * the whole online period (several seconds).
+ */
+#define STALL_MARGIN_MS 700
 
 static const char *gpreemptd_path, *app_path;
 
@@ -74,6 +86,14 @@ static void call_pid(struct daemon_harness *h, const char *method, pid_t pid)
                 fail_msg("%s(%s): %s", method, text, error);
         json_object_put(reply);
         json_object_put(params);
+}
+
+static long long now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 /* How many times the app has printed READY: once per program image it ran. */
@@ -179,11 +199,118 @@ static void test_exec_ends_the_online_watch(void **state)
                               is_watched_online, "watched as online");
 }
 
+struct progress {
+        long long longest_stall_ms; /* the longest time between two samples that saw new kernels */
+        int64_t kernels;            /* completed during the watch */
+};
+
+/* Samples a's kernel count every 50 ms for duration_ms. */
+static struct progress watch_progress(struct emulated_app *a, int duration_ms)
+{
+        long long start = now_ms(), last_progress = start, t;
+        int64_t first = emulated_app_kernels(a), last = first;
+        struct progress p = { 0 };
+
+        do {
+                int64_t k;
+
+                usleep(50000);
+                k = emulated_app_kernels(a);
+                t = now_ms();
+                if (k > last) {
+                        if (t - last_progress > p.longest_stall_ms)
+                                p.longest_stall_ms = t - last_progress;
+                        last_progress = t;
+                        last = k;
+                }
+        } while (t - start < duration_ms);
+        if (t - last_progress > p.longest_stall_ms)
+                p.longest_stall_ms = t - last_progress;
+        p.kernels = last - first;
+        return p;
+}
+
+/*
+ * Online work that never ends beside an offline job on the same GPU:
+ * offline gets a slice after every MaxSuspendMs, seen as its own progress.
+ * HoldOffMs=0 and BusyPollIntervalUs=1 make the detector's next look due
+ * before each look ends, as it is whenever the loop runs late on a loaded
+ * host: the bounds must still be kept.
+ */
+static void assert_bounded_beside_busy_online(struct fixture *f, bool hold, int share_percent)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        /* more work than the GPU can do: the online side is never idle */
+        static const char *const online0[] = { "--rate", "2000", "--gpu", "0", "--kernel-us", "2000",
+                                               "--duration", "30", NULL };
+        const int max_suspend_ms = 300, watch_ms = 4000;
+        struct progress p;
+        char settings[256], watching[64];
+
+        snprintf(settings, sizeof(settings),
+                 "BusyPollIntervalUs=1\n[Online]\nHoldOffMs=0\n"
+                 "[Offline]\nMaxSuspendMs=%d\nMinOfflineSharePercent=%d\nShareWindowMs=1000\n",
+                 max_suspend_ms, share_percent);
+        start_daemon(&f->h, settings,
+                     "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--rate*\n"
+                     "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*--continuous*\n");
+        emulated_app_start(&f->offline, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        if (hold)
+                call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid);
+        /*
+         * From here on the detector is due at every turn of the loop, which
+         * leaves the control socket unanswered (it waits behind the
+         * detector): the daemon's log says when the online side is watched.
+         */
+        emulated_app_start(&f->online, app_path, online0);
+        snprintf(watching, sizeof(watching), "Process %d: watching", (int)f->online.pid);
+        for (int i = 0; i < 500 && !strstr(daemon_harness_log(&f->h), watching); i++)
+                usleep(10000);
+        if (!strstr(daemon_harness_log(&f->h), watching))
+                fail_msg("the online process was not watched within 5 s; daemon log:\n%s", daemon_harness_log(&f->h));
+        usleep(200000);
+
+        p = watch_progress(&f->offline, watch_ms);
+        if (p.longest_stall_ms > max_suspend_ms + STALL_MARGIN_MS)
+                fail_msg("offline work stalled for %lld ms beside busy online work, MaxSuspendMs=%d (+%d ms margin); "
+                         "daemon log:\n%s", p.longest_stall_ms, max_suspend_ms, STALL_MARGIN_MS,
+                         daemon_harness_log(&f->h));
+        /*
+         * Its share of the time, in 1 ms kernels at about half speed beside
+         * the online kernels (e.g. 25% of 4 s: some 500 kernels). Less than
+         * a tenth of that is no share at all.
+         */
+        if (p.kernels < (int64_t)watch_ms * share_percent / 100 / 2 / 10)
+                fail_msg("offline work got no share: %lld kernels in %d ms; daemon log:\n%s", (long long)p.kernels,
+                         watch_ms, daemon_harness_log(&f->h));
+        emulated_app_stop(&f->online);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+static void test_suspension_bound_beside_busy_online(void **state)
+{
+        assert_bounded_beside_busy_online(*state, false, 25);
+}
+
+/*
+ * A hold and the GPU's policy together: neither may stretch the other's
+ * suspension. A large share makes the hold's slices long, so a suspension
+ * by the GPU's policy inside one would outlast the bound by far.
+ */
+static void test_suspension_bound_of_a_hold_beside_busy_online(void **state)
+{
+        assert_bounded_beside_busy_online(*state, true, 80);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_exec_reclassifies_an_unmanaged_launcher, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_ends_the_online_watch, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_suspension_bound_beside_busy_online, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_suspension_bound_of_a_hold_beside_busy_online, setup, teardown),
         };
 
         if (argc != 3) {
