@@ -190,9 +190,10 @@ static void hold_apply(struct manager *m, struct tracked_process *p, enum policy
         if (action == POLICY_ACTION_SUSPEND ? session_set_suspended(p->session, 0, true) < 0
                                             : resume_or_let_go(m, p, 0) < 0)
                 return;
+        /* MaxSuspendMs or the share's budget in its window ended this part of the hold */
         if (action == POLICY_ACTION_RESUME)
-                log_info("Process %d: held for %.0f ms, runs for its slice", (int)p->pid,
-                         (double)p->policy.max_suspend_us / 1000.0);
+                log_info("Process %d: held, runs for its slice (MaxSuspendMs=%.0f, MinOfflineSharePercent=%u)",
+                         (int)p->pid, (double)p->policy.max_suspend_us / 1000.0, p->policy.min_offline_share_percent);
 }
 
 static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpreemptd and the lives of the processes it manages, on an emulated node
- * (run under kfdemu-run --gpus 2): a process that execs into another
- * program is classified again, and no offline process stays suspended
- * longer than MaxSuspendMs, seen from outside (its own progress) while the
- * online side never goes idle.
+ * (run under kfdemu-run --gpus 2), judged from outside, by the offline
+ * jobs' own progress: a process that execs into another program is
+ * classified again; online work stops offline work on its own GPU only,
+ * and only while it lasts; a hold survives a reload and covers queues
+ * created later; and no offline process stays suspended longer than
+ * MaxSuspendMs while the online side never goes idle.
  *
  *   test-lifecycle PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
  */
@@ -34,6 +36,9 @@
 #define STALL_MARGIN_MS 700
 
 static const char *gpreemptd_path, *app_path;
+
+/* Offline bounds beyond any test's length: a suspension lasts until its cause ends. */
+static const char no_slices[] = "[Offline]\nMaxSuspendMs=10000\nMinOfflineSharePercent=0\n";
 
 struct fixture {
         struct daemon_harness h;
@@ -143,19 +148,48 @@ static bool is_attached_offline(struct json_object *p)
                status_int(p, "watched_queues") == 0;
 }
 
-/* Held (gpreemptctl suspend) with a bound beyond the test: at most the kernel being saved completes. */
+/* Kernels a completes in about ms milliseconds. */
+static int64_t kernels_in(struct emulated_app *a, int ms)
+{
+        int64_t before = emulated_app_kernels(a);
+
+        usleep((useconds_t)ms * 1000);
+        return emulated_app_kernels(a) - before;
+}
+
+/* Suspended (held, or by online work, with a bound beyond the test): at most the kernel being saved completes. */
+static void assert_still(struct fixture *f, struct emulated_app *a, const char *why)
+{
+        int64_t done = kernels_in(a, 300);
+
+        if (done > 1)
+                fail_msg("pid %d %s, yet completed %lld kernels in 300 ms; daemon log:\n%s", (int)a->pid, why,
+                         (long long)done, daemon_harness_log(&f->h));
+}
+
+/* Running: 1 ms kernels, so even a host that runs it a tenth of the time completes 10. */
+static void assert_running(struct fixture *f, struct emulated_app *a, const char *why)
+{
+        int64_t done = kernels_in(a, 300);
+
+        if (done < 10)
+                fail_msg("pid %d %s, yet completed only %lld kernels in 300 ms; daemon log:\n%s", (int)a->pid, why,
+                         (long long)done, daemon_harness_log(&f->h));
+}
+
+static void wait_log(struct daemon_harness *h, const char *text)
+{
+        for (int i = 0; i < 500 && !strstr(daemon_harness_log(h), text); i++)
+                usleep(10000);
+        if (!strstr(daemon_harness_log(h), text))
+                fail_msg("the daemon did not log \"%s\" within 5 s; its log:\n%s", text, daemon_harness_log(h));
+}
+
 static void assert_held_still(struct fixture *f)
 {
-        int64_t k1, k2;
-
         call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid);
         usleep(50000);
-        k1 = emulated_app_kernels(&f->offline);
-        usleep(300000);
-        k2 = emulated_app_kernels(&f->offline);
-        if (k2 - k1 > 1)
-                fail_msg("a held process kept running: %lld -> %lld kernels; daemon log:\n%s", (long long)k1,
-                         (long long)k2, daemon_harness_log(&f->h));
+        assert_still(f, &f->offline, "is held");
         call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid);
 }
 
@@ -169,9 +203,9 @@ static void exec_into_offline_job(struct fixture *f, const char *workloads, stat
                                   const char *first_class)
 {
         static const char *const launcher[] = { "--exec-after", "1.5", "--continuous", "--gpu", "0",
-                                                "--kernel-us", "2000", NULL };
+                                                "--kernel-us", "1000", NULL };
 
-        start_daemon(&f->h, "[Offline]\nMaxSuspendMs=10000\n", workloads);
+        start_daemon(&f->h, no_slices, workloads);
         emulated_app_start(&f->offline, app_path, launcher);
         daemon_status_wait_process(&f->h, f->offline.pid, first_seen, first_class, 5000);
         if (ready_count(&f->offline) != 1)
@@ -197,6 +231,102 @@ static void test_exec_ends_the_online_watch(void **state)
                               "[Workload]\nName=launch\nClass=online\nMatchCommandLine=*--exec-after*\n"
                               "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*kfdemu-app --continuous*\n",
                               is_watched_online, "watched as online");
+}
+
+static const char two_classes[] = "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--rate*\n"
+                                  "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*--continuous*\n";
+
+/* Online work on GPU 0 that never idles (more than the GPU can do) for duration seconds. */
+static void start_busy_online(struct fixture *f, const char *duration)
+{
+        const char *const online0[] = { "--rate", "2000", "--gpu", "0", "--kernel-us", "2000", "--duration",
+                                        duration, NULL };
+        char watching[64];
+
+        emulated_app_start(&f->online, app_path, online0);
+        /* the log, not Status: the control socket waits while the detector is due at every turn */
+        snprintf(watching, sizeof(watching), "Process %d: watching", (int)f->online.pid);
+        wait_log(&f->h, watching);
+}
+
+static void test_only_the_busy_gpu_is_suspended_and_only_while_busy(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        static const char *const offline1[] = { "--continuous", "--gpu", "1", "--kernel-us", "1000", NULL };
+        struct fixture *f = *state;
+        struct emulated_app other_gpu = { 0 };
+
+        start_daemon(&f->h, no_slices, two_classes);
+        emulated_app_start(&f->offline, app_path, offline0);
+        emulated_app_start(&other_gpu, app_path, offline1);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        daemon_status_wait_process(&f->h, other_gpu.pid, is_attached_offline, "attached", 5000);
+        assert_running(f, &f->offline, "has the GPU to itself");
+
+        start_busy_online(f, "2");
+        usleep(100000);
+        assert_still(f, &f->offline, "shares GPU 0 with busy online work");
+        assert_running(f, &other_gpu, "is on GPU 1, where nothing online runs");
+
+        /* online done: back after the hold-off (2 ms) */
+        if (emulated_app_wait(&f->online, 10000) == -1)
+                fail_msg("the online job did not end within 10 s");
+        usleep(100000);
+        assert_running(f, &f->offline, "has the GPU to itself again");
+        emulated_app_stop(&other_gpu);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* A queue created while its process is held is held too. */
+static void test_late_queue_of_a_held_process_is_held(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000",
+                                                "--late-queue-after", "1", NULL };
+        struct fixture *f = *state;
+        char new_queue[64];
+
+        start_daemon(&f->h, no_slices, two_classes);
+        emulated_app_start(&f->offline, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid);
+        snprintf(new_queue, sizeof(new_queue), "Process %d: new queue", (int)f->offline.pid);
+        wait_log(&f->h, new_queue);
+        usleep(50000);
+        assert_still(f, &f->offline, "is held with the queue it created since");
+        call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid);
+        assert_running(f, &f->offline, "was let go");
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* SIGHUP keeps sessions: a held process stays held, and is not attached again. */
+static void test_reload_keeps_a_held_session(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        struct fixture *f = *state;
+        const char *first, *log;
+        char attached[64];
+
+        start_daemon(&f->h, no_slices, two_classes);
+        emulated_app_start(&f->offline, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid);
+        config_fixture_write(&f->h.config, "workloads.d/60-more.conf",
+                             "[Workload]\nName=other\nClass=offline\nMatchPID=4000000\n");
+        kill(f->h.pid, SIGHUP);
+        assert_true(daemon_harness_wait_notify(&f->h, "RELOADING=1", 5000));
+        assert_true(daemon_harness_wait_notify(&f->h, "READY=1", 5000));
+        assert_still(f, &f->offline, "is held across a reload");
+        log = daemon_harness_log(&f->h);
+        snprintf(attached, sizeof(attached), "Process %d: attached", (int)f->offline.pid);
+        first = strstr(log, attached);
+        if (!first || strstr(first + 1, attached))
+                fail_msg("the reload ended the session; daemon log:\n%s", log);
+        call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid);
+        assert_running(f, &f->offline, "was let go after the reload");
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
 struct progress {
@@ -240,35 +370,20 @@ static struct progress watch_progress(struct emulated_app *a, int duration_ms)
 static void assert_bounded_beside_busy_online(struct fixture *f, bool hold, int share_percent)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
-        /* more work than the GPU can do: the online side is never idle */
-        static const char *const online0[] = { "--rate", "2000", "--gpu", "0", "--kernel-us", "2000",
-                                               "--duration", "30", NULL };
         const int max_suspend_ms = 300, watch_ms = 4000;
         struct progress p;
-        char settings[256], watching[64];
+        char settings[256];
 
         snprintf(settings, sizeof(settings),
                  "BusyPollIntervalUs=1\n[Online]\nHoldOffMs=0\n"
                  "[Offline]\nMaxSuspendMs=%d\nMinOfflineSharePercent=%d\nShareWindowMs=1000\n",
                  max_suspend_ms, share_percent);
-        start_daemon(&f->h, settings,
-                     "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--rate*\n"
-                     "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*--continuous*\n");
+        start_daemon(&f->h, settings, two_classes);
         emulated_app_start(&f->offline, app_path, offline0);
         daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
         if (hold)
                 call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid);
-        /*
-         * From here on the detector is due at every turn of the loop, which
-         * leaves the control socket unanswered (it waits behind the
-         * detector): the daemon's log says when the online side is watched.
-         */
-        emulated_app_start(&f->online, app_path, online0);
-        snprintf(watching, sizeof(watching), "Process %d: watching", (int)f->online.pid);
-        for (int i = 0; i < 500 && !strstr(daemon_harness_log(&f->h), watching); i++)
-                usleep(10000);
-        if (!strstr(daemon_harness_log(&f->h), watching))
-                fail_msg("the online process was not watched within 5 s; daemon log:\n%s", daemon_harness_log(&f->h));
+        start_busy_online(f, "30");
         usleep(200000);
 
         p = watch_progress(&f->offline, watch_ms);
@@ -309,6 +424,10 @@ int main(int argc, char **argv)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_exec_reclassifies_an_unmanaged_launcher, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_ends_the_online_watch, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_only_the_busy_gpu_is_suspended_and_only_while_busy, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_late_queue_of_a_held_process_is_held, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reload_keeps_a_held_session, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_bound_beside_busy_online, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_bound_of_a_hold_beside_busy_online, setup, teardown),
         };
