@@ -579,7 +579,12 @@ static void parse_line(struct log_parser *lp, const struct qf_line *l)
                 qf_diag_add(lp->diags, lp->name, l->lineno, "line longer than %d bytes; only its start was read",
                             QF_LINE_MAX);
 
-        struct qf_scan s = qf_scan_init(l->p, l->len);
+        /* Logs copied through Windows tools end their lines in CRLF; the
+         * CR would hide the numbers that end packet lines. */
+        size_t len = l->len;
+        if (len > 0 && l->p[len - 1] == '\r' && !l->truncated)
+                len--;
+        struct qf_scan s = qf_scan_init(l->p, len);
         if (s.p < s.end && s.p[0] == '\033')
                 skip_escapes(&s);
         if (s.p < s.end && s.p[0] == ':' && parse_log_line(lp, s.p, s.end))
@@ -588,7 +593,7 @@ static void parse_line(struct log_parser *lp, const struct qf_line *l)
         /* Not a log line at its start. Programs print to the same stream
          * without a newline, so a log line can follow other text; the rare
          * non-log lines can afford a search. */
-        bool binary = memchr(l->p, 0, l->len) != NULL;
+        bool binary = memchr(l->p, 0, len) != NULL;
         for (const char *c = s.p; c < s.end && (c = memchr(c, ':', (size_t) (s.end - c))); c++)
                 if (parse_log_line(lp, c, s.end))
                         return;
@@ -607,11 +612,12 @@ int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log
 
         int r = qf_line_reader_new(fd, &reader);
         if (r >= 0) {
+                struct qf_line_block b = { 0 };
                 struct qf_line l;
-                while ((r = qf_line_reader_next(reader, &l)) > 0) {
-                        parse_line(lp, &l);
-                        lp->out.lines = l.lineno;
-                }
+                while ((r = qf_line_reader_next_block(reader, &b)) > 0)
+                        while (qf_line_block_next(&b, &l))
+                                parse_line(lp, &l);
+                lp->out.lines = b.lineno;
         }
         for (size_t i = 0; i < lp->out.n; i++)
                 parse_pointers(lp->tails[i].text, lp->tails[i].text + lp->tails[i].len, &lp->out.queues[i]);

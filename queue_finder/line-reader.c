@@ -33,9 +33,9 @@ struct qf_line_reader {
         int fd;
         char *buf;              /* the bytes being split: a chunk's mem, or the pipe buffer */
         size_t start, end;      /* unconsumed bytes are buf[start, end) */
-        unsigned long lineno;
         bool eof;
         bool skipping;          /* discarding the tail of a truncated line */
+        struct qf_line_block block; /* being split by qf_line_reader_next */
 
         /* pipes and terminals: read synchronously into buf */
         char *pipe_buf;
@@ -160,7 +160,7 @@ void qf_line_reader_free(struct qf_line_reader *r)
         free(r);
 }
 
-/* Moves on to the next chunk, carrying the unconsumed bytes (less than
+/* Moves on to the next chunk, carrying the unconsumed bytes (at most
  * QF_LINE_MAX, the callers make sure) into its headroom. The current chunk
  * is released only after the copy, so the thread cannot refill it under us. */
 static int next_chunk(struct qf_line_reader *r)
@@ -246,7 +246,7 @@ static int skip_rest_of_line(struct qf_line_reader *r)
         return 0;
 }
 
-int qf_line_reader_next(struct qf_line_reader *r, struct qf_line *ret)
+int qf_line_reader_next_block(struct qf_line_reader *r, struct qf_line_block *b)
 {
         int k = skip_rest_of_line(r);
         if (k < 0)
@@ -254,38 +254,37 @@ int qf_line_reader_next(struct qf_line_reader *r, struct qf_line *ret)
 
         for (;;) {
                 size_t avail = r->end - r->start;
-                char *line = r->buf + r->start;
-                char *nl = memchr(line, '\n', avail);
-                if (nl) {
-                        size_t len = (size_t) (nl - line);
-                        r->start += len + 1;
-                        *ret = (struct qf_line){
-                                .p = line,
-                                .len = len > QF_LINE_MAX ? QF_LINE_MAX : len,
-                                .lineno = ++r->lineno,
-                                .truncated = len > QF_LINE_MAX,
-                        };
-                        return 1;
-                }
-                if (avail >= QF_LINE_MAX) {
-                        r->start += QF_LINE_MAX;
-                        r->skipping = true;
-                        *ret = (struct qf_line){
-                                .p = line, .len = QF_LINE_MAX, .lineno = ++r->lineno, .truncated = true,
-                        };
-                        return 1;
-                }
-                if (r->eof) {
-                        if (avail == 0)
+                const char *p = r->buf + r->start;
+                const char *nl = avail ? memrchr(p, '\n', avail) : NULL;
+                size_t whole = nl ? (size_t) (nl + 1 - p) : 0;
+                size_t tail = avail - whole;
+                /* A line longer than the limit is handed out cut and the
+                 * rest of it skipped: it cannot be carried into the next
+                 * buffer's headroom. */
+                bool cut = tail > QF_LINE_MAX;
+                if (cut || r->eof || whole) {
+                        size_t len = cut ? whole + QF_LINE_MAX : r->eof ? avail : whole;
+                        if (len == 0)
                                 return 0;
-                        r->start = r->end;
-                        *ret = (struct qf_line){
-                                .p = line, .len = avail, .lineno = ++r->lineno, .unterminated = true,
+                        *b = (struct qf_line_block){
+                                .p = p, .end = p + len, .lineno = b->lineno, .cut = cut, .at_eof = r->eof,
                         };
+                        r->start += len;
+                        r->skipping = cut;
                         return 1;
                 }
                 k = fill(r);
                 if (k < 0)
                         return k;
         }
+}
+
+int qf_line_reader_next(struct qf_line_reader *r, struct qf_line *ret)
+{
+        while (!qf_line_block_next(&r->block, ret)) {
+                int k = qf_line_reader_next_block(r, &r->block);
+                if (k <= 0)
+                        return k;
+        }
+        return 1;
 }

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 /* Real CLR log lines are at most ~4.2 KiB (the message buffer is 4096 bytes);
  * debugfs lines are under 100 bytes. Anything longer is junk. */
@@ -22,7 +23,8 @@ struct qf_line {
         size_t len;          /* without the newline */
         unsigned long lineno;
         bool truncated;      /* longer than QF_LINE_MAX; only the start is in p */
-        bool unterminated;   /* the last line of the input had no newline */
+        bool unterminated;   /* the last line of the input had no newline; not
+                                * said of a truncated line, whose end is skipped */
 };
 
 struct qf_line_reader;
@@ -30,6 +32,43 @@ struct qf_line_reader;
 /* Takes no ownership of fd. */
 int qf_line_reader_new(int fd, struct qf_line_reader **ret);
 void qf_line_reader_free(struct qf_line_reader *r);
+
+/* A run of lines as they lie in the buffer, for a caller that splits them
+ * itself (qf_line_block_next, inlined): the log parser's loop then makes no
+ * call per line but memchr's. Every line in [p, end) ends with a newline except possibly
+ * the last, which is then the input's unterminated last line (at_eof) or
+ * the first QF_LINE_MAX bytes of a longer line (cut). Lines inside the run
+ * may be longer than QF_LINE_MAX: the splitter truncates them. */
+struct qf_line_block {
+        const char *p, *end;
+        unsigned long lineno;   /* of the line before p; carried from block to block */
+        bool cut;
+        bool at_eof;
+};
+
+/* 1 and *b set to the next run, 0 at end of input, -errno on a read error.
+ * *b must be zeroed before the first call and fully split before the next;
+ * its lineno goes on counting. A reader is used either through blocks or
+ * through qf_line_reader_next, not both. */
+int qf_line_reader_next_block(struct qf_line_reader *r, struct qf_line_block *b);
+
+static inline bool qf_line_block_next(struct qf_line_block *b, struct qf_line *ret)
+{
+        if (b->p == b->end)
+                return false;
+        const char *line = b->p;
+        const char *nl = memchr(line, '\n', (size_t) (b->end - line));
+        size_t len = nl ? (size_t) (nl - line) : (size_t) (b->end - line);
+        b->p = nl ? nl + 1 : b->end;
+        *ret = (struct qf_line){
+                .p = line,
+                .len = len > QF_LINE_MAX ? QF_LINE_MAX : len,
+                .lineno = ++b->lineno,
+                .truncated = len > QF_LINE_MAX || (!nl && b->cut),
+                .unterminated = !nl && b->at_eof && !b->cut,
+        };
+        return true;
+}
 
 /* 1 and *ret filled for a line, 0 at end of input, -errno on a read error. */
 int qf_line_reader_next(struct qf_line_reader *r, struct qf_line *ret);

@@ -288,6 +288,76 @@ static void test_large_file(void **state)
         qf_diags_clear(&d);
 }
 
+/* CRLF line ends, and a packet line that is the last line of the file
+ * without a newline: both count, and the pointers at the end are read. */
+static void test_crlf_and_unterminated_last_hit(void **state)
+{
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        parse_string(":3:rocvirtual.cpp           :3351: 0000000001 us: [pid:5 tid: 0x2] ShaderName : kern\r\n"
+                     ":4:rocvirtual.cpp           :1083: 0000000002 us: [pid:5 tid: 0x2] SWq=0x1000, HWq=0x2000, "
+                     "id=1, Dispatch Header = 0xb02, rptr=3, wptr=4\r\n"
+                     ":4:rocvirtual.cpp           :1267: 0000000003 us: [pid:5 tid: 0x2] SWq=0x1000, HWq=0x2000, "
+                     "id=1, BarrierAND Header = 0x1503, rptr=4, wptr=5",
+                     &d, &l);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(l.lines, 3);
+        assert_int_equal(l.log_lines, 3);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.queues[0].dispatches, 1);
+        assert_int_equal(l.queues[0].barriers, 1);
+        assert_string_equal(l.queues[0].last_kernel, "kern");
+        assert_true(l.queues[0].has_pointers);
+        assert_int_equal(l.queues[0].last_rptr, 4);
+        assert_int_equal(l.queues[0].last_wptr, 5);
+        assert_int_equal(l.queues[0].last_line, 3);
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+/* The reader's chunks are 1 MiB of the file: a packet line placed so that
+ * the boundary falls at every few bytes of it, its key included, must parse
+ * the same. The filler lines are program output. */
+static void test_packet_line_across_chunks(void **state)
+{
+        static const char packet[] = ":4:rocvirtual.cpp           :1083: 0000000002 us: [pid:5 tid: 0x2] "
+                                     "SWq=0x1000, HWq=0x2000, id=1, Dispatch Header = 0xb02, rptr=3, wptr=4\n";
+        const size_t chunk = 1024 * 1024;
+        for (size_t before = 1; before < sizeof(packet) + 8; before += 5) {
+                /* the packet line starts `before` bytes ahead of the boundary */
+                size_t filler = chunk - before;
+                size_t len = filler + sizeof(packet) - 1 + chunk / 2;
+                char *data = malloc(len);
+                assert_non_null(data);
+                memset(data, 'o', len);
+                for (size_t at = 99; at < filler; at += 100)
+                        data[at] = '\n';
+                data[filler - 1] = '\n';
+                memcpy(data + filler, packet, sizeof(packet) - 1);
+                for (size_t at = filler + sizeof(packet) - 1 + 99; at < len; at += 100)
+                        data[at] = '\n';
+                data[len - 1] = '\n';
+
+                unsigned long packet_lineno = 1;
+                for (size_t at = 0; at < filler; at++)
+                        packet_lineno += data[at] == '\n';
+
+                struct qf_diags d = { 0 };
+                struct qf_log l;
+                int fd = test_fd_from_bytes(data, len);
+                assert_int_equal(qf_log_parse(fd, "chunks.log", &d, &l), 0);
+                close(fd);
+                free(data);
+                assert_int_equal(l.log_lines, 1);
+                assert_int_equal(l.n, 1);
+                assert_int_equal(l.queues[0].dispatches, 1);
+                assert_int_equal(l.queues[0].last_wptr, 4);
+                assert_int_equal(l.queues[0].last_line, packet_lineno);
+                qf_log_clear(&l);
+                qf_diags_clear(&d);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -299,6 +369,8 @@ int main(void)
                 cmocka_unit_test(test_not_a_log),
                 cmocka_unit_test(test_pipe_input),
                 cmocka_unit_test(test_large_file),
+                cmocka_unit_test(test_crlf_and_unterminated_last_hit),
+                cmocka_unit_test(test_packet_line_across_chunks),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,13 +68,35 @@ static void make_corpus(struct corpus *c, bool unterminated)
                 c->len--; /* drop the final newline */
 }
 
-static void check(int fd, const struct corpus *c)
-{
+/* Lines one by one, or split by the caller from blocks as the log parser
+ * does. */
+enum split { BY_LINE, BY_BLOCK };
+
+struct splitter {
         struct qf_line_reader *r;
-        assert_int_equal(qf_line_reader_new(fd, &r), 0);
+        enum split how;
+        struct qf_line_block block;
+};
+
+static int next_line(struct splitter *s, struct qf_line *l)
+{
+        if (s->how == BY_LINE)
+                return qf_line_reader_next(s->r, l);
+        while (!qf_line_block_next(&s->block, l)) {
+                int k = qf_line_reader_next_block(s->r, &s->block);
+                if (k <= 0)
+                        return k;
+        }
+        return 1;
+}
+
+static void check(int fd, const struct corpus *c, enum split how)
+{
+        struct splitter s = { .how = how };
+        assert_int_equal(qf_line_reader_new(fd, &s.r), 0);
         struct qf_line l;
         for (int i = 0; i < N_LINES; i++) {
-                assert_int_equal(qf_line_reader_next(r, &l), 1);
+                assert_int_equal(next_line(&s, &l), 1);
                 assert_int_equal(l.lineno, i + 1);
                 size_t want = c->line_len[i];
                 assert_int_equal(l.truncated, want > QF_LINE_MAX);
@@ -84,8 +106,8 @@ static void check(int fd, const struct corpus *c)
                         if (l.p[k] != (char) ('a' + (i + k) % 26))
                                 fail_msg("line %d byte %zu differs", i + 1, k);
         }
-        assert_int_equal(qf_line_reader_next(r, &l), 0);
-        qf_line_reader_free(r);
+        assert_int_equal(next_line(&s, &l), 0);
+        qf_line_reader_free(s.r);
 }
 
 static void test_regular_file(void **state)
@@ -93,14 +115,16 @@ static void test_regular_file(void **state)
         for (int unterminated = 0; unterminated < 2; unterminated++) {
                 struct corpus c;
                 make_corpus(&c, unterminated);
-                int fd = test_fd_from_bytes(c.data, c.len);
-                check(fd, &c);
-                close(fd);
+                for (enum split how = BY_LINE; how <= BY_BLOCK; how++) {
+                        int fd = test_fd_from_bytes(c.data, c.len);
+                        check(fd, &c, how);
+                        close(fd);
+                }
                 free(c.data);
         }
 }
 
-static void test_pipe(void **state)
+static void check_pipe(enum split how)
 {
         struct corpus c;
         make_corpus(&c, true);
@@ -121,12 +145,46 @@ static void test_pipe(void **state)
                 _exit(0);
         }
         close(p[1]);
-        check(p[0], &c);
+        check(p[0], &c, how);
         close(p[0]);
         int status;
         assert_int_equal(waitpid(child, &status, 0), child);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         free(c.data);
+}
+
+static void test_pipe(void **state)
+{
+        check_pipe(BY_LINE);
+        check_pipe(BY_BLOCK);
+}
+
+/* The last line is longer than the limit and has no newline: cut, with
+ * nothing after it. */
+static void test_long_unterminated_last_line(void **state)
+{
+        size_t len = 3 * (size_t) QF_LINE_MAX;
+        char *data = malloc(len + 3);
+        assert_non_null(data);
+        memcpy(data, "a\n", 2);
+        memset(data + 2, 'x', len);
+        for (enum split how = BY_LINE; how <= BY_BLOCK; how++) {
+                int fd = test_fd_from_bytes(data, len + 2);
+                struct splitter s = { .how = how };
+                assert_int_equal(qf_line_reader_new(fd, &s.r), 0);
+                struct qf_line l;
+                assert_int_equal(next_line(&s, &l), 1);
+                assert_int_equal(l.len, 1);
+                assert_int_equal(next_line(&s, &l), 1);
+                assert_int_equal(l.lineno, 2);
+                assert_int_equal(l.len, QF_LINE_MAX);
+                assert_true(l.truncated);
+                assert_false(l.unterminated);
+                assert_int_equal(next_line(&s, &l), 0);
+                qf_line_reader_free(s.r);
+                close(fd);
+        }
+        free(data);
 }
 
 /* Freeing a reader before the end stops its thread. */
@@ -150,6 +208,7 @@ int main(void)
                 cmocka_unit_test(test_regular_file),
                 cmocka_unit_test(test_pipe),
                 cmocka_unit_test(test_early_free),
+                cmocka_unit_test(test_long_unterminated_last_line),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
