@@ -15,8 +15,9 @@
  *   SWq=0x%zx, HWq=0x%zx, id=%d, ... Header = ..., rptr=%u, wptr=%u           >= 6.2
  *   ShaderName : %s
  *
- * Speed matters (real logs are 6-13 M lines, 1.5-2.6 GB): one pass, a 4 MiB
- * read buffer, memchr to split lines, a fixed set of prefix compares per line,
+ * Speed matters (real logs are 6-13 M lines, 1.5-2.6 GB): one pass over runs
+ * of lines split in an inlined loop (line-reader.h), memchr to find each
+ * line's end, a fixed set of prefix compares per line,
  * a hash table from (pid, address) to the queue record with a one-entry cache
  * in front, and no allocation per line. Memory is constant apart from one
  * record per queue.
