@@ -27,6 +27,7 @@ enum value_kind {
         VALUE_U32,
         VALUE_ABS_PATH,
         VALUE_LOG_LEVEL,
+        VALUE_DETECTOR_MODE,
 };
 
 struct key_spec {
@@ -42,6 +43,7 @@ static const struct key_spec daemon_keys[] = {
         { "DiscoveryIntervalMs", VALUE_MS, offsetof(struct daemon_settings, discovery_interval_us), 1, 60000 },
         { "IdlePollIntervalUs", VALUE_US, offsetof(struct daemon_settings, idle_poll_interval_us), 1, 1000000 },
         { "BusyPollIntervalUs", VALUE_US, offsetof(struct daemon_settings, busy_poll_interval_us), 1, 100000 },
+        { "DetectorMode", VALUE_DETECTOR_MODE, offsetof(struct daemon_settings, detector_mode), 0, 0 },
         /* SUSPEND_QUEUES grace_period, ~1000 GPU clocks a unit; 0xffffffff means "kernel default". */
         { "GracePeriod", VALUE_U32, offsetof(struct daemon_settings, grace_period), 0, UINT32_MAX },
 };
@@ -169,6 +171,16 @@ static void set_value(const struct key_spec *spec, void *base, const char *value
                         }
                 diag_add(diag, file, line,
                          "%s=%s: expected one of error, warning, notice, info, debug", spec->name, value);
+                return;
+        case VALUE_DETECTOR_MODE:
+                for (int mode = 0; mode < _DETECTOR_MODE_MAX; mode++)
+                        if (strcmp(value, detector_mode_to_string(mode)) == 0) {
+                                *(enum detector_mode *)dest = mode;
+                                return;
+                        }
+                diag_add(diag, file, line,
+                         "%s=%s: expected auto (write breakpoints where the kernel grants them), "
+                         "breakpoint (the same, warning when refused) or poll", spec->name, value);
                 return;
         }
 }

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "detector-watch.h"
 #include "diag.h"
 #include "policy-params.h"
 #include "workload.h"
@@ -32,6 +33,7 @@ struct daemon_settings {
         uint64_t discovery_interval_us;
         uint64_t idle_poll_interval_us;
         uint64_t busy_poll_interval_us;
+        enum detector_mode detector_mode;
         uint32_t grace_period;
 };
 

@@ -2,9 +2,13 @@
 #include "detector-qptr.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+
+#include "cleanup.h"
+#include "log.h"
 
 /*
  * ROCr keeps both indices in one amd_queue_t, 0x48 bytes apart: one remote
@@ -13,17 +17,22 @@
  */
 #define SPAN_MAX 256
 
+struct gpu_activity;
+
 struct watched_queue {
         struct detector_queue_addr addr;
         size_t first_iov, n_iov;   /* this queue's remote iovecs */
         size_t write_off, read_off; /* where its indices land in the local buffer */
         uint64_t last_write;
-        bool seen; /* last_write holds a value read from the process */
+        bool seen;                 /* last_write holds a value read from the process */
+        uint64_t last_moved_us;    /* when its write index last moved: breakpoints go to the busiest */
+        struct write_watch *watch; /* NULL: polled */
+        int watch_error;           /* why it is polled: 0, -errno, or NOT_CHOSEN */
 };
 
 struct watched_process {
         pid_t pid;
-        struct watched_queue *queues;
+        struct watched_queue *queues; /* sorted by GPU: a GPU's queues are one run of iovecs */
         size_t n_queues;
         struct iovec *remote;
         size_t n_remote;
@@ -32,35 +41,55 @@ struct watched_process {
 };
 
 struct gpu_activity {
+        struct detector *detector; /* the breakpoint handler's way back */
         uint32_t gpu_id;
         bool busy;
         bool busy_this_poll;
+        bool armed;         /* every breakpoint of its queues is enabled */
+        size_t n_queues;    /* watched queues on this GPU */
+        size_t n_polled;    /* of which without a breakpoint */
         uint64_t last_busy_us;
+        uint64_t last_poll_us;
 };
 
 struct detector {
         struct detector_callbacks cb;
         void *userdata;
+        sd_event *event;
+        enum detector_mode mode;
         struct watched_process *processes;
         size_t n_processes;
         struct gpu_activity gpus[DETECTOR_MAX_GPUS];
         size_t n_gpus;
 };
 
-int detector_new(const struct detector_callbacks *cb, void *userdata, struct detector **ret_detector)
-{
-        struct detector *d = calloc(1, sizeof(*d));
+_Static_assert(DETECTOR_BREAKPOINTS_PER_PROCESS == 4, "poll_reason() says four");
 
+/* watch_error of a queue left to polling because its process has DETECTOR_BREAKPOINTS_PER_PROCESS already */
+#define NOT_CHOSEN 1
+
+int detector_new(const struct detector_callbacks *cb, void *userdata, sd_event *event, enum detector_mode mode,
+                 struct detector **ret_detector)
+{
+        struct detector *d;
+
+        if (mode >= _DETECTOR_MODE_MAX || (!event && mode != DETECTOR_MODE_POLL))
+                return -EINVAL;
+        d = calloc(1, sizeof(*d));
         if (!d)
                 return -ENOMEM;
         d->cb = *cb;
         d->userdata = userdata;
+        d->event = event ? sd_event_ref(event) : NULL;
+        d->mode = mode;
         *ret_detector = d;
         return 0;
 }
 
 static void process_done(struct watched_process *p)
 {
+        for (size_t i = 0; i < p->n_queues; i++)
+                write_watch_free(p->queues[i].watch);
         free(p->queues);
         free(p->remote);
         free(p->buffer);
@@ -73,6 +102,7 @@ void detector_free(struct detector *d)
         for (size_t i = 0; i < d->n_processes; i++)
                 process_done(&d->processes[i]);
         free(d->processes);
+        sd_event_unref(d->event);
         free(d);
 }
 
@@ -84,15 +114,99 @@ static struct watched_process *find_process(struct detector *d, pid_t pid)
         return NULL;
 }
 
-static struct gpu_activity *gpu_get(struct detector *d, uint32_t gpu_id)
+static struct gpu_activity *gpu_find(struct detector *d, uint32_t gpu_id)
 {
         for (size_t i = 0; i < d->n_gpus; i++)
                 if (d->gpus[i].gpu_id == gpu_id)
                         return &d->gpus[i];
+        return NULL;
+}
+
+static struct gpu_activity *gpu_get(struct detector *d, uint32_t gpu_id)
+{
+        struct gpu_activity *a = gpu_find(d, gpu_id);
+
+        if (a)
+                return a;
         if (d->n_gpus >= DETECTOR_MAX_GPUS)
                 return NULL;
-        d->gpus[d->n_gpus] = (struct gpu_activity){ .gpu_id = gpu_id };
+        d->gpus[d->n_gpus] = (struct gpu_activity){ .detector = d, .gpu_id = gpu_id };
         return &d->gpus[d->n_gpus++];
+}
+
+/* Recounts each GPU's queues and polled queues after a change of what is watched. */
+static void count_queues(struct detector *d)
+{
+        for (size_t g = 0; g < d->n_gpus; g++)
+                d->gpus[g].n_queues = d->gpus[g].n_polled = 0;
+        for (size_t i = 0; i < d->n_processes; i++)
+                for (size_t q = 0; q < d->processes[i].n_queues; q++) {
+                        const struct watched_queue *wq = &d->processes[i].queues[q];
+                        struct gpu_activity *a = gpu_find(d, wq->addr.gpu_id);
+
+                        a->n_queues++;
+                        a->n_polled += !wq->watch;
+                }
+}
+
+/* Enables or disables every breakpoint on a GPU; a queue whose breakpoint fails is polled from then on. */
+static void gpu_set_armed(struct detector *d, struct gpu_activity *a, bool armed)
+{
+        bool lost = false;
+
+        for (size_t i = 0; i < d->n_processes; i++)
+                for (size_t q = 0; q < d->processes[i].n_queues; q++) {
+                        struct watched_queue *wq = &d->processes[i].queues[q];
+                        int r;
+
+                        if (!wq->watch || wq->addr.gpu_id != a->gpu_id)
+                                continue;
+                        r = write_watch_set_enabled(wq->watch, armed);
+                        if (r >= 0)
+                                continue;
+                        log_warning_errno(r, "Process %d: queue at 0x%" PRIx64 " on GPU %u is polled from now on: "
+                                             "its breakpoint cannot be %s",
+                                          (int)d->processes[i].pid, wq->addr.write_pointer_address, a->gpu_id,
+                                          armed ? "armed" : "disarmed");
+                        write_watch_free(TAKE_PTR(wq->watch));
+                        wq->watch_error = r;
+                        lost = true;
+                }
+        if (lost)
+                count_queues(d);
+        a->armed = armed;
+}
+
+static uint64_t loop_now(const struct detector *d)
+{
+        uint64_t now = 0;
+
+        sd_event_now(d->event, CLOCK_MONOTONIC, &now);
+        return now;
+}
+
+/*
+ * A breakpoint fired: the online side of an idle GPU stored a write index.
+ * The suspension comes first; disarming (one ioctl per thread and queue)
+ * after it.
+ */
+static void on_store(bool gone, void *userdata)
+{
+        struct gpu_activity *a = userdata;
+        struct detector *d = a->detector;
+        uint64_t now = loop_now(d);
+
+        if (gone) {
+                /* its process exited: the next poll of this GPU finds it gone */
+                a->armed = false;
+                return;
+        }
+        if (a->busy)
+                return; /* a sample queued before the disarming */
+        a->busy = true;
+        a->last_busy_us = now;
+        d->cb.gpu_busy(a->gpu_id, now, d->userdata);
+        gpu_set_armed(d, a, false);
 }
 
 static void add_iov(struct watched_process *p, uint64_t address, size_t len)
@@ -125,50 +239,184 @@ static void plan_queue(struct watched_process *p, size_t i, const struct detecto
         q->n_iov = p->n_remote - q->first_iov;
 }
 
+static int compare_gpu(const void *a, const void *b)
+{
+        const struct detector_queue_addr *x = a, *y = b;
+
+        return x->gpu_id < y->gpu_id ? -1 : x->gpu_id > y->gpu_id;
+}
+
+static const char *poll_reason(const struct detector *d, const struct watched_queue *q)
+{
+        if (q->watch)
+                return NULL;
+        if (q->watch_error == NOT_CHOSEN)
+                return "its process has 4 breakpoints already (x86 has 4 debug registers per thread)";
+        if (q->watch_error < 0)
+                return write_watch_strerror(q->watch_error);
+        return "DetectorMode=poll";
+}
+
+/* The queue without a breakpoint that moved last, among those not tried yet; NULL when none is left. */
+static struct watched_queue *next_candidate(struct watched_process *p)
+{
+        struct watched_queue *best = NULL;
+
+        for (size_t i = 0; i < p->n_queues; i++) {
+                struct watched_queue *q = &p->queues[i];
+
+                if (!q->watch && q->watch_error == NOT_CHOSEN && (!best || q->last_moved_us > best->last_moved_us))
+                        best = q;
+        }
+        return best;
+}
+
+/*
+ * Gives breakpoints to up to DETECTOR_BREAKPOINTS_PER_PROCESS of p's
+ * queues, the most recently active first; the rest are polled. A refusal
+ * would be the same for every other queue of the process (the permission,
+ * its threads' registers, the file limit), so the first one ends the
+ * attempts. Logs when the outcome differs from the previous plan.
+ */
+static void plan_breakpoints(struct detector *d, struct watched_process *p, size_t was_watched, int was_error)
+{
+        size_t n_watched = 0;
+        int error = 0;
+        struct watched_queue *q;
+
+        for (size_t i = 0; i < p->n_queues; i++) {
+                q = &p->queues[i];
+                if (d->mode == DETECTOR_MODE_POLL)
+                        write_watch_free(TAKE_PTR(q->watch));
+                n_watched += q->watch != NULL;
+                if (!q->watch)
+                        q->watch_error = d->mode == DETECTOR_MODE_POLL ? 0 : NOT_CHOSEN;
+        }
+        while (d->mode != DETECTOR_MODE_POLL && (q = next_candidate(p))) {
+                struct gpu_activity *a = gpu_find(d, q->addr.gpu_id);
+                int r;
+
+                if (n_watched >= DETECTOR_BREAKPOINTS_PER_PROCESS || error < 0) {
+                        q->watch_error = error < 0 ? error : NOT_CHOSEN;
+                        if (error == 0)
+                                break; /* the rest stay NOT_CHOSEN */
+                        continue;
+                }
+                r = write_watch_new(d->event, p->pid, q->addr.write_pointer_address, on_store, a, &q->watch);
+                if (r < 0) {
+                        q->watch_error = error = r;
+                        continue;
+                }
+                q->watch_error = 0;
+                n_watched++;
+                a->armed = false; /* the next poll arms it, then looks once more */
+        }
+        if (d->mode == DETECTOR_MODE_POLL || (n_watched == was_watched && error == was_error))
+                return;
+        if (error < 0)
+                log_full_errno(d->mode == DETECTOR_MODE_BREAKPOINT ? LOG_LEVEL_WARNING : LOG_LEVEL_INFO, 0,
+                               "Process %d: %zu of its %zu online queues have a write breakpoint, the others are "
+                               "polled: %s", (int)p->pid, n_watched, p->n_queues, write_watch_strerror(error));
+        else
+                log_info("Process %d: %zu of its %zu online queues have a write breakpoint%s", (int)p->pid,
+                         n_watched, p->n_queues,
+                         n_watched < p->n_queues ? ", the others are polled (debug registers per thread)" : "");
+}
+
+static void process_watch_summary(const struct watched_process *p, size_t *ret_watched, int *ret_error)
+{
+        *ret_watched = 0;
+        *ret_error = 0;
+        for (size_t i = 0; i < p->n_queues; i++) {
+                *ret_watched += p->queues[i].watch != NULL;
+                if (p->queues[i].watch_error < 0)
+                        *ret_error = p->queues[i].watch_error;
+        }
+}
+
 int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_addr *queues, size_t n_queues)
 {
         struct watched_process fresh = { .pid = pid, .n_queues = n_queues };
+        struct detector_queue_addr *sorted;
         struct watched_process *p;
+        size_t was_watched = 0;
+        int was_error = 0;
 
         if (n_queues > DETECTOR_MAX_QUEUES_PER_PROCESS)
                 return -E2BIG;
         for (size_t i = 0; i < n_queues; i++)
                 if (!gpu_get(d, queues[i].gpu_id))
                         return -E2BIG;
+        sorted = malloc((n_queues ? n_queues : 1) * sizeof(*sorted));
         fresh.queues = calloc(n_queues ? n_queues : 1, sizeof(*fresh.queues));
         fresh.remote = calloc(2 * (n_queues ? n_queues : 1), sizeof(*fresh.remote));
         fresh.buffer = malloc(2 * SPAN_MAX * (n_queues ? n_queues : 1));
-        if (!fresh.queues || !fresh.remote || !fresh.buffer) {
+        if (!sorted || !fresh.queues || !fresh.remote || !fresh.buffer) {
+                free(sorted);
                 process_done(&fresh);
                 return -ENOMEM;
         }
+        /* one GPU's queues side by side: a poll of that GPU reads one run of iovecs */
+        memcpy(sorted, queues, n_queues * sizeof(*sorted));
+        qsort(sorted, n_queues, sizeof(*sorted), compare_gpu);
         for (size_t i = 0; i < n_queues; i++)
-                plan_queue(&fresh, i, &queues[i]);
+                plan_queue(&fresh, i, &sorted[i]);
+        free(sorted);
 
         p = find_process(d, pid);
         if (p) {
-                /* keep what was already seen of queues that stay, so a re-watch is not taken as new work */
+                /* keep what was already seen of queues that stay, so a re-watch is not taken as new work,
+                 * and their breakpoints */
+                process_watch_summary(p, &was_watched, &was_error);
                 for (size_t i = 0; i < n_queues; i++)
-                        for (size_t j = 0; j < p->n_queues; j++)
-                                if (p->queues[j].addr.write_pointer_address == queues[i].write_pointer_address) {
-                                        fresh.queues[i].last_write = p->queues[j].last_write;
-                                        fresh.queues[i].seen = p->queues[j].seen;
-                                }
+                        for (size_t j = 0; j < p->n_queues; j++) {
+                                struct watched_queue *old = &p->queues[j], *q = &fresh.queues[i];
+
+                                if (old->addr.write_pointer_address != q->addr.write_pointer_address)
+                                        continue;
+                                q->last_write = old->last_write;
+                                q->seen = old->seen;
+                                q->last_moved_us = old->last_moved_us;
+                                if (old->addr.gpu_id == q->addr.gpu_id)
+                                        q->watch = TAKE_PTR(old->watch);
+                        }
                 process_done(p);
                 *p = fresh;
+        } else {
+                if (d->n_processes >= DETECTOR_MAX_PROCESSES) {
+                        process_done(&fresh);
+                        return -E2BIG;
+                }
+                p = realloc(d->processes, (d->n_processes + 1) * sizeof(*p));
+                if (!p) {
+                        process_done(&fresh);
+                        return -ENOMEM;
+                }
+                d->processes = p;
+                p = &d->processes[d->n_processes++];
+                *p = fresh;
+        }
+        plan_breakpoints(d, p, was_watched, was_error);
+        count_queues(d);
+        return 0;
+}
+
+int detector_set_mode(struct detector *d, enum detector_mode mode)
+{
+        if (mode >= _DETECTOR_MODE_MAX || (!d->event && mode != DETECTOR_MODE_POLL))
+                return -EINVAL;
+        if (mode == d->mode)
                 return 0;
+        d->mode = mode;
+        for (size_t i = 0; i < d->n_processes; i++) {
+                struct watched_process *p = &d->processes[i];
+                size_t was_watched;
+                int was_error;
+
+                process_watch_summary(p, &was_watched, &was_error);
+                plan_breakpoints(d, p, was_watched, was_error);
         }
-        if (d->n_processes >= DETECTOR_MAX_PROCESSES) {
-                process_done(&fresh);
-                return -E2BIG;
-        }
-        p = realloc(d->processes, (d->n_processes + 1) * sizeof(*p));
-        if (!p) {
-                process_done(&fresh);
-                return -ENOMEM;
-        }
-        d->processes = p;
-        d->processes[d->n_processes++] = fresh;
+        count_queues(d);
         return 0;
 }
 
@@ -180,6 +428,7 @@ void detector_unwatch(struct detector *d, pid_t pid)
                 return;
         process_done(p);
         *p = d->processes[--d->n_processes];
+        count_queues(d);
 }
 
 size_t detector_n_queues(const struct detector *d)
@@ -198,22 +447,23 @@ static size_t queue_buffer_start(const struct watched_queue *q)
 }
 
 /*
- * Reads a process's pointers. Returns the number of queues read, or -errno
- * when the process is gone. A queue whose memory was unmapped stops the read
- * there (process_vm_readv reports a partial count); those queues count as idle
- * until discovery refreshes the addresses.
+ * Reads a process's pointers of queues [first, end). Returns the index after
+ * the last queue read, or -errno when the process is gone. A queue whose
+ * memory was unmapped stops the read there (process_vm_readv reports a
+ * partial count); those queues count as idle until discovery refreshes the
+ * addresses.
  */
-static ssize_t read_process(struct watched_process *p)
+static ssize_t read_process(struct watched_process *p, size_t first_queue, size_t end_queue)
 {
-        size_t queue = 0;
+        size_t queue = first_queue;
 
-        while (queue < p->n_queues) {
+        while (queue < end_queue) {
                 size_t first = queue, n_iov = 0, want = 0, got_bytes;
                 struct iovec local;
                 ssize_t got;
 
                 /* at most IOV_MAX remote iovecs per call, whole queues only */
-                while (queue < p->n_queues && n_iov + p->queues[queue].n_iov <= 2 * DETECTOR_QUEUES_PER_READ) {
+                while (queue < end_queue && n_iov + p->queues[queue].n_iov <= 2 * DETECTOR_QUEUES_PER_READ) {
                         n_iov += p->queues[queue].n_iov;
                         for (size_t v = 0; v < p->queues[queue].n_iov; v++)
                                 want += p->remote[p->queues[queue].first_iov + v].iov_len;
@@ -239,18 +489,42 @@ static ssize_t read_process(struct watched_process *p)
                         }
                 }
         }
-        return (ssize_t)p->n_queues;
+        return (ssize_t)end_queue;
 }
 
-void detector_poll(struct detector *d, uint64_t now_us)
+/* p's queues on gpu_id: [*first, *end), empty when it has none there (they are sorted by GPU). */
+static void gpu_range(const struct watched_process *p, uint32_t gpu_id, size_t *first, size_t *end)
 {
-        for (size_t g = 0; g < d->n_gpus; g++)
-                d->gpus[g].busy_this_poll = false;
+        size_t i = 0;
+
+        while (i < p->n_queues && p->queues[i].addr.gpu_id != gpu_id)
+                i++;
+        *first = i;
+        while (i < p->n_queues && p->queues[i].addr.gpu_id == gpu_id)
+                i++;
+        *end = i;
+}
+
+/*
+ * Reads every process's queues on a GPU; returns whether any has work (its
+ * write index moved, or is ahead of the read index). A process found gone
+ * is no longer watched, and said so.
+ */
+static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us)
+{
+        bool busy = false;
 
         for (size_t i = 0; i < d->n_processes;) {
                 struct watched_process *p = &d->processes[i];
-                ssize_t n = read_process(p);
+                size_t first, end;
+                ssize_t n;
 
+                gpu_range(p, a->gpu_id, &first, &end);
+                if (first == end) {
+                        i++;
+                        continue;
+                }
+                n = read_process(p, first, end);
                 if (n == -ESRCH) {
                         pid_t pid = p->pid;
 
@@ -259,7 +533,7 @@ void detector_poll(struct detector *d, uint64_t now_us)
                                 d->cb.process_gone(pid, d->userdata);
                         continue; /* the last process moved into slot i */
                 }
-                for (ssize_t q = 0; q < n; q++) {
+                for (size_t q = first; q < (size_t)n; q++) {
                         struct watched_queue *wq = &p->queues[q];
                         uint64_t write, read;
                         bool moved;
@@ -267,29 +541,84 @@ void detector_poll(struct detector *d, uint64_t now_us)
                         memcpy(&write, p->buffer + wq->write_off, sizeof(write));
                         memcpy(&read, p->buffer + wq->read_off, sizeof(read));
                         moved = wq->seen && write != wq->last_write;
-
-                        if (moved || write != read)
-                                gpu_get(d, wq->addr.gpu_id)->busy_this_poll = true;
+                        if (moved)
+                                wq->last_moved_us = now_us;
+                        busy = busy || moved || write != read;
                         wq->last_write = write;
                         wq->seen = true;
                 }
                 i++;
         }
+        return busy;
+}
 
-        for (size_t g = 0; g < d->n_gpus; g++) {
-                struct gpu_activity *a = &d->gpus[g];
+void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us)
+{
+        struct gpu_activity *a = gpu_find(d, gpu_id);
+        bool busy;
 
-                if (a->busy_this_poll) {
-                        a->last_busy_us = now_us;
-                        if (!a->busy) {
-                                a->busy = true;
-                                d->cb.gpu_busy(a->gpu_id, now_us, d->userdata);
-                        }
-                } else if (a->busy) {
-                        a->busy = false;
-                        d->cb.gpu_idle(a->gpu_id, a->last_busy_us, now_us, d->userdata);
-                }
+        if (!a)
+                return;
+        a->last_poll_us = now_us;
+        busy = read_gpu(d, a, now_us);
+        if (!busy && !a->armed && a->n_polled < a->n_queues) {
+                /* arm, then look once more: a store between the read above and the
+                 * arming would otherwise wait for a poll that may never come */
+                gpu_set_armed(d, a, true);
+                busy = read_gpu(d, a, now_us);
         }
+        if (busy && a->armed)
+                gpu_set_armed(d, a, false); /* polling follows the work from here: no traps for the app */
+
+        if (busy) {
+                a->last_busy_us = now_us;
+                if (!a->busy) {
+                        a->busy = true;
+                        d->cb.gpu_busy(a->gpu_id, now_us, d->userdata);
+                }
+        } else if (a->busy) {
+                a->busy = false;
+                d->cb.gpu_idle(a->gpu_id, a->last_busy_us, now_us, d->userdata);
+        }
+}
+
+void detector_poll(struct detector *d, uint64_t now_us)
+{
+        for (size_t g = 0; g < d->n_gpus; g++)
+                detector_poll_gpu(d, d->gpus[g].gpu_id, now_us);
+}
+
+size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, size_t max)
+{
+        size_t n = 0;
+
+        for (size_t g = 0; g < d->n_gpus && n < max; g++) {
+                const struct gpu_activity *a = &d->gpus[g];
+
+                if (a->n_queues == 0 && !a->busy)
+                        continue; /* a busy one is polled once more to tell its end */
+                out[n++] = (struct detector_gpu_status){
+                        .gpu_id = a->gpu_id,
+                        .needs_poll = a->busy || a->n_polled > 0 || !a->armed,
+                        .last_poll_us = a->last_poll_us,
+                };
+        }
+        return n;
+}
+
+size_t detector_process_queues(const struct detector *d, pid_t pid, struct detector_queue_status *out, size_t max)
+{
+        const struct watched_process *p = find_process((struct detector *)d, pid);
+        size_t n = 0;
+
+        for (size_t i = 0; p && i < p->n_queues && n < max; i++)
+                out[n++] = (struct detector_queue_status){
+                        .gpu_id = p->queues[i].addr.gpu_id,
+                        .write_pointer_address = p->queues[i].addr.write_pointer_address,
+                        .breakpoint = p->queues[i].watch != NULL,
+                        .poll_reason = poll_reason(d, &p->queues[i]),
+                };
+        return n;
 }
 
 bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us)

@@ -11,8 +11,19 @@
  * (kfd-interface.md §9.4, §9.6). Each poll reads all of a process's queues
  * with one process_vm_readv.
  *
- * This object only looks when told to (detector_poll); the caller decides the
- * cadence (manager.c: detector_interval()).
+ * Where the kernel grants it, a queue's write index also carries a hardware
+ * write breakpoint (detector-watch.h), armed only while its GPU's online side
+ * is idle: the store that starts new work wakes the loop at once, and a GPU
+ * whose every queue is armed needs no polling at all until then. On that
+ * first trap the GPU's breakpoints are disarmed (the online process would
+ * otherwise pay a debug trap per store) and polling follows the work until
+ * the queues drain; then they are armed again and read once more, so a store
+ * between the last poll and the arming is not missed. At most four queues of
+ * a process are watched so (the debug registers of x86); the others, and any
+ * queue the kernel refuses a breakpoint for, are polled.
+ *
+ * Polls are per GPU (detector_poll_gpu): the caller decides each GPU's
+ * cadence (manager.c: gpu_poll_interval()).
  */
 #pragma once
 
@@ -20,12 +31,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "detector-watch.h"
 
 /* process_vm_readv takes at most IOV_MAX (1024) remote iovecs: two per queue. */
 #define DETECTOR_QUEUES_PER_READ 512
 #define DETECTOR_MAX_QUEUES_PER_PROCESS 1024
 #define DETECTOR_MAX_PROCESSES 1024
 #define DETECTOR_MAX_GPUS 64
+/* Breakpoints per process: every one takes a debug register in each of its threads. */
+#define DETECTOR_BREAKPOINTS_PER_PROCESS WRITE_WATCH_MAX_PER_THREAD
 
 struct detector_queue_addr {
         uint32_t gpu_id;
@@ -40,18 +56,46 @@ struct detector_callbacks {
         void (*process_gone)(pid_t pid, void *userdata);
 };
 
+/* How one queue is watched, for gpreemptctl status. */
+struct detector_queue_status {
+        uint32_t gpu_id;
+        uint64_t write_pointer_address;
+        bool breakpoint;
+        const char *poll_reason; /* when polled: why not a breakpoint */
+};
+
+/* A GPU's polling needs, for the caller's cadence. */
+struct detector_gpu_status {
+        uint32_t gpu_id;
+        bool needs_poll;       /* false: nothing watched, or every queue under an armed breakpoint */
+        uint64_t last_poll_us; /* 0: never polled */
+};
+
 struct detector;
 
-int detector_new(const struct detector_callbacks *cb, void *userdata, struct detector **ret_detector);
+/*
+ * event: the loop the breakpoints wake (NULL only with DETECTOR_MODE_POLL).
+ * Returns 0, -EINVAL, -ENOMEM.
+ */
+int detector_new(const struct detector_callbacks *cb, void *userdata, sd_event *event, enum detector_mode mode,
+                 struct detector **ret_detector);
 void detector_free(struct detector *d);
+/* Changes the mode; every watched queue is planned again. Returns 0 or -EINVAL (no loop for breakpoints). */
+int detector_set_mode(struct detector *d, enum detector_mode mode);
 
 /* Watches pid's queues (replacing what was watched for it). Returns 0, -E2BIG, -ENOMEM. */
 int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_addr *queues, size_t n_queues);
 void detector_unwatch(struct detector *d, pid_t pid);
 size_t detector_n_queues(const struct detector *d);
 
-/* Reads every watched queue once and reports GPU busy/idle transitions. */
+/* Reads the queues on gpu_id once and reports its busy/idle transitions. */
+void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
+/* Polls every GPU. */
 void detector_poll(struct detector *d, uint64_t now_us);
+/* The GPUs that have watched queues, up to max; returns how many were written. */
+size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, size_t max);
+/* How pid's queues are watched, up to max; returns how many were written. */
+size_t detector_process_queues(const struct detector *d, pid_t pid, struct detector_queue_status *out, size_t max);
 
 /* Whether online work was seen on gpu_id within the last recent_us. */
 bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us);

@@ -233,6 +233,8 @@ void manager_rearm_policy(struct manager *m)
         sd_event_source_set_enabled(m->policy_timer, SD_EVENT_ONESHOT);
 }
 
+static void arm_detector(struct manager *m, uint64_t now);
+
 static void on_gpu_busy(uint32_t gpu_id, uint64_t now, void *userdata)
 {
         struct manager *m = userdata;
@@ -241,6 +243,8 @@ static void on_gpu_busy(uint32_t gpu_id, uint64_t now, void *userdata)
         /* act first, log after: the suspension is what online work waits for */
         if (g)
                 gpu_apply(m, g, policy_online_busy(&g->policy, now));
+        /* a breakpoint's trap: this GPU is polled from now on, until its queues drain */
+        arm_detector(m, now);
         log_debug("GPU %u: online work seen at %.3f ms", gpu_id, now / 1000.0);
 }
 
@@ -276,45 +280,58 @@ static bool gpu_has_offline_work(const struct manager *m, uint32_t gpu_id)
 }
 
 /*
- * The poll interval is set by what a late look would cost. Fast polling
+ * A GPU's poll interval is set by what a late look would cost. Fast polling
  * (BusyPollIntervalUs) only where it buys online latency: a GPU with offline
  * work running and online work seen recently. A suspended GPU only waits
  * for the end of online work, which the hold-off makes a millisecond-scale
- * question. Everything else gets IdlePollIntervalUs.
+ * question. Everything else gets IdlePollIntervalUs. A GPU whose queues are
+ * all under armed write breakpoints is not polled at all (detector_gpus()).
  */
-static uint64_t detector_interval(struct manager *m, uint64_t now)
+static uint64_t gpu_poll_interval(struct manager *m, uint32_t gpu_id, uint64_t now)
 {
         const struct daemon_settings *d = &m->config->daemon;
-        uint64_t interval = d->idle_poll_interval_us;
+        const struct gpu *g = NULL;
+        uint64_t want;
 
-        for (size_t i = 0; i < m->n_gpus; i++) {
-                const struct gpu *g = &m->gpus[i];
-                uint64_t want;
-
-                if (!gpu_has_offline_work(m, g->gpu_id))
-                        continue;
-                if (g->policy.suspended)
-                        want = g->policy.params.hold_off_us / MANAGER_HOLD_OFF_POLLS;
-                else if (detector_gpu_recently_busy(m->detector, g->gpu_id, now, MANAGER_RECENT_BUSY_US))
-                        want = d->busy_poll_interval_us;
-                else
-                        continue;
-                if (want < d->busy_poll_interval_us)
-                        want = d->busy_poll_interval_us;
-                if (want < interval)
-                        interval = want;
-        }
-        return interval;
+        for (size_t i = 0; i < m->n_gpus && !g; i++)
+                if (m->gpus[i].gpu_id == gpu_id)
+                        g = &m->gpus[i];
+        if (!g || !gpu_has_offline_work(m, gpu_id))
+                return d->idle_poll_interval_us;
+        if (g->policy.suspended)
+                want = g->policy.params.hold_off_us / MANAGER_HOLD_OFF_POLLS;
+        else if (detector_gpu_recently_busy(m->detector, gpu_id, now, MANAGER_RECENT_BUSY_US))
+                want = d->busy_poll_interval_us;
+        else
+                return d->idle_poll_interval_us;
+        if (want < d->busy_poll_interval_us)
+                want = d->busy_poll_interval_us;
+        return want < d->idle_poll_interval_us ? want : d->idle_poll_interval_us;
 }
 
+/*
+ * Each GPU is polled on its own cadence with its own queues, so a write on
+ * one GPU never waits for a poll of the others. One timer, set for the
+ * earliest look due; no wakeups at all when no GPU needs polling.
+ */
 static void arm_detector(struct manager *m, uint64_t now)
 {
-        if (detector_n_queues(m->detector) == 0) {
-                /* nothing online to watch: no wakeups at all (discovery re-enables) */
+        struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
+        size_t n = detector_gpus(m->detector, gpus, DETECTOR_MAX_GPUS);
+        uint64_t next = UINT64_MAX;
+
+        for (size_t i = 0; i < n; i++)
+                if (gpus[i].needs_poll) {
+                        uint64_t due = gpus[i].last_poll_us + gpu_poll_interval(m, gpus[i].gpu_id, now);
+
+                        if (due < next)
+                                next = due;
+                }
+        if (next == UINT64_MAX) {
                 sd_event_source_set_enabled(m->detector_timer, SD_EVENT_OFF);
                 return;
         }
-        sd_event_source_set_time(m->detector_timer, now + detector_interval(m, now));
+        sd_event_source_set_time(m->detector_timer, next);
         sd_event_source_set_enabled(m->detector_timer, SD_EVENT_ONESHOT);
 }
 
@@ -323,8 +340,12 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct manager *m = userdata;
         /* the time of this wakeup, not the one scheduled: after a slow suspend ioctl they differ */
         uint64_t now = manager_now(m);
+        struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
+        size_t n = detector_gpus(m->detector, gpus, DETECTOR_MAX_GPUS);
 
-        detector_poll(m->detector, now);
+        for (size_t i = 0; i < n; i++)
+                if (gpus[i].needs_poll && gpus[i].last_poll_us + gpu_poll_interval(m, gpus[i].gpu_id, now) <= now)
+                        detector_poll_gpu(m->detector, gpus[i].gpu_id, now);
         manager_rearm_policy(m);
         arm_detector(m, now);
         return 0;
@@ -352,8 +373,7 @@ static void watch_online(struct manager *m, struct tracked_process *p)
         if (n != p->n_watched_queues)
                 log_info("Process %d: watching %zu online queues", (int)p->pid, n);
         p->n_watched_queues = n;
-        if (!sd_event_source_get_enabled(m->detector_timer, NULL))
-                arm_detector(m, manager_now(m));
+        arm_detector(m, manager_now(m));
 }
 
 static void start_session(struct manager *m, struct tracked_process *p)
@@ -603,7 +623,7 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
         *paths = (struct paths){ 0 };
         m->config = config;
         m->started_us = manager_now(m);
-        r = detector_new(&callbacks, m, &m->detector);
+        r = detector_new(&callbacks, m, event, config->daemon.detector_mode, &m->detector);
         if (r >= 0)
                 r = sd_event_add_time(event, &m->detector_timer, CLOCK_MONOTONIC, 0, 1, on_detector_timer, m);
         if (r >= 0)
@@ -652,6 +672,7 @@ int manager_reload(struct manager *m, struct diag *diag)
         config_free(m->config);
         m->config = fresh;
         log_set_level(fresh->daemon.log_level);
+        detector_set_mode(m->detector, fresh->daemon.detector_mode);
         m->reloads++;
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];

@@ -50,7 +50,7 @@ static void test_write_index_and_outstanding_work(void **state)
         addr[0] = fake_queue_addr(&f, 0, 1);
         addr[1] = fake_queue_addr(&f, 1, 1);
         addr[2] = fake_queue_addr(&f, 2, 2);
-        assert_int_equal(detector_new(&callbacks, &s, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, f.pid, addr, 3), 0);
         assert_int_equal(detector_n_queues(d), 3);
 
@@ -100,7 +100,7 @@ static void test_unmapped_queue_counts_idle(void **state)
                                                 .write_pointer_address = 16 };
         addr[1] = fake_queue_addr(&f, 0, 2);
         *fake_write_index(&f, 0) = 3;
-        assert_int_equal(detector_new(&callbacks, &s, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, f.pid, addr, 2), 0);
         detector_poll(d, 1);
         assert_int_equal(s.busy[1], 0);
@@ -115,7 +115,7 @@ static void test_limits(void **state)
         struct detector *d;
         struct seen s = { 0 };
 
-        assert_int_equal(detector_new(&callbacks, &s, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, 1, many, DETECTOR_MAX_QUEUES_PER_PROCESS + 1), -E2BIG);
         for (size_t i = 0; i <= DETECTOR_MAX_GPUS; i++)
                 many[i].gpu_id = (uint32_t)i + 1;

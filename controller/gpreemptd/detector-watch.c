@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+#include "detector-watch.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+/* The smallest ring buffer perf_mmap() takes: the control page and one data page. */
+#define RING_PAGES 2
+/* Listing a process's threads again until no new one shows up, at most this often. */
+#define MAX_LISTING_PASSES 16
+
+struct watched_thread {
+        pid_t tid;
+        int breakpoint_fd;
+        int ring_fd; /* the dummy event whose ring buffer the breakpoint writes to */
+        void *ring;
+        sd_event_source *source;
+};
+
+struct write_watch {
+        sd_event *event;
+        pid_t pid;
+        uint64_t address;
+        write_watch_handler_t handler;
+        void *userdata;
+        struct watched_thread *threads;
+        size_t n_threads;
+        size_t n_live; /* threads whose fd has not hung up yet */
+        bool enabled;
+};
+
+static const char *const mode_names[_DETECTOR_MODE_MAX] = {
+        [DETECTOR_MODE_AUTO] = "auto",
+        [DETECTOR_MODE_BREAKPOINT] = "breakpoint",
+        [DETECTOR_MODE_POLL] = "poll",
+};
+
+const char *detector_mode_to_string(enum detector_mode mode)
+{
+        return mode < _DETECTOR_MODE_MAX ? mode_names[mode] : "unknown";
+}
+
+const char *write_watch_strerror(int error)
+{
+        switch (error) {
+        case -EACCES:
+        case -EPERM:
+                return "perf_event_open refused: gpreemptd needs CAP_PERFMON (or CAP_SYS_ADMIN)";
+        case -ENOSPC:
+                return "no debug register free in one of its threads (a debugger, or 4 breakpoints already)";
+        case -ESRCH:
+                return "the process is gone";
+        case -EMFILE:
+        case -ENFILE:
+                return "too many open files (raise LimitNOFILE=)";
+        case -ENOENT: /* perf_event_open's answer for an unknown event type */
+        case -ENODEV:
+        case -EOPNOTSUPP:
+                return "this kernel or CPU has no hardware breakpoints";
+        default:
+                return strerror(-error);
+        }
+}
+
+static int perf_open(struct perf_event_attr *attr, pid_t tid)
+{
+        int fd = (int)syscall(SYS_perf_event_open, attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+        return fd < 0 ? -errno : fd;
+}
+
+static void thread_close(struct watched_thread *t)
+{
+        sd_event_source_disable_unref(t->source);
+        if (t->ring)
+                munmap(t->ring, RING_PAGES * (size_t)sysconf(_SC_PAGESIZE));
+        closep(&t->ring_fd);
+        closep(&t->breakpoint_fd);
+        *t = (struct watched_thread){ .breakpoint_fd = -1, .ring_fd = -1 };
+}
+
+/* Marks the samples read: the kernel may reuse the space, and the next store wakes the loop again. */
+static void ring_drain(void *ring)
+{
+        struct perf_event_mmap_page *control = ring;
+        uint64_t head = __atomic_load_n(&control->data_head, __ATOMIC_ACQUIRE);
+
+        __atomic_store_n(&control->data_tail, head, __ATOMIC_RELEASE);
+}
+
+static int on_thread_event(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        struct write_watch *w = userdata;
+        struct watched_thread *t = NULL;
+        bool gone = false;
+
+        for (size_t i = 0; i < w->n_threads && !t; i++)
+                if (w->threads[i].source == s)
+                        t = &w->threads[i];
+        if (!t)
+                return 0;
+        ring_drain(t->ring);
+        if (revents & (EPOLLHUP | EPOLLERR)) {
+                /* level-triggered: an exited thread would wake the loop forever */
+                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                gone = --w->n_live == 0;
+        }
+        if ((revents & EPOLLIN) || gone)
+                w->handler(gone, w->userdata);
+        return 0;
+}
+
+static int thread_open(struct write_watch *w, pid_t tid, struct watched_thread *t)
+{
+        long page = sysconf(_SC_PAGESIZE);
+        struct perf_event_attr breakpoint = {
+                .type = PERF_TYPE_BREAKPOINT,
+                .size = sizeof(breakpoint),
+                .bp_type = HW_BREAKPOINT_W,
+                .bp_addr = w->address,
+                .bp_len = HW_BREAKPOINT_LEN_8,
+                .sample_period = 1,
+                .wakeup_events = 1,
+                .disabled = !w->enabled,
+                .inherit = 1,
+                .inherit_thread = 1,
+                .exclude_kernel = 1,
+                .exclude_hv = 1,
+        };
+        struct perf_event_attr dummy = {
+                .type = PERF_TYPE_SOFTWARE,
+                .config = PERF_COUNT_SW_DUMMY,
+                .size = sizeof(dummy),
+                .disabled = 1,
+                .exclude_kernel = 1,
+                .exclude_hv = 1,
+        };
+        int r;
+
+        *t = (struct watched_thread){ .tid = tid, .breakpoint_fd = -1, .ring_fd = -1 };
+        r = perf_open(&dummy, tid);
+        if (r < 0)
+                return r;
+        t->ring_fd = r;
+        t->ring = mmap(NULL, RING_PAGES * (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, t->ring_fd, 0);
+        if (t->ring == MAP_FAILED) {
+                r = -errno;
+                t->ring = NULL;
+                goto fail;
+        }
+        r = perf_open(&breakpoint, tid);
+        if (r < 0)
+                goto fail;
+        t->breakpoint_fd = r;
+        if (ioctl(t->breakpoint_fd, PERF_EVENT_IOC_SET_OUTPUT, t->ring_fd) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        r = sd_event_add_io(w->event, &t->source, t->breakpoint_fd, EPOLLIN, on_thread_event, w);
+        if (r < 0)
+                goto fail;
+        /* a store must reach the suspension before anything else the loop has to do */
+        sd_event_source_set_priority(t->source, SD_EVENT_PRIORITY_IMPORTANT);
+        return 0;
+fail:
+        thread_close(t);
+        return r;
+}
+
+static bool has_thread(const struct write_watch *w, pid_t tid)
+{
+        for (size_t i = 0; i < w->n_threads; i++)
+                if (w->threads[i].tid == tid)
+                        return true;
+        return false;
+}
+
+/*
+ * One pass over /proc/<pid>/task (the real one: perf takes real thread ids):
+ * opens the breakpoint in each thread not covered yet. Returns how many were
+ * added, or -errno. A thread that exits between the listing and the open is
+ * no error; the process being gone is.
+ */
+static int cover_listed_threads(struct write_watch *w)
+{
+        char path[64];
+        DIR *dir;
+        struct dirent *e;
+        int added = 0, r = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)w->pid);
+        dir = opendir(path);
+        if (!dir)
+                return errno == ENOENT ? -ESRCH : -errno;
+        while ((e = readdir(dir))) {
+                struct watched_thread *grown;
+                pid_t tid = (pid_t)strtol(e->d_name, NULL, 10);
+
+                if (tid <= 0 || has_thread(w, tid))
+                        continue;
+                grown = realloc(w->threads, (w->n_threads + 1) * sizeof(*grown));
+                if (!grown) {
+                        r = -ENOMEM;
+                        break;
+                }
+                w->threads = grown;
+                r = thread_open(w, tid, &w->threads[w->n_threads]);
+                if (r == -ESRCH) {
+                        r = 0;
+                        continue;
+                }
+                if (r < 0)
+                        break;
+                w->n_threads++;
+                w->n_live++;
+                added++;
+        }
+        closedir(dir);
+        return r < 0 ? r : added;
+}
+
+int write_watch_new(sd_event *event, pid_t pid, uint64_t address, write_watch_handler_t handler, void *userdata,
+                    struct write_watch **ret_watch)
+{
+        struct write_watch *w;
+        int r = 0;
+
+        if (address % 8)
+                return -EINVAL; /* the debug registers take an aligned 8-byte range */
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        *w = (struct write_watch){ .event = event, .pid = pid, .address = address, .handler = handler,
+                                   .userdata = userdata };
+        /*
+         * A thread created by a covered thread inherits the breakpoint; one
+         * created during a pass by a thread not covered yet does not, so the
+         * threads are listed again until a pass finds none new. (A thread
+         * created in that window by a covered thread gets a second event: a
+         * spare debug register used, never a store missed.)
+         */
+        for (int pass = 0; pass < MAX_LISTING_PASSES; pass++) {
+                r = cover_listed_threads(w);
+                if (r <= 0)
+                        break;
+        }
+        if (r == 0 && w->n_threads == 0)
+                r = -ESRCH;
+        if (r > 0)
+                r = -EAGAIN; /* threads kept appearing faster than they could be covered */
+        if (r < 0) {
+                write_watch_free(w);
+                return r;
+        }
+        *ret_watch = w;
+        return 0;
+}
+
+int write_watch_set_enabled(struct write_watch *w, bool enabled)
+{
+        unsigned long request = enabled ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE;
+        int r = 0;
+
+        if (w->enabled == enabled)
+                return 0;
+        for (size_t i = 0; i < w->n_threads; i++)
+                if (ioctl(w->threads[i].breakpoint_fd, request, 0) < 0 && r == 0)
+                        r = -errno;
+        if (r == 0)
+                w->enabled = enabled;
+        return r;
+}
+
+void write_watch_free(struct write_watch *w)
+{
+        if (!w)
+                return;
+        for (size_t i = 0; i < w->n_threads; i++)
+                thread_close(&w->threads[i]);
+        free(w->threads);
+        free(w);
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A hardware write breakpoint on one 8-byte word of another process (an
+ * online queue's write_dispatch_id), in every one of its threads, read
+ * through sd-event io sources: the store that publishes the first packet
+ * after an idle period wakes the loop, so an idle GPU needs no polling.
+ *
+ * The breakpoint costs the target a debug trap on every store to the word,
+ * so it is opened disabled and the caller enables it only while it waits for
+ * the idle -> busy edge (detector-qptr.c).
+ *
+ * Kernel facts this relies on (linux kernel/events/, checked against 6.18):
+ *  - hw_breakpoint.c reserve_bp_slot()/toggle_bp_slot(): a task has as many
+ *    breakpoint slots as the CPU has debug registers (4 on x86); one more is
+ *    refused with ENOSPC.
+ *  - core.c perf_mmap(): an inherited per-task event (cpu -1, inherit=1)
+ *    cannot be mmapped (EINVAL), and core.c perf_poll() answers EPOLLHUP for
+ *    an event without a ring buffer. So each breakpoint sends its samples, by
+ *    PERF_EVENT_IOC_SET_OUTPUT, into the ring buffer of a dummy event on the
+ *    same thread (perf_event_set_output() allows a per-task redirect only
+ *    within one task), and the breakpoint's own fd is polled.
+ *  - core.c perf_output_begin(): an inherited child writes to its parent's
+ *    buffer, so threads created after opening are covered by inherit=1
+ *    (inherit_thread=1 leaves forked processes out).
+ *  - core.c _perf_ioctl(): ENABLE/DISABLE apply to the inherited children
+ *    too (perf_event_for_each_child), and inherit_event() copies the OFF
+ *    state to threads created while disabled.
+ *  - core.c is_event_hup(): the breakpoint's fd reports EPOLLHUP once its
+ *    thread and every thread inheriting from it have exited.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+/* How online queues are watched (gpreemptd.conf(5) DetectorMode=). */
+enum detector_mode {
+        DETECTOR_MODE_AUTO,       /* breakpoints where the kernel grants them, polling elsewhere */
+        DETECTOR_MODE_BREAKPOINT, /* the same, but a refused breakpoint is a warning */
+        DETECTOR_MODE_POLL,       /* polling only */
+        _DETECTOR_MODE_MAX,
+};
+
+const char *detector_mode_to_string(enum detector_mode mode);
+
+/* x86 has four debug registers per thread: a fifth breakpoint is refused. */
+#define WRITE_WATCH_MAX_PER_THREAD 4
+
+struct write_watch;
+
+/* A store to the word happened (or the last thread covered has exited: gone). */
+typedef void (*write_watch_handler_t)(bool gone, void *userdata);
+
+/*
+ * Opens a disabled write breakpoint on the 8 bytes at address in every
+ * thread of pid. Returns 0, or -errno when any thread refuses it (EACCES or
+ * EPERM: no CAP_PERFMON; ENOSPC: its debug registers are taken; ESRCH: the
+ * process is gone; EMFILE, ENOMEM), with nothing left open.
+ */
+int write_watch_new(sd_event *event, pid_t pid, uint64_t address, write_watch_handler_t handler, void *userdata,
+                    struct write_watch **ret_watch);
+/* Arms or disarms the breakpoint in every thread. Returns 0 or -errno. */
+int write_watch_set_enabled(struct write_watch *w, bool enabled);
+void write_watch_free(struct write_watch *w);
+
+/* Why a breakpoint could not be opened, for an operator. */
+const char *write_watch_strerror(int error);
