@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "call-trace.h"
 #include "caller.h"
 #include "cleanup.h"
 #include "gpu.h"
@@ -215,8 +217,14 @@ static int handle_ioctl(struct connection *ch, const struct kfdemu_msg_ioctl *ms
         file->file_state.calls_in_flight++;
 
         long r = emu_kfd_ioctl(call);
+        struct call_trace_entry traced;
+        /* read before the call can be finished and freed; written after, so it delays nothing */
+        bool trace = ch->server->trace_fd >= 0 && call_trace_capture(call, ch->server->received_ns, &traced);
+
         if (r != EMU_CALL_PARKED)
                 channel_finish_call(ch, r, true);
+        if (trace)
+                call_trace_write(ch->server->trace_fd, &traced);
         return 0;
 }
 
@@ -359,6 +367,14 @@ static void connection_free(struct connection *c)
         free(c);
 }
 
+static uint64_t monotonic_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int on_connection_ready(sd_event_source *source, int fd, uint32_t revents, void *userdata)
 {
         struct connection *c = userdata;
@@ -371,6 +387,8 @@ static int on_connection_ready(sd_event_source *source, int fd, uint32_t revents
                 ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         break;
+                if (server->trace_fd >= 0)
+                        server->received_ns = monotonic_ns();
                 if (n <= 0) {
                         /* EOF (the client's last reference closed) or a dead peer. */
                         connection_free(c);

@@ -33,6 +33,7 @@ struct options {
         const char *config_path;
         const char *root;
         const char *log_path;
+        const char *trace_path;
         bool keep;
         char **command;
 };
@@ -51,6 +52,8 @@ static void usage(FILE *out)
                 "  --config FILE   node and GPU settings, INI ([Node], [GPU0]..[GPU15])\n"
                 "  --root DIR      render sysfs/debugfs and put the socket in DIR (kept afterwards)\n"
                 "  --log FILE      append what the emulated kernel would log (dmesg) to FILE\n"
+                "  --trace FILE    append one line per DBG_TRAP SUSPEND_QUEUES/RESUME_QUEUES call\n"
+                "                  to FILE: the CLOCK_MONOTONIC ns it reached the emulator, op, pids\n"
                 "  --keep          keep the private directory and print its path\n"
                 "  --help          show this help\n"
                 "\n"
@@ -61,12 +64,13 @@ static void usage(FILE *out)
 
 static int parse_options(int argc, char **argv, struct options *ret)
 {
-        enum { OPT_GPUS = 256, OPT_CONFIG, OPT_ROOT, OPT_LOG, OPT_KEEP, OPT_HELP };
+        enum { OPT_GPUS = 256, OPT_CONFIG, OPT_ROOT, OPT_LOG, OPT_TRACE, OPT_KEEP, OPT_HELP };
         static const struct option longopts[] = {
                 { "gpus", required_argument, NULL, OPT_GPUS },
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "root", required_argument, NULL, OPT_ROOT },
                 { "log", required_argument, NULL, OPT_LOG },
+                { "trace", required_argument, NULL, OPT_TRACE },
                 { "keep", no_argument, NULL, OPT_KEEP },
                 { "help", no_argument, NULL, OPT_HELP },
                 {},
@@ -98,6 +102,9 @@ static int parse_options(int argc, char **argv, struct options *ret)
                         break;
                 case OPT_LOG:
                         o.log_path = optarg;
+                        break;
+                case OPT_TRACE:
+                        o.trace_path = optarg;
                         break;
                 case OPT_KEEP:
                         o.keep = true;
@@ -243,7 +250,8 @@ static void raise_fd_limit(struct rlimit *ret_saved)
         setrlimit(RLIMIT_NOFILE, &raised);
 }
 
-static int run_node(const struct options *o, const struct emu_config *cfg, const char *socket_path, int log_fd)
+static int run_node(const struct options *o, const struct emu_config *cfg, const char *socket_path, int log_fd,
+                    int trace_fd)
 {
         static struct kfdemu_server server;
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
@@ -273,6 +281,7 @@ static int run_node(const struct options *o, const struct emu_config *cfg, const
                                 "Run with --log FILE for the emulator's own messages.\n", strerror(-r));
                 return EXIT_FAILURE;
         }
+        server.trace_fd = trace_fd;
 
         r = command_start(&run, event, o->command, &saved_mask, &saved_limit);
         if (r >= 0) {
@@ -291,7 +300,7 @@ int main(int argc, char **argv)
         struct options o;
         static struct emu_config cfg;
         char dir[PATH_MAX], socket_path[PATH_MAX + 16], preload[PATH_MAX];
-        _cleanup_close_ int log_fd = -1;
+        _cleanup_close_ int log_fd = -1, trace_fd = -1;
 
         if (parse_options(argc, argv, &o) < 0 || build_config(&o, &cfg) < 0)
                 return EXIT_FAILURE;
@@ -304,6 +313,14 @@ int main(int argc, char **argv)
                         return EXIT_FAILURE;
                 }
         }
+        if (o.trace_path) {
+                trace_fd = open(o.trace_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+                if (trace_fd < 0) {
+                        fprintf(stderr, "kfdemu-run: cannot open the trace %s: %m. Check the path.\n",
+                                o.trace_path);
+                        return EXIT_FAILURE;
+                }
+        }
         if (make_private_dir(&o, dir, sizeof(dir)) < 0)
                 return EXIT_FAILURE;
         snprintf(cfg.root, sizeof(cfg.root), "%s", dir);
@@ -313,7 +330,7 @@ int main(int argc, char **argv)
         if (set_child_environment(preload, socket_path, dir) < 0)
                 fprintf(stderr, "kfdemu-run: cannot set COMMAND's environment: %m.\n");
         else
-                status = run_node(&o, &cfg, socket_path, log_fd);
+                status = run_node(&o, &cfg, socket_path, log_fd, trace_fd);
 
         if (o.keep || o.root)
                 fprintf(stderr, "kfdemu-run: the node's files are kept in %s\n", dir);

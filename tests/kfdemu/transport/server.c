@@ -106,6 +106,7 @@ int server_start(struct kfdemu_server *server, sd_event *event, const struct emu
         *server = (struct kfdemu_server){
                 .event = sd_event_ref(event),
                 .listen_fd = -1,
+                .trace_fd = -1,
                 .max_connections = max_connections(),
         };
 

@@ -33,6 +33,8 @@ struct kfdemu_server {
         void *files_by_inode;            /* tsearch tree of open file connections */
         struct connection *connections;  /* every live connection */
         unsigned n_connections, max_connections;
+        int trace_fd;                    /* kfdemu-run --trace (call-trace.h), -1 = none */
+        uint64_t received_ns;            /* when the message being handled was received (with trace_fd) */
         bool accept_paused;              /* out of fds: wait for a client to go */
         struct process_watch *watches;   /* emu_transport_watch_process */
         sd_event_source *stop_watch;     /* armed while callers sleep interruptibly (stop-watch.c) */

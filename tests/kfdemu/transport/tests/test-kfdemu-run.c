@@ -167,6 +167,28 @@ static void test_command_line_mistakes(void **state)
         run(&r, (const char *[]){ "--help", NULL });
         assert_int_equal(r.status, 0);
         assert_output_has(&r, "Usage: kfdemu-run");
+        assert_output_has(&r, "--trace FILE");
+        run(&r, (const char *[]){ "--trace", "/nonexistent/dir/trace", "--", "true", NULL });
+        assert_int_equal(r.status, 1);
+        assert_output_has(&r, "cannot open the trace /nonexistent/dir/trace");
+}
+
+/* A run without debugger calls leaves the trace file there and empty (its lines: tests/controller). */
+static void test_trace_file_created(void **state)
+{
+        char path[] = "/tmp/kfdemu-run-trace.XXXXXX";
+        struct result r;
+        struct stat st;
+        int fd = mkstemp(path);
+
+        assert_true(fd >= 0);
+        close(fd);
+        unlink(path);
+        run(&r, (const char *[]){ "--trace", path, "--", "true", NULL });
+        assert_int_equal(r.status, 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 0);
+        unlink(path);
 }
 
 static void test_config_mistakes(void **state)
@@ -220,6 +242,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_command_environment),
                 cmocka_unit_test(test_root_is_kept),
                 cmocka_unit_test(test_command_line_mistakes),
+                cmocka_unit_test(test_trace_file_created),
                 cmocka_unit_test(test_config_mistakes),
                 cmocka_unit_test(test_bad_preload_override),
         };
