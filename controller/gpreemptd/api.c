@@ -32,12 +32,22 @@ static const char description[] =
         "  gpus: []int,\n"
         "  queues: int,\n"
         "  watched_queues: int,\n"
+        "  online_queues: ?[]OnlineQueue,\n"
         "  attached: bool,\n"
         "  runtime: ?string,\n"
         "  attach_error: ?string,\n"
         "  suspended_gpus: []int,\n"
         "  suspends: int,\n"
         "  resumes: int\n"
+        ")\n"
+        "\n"
+        "# How an online queue's work is noticed: a hardware write breakpoint on its\n"
+        "# write index, or polling (poll_reason says why not a breakpoint).\n"
+        "type OnlineQueue (\n"
+        "  gpu_id: int,\n"
+        "  write_pointer_address: int,\n"
+        "  watch: string,\n"
+        "  poll_reason: ?string\n"
         ")\n"
         "\n"
         "type Gpu (\n"
@@ -93,7 +103,30 @@ static void add_string_or_null(struct json_object *o, const char *key, const cha
         json_object_object_add(o, key, value ? json_object_new_string(value) : NULL);
 }
 
-static struct json_object *process_json(const struct tracked_process *p)
+/* NULL for a process that is not watched as online. */
+static struct json_object *online_queues_json(const struct detector *d, const struct tracked_process *p)
+{
+        struct detector_queue_status queues[DETECTOR_MAX_QUEUES_PER_PROCESS];
+        size_t n = p->n_watched_queues ? detector_process_queues(d, p->pid, queues, ELEMENTSOF(queues)) : 0;
+        struct json_object *a;
+
+        if (n == 0)
+                return NULL;
+        a = json_object_new_array();
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *q = json_object_new_object();
+
+                json_object_object_add(q, "gpu_id", json_object_new_int64(queues[i].gpu_id));
+                json_object_object_add(q, "write_pointer_address",
+                                       json_object_new_int64((int64_t)queues[i].write_pointer_address));
+                json_object_object_add(q, "watch", json_object_new_string(queues[i].breakpoint ? "breakpoint" : "poll"));
+                add_string_or_null(q, "poll_reason", queues[i].poll_reason);
+                json_object_array_add(a, q);
+        }
+        return a;
+}
+
+static struct json_object *process_json(const struct manager *m, const struct tracked_process *p)
 {
         struct json_object *o = json_object_new_object();
         uint32_t suspended[MANAGER_MAX_GPUS];
@@ -112,6 +145,7 @@ static struct json_object *process_json(const struct tracked_process *p)
         json_object_object_add(o, "gpus", int_array(p->gpu_ids, p->n_gpu_ids));
         json_object_object_add(o, "queues", json_object_new_int64((int64_t)p->n_queues));
         json_object_object_add(o, "watched_queues", json_object_new_int64((int64_t)p->n_watched_queues));
+        json_object_object_add(o, "online_queues", online_queues_json(m->detector, p));
         json_object_object_add(o, "attached", json_object_new_boolean(p->session != NULL));
         add_string_or_null(o, "runtime",
                            p->session ? gp_runtime_state_to_string(session_runtime_state(p->session)) : NULL);
@@ -149,7 +183,7 @@ static void method_status(struct varlink_call *call, struct json_object *params,
         struct json_object *procs = json_object_new_array(), *gpus = json_object_new_array();
 
         for (size_t i = 0; i < m->n_processes; i++)
-                json_object_array_add(procs, process_json(m->processes[i]));
+                json_object_array_add(procs, process_json(m, m->processes[i]));
         for (size_t i = 0; i < m->n_gpus; i++)
                 json_object_array_add(gpus, gpu_json(m, &m->gpus[i]));
         json_object_object_add(reply, "processes", procs);

@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The daemon's two key figures on an emulated node (run under kfdemu-run):
+ * The daemon's two key figures on an emulated node (run under
+ * kfdemu-run --trace TRACE):
  *   - reaction: from an online write-index move (kfdemu-app --dispatch-times,
- *     stamped just before the store) to gpreemptd issuing SUSPEND_QUEUES
- *     (its debug log, stamped just before the ioctl), over many events;
- *   - idle CPU: the daemon's utime+stime while it watches 8 idle online queues.
+ *     stamped just before the store) to the daemon's SUSPEND_QUEUES reaching
+ *     the emulator (TRACE: the time kfdemu's server received the call), over
+ *     many events;
+ *   - idle CPU: the daemon's utime+stime while it watches idle online queues.
  *
- *   bench-reaction GPREEMPTD KFDEMU_APP [--events N] [--rate R] [--idle-seconds S]
- *                  [--online-processes P] [--queues Q] [--gpus G] [--json]
+ *   bench-reaction GPREEMPTD KFDEMU_APP --trace TRACE [--events N] [--rate R]
+ *                  [--idle-seconds S] [--online-processes P] [--queues Q]
+ *                  [--gpus G] [--mode auto|breakpoint|poll] [--json]
  * P idle online processes of Q queues each, spread over G GPUs, and one offline
  * process per GPU are running throughout (64 × 8 over 8 is evaluation.md's
  * scale case; run under kfdemu-run --gpus 8). The idle phase measures the
  * daemon's CPU over S seconds (0: skipped); the reaction phase then sends
  * requests at R per second from one more online process on GPU 0 until N
- * suspensions were issued (0: skipped).
+ * suspensions reached the emulator (0: skipped). --mode is the daemon's
+ * DetectorMode=.
  * Simulated: the figures are for kfdemu, not a real GPU.
  */
 #include <errno.h>
@@ -103,28 +107,32 @@ static void wait_for(const char *path, const char *text, int seconds)
         exit(1);
 }
 
-/* How many online queues the daemon last said it watches for pid. */
-static long watched_queues(const char *path, pid_t pid)
+/*
+ * The number after "Process <pid>: <prefix>" in the daemon's last line that
+ * has it and also holds marker: how many queues it said it watches, or has
+ * under a breakpoint.
+ */
+static long last_count(const char *path, pid_t pid, const char *prefix, const char *marker)
 {
-        char line[512], prefix[64];
+        char line[512], start[96];
         long n = 0;
         FILE *f = fopen(path, "re");
 
         if (!f)
                 die("cannot read the daemon's log");
-        snprintf(prefix, sizeof(prefix), "Process %d: watching ", (int)pid);
+        snprintf(start, sizeof(start), "Process %d: %s", (int)pid, prefix);
         while (fgets(line, sizeof(line), f)) {
-                char *at = strstr(line, prefix);
+                char *at = strstr(line, start);
 
-                if (at)
-                        n = strtol(at + strlen(prefix), NULL, 10);
+                if (at && strstr(line, marker))
+                        n = strtol(at + strlen(start), NULL, 10);
         }
         fclose(f);
         return n;
 }
 
 /*
- * Counts the lines holding marker that were added to the log since the last
+ * Counts the lines holding marker that were added to the file since the last
  * call; a line still being written is left for the next call.
  */
 static size_t count_new_lines(FILE *f, const char *marker)
@@ -190,6 +198,22 @@ static size_t read_numbers(const char *path, const char *marker, double scale, i
         return n;
 }
 
+/* The leading numbers of the lines holding marker, in file order. */
+static size_t read_matching_times(const char *path, const char *marker, int64_t *out, size_t max)
+{
+        FILE *f = fopen(path, "re");
+        char line[512];
+        size_t n = 0;
+
+        if (!f)
+                die("cannot read the trace");
+        while (n < max && fgets(line, sizeof(line), f))
+                if (strstr(line, marker))
+                        out[n++] = strtoll(line, NULL, 10);
+        fclose(f);
+        return n;
+}
+
 /* For each event, its distance back to the latest of from[] at or before it (sorted from[]). */
 static size_t pair_back(const int64_t *from, size_t n_from, const int64_t *events, size_t n_events, int64_t *out)
 {
@@ -210,14 +234,15 @@ int main(int argc, char **argv)
         static int64_t writes[MAX_EVENTS * 2], issued[MAX_EVENTS], seen[MAX_EVENTS], reaction[MAX_EVENTS],
                 to_issue[MAX_EVENTS];
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
-        char duration[32], rate[32];
+        char duration[32], rate[32], config[512], suspend_marker[64];
+        const char *trace_path = NULL, *mode = "auto";
         long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1;
         double request_rate = 100;
         static pid_t idle_online[256], offline[16];
-        FILE *log_file;
+        FILE *trace_file;
         size_t issued_so_far = 0;
         bool json = false;
-        long n_watched = 0;
+        long n_watched = 0, n_breakpoint = 0;
         size_t n_writes, n_issued, n_seen, n = 0, n_to_issue = 0;
         pid_t daemon, online;
         double cpu0 = 0, cpu1 = 0;
@@ -240,9 +265,21 @@ int main(int argc, char **argv)
                         queues = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc)
                         gpus = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
+                        trace_path = argv[++i];
+                else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc)
+                        mode = argv[++i];
                 else if (strcmp(argv[i], "--json") == 0)
                         json = true;
+                else {
+                        fprintf(stderr, "bench-reaction: unknown or incomplete option %s\n", argv[i]);
+                        return 2;
+                }
         }
+        if (events > 0 && !trace_path)
+                die("--trace TRACE is needed to measure reaction: the file given to kfdemu-run --trace");
+        if (strcmp(mode, "auto") != 0 && strcmp(mode, "breakpoint") != 0 && strcmp(mode, "poll") != 0)
+                die("--mode must be auto, breakpoint or poll");
         if (events < 0 || events > MAX_EVENTS || idle_seconds < 0 || online_processes < 0 || online_processes > 256 ||
             queues < 1 || queues > 64 || gpus < 1 || gpus > 16 || !(request_rate >= 1 && request_rate <= 1000))
                 die("--events must be 0..200000, --idle-seconds 0 or more, --online-processes 0..256, "
@@ -259,9 +296,12 @@ int main(int argc, char **argv)
         snprintf(times_path, sizeof(times_path), "%s/dispatch-times", dir);
         /* the daemon's defaults but for the policy: a short hold-off and no bounds
          * give one suspension per request; discovery and polling as shipped */
-        write_file("gpreemptd.conf", "[Daemon]\nLogLevel=debug\n"
-                                     "[Online]\nHoldOffMs=1\nCoalesceMs=0\n"
-                                     "[Offline]\nMaxSuspendMs=3600000\nMinOfflineSharePercent=0\nShareWindowMs=3600000\n");
+        snprintf(config, sizeof(config),
+                 "[Daemon]\nLogLevel=debug\nDetectorMode=%s\n"
+                 "[Online]\nHoldOffMs=1\nCoalesceMs=0\n"
+                 "[Offline]\nMaxSuspendMs=3600000\nMinOfflineSharePercent=0\nShareWindowMs=3600000\n",
+                 mode);
+        write_file("gpreemptd.conf", config);
         {
                 char path[256];
 
@@ -278,6 +318,7 @@ int main(int argc, char **argv)
 
         daemon = spawn((const char *const[]){ argv[1], NULL }, log_path);
         wait_for(log_path, "running", 10);
+        snprintf(suspend_marker, sizeof(suspend_marker), " SUSPEND_QUEUES caller %d ", (int)daemon);
         for (long g = 0; g < gpus; g++) {
                 char gpu[16], attached[64];
 
@@ -311,8 +352,10 @@ int main(int argc, char **argv)
                          queues);
                 appears(log_path, watching, 5);
         }
-        for (long i = 0; i < online_processes; i++)
-                n_watched += watched_queues(log_path, idle_online[i]);
+        for (long i = 0; i < online_processes; i++) {
+                n_watched += last_count(log_path, idle_online[i], "watching ", "online queues");
+                n_breakpoint += last_count(log_path, idle_online[i], "", "have a write breakpoint");
+        }
         sleep(1); /* past the "recently busy" period of the first request */
         if (idle_seconds > 0) {
                 cpu0 = cpu_seconds(daemon);
@@ -323,9 +366,9 @@ int main(int argc, char **argv)
         /* reaction: requests spaced so that most find the GPU resumed, until
          * enough suspensions were issued */
         if (events > 0) {
-                log_file = fopen(log_path, "re");
-                if (!log_file || fseek(log_file, 0, SEEK_END) < 0)
-                        die("cannot follow the daemon's log");
+                trace_file = fopen(trace_path, "re");
+                if (!trace_file || fseek(trace_file, 0, SEEK_END) < 0)
+                        die("cannot follow the trace (kfdemu-run --trace)");
                 snprintf(rate, sizeof(rate), "%g", request_rate);
                 online = spawn((const char *const[]){ argv[2], "--rate", rate, "--gpu", "0", "--kernel-us", "100",
                                                       "--duration", "100000", "--dispatch-times", times_path,
@@ -333,9 +376,9 @@ int main(int argc, char **argv)
                                online_out);
                 while (issued_so_far < (size_t)events) {
                         usleep(100000);
-                        issued_so_far += count_new_lines(log_file, "suspend issued at ");
+                        issued_so_far += count_new_lines(trace_file, suspend_marker);
                 }
-                fclose(log_file);
+                fclose(trace_file);
                 kill(online, SIGTERM);
                 waitpid(online, NULL, 0);
         }
@@ -352,10 +395,11 @@ int main(int argc, char **argv)
 
         if (events > 0) {
                 n_writes = read_numbers(times_path, NULL, 1, writes, MAX_EVENTS * 2);
-                n_issued = read_numbers(log_path, "suspend issued at ", 1, issued, MAX_EVENTS);
+                /* the trace's lines start with the arrival time */
+                n_issued = read_matching_times(trace_path, suspend_marker, issued, MAX_EVENTS);
                 /* the loop's clock at the wakeup that saw the work, logged in ms. It is
                  * taken when the loop wakes, so a write landing during that poll is
-                 * stamped later than it: only wakeup -> issued is measured from it */
+                 * stamped later than it: only wakeup -> arrival is measured from it */
                 n_seen = read_numbers(log_path, "online work seen at ", 1e6, seen, MAX_EVENTS);
                 qsort(writes, n_writes, sizeof(int64_t), compare_i64);
                 /* each suspension answers the latest write before it */
@@ -365,11 +409,12 @@ int main(int argc, char **argv)
                 n_to_issue = pair_back(seen, n_seen, issued, n_issued, to_issue);
         }
         if (json) {
-                printf("{\"simulated\":\"kfdemu\",\"idle_queues\":%ld,\"idle_queues_watched\":%ld,\"gpus\":%ld",
-                       online_processes * queues, n_watched, gpus);
+                printf("{\"simulated\":\"kfdemu\",\"mode\":\"%s\",\"idle_queues\":%ld,\"idle_queues_watched\":%ld,"
+                       "\"idle_queues_breakpoint\":%ld,\"gpus\":%ld",
+                       mode, online_processes * queues, n_watched, n_breakpoint, gpus);
                 if (events > 0)
                         printf(",\"reaction_events\":%zu,\"reaction_p50_us\":%.1f,\"reaction_p99_us\":%.1f,"
-                               "\"reaction_max_us\":%.1f,\"wakeup_to_issue_p50_us\":%.1f,\"wakeup_to_issue_p99_us\":%.1f",
+                               "\"reaction_max_us\":%.1f,\"wakeup_to_arrival_p50_us\":%.1f,\"wakeup_to_arrival_p99_us\":%.1f",
                                n, reaction[n / 2] / 1e3, reaction[n * 99 / 100] / 1e3, reaction[n - 1] / 1e3,
                                n_to_issue ? to_issue[n_to_issue / 2] / 1e3 : -1.0,
                                n_to_issue ? to_issue[n_to_issue * 99 / 100] / 1e3 : -1.0);
@@ -378,11 +423,11 @@ int main(int argc, char **argv)
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);
                 printf("}\n");
         } else {
-                printf("simulated on kfdemu; %ld of %ld idle online queues watched over %ld GPUs\n", n_watched,
-                       online_processes * queues, gpus);
+                printf("simulated on kfdemu, DetectorMode=%s; %ld of %ld idle online queues watched (%ld by "
+                       "breakpoint) over %ld GPUs\n", mode, n_watched, online_processes * queues, n_breakpoint, gpus);
                 if (events > 0)
-                        printf("reaction (write -> SUSPEND_QUEUES issued): %zu events, p50 %.1f us, p99 %.1f us, "
-                               "max %.1f us\n  loop wakeup that saw it -> issued: p50 %.1f us, p99 %.1f us\n",
+                        printf("reaction (write -> SUSPEND_QUEUES reaching kfdemu): %zu events, p50 %.1f us, p99 %.1f us, "
+                               "max %.1f us\n  loop wakeup that saw it -> arrival: p50 %.1f us, p99 %.1f us\n",
                                n, reaction[n / 2] / 1e3, reaction[n * 99 / 100] / 1e3, reaction[n - 1] / 1e3,
                                n_to_issue ? to_issue[n_to_issue / 2] / 1e3 : -1.0,
                                n_to_issue ? to_issue[n_to_issue * 99 / 100] / 1e3 : -1.0);

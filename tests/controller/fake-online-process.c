@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "fake-online-process.h"
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -8,21 +10,117 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+struct store_command {
+        uint32_t by;
+        uint32_t queue;
+        uint64_t value;
+};
+
+/* The child's side: one store, then its report on done_fd. */
+struct store_job {
+        struct fake_online_process *f;
+        struct store_command c;
+};
+
+static void child_store(struct store_job *job)
+{
+        char done = 1;
+
+        *fake_write_index(job->f, job->c.queue) = job->c.value;
+        if (write(job->f->done_fd, &done, 1) != 1)
+                _exit(1);
+}
+
+static void *store_thread(void *userdata)
+{
+        child_store(userdata);
+        for (;;)
+                pause(); /* stays, as a runtime's threads do */
+        return NULL;
+}
+
+/* The early thread takes its stores from a pipe of its own. */
+static int early_fd;
+
+static void *early_thread(void *userdata)
+{
+        struct store_job job = { .f = userdata };
+
+        while (read(early_fd, &job.c, sizeof(job.c)) == sizeof(job.c))
+                child_store(&job);
+        _exit(1);
+}
+
+static void child_main(struct fake_online_process *f)
+{
+        static struct store_job jobs[64];
+        size_t n_jobs = 0;
+        int early[2];
+        pthread_t t;
+        struct store_job job = { .f = f };
+
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (pipe(early) < 0)
+                _exit(1);
+        early_fd = early[0];
+        if (pthread_create(&t, NULL, early_thread, f) != 0)
+                _exit(1);
+        /* the early thread exists before the parent hears from us */
+        if (write(f->done_fd, &(char){ 1 }, 1) != 1)
+                _exit(1);
+        while (read(f->command_fd, &job.c, sizeof(job.c)) == sizeof(job.c)) {
+                if (job.c.by == FAKE_STORE_BY_MAIN)
+                        child_store(&job);
+                else if (job.c.by == FAKE_STORE_BY_EARLY_THREAD) {
+                        if (write(early[1], &job.c, sizeof(job.c)) != sizeof(job.c))
+                                _exit(1);
+                } else if (n_jobs < 64) {
+                        jobs[n_jobs] = job;
+                        if (pthread_create(&t, NULL, store_thread, &jobs[n_jobs++]) != 0)
+                                _exit(1);
+                }
+        }
+        for (;;)
+                pause(); /* the test has nothing more to say: wait for SIGKILL */
+}
+
 void fake_online_process_start(struct fake_online_process *f, size_t n_queues)
 {
+        int command[2], done[2];
+        char ready;
+
         f->n = n_queues;
         f->queues = mmap(NULL, n_queues * FAKE_AMD_QUEUE_SIZE, PROT_READ | PROT_WRITE,
                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (f->queues == MAP_FAILED)
                 abort();
+        if (pipe2(command, O_CLOEXEC) < 0 || pipe2(done, O_CLOEXEC) < 0)
+                abort();
         f->pid = fork();
         if (f->pid < 0)
                 abort();
         if (f->pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                for (;;)
-                        pause();
+                close(command[1]);
+                close(done[0]);
+                f->command_fd = command[0];
+                f->done_fd = done[1];
+                child_main(f);
         }
+        close(command[0]);
+        close(done[1]);
+        f->command_fd = command[1];
+        f->done_fd = done[0];
+        if (read(f->done_fd, &ready, 1) != 1)
+                abort();
+}
+
+void fake_child_store(struct fake_online_process *f, size_t q, uint64_t value, enum fake_store_by by)
+{
+        struct store_command c = { .by = by, .queue = (uint32_t)q, .value = value };
+        char done;
+
+        if (write(f->command_fd, &c, sizeof(c)) != sizeof(c) || read(f->done_fd, &done, 1) != 1)
+                abort();
 }
 
 void fake_online_process_stop(struct fake_online_process *f)
@@ -31,6 +129,8 @@ void fake_online_process_stop(struct fake_online_process *f)
                 kill(f->pid, SIGKILL);
                 waitpid(f->pid, NULL, 0);
                 f->pid = 0;
+                close(f->command_fd);
+                close(f->done_fd);
         }
         munmap(f->queues, f->n * FAKE_AMD_QUEUE_SIZE);
 }

@@ -2,7 +2,9 @@
 /*
  * A child process holding ROCr-like amd_queue_t structures in memory it
  * shares with the test, so the test can move the write/read indices and the
- * detector reads them from another process, as on a real node.
+ * detector reads them from another process, as on a real node. The child can
+ * also store a write index itself (fake_child_store), from one of its
+ * threads, which is what a write breakpoint in that process sees.
  */
 #pragma once
 
@@ -15,14 +17,24 @@
 #define FAKE_WRITE_OFFSET 0x38
 #define FAKE_READ_OFFSET 0x80
 
+/* Which of the child's threads stores. */
+enum fake_store_by {
+        FAKE_STORE_BY_MAIN,        /* its main thread */
+        FAKE_STORE_BY_EARLY_THREAD, /* a thread it started before fake_online_process_start returned */
+        FAKE_STORE_BY_NEW_THREAD,  /* a thread it starts for this store (and keeps) */
+};
+
 struct fake_online_process {
         pid_t pid;
+        int command_fd, done_fd;
         unsigned char *queues; /* n * FAKE_AMD_QUEUE_SIZE bytes, same address in the child */
         size_t n;
 };
 
 void fake_online_process_start(struct fake_online_process *f, size_t n_queues);
 void fake_online_process_stop(struct fake_online_process *f);
+/* The child stores value into queue q's write index; returns once it has. */
+void fake_child_store(struct fake_online_process *f, size_t q, uint64_t value, enum fake_store_by by);
 volatile uint64_t *fake_write_index(struct fake_online_process *f, size_t q);
 volatile uint64_t *fake_read_index(struct fake_online_process *f, size_t q);
 /* The detector's view of queue q, placed on gpu_id. */

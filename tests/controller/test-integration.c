@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpreemptd on an emulated node (run under kfdemu-run --gpus 2): real
- * kfdemu-app processes as online and offline work, the daemon driven
- * through its Varlink API.
+ * gpreemptd on an emulated node (run under kfdemu-run --gpus 2 --trace
+ * TRACE): real kfdemu-app processes as online and offline work, the daemon
+ * driven through its Varlink API.
  *
- *   test-integration PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
+ *   test-integration PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP TRACE
  */
 #include <json.h>
 #include <signal.h>
@@ -21,7 +21,7 @@
 #include "daemon-harness.h"
 #include "emulated-app.h"
 
-static const char *gpreemptd_path, *app_path;
+static const char *gpreemptd_path, *app_path, *trace_path;
 
 static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--rate*\n"
                                 "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*--continuous*\n";
@@ -422,6 +422,78 @@ static void test_churn(void **state)
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+/* Lines of the kfdemu-run trace holding text. */
+static int trace_lines(const char *text)
+{
+        char line[256];
+        int n = 0;
+        FILE *f = fopen(trace_path, "re");
+
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                n += strstr(line, text) != NULL;
+        fclose(f);
+        return n;
+}
+
+/*
+ * An online process whose queue sat idle: its first request must suspend
+ * the offline work, whichever way the queue is watched. With a breakpoint,
+ * the GPU is not polled at all while idle, so only the trap can see it.
+ */
+static void first_request_after_idle_is_caught(struct fixture *f, const char *mode, const char *want_watch)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        static const char *const online0[] = { "--rate", "1", "--gpu", "0", "--kernel-us", "1000", "--duration",
+                                               "100000", NULL };
+        char policy[128], marker[64];
+        const char *watch = NULL;
+        int64_t suspends = 0;
+
+        snprintf(policy, sizeof(policy), "DetectorMode=%s\n", mode);
+        start_daemon_with(&f->h, policy);
+        emulated_app_start(&f->a, app_path, offline0);
+        wait_attached(&f->h, f->a.pid);
+        emulated_app_start(&f->o, app_path, online0);
+        for (int i = 0; i < 3000 && suspends < 1; i++) {
+                struct json_object *s = get_status(&f->h);
+                struct json_object *p = find_by(json_object_object_get(s, "processes"), "pid", f->o.pid);
+                struct json_object *queues = p ? json_object_object_get(p, "online_queues") : NULL;
+
+                if (queues && json_object_array_length(queues) > 0)
+                        watch = json_object_get_string(
+                                json_object_object_get(json_object_array_get_idx(queues, 0), "watch"));
+                if (watch && strcmp(watch, want_watch) != 0)
+                        fail_msg("DetectorMode=%s: the queue is watched by %s: %s", mode, watch,
+                                 json_object_to_json_string(p));
+                if (p && json_object_array_length(json_object_object_get(p, "gpus")) > 0)
+                        suspends = field(find_by(json_object_object_get(s, "gpus"), "gpu_id",
+                                                 json_object_get_int64(json_object_array_get_idx(
+                                                         json_object_object_get(p, "gpus"), 0))),
+                                         "suspends");
+                json_object_put(s);
+                usleep(10000);
+        }
+        if (suspends < 1 || !watch)
+                fail_msg("DetectorMode=%s: the first request suspended nothing; daemon log:\n%s", mode,
+                         daemon_harness_log(&f->h));
+        snprintf(marker, sizeof(marker), "SUSPEND_QUEUES caller %d ", (int)f->h.pid);
+        assert_true(trace_lines(marker) >= 1); /* the ioctl reached the emulator */
+        emulated_app_stop(&f->o);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+static void test_first_request_caught_by_breakpoint(void **state)
+{
+        first_request_after_idle_is_caught(*state, "breakpoint", "breakpoint");
+}
+
+static void test_first_request_caught_by_polling(void **state)
+{
+        first_request_after_idle_is_caught(*state, "poll", "poll");
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -434,13 +506,16 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_hold_respects_bounds, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_reclassifies_and_keeps_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_churn, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_first_request_caught_by_breakpoint, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_first_request_caught_by_polling, setup, teardown),
         };
 
-        if (argc != 3) {
-                fprintf(stderr, "usage: test-integration PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP\n");
+        if (argc != 4) {
+                fprintf(stderr, "usage: test-integration PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP TRACE\n");
                 return 2;
         }
         gpreemptd_path = argv[1];
         app_path = argv[2];
+        trace_path = argv[3];
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Two figures the reaction benchmark is judged against, measured on the
+ * same machine in the same run (scripts/bench-reaction):
+ *
+ *   bench-floor wakeup N   the machine's cross-process wake-up floor: a
+ *       process stamps the clock and writes an eventfd; another, asleep in
+ *       poll(), stamps the clock when poll returns. No design that sleeps
+ *       between events can react faster than this. N events, 1-2 ms apart.
+ *   bench-floor store N    what a write breakpoint costs the online process:
+ *       a child stores to a word N times, timed, without a breakpoint and
+ *       with one armed (write_watch, as the daemon arms it), the parent's
+ *       loop draining its samples as the daemon would.
+ *
+ * Output: one JSON object. Simulated or not, these are this machine's.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "detector-watch.h"
+
+#define MAX_EVENTS 200000
+
+static int64_t now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+        fprintf(stderr, "bench-floor: %s\n", what);
+        exit(1);
+}
+
+static int compare_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+/* Shared with the child: the writer's and the waker's stamps of each event. */
+struct wakeup_shared {
+        int64_t written[MAX_EVENTS], woken[MAX_EVENTS];
+};
+
+static void wakeup_floor(long n)
+{
+        struct wakeup_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        int efd = eventfd(0, EFD_CLOEXEC), ack = eventfd(0, EFD_CLOEXEC);
+        static int64_t lat[MAX_EVENTS];
+        uint64_t v = 1;
+        pid_t child;
+
+        if (sh == MAP_FAILED || efd < 0 || ack < 0)
+                die("cannot set up the eventfd ping");
+        child = fork();
+        if (child < 0)
+                die("fork failed");
+        if (child == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                for (long i = 0; i < n; i++) {
+                        struct pollfd p = { efd, POLLIN, 0 };
+                        uint64_t got;
+
+                        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+                                ;
+                        sh->woken[i] = now_ns();
+                        if (read(efd, &got, sizeof(got)) < 0 || write(ack, &v, sizeof(v)) < 0)
+                                _exit(1);
+                }
+                _exit(0);
+        }
+        for (long i = 0; i < n; i++) {
+                uint64_t got;
+
+                /* 1-2 ms apart: the other side is properly asleep, as an idle daemon is */
+                nanosleep(&(struct timespec){ 0, 1000000 + rand() % 1000000 }, NULL);
+                sh->written[i] = now_ns();
+                if (write(efd, &v, sizeof(v)) < 0 || read(ack, &got, sizeof(got)) < 0)
+                        die("the eventfd ping failed");
+        }
+        waitpid(child, NULL, 0);
+        for (long i = 0; i < n; i++)
+                lat[i] = sh->woken[i] - sh->written[i];
+        qsort(lat, (size_t)n, sizeof(int64_t), compare_i64);
+        printf("{\"wakeup_events\":%ld,\"wakeup_p50_us\":%.1f,\"wakeup_p99_us\":%.1f}\n", n, lat[n / 2] / 1e3,
+               lat[n * 99 / 100] / 1e3);
+        munmap(sh, sizeof(*sh));
+}
+
+struct store_shared {
+        volatile uint64_t word __attribute__((aligned(64)));
+        volatile int go;        /* 1: time a round, 2: exit */
+        volatile int64_t round_ns;
+        volatile int done;
+};
+
+static void on_store(bool gone, void *userdata)
+{
+        ++*(long *)userdata;
+}
+
+/* Runs one timed round of n stores in the child; returns ns per store. */
+static double store_round(struct store_shared *sh, sd_event *e, long n)
+{
+        sh->done = 0;
+        __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+        while (!__atomic_load_n(&sh->done, __ATOMIC_ACQUIRE))
+                sd_event_run(e, 1000);
+        return (double)sh->round_ns / (double)n;
+}
+
+static void store_cost(long n)
+{
+        struct store_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        struct write_watch *w = NULL;
+        sd_event *e = NULL;
+        long samples = 0;
+        double plain, armed, disarmed;
+        pid_t child;
+        int r;
+
+        if (sh == MAP_FAILED || sd_event_new(&e) < 0)
+                die("cannot set up the store benchmark");
+        child = fork();
+        if (child < 0)
+                die("fork failed");
+        if (child == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                for (;;) {
+                        int go;
+                        int64_t t0;
+
+                        while (!(go = __atomic_load_n(&sh->go, __ATOMIC_ACQUIRE)))
+                                usleep(100);
+                        if (go == 2)
+                                _exit(0);
+                        sh->go = 0;
+                        t0 = now_ns();
+                        for (long i = 0; i < n; i++)
+                                sh->word = (uint64_t)i; /* the child's own store: the one a breakpoint traps */
+                        sh->round_ns = now_ns() - t0;
+                        __atomic_store_n(&sh->done, 1, __ATOMIC_RELEASE);
+                }
+        }
+        plain = store_round(sh, e, n);
+        r = write_watch_new(e, child, (uint64_t)(uintptr_t)&sh->word, on_store, &samples, &w);
+        if (r < 0) {
+                fprintf(stderr, "bench-floor: no write breakpoint: %s\n", write_watch_strerror(r));
+                exit(1);
+        }
+        write_watch_set_enabled(w, true);
+        armed = store_round(sh, e, n);
+        write_watch_set_enabled(w, false);
+        disarmed = store_round(sh, e, n);
+        sh->go = 2;
+        waitpid(child, NULL, 0);
+        write_watch_free(w);
+        sd_event_unref(e);
+        printf("{\"stores\":%ld,\"store_plain_ns\":%.1f,\"store_armed_ns\":%.1f,\"store_disarmed_ns\":%.1f,"
+               "\"armed_wakeups_seen\":%ld}\n",
+               n, plain, armed, disarmed, samples);
+        munmap(sh, sizeof(*sh));
+}
+
+int main(int argc, char **argv)
+{
+        long n = argc == 3 ? strtol(argv[2], NULL, 10) : 0;
+
+        if (argc != 3 || n < 1 || n > MAX_EVENTS || (strcmp(argv[1], "wakeup") != 0 && strcmp(argv[1], "store") != 0)) {
+                fprintf(stderr, "usage: bench-floor wakeup|store N   (N: 1..%d)\n", MAX_EVENTS);
+                return 2;
+        }
+        if (strcmp(argv[1], "wakeup") == 0)
+                wakeup_floor(n);
+        else
+                store_cost(n);
+        return 0;
+}

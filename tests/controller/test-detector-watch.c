@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The detector's write breakpoints against a real second process: a store by
+ * any of its threads (one there before arming, one created after) wakes the
+ * loop with no poll; the GPU is disarmed on that trap and armed again when
+ * polling sees it idle; a refused breakpoint (the fifth queue of a process,
+ * or no debug register left because another watcher holds them) leaves the
+ * queue to polling, which still sees its work; a process that exits while
+ * armed neither hangs nor spins the loop. Needs perf_event_open on another
+ * process (root, or CAP_PERFMON), as the daemon does.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "detector-qptr.h"
+#include "fake-online-process.h"
+
+/* Waits for the loop to deliver something are bounded by this many 100 ms turns. */
+#define MAX_TURNS 100
+
+struct seen {
+        int busy, idle;
+        pid_t gone;
+};
+
+static void on_busy(uint32_t gpu_id, uint64_t now, void *userdata)
+{
+        ((struct seen *)userdata)->busy++;
+}
+
+static void on_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *userdata)
+{
+        ((struct seen *)userdata)->idle++;
+}
+
+static void on_gone(pid_t pid, void *userdata)
+{
+        ((struct seen *)userdata)->gone = pid;
+}
+
+static const struct detector_callbacks callbacks = { on_busy, on_idle, on_gone };
+
+struct fixture {
+        sd_event *event;
+        struct detector *detector;
+        struct fake_online_process online;
+        struct seen seen;
+};
+
+static int setup(void **state)
+{
+        struct fixture *f = calloc(1, sizeof(*f));
+
+        assert_non_null(f);
+        assert_int_equal(sd_event_new(&f->event), 0);
+        assert_int_equal(detector_new(&callbacks, &f->seen, f->event, DETECTOR_MODE_BREAKPOINT, &f->detector), 0);
+        fake_online_process_start(&f->online, 5);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *f = *state;
+
+        detector_free(f->detector);
+        fake_online_process_stop(&f->online);
+        sd_event_unref(f->event);
+        free(f);
+        return 0;
+}
+
+static bool gpu_needs_poll(struct detector *d, uint32_t gpu_id)
+{
+        struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
+        size_t n = detector_gpus(d, gpus, DETECTOR_MAX_GPUS);
+
+        for (size_t i = 0; i < n; i++)
+                if (gpus[i].gpu_id == gpu_id)
+                        return gpus[i].needs_poll;
+        fail_msg("GPU %u is not watched", gpu_id);
+        return false;
+}
+
+/* Runs the loop until the detector has reported busy `want` times. */
+static void run_until_busy(struct fixture *f, int want)
+{
+        for (int i = 0; i < MAX_TURNS && f->seen.busy < want; i++)
+                assert_true(sd_event_run(f->event, 100000) >= 0);
+        assert_int_equal(f->seen.busy, want);
+}
+
+static void watch_queues(struct fixture *f, size_t n)
+{
+        struct detector_queue_addr addr[5];
+
+        for (size_t q = 0; q < n; q++)
+                addr[q] = fake_queue_addr(&f->online, q, 1);
+        assert_int_equal(detector_watch(f->detector, f->online.pid, addr, n), 0);
+}
+
+/* Watches one queue and arms it with its first poll. */
+static void watch_and_arm_one(struct fixture *f)
+{
+        watch_queues(f, 1);
+        assert_true(gpu_needs_poll(f->detector, 1)); /* not armed until a poll has looked */
+        detector_poll(f->detector, 1);
+        assert_false(gpu_needs_poll(f->detector, 1));
+        assert_int_equal(f->seen.busy, 0);
+}
+
+static void store_caught_then_disarmed_then_rearmed(struct fixture *f, enum fake_store_by by)
+{
+        struct detector_queue_status q;
+
+        watch_and_arm_one(f);
+        assert_int_equal(detector_process_queues(f->detector, f->online.pid, &q, 1), 1);
+        assert_true(q.breakpoint);
+        assert_null(q.poll_reason);
+
+        fake_child_store(&f->online, 0, 1, by);
+        run_until_busy(f, 1); /* no poll: the breakpoint woke the loop */
+        assert_true(gpu_needs_poll(f->detector, 1)); /* disarmed: polling follows the work */
+
+        /* a second store while busy does not trap */
+        fake_child_store(&f->online, 0, 2, by);
+        assert_int_equal(sd_event_run(f->event, 50000), 0);
+
+        detector_poll(f->detector, 10); /* sees the move: still busy */
+        assert_int_equal(f->seen.idle, 0);
+        *fake_read_index(&f->online, 0) = 2; /* the GPU caught up */
+        detector_poll(f->detector, 20);
+        assert_int_equal(f->seen.idle, 1);
+        assert_false(gpu_needs_poll(f->detector, 1)); /* armed again */
+
+        fake_child_store(&f->online, 0, 3, by);
+        run_until_busy(f, 2);
+}
+
+static void test_store_by_main_thread(void **state)
+{
+        store_caught_then_disarmed_then_rearmed(*state, FAKE_STORE_BY_MAIN);
+}
+
+static void test_store_by_thread_older_than_arming(void **state)
+{
+        store_caught_then_disarmed_then_rearmed(*state, FAKE_STORE_BY_EARLY_THREAD);
+}
+
+static void test_store_by_thread_created_after_arming(void **state)
+{
+        store_caught_then_disarmed_then_rearmed(*state, FAKE_STORE_BY_NEW_THREAD);
+}
+
+static void test_work_outstanding_at_arming_is_busy(void **state)
+{
+        struct fixture *f = *state;
+
+        *fake_write_index(&f->online, 0) = 7; /* written before anyone watched */
+        watch_queues(f, 1);
+        detector_poll(f->detector, 1);
+        assert_int_equal(f->seen.busy, 1);
+        assert_true(gpu_needs_poll(f->detector, 1));
+}
+
+static void test_fifth_queue_is_polled(void **state)
+{
+        struct fixture *f = *state;
+        struct detector_queue_status q[5];
+        size_t n_breakpoint = 0;
+
+        watch_queues(f, 5);
+        assert_int_equal(detector_process_queues(f->detector, f->online.pid, q, 5), 5);
+        for (size_t i = 0; i < 5; i++)
+                n_breakpoint += q[i].breakpoint;
+        assert_int_equal(n_breakpoint, DETECTOR_BREAKPOINTS_PER_PROCESS);
+        detector_poll(f->detector, 1);
+        assert_true(gpu_needs_poll(f->detector, 1)); /* the polled queue keeps the GPU polled */
+        for (size_t i = 0; i < 5; i++)
+                if (!q[i].breakpoint) {
+                        assert_non_null(strstr(q[i].poll_reason, "4 breakpoints already"));
+                        /* its work is still seen, by polling */
+                        *fake_write_index(&f->online, i) = 1;
+                        detector_poll(f->detector, 2);
+                        assert_int_equal(f->seen.busy, 1);
+                }
+}
+
+/* A second watcher of the same process finds its threads' debug registers taken: ENOSPC from the kernel. */
+static void test_refused_breakpoint_falls_back_to_polling(void **state)
+{
+        struct fixture *f = *state;
+        struct detector_queue_addr addr[4];
+        struct detector_queue_status q[4];
+        struct detector *second;
+        struct seen second_seen = { 0 };
+
+        watch_queues(f, 4);
+        assert_int_equal(detector_new(&callbacks, &second_seen, f->event, DETECTOR_MODE_AUTO, &second), 0);
+        for (size_t i = 0; i < 4; i++)
+                addr[i] = fake_queue_addr(&f->online, i, 2);
+        assert_int_equal(detector_watch(second, f->online.pid, addr, 4), 0);
+        assert_int_equal(detector_process_queues(second, f->online.pid, q, 4), 4);
+        for (size_t i = 0; i < 4; i++) {
+                assert_false(q[i].breakpoint);
+                assert_non_null(strstr(q[i].poll_reason, "no debug register free"));
+        }
+        detector_poll(second, 1);
+        *fake_write_index(&f->online, 3) = 1;
+        detector_poll(second, 2);
+        assert_int_equal(second_seen.busy, 1);
+        detector_free(second);
+}
+
+static void test_process_exits_while_armed(void **state)
+{
+        struct fixture *f = *state;
+        pid_t pid = f->online.pid;
+
+        watch_and_arm_one(f);
+        fake_online_process_stop(&f->online);
+        /* the hang-up is taken once, then the loop sleeps: no spinning on a dead fd */
+        for (int i = 0; i < MAX_TURNS && !gpu_needs_poll(f->detector, 1); i++)
+                assert_true(sd_event_run(f->event, 100000) >= 0);
+        assert_true(gpu_needs_poll(f->detector, 1));
+        assert_int_equal(sd_event_run(f->event, 50000), 0);
+        assert_int_equal(f->seen.busy, 0);
+        detector_poll(f->detector, 5);
+        assert_int_equal(f->seen.gone, pid);
+        assert_int_equal(detector_n_queues(f->detector), 0);
+}
+
+static void test_mode_poll_and_back(void **state)
+{
+        struct fixture *f = *state;
+        struct detector_queue_status q;
+
+        watch_queues(f, 1);
+        assert_int_equal(detector_set_mode(f->detector, DETECTOR_MODE_POLL), 0);
+        assert_int_equal(detector_process_queues(f->detector, f->online.pid, &q, 1), 1);
+        assert_false(q.breakpoint);
+        assert_string_equal(q.poll_reason, "DetectorMode=poll");
+        detector_poll(f->detector, 1);
+        assert_true(gpu_needs_poll(f->detector, 1));
+        assert_int_equal(detector_set_mode(f->detector, DETECTOR_MODE_AUTO), 0);
+        assert_int_equal(detector_process_queues(f->detector, f->online.pid, &q, 1), 1);
+        assert_true(q.breakpoint);
+        /* breakpoints need a loop to wake */
+        assert_int_equal(detector_new(&callbacks, &f->seen, NULL, DETECTOR_MODE_AUTO, &(struct detector *){ NULL }),
+                         -EINVAL);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_store_by_main_thread, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_store_by_thread_older_than_arming, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_store_by_thread_created_after_arming, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_work_outstanding_at_arming_is_busy, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fifth_queue_is_polled, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refused_breakpoint_falls_back_to_polling, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_process_exits_while_armed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_mode_poll_and_back, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
