@@ -64,6 +64,8 @@ const char *write_watch_strerror(int error)
         case -EMFILE:
         case -ENFILE:
                 return "too many open files (raise LimitNOFILE=)";
+        case -EDQUOT:
+                return "the breakpoints' ring buffers exceed the locked-memory limit (raise LimitMEMLOCK=)";
         case -ENOENT: /* perf_event_open's answer for an unknown event type */
         case -ENODEV:
         case -EOPNOTSUPP:
@@ -155,7 +157,8 @@ static int thread_open(struct write_watch *w, pid_t tid, struct watched_thread *
         t->ring_fd = r;
         t->ring = mmap(NULL, RING_PAGES * (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, t->ring_fd, 0);
         if (t->ring == MAP_FAILED) {
-                r = -errno;
+                /* core.c perf_mmap(): EPERM once the rings outgrow perf_event_mlock_kb and RLIMIT_MEMLOCK */
+                r = errno == EPERM ? -EDQUOT : -errno;
                 t->ring = NULL;
                 goto fail;
         }

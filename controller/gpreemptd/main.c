@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -185,6 +186,23 @@ static int listen_control_socket(struct varlink_server *server, const char *runt
         return 0;
 }
 
+/*
+ * Each write breakpoint takes two fds per thread of the online process
+ * (detector-watch.c); 1024, the usual soft limit, is soon reached at scale.
+ * Nothing here uses select(), so the soft limit can go up to the hard one.
+ * (Under the shipped unit, LimitNOFILE= has done it and @resources is
+ * filtered: the call fails harmlessly.)
+ */
+static void raise_open_file_limit(void)
+{
+        struct rlimit limit;
+
+        if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+                limit.rlim_cur = limit.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &limit);
+        }
+}
+
 static int run(struct options *o)
 {
         static const struct varlink_service_info info = {
@@ -227,6 +245,7 @@ static int run(struct options *o)
         sigaddset(&mask, SIGHUP);
         sigaddset(&mask, SIGCHLD);
         sigprocmask(SIG_BLOCK, &mask, NULL);
+        raise_open_file_limit();
 
         r = sd_event_default(&event);
         if (r < 0) {
