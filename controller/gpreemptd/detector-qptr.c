@@ -57,6 +57,7 @@ struct detector {
         void *userdata;
         sd_event *event;
         enum detector_mode mode;
+        uint64_t arm_after_idle_us;
         struct watched_process *processes;
         size_t n_processes;
         struct gpu_activity gpus[DETECTOR_MAX_GPUS];
@@ -401,6 +402,11 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
         return 0;
 }
 
+void detector_set_arm_delay(struct detector *d, uint64_t arm_after_idle_us)
+{
+        d->arm_after_idle_us = arm_after_idle_us;
+}
+
 int detector_set_mode(struct detector *d, enum detector_mode mode)
 {
         if (mode >= _DETECTOR_MODE_MAX || (!d->event && mode != DETECTOR_MODE_POLL))
@@ -561,7 +567,7 @@ void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us)
                 return;
         a->last_poll_us = now_us;
         busy = read_gpu(d, a, now_us);
-        if (!busy && !a->armed && a->n_polled < a->n_queues) {
+        if (!busy && !a->armed && a->n_polled < a->n_queues && now_us - a->last_busy_us >= d->arm_after_idle_us) {
                 /* arm, then look once more: a store between the read above and the
                  * arming would otherwise wait for a poll that may never come */
                 gpu_set_armed(d, a, true);

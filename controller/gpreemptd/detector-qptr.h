@@ -17,8 +17,9 @@
  * whose every queue is armed needs no polling at all until then. On that
  * first trap the GPU's breakpoints are disarmed (the online process would
  * otherwise pay a debug trap per store) and polling follows the work until
- * the queues drain; then they are armed again and read once more, so a store
- * between the last poll and the arming is not missed. At most four queues of
+ * the queues drain and stay idle for the arm delay; then they are armed
+ * again and read once more, so a store between the last poll and the arming
+ * is not missed. At most four queues of
  * a process are watched so (the debug registers of x86); the others, and any
  * queue the kernel refuses a breakpoint for, are polled.
  *
@@ -80,6 +81,13 @@ struct detector;
 int detector_new(const struct detector_callbacks *cb, void *userdata, sd_event *event, enum detector_mode mode,
                  struct detector **ret_detector);
 void detector_free(struct detector *d);
+/*
+ * Breakpoints are armed only once a GPU's online side has been idle this
+ * long (default 0: at once). Within a burst the caller polls fast anyway,
+ * and arming and disarming each take a call per thread and queue, so
+ * re-arming at every gap of a burst costs more than it saves.
+ */
+void detector_set_arm_delay(struct detector *d, uint64_t arm_after_idle_us);
 /* Changes the mode; every watched queue is planned again. Returns 0 or -EINVAL (no loop for breakpoints). */
 int detector_set_mode(struct detector *d, enum detector_mode mode);
 

@@ -634,6 +634,8 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
                 manager_free(m);
                 return r;
         }
+        /* within the "recently busy" window the busy cadence catches work: breakpoints after it */
+        detector_set_arm_delay(m->detector, MANAGER_RECENT_BUSY_US);
         /* the hot path: a detector poll that sees work must not wait behind the rest */
         sd_event_source_set_priority(m->detector_timer, SD_EVENT_PRIORITY_IMPORTANT);
         /*

@@ -52,6 +52,18 @@ static int compare_i64(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
+/* A child that dies with the benchmark; 0 in the child. */
+static pid_t fork_child(void)
+{
+        pid_t child = fork();
+
+        if (child < 0)
+                die("fork failed");
+        if (child == 0)
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+        return child;
+}
+
 /* Shared with the child: the writer's and the waker's stamps of each event. */
 struct wakeup_shared {
         int64_t written[MAX_EVENTS], woken[MAX_EVENTS];
@@ -67,11 +79,8 @@ static void wakeup_floor(long n)
 
         if (sh == MAP_FAILED || efd < 0 || ack < 0)
                 die("cannot set up the eventfd ping");
-        child = fork();
-        if (child < 0)
-                die("fork failed");
+        child = fork_child();
         if (child == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 for (long i = 0; i < n; i++) {
                         struct pollfd p = { efd, POLLIN, 0 };
                         uint64_t got;
@@ -136,11 +145,8 @@ static void store_cost(long n)
 
         if (sh == MAP_FAILED || sd_event_new(&e) < 0)
                 die("cannot set up the store benchmark");
-        child = fork();
-        if (child < 0)
-                die("fork failed");
+        child = fork_child();
         if (child == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 for (;;) {
                         int go;
                         int64_t t0;

@@ -158,6 +158,28 @@ static void test_store_by_thread_created_after_arming(void **state)
         store_caught_then_disarmed_then_rearmed(*state, FAKE_STORE_BY_NEW_THREAD);
 }
 
+/* With an arm delay, a GPU stays polled (and unarmed) until its online side has been quiet that long. */
+static void test_arming_waits_for_the_delay(void **state)
+{
+        struct fixture *f = *state;
+
+        detector_set_arm_delay(f->detector, 1000);
+        watch_queues(f, 1);
+        detector_poll(f->detector, 5000); /* never busy: armed at once */
+        assert_false(gpu_needs_poll(f->detector, 1));
+        fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_MAIN);
+        run_until_busy(f, 1);
+        *fake_read_index(&f->online, 0) = 1;
+        detector_poll(f->detector, 5100); /* the index moved since the last look: busy then */
+        detector_poll(f->detector, 5200); /* idle, but busy 100 us ago */
+        assert_int_equal(f->seen.idle, 1);
+        assert_true(gpu_needs_poll(f->detector, 1));
+        detector_poll(f->detector, 5600);
+        assert_true(gpu_needs_poll(f->detector, 1));
+        detector_poll(f->detector, 6200);
+        assert_false(gpu_needs_poll(f->detector, 1));
+}
+
 static void test_work_outstanding_at_arming_is_busy(void **state)
 {
         struct fixture *f = *state;
@@ -262,6 +284,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_store_by_main_thread, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_store_by_thread_older_than_arming, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_store_by_thread_created_after_arming, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_arming_waits_for_the_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_work_outstanding_at_arming_is_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fifth_queue_is_polled, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_breakpoint_falls_back_to_polling, setup, teardown),
