@@ -343,9 +343,14 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
         size_t n = detector_gpus(m->detector, gpus, DETECTOR_MAX_GPUS);
 
-        for (size_t i = 0; i < n; i++)
-                if (gpus[i].needs_poll && gpus[i].last_poll_us + gpu_poll_interval(m, gpus[i].gpu_id, now) <= now)
+        /* a GPU due within half its interval is looked at now too: idle GPUs fall
+         * into step and share one wakeup, which is what idle CPU is made of */
+        for (size_t i = 0; i < n; i++) {
+                uint64_t interval = gpu_poll_interval(m, gpus[i].gpu_id, now);
+
+                if (gpus[i].needs_poll && gpus[i].last_poll_us + interval <= now + interval / 2)
                         detector_poll_gpu(m->detector, gpus[i].gpu_id, now);
+        }
         manager_rearm_policy(m);
         arm_detector(m, now);
         return 0;
