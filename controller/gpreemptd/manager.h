@@ -52,6 +52,7 @@ struct tracked_process {
         size_t n_queues;
         size_t n_compute_queues;
         uint64_t queue_signature; /* changes when its sysfs queue list does */
+        uint64_t queue_dir_signature; /* of its sysfs queue directories' names and inodes (discovery.c) */
         size_t n_watched_queues;  /* online: queues the detector reads */
         struct session *session;  /* offline: the debug session */
         char *session_error;      /* offline: why there is no session */
