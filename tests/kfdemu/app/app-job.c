@@ -31,8 +31,12 @@ struct app_worker {
         int64_t first_arrival_ns;
         double interval_ns;                /* open loop: mean gap between arrivals */
         unsigned short rng[3];
+        /* The current request's first and last kernels' completion signals
+         * (one kernel: only `last`). */
+        struct emu_amd_signal first_signal, last_signal;
         pthread_mutex_t lock;              /* everything below */
-        struct latency_stats stats;
+        struct latency_stats stats;        /* model time: GPU timestamps */
+        struct latency_stats wall_stats;
         uint64_t requests, kernels, abandoned;
         uint64_t final_read_index, final_write_index;
         int error;
@@ -104,8 +108,9 @@ static double exponential_gap(struct app_worker *w)
         return -log(1.0 - erand48(w->rng)) * w->interval_ns;
 }
 
-/* Submits one request's kernels; ret_last is the last packet's index. */
-static int submit_request(struct app_worker *w, uint64_t *ret_last)
+/* Submits one request's kernels; ret_last is the last packet's index,
+ * ret_published when the first was published. */
+static int submit_request(struct app_worker *w, uint64_t *ret_last, int64_t *ret_published)
 {
         const struct app_options *o = w->job->opts;
         struct emu_kernel_launch launch = {
@@ -118,6 +123,9 @@ static int submit_request(struct app_worker *w, uint64_t *ret_last)
         for (unsigned k = 0; k < o->kernels_per_request; k++) {
                 int r;
 
+                launch.completion_signal = k + 1 == o->kernels_per_request ? &w->last_signal
+                                           : k == 0                        ? &w->first_signal
+                                                                           : NULL;
                 while ((r = emu_aql_queue_dispatch(w->queue, &launch, &rec)) == -EAGAIN) {
                         /* Ring full: wait for the oldest packet to go. */
                         uint64_t oldest = emu_aql_queue_write_index(w->queue) - w->identity.ring_packets;
@@ -128,6 +136,8 @@ static int submit_request(struct app_worker *w, uint64_t *ret_last)
                 }
                 if (r < 0)
                         return r;
+                if (k == 0)
+                        *ret_published = rec.publish_ns;
                 if (w->job->out.dispatch_times)
                         fprintf(w->job->out.dispatch_times, "%" PRId64 " %d %u %u %" PRIu64 "\n", rec.publish_ns,
                                 (int)w->job->pid, w->identity.gpu_id, w->identity.queue_id, rec.index);
@@ -136,6 +146,32 @@ static int submit_request(struct app_worker *w, uint64_t *ret_last)
         }
         *ret_last = rec.index;
         return 0;
+}
+
+/* Records a completed request: its latencies and its latency-log line.
+ * Caller holds w->lock. */
+static int record_request(struct app_worker *w, int64_t scheduled, int64_t published)
+{
+        const struct emu_amd_signal *first =
+                w->job->opts->kernels_per_request > 1 ? &w->first_signal : &w->last_signal;
+        int64_t completed = now_ns();
+        uint64_t first_start, first_end, last_start, last_end;
+        int r;
+
+        /* The read index moved past the last kernel: both signals are done. */
+        r = emu_signal_timestamps(first, &first_start, &first_end);
+        if (r == 0)
+                r = emu_signal_timestamps(&w->last_signal, &last_start, &last_end);
+        if (r < 0)
+                return r;
+        r = latency_stats_add(&w->stats, last_end - (uint64_t)scheduled);
+        if (r == 0)
+                r = latency_stats_add(&w->wall_stats, (uint64_t)(completed - scheduled));
+        if (r == 0 && w->job->out.latency_log)
+                fprintf(w->job->out.latency_log, "%" PRId64 " %" PRIu64 " %" PRId64 " %" PRId64 " %" PRIu64 "\n",
+                        scheduled, last_end - (uint64_t)scheduled, completed - scheduled, published - scheduled,
+                        first_start - (uint64_t)scheduled);
+        return r;
 }
 
 static bool claim_request(struct app_job *job)
@@ -154,7 +190,7 @@ static void *worker_main(void *userdata)
         int error = 0;
 
         while (!worker_should_stop(w) && claim_request(job)) {
-                int64_t scheduled;
+                int64_t scheduled, published = 0;
                 uint64_t last;
                 int r;
 
@@ -171,14 +207,14 @@ static void *worker_main(void *userdata)
                         if (job->end_ns && scheduled >= job->end_ns)
                                 break;
                 }
-                r = submit_request(w, &last);
+                r = submit_request(w, &last, &published);
                 if (r == 0)
                         r = wait_consumed(w, last);
                 pthread_mutex_lock(&w->lock);
                 if (r == 0) {
                         w->requests++;
                         w->kernels += job->opts->kernels_per_request;
-                        r = latency_stats_add(&w->stats, (uint64_t)(now_ns() - scheduled));
+                        r = record_request(w, scheduled, published);
                 } else if (r == -ECANCELED) {
                         w->abandoned++;
                 }
@@ -201,6 +237,7 @@ static void *worker_main(void *userdata)
 static void worker_free(struct app_worker *w)
 {
         latency_stats_clear(&w->stats);
+        latency_stats_clear(&w->wall_stats);
         pthread_mutex_destroy(&w->lock);
         free(w);
 }
@@ -263,9 +300,12 @@ int app_job_add_queue(struct app_job *job, uint32_t gpu_id)
 
         if (job->n_workers == MAX_WORKERS)
                 return -E2BIG;
-        w = calloc(1, sizeof(*w));
+        /* Aligned as the completion signals inside must be (the size of
+         * a struct is a multiple of its alignment). */
+        w = aligned_alloc(_Alignof(struct app_worker), sizeof(*w));
         if (!w)
                 return -ENOMEM;
+        memset(w, 0, sizeof(*w));
         r = emu_aql_queue_create(job->rt, &qo, &w->queue);
         if (r < 0) {
                 free(w);
@@ -412,7 +452,7 @@ bool app_job_workers_done(struct app_job *job)
 
 int app_job_report(struct app_job *job, struct app_job_report *ret)
 {
-        const struct latency_stats *stats[MAX_WORKERS];
+        const struct latency_stats *stats[MAX_WORKERS], *wall_stats[MAX_WORKERS];
         _cleanup_free_ struct app_queue_report *queues = calloc(job->n_workers ? job->n_workers : 1,
                                                                   sizeof(*queues));
         struct app_job_report rep = {0};
@@ -430,6 +470,7 @@ int app_job_report(struct app_job *job, struct app_job_report *ret)
                 struct app_queue_report *q = &queues[i];
 
                 stats[i] = &w->stats;
+                wall_stats[i] = &w->wall_stats;
                 q->identity = w->identity;
                 q->destroyed = w->queue == NULL;
                 q->read_index = w->queue ? emu_aql_queue_read_index(w->queue) : w->final_read_index;
@@ -443,6 +484,8 @@ int app_job_report(struct app_job *job, struct app_job_report *ret)
                         rep.error = w->error;
         }
         r = latency_summarize(stats, job->n_workers, &rep.latency);
+        if (r == 0)
+                r = latency_summarize(wall_stats, job->n_workers, &rep.wall_latency);
         for (unsigned i = 0; i < job->n_workers; i++)
                 pthread_mutex_unlock(&job->workers[i]->lock);
         if (r < 0)

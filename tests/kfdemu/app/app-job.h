@@ -11,6 +11,12 @@
  * whose sum is a Poisson process of rate R). A queue added later runs at
  * R/Q too. Latency is measured from the scheduled time, so a request that
  * waits for an earlier one (or for a suspended queue) is charged for it.
+ *
+ * Two latencies per request, both from the scheduled time: to the GPU's end
+ * timestamp of its last kernel (the completion signal's end_ts: the model's
+ * timeline under kfdemu, which a late host thread cannot stretch) and to
+ * the moment the worker saw the completion (wall clock: adds the wake-ups
+ * of the model thread and of the worker).
  */
 #pragma once
 
@@ -23,6 +29,14 @@
 #include "latency-stats.h"
 
 struct app_job;
+
+/* The columns of the latency log: the request's scheduled time
+ * (CLOCK_MONOTONIC ns), then, in ns after it: the GPU's end timestamp of
+ * its last kernel (the model-time latency), the worker's wake-up on its
+ * completion (the wall-clock latency), the publication of its first kernel
+ * (the emulated host's submission delay) and the GPU's start timestamp of
+ * its first kernel. */
+#define APP_LATENCY_LOG_HEADER "# scheduled_ns model_latency_ns wall_latency_ns submitted_after_ns first_kernel_start_after_ns\n"
 
 struct app_queue_report {
         struct emu_queue_identity identity;
@@ -38,7 +52,8 @@ struct app_job_report {
         uint64_t requests;          /* completed */
         uint64_t kernels;           /* of completed requests */
         uint64_t abandoned;         /* in flight when the job stopped */
-        struct latency_summary latency;
+        struct latency_summary latency;       /* to the GPU's end timestamp */
+        struct latency_summary wall_latency;  /* to the worker's wake-up */
         unsigned n_queues;
         struct app_queue_report *queues;   /* free() */
         int error;                  /* first worker failure, -errno, or 0 */
@@ -51,6 +66,8 @@ struct app_job_outputs {
          * ns = CLOCK_MONOTONIC just before the write index was published
          * (for reaction-time measurements); NULL = none. */
         FILE *dispatch_times;
+        /* One line per completed request (APP_LATENCY_LOG_HEADER); NULL = none. */
+        FILE *latency_log;
         /* Runs in a worker thread when it stops for good (its requests or
          * the duration are done, or it failed), so the caller can wake its
          * own loop. */

@@ -36,6 +36,7 @@ enum {
         OPT_KERNEL_NAME,
         OPT_SEED,
         OPT_DISPATCH_TIMES,
+        OPT_LATENCY_LOG,
 };
 
 static const struct option long_options[] = {
@@ -68,6 +69,7 @@ static const struct option long_options[] = {
         {"kernel-name", required_argument, NULL, OPT_KERNEL_NAME},
         {"seed", required_argument, NULL, OPT_SEED},
         {"dispatch-times", required_argument, NULL, OPT_DISPATCH_TIMES},
+        {"latency-log", required_argument, NULL, OPT_LATENCY_LOG},
         {NULL, 0, NULL, 0},
 };
 
@@ -325,6 +327,9 @@ int app_options_parse(struct app_options *o, int argc, char **argv, char *error,
                 case OPT_DISPATCH_TIMES:
                         o->dispatch_times = optarg;
                         break;
+                case OPT_LATENCY_LOG:
+                        o->latency_log = optarg;
+                        break;
                 case OPT_KERNEL_NAME:
                         if (strlen(optarg) == 0 || strlen(optarg) > APP_MAX_NAME)
                                 return fail(error, error_size, "--kernel-name: give 1 to %u characters.", APP_MAX_NAME);
@@ -396,6 +401,8 @@ void app_options_print_help(const char *program)
                "      --kernel-name NAME      kernel name in \"ShaderName\" lines\n"
                "      --dispatch-times PATH   append \"<ns> <pid> <gpu_id> <queue_id> <index>\" per dispatch,\n"
                "                              ns = CLOCK_MONOTONIC just before the write index moved\n"
+               "      --latency-log PATH      write one line per completed request: scheduled time and\n"
+               "                              latencies in model time (GPU timestamps) and wall-clock time\n"
                "  -h, --help                  show this help\n"
                "\n"
                "After setup it prints \"READY pid=<pid> queues=<n>\". SIGTERM/SIGINT stop it cleanly,\n"

@@ -68,6 +68,7 @@ struct app_options {
         const char *amd_log_file;     /* NULL = stderr */
         const char *kernel_name;
         const char *dispatch_times;   /* NULL = not recorded */
+        const char *latency_log;      /* NULL = not recorded */
         /* Where --exec-after sits in argv (index, number of arguments) so a
          * re-exec can drop it. */
         int exec_after_argi, exec_after_argc;

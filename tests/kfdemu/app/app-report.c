@@ -71,16 +71,28 @@ static json_object *queue_json(const struct app_queue_report *q)
         return o;
 }
 
+static json_object *latency_json(const struct latency_summary *l)
+{
+        json_object *o = json_object_new_object();
+
+        add_u64(o, "samples", l->count);
+        add_u64(o, "dropped", l->dropped);
+        add_double(o, "mean", l->mean_ms);
+        add_double(o, "p50", l->p50_ms);
+        add_double(o, "p95", l->p95_ms);
+        add_double(o, "p99", l->p99_ms);
+        add_double(o, "max", l->max_ms);
+        return o;
+}
+
 static int print_json(FILE *out, const struct app_run_info *info, const struct app_job_report *r)
 {
-        json_object *root = json_object_new_object(), *lat = json_object_new_object(),
-                    *queues = json_object_new_array();
+        json_object *root = json_object_new_object(), *queues = json_object_new_array();
         const char *text;
         int ret = 0;
 
-        if (!root || !lat || !queues) {
+        if (!root || !queues) {
                 json_object_put(root);
-                json_object_put(lat);
                 json_object_put(queues);
                 return -ENOMEM;
         }
@@ -99,14 +111,9 @@ static int print_json(FILE *out, const struct app_run_info *info, const struct a
         add_u64(root, "abandoned", r->abandoned);
         add_double(root, "requests_per_s", per_second(r->requests, r->elapsed_s));
         add_double(root, "kernels_per_s", per_second(r->kernels, r->elapsed_s));
-        add_u64(lat, "samples", r->latency.count);
-        add_u64(lat, "dropped", r->latency.dropped);
-        add_double(lat, "mean", r->latency.mean_ms);
-        add_double(lat, "p50", r->latency.p50_ms);
-        add_double(lat, "p95", r->latency.p95_ms);
-        add_double(lat, "p99", r->latency.p99_ms);
-        add_double(lat, "max", r->latency.max_ms);
-        json_object_object_add(root, "latency_ms", lat);
+        /* Model time (the GPU's timestamps); wall clock beside it. */
+        json_object_object_add(root, "latency_ms", latency_json(&r->latency));
+        json_object_object_add(root, "wall_latency_ms", latency_json(&r->wall_latency));
         for (unsigned i = 0; i < r->n_queues; i++)
                 json_object_array_add(queues, queue_json(&r->queues[i]));
         json_object_object_add(root, "queues", queues);
@@ -118,6 +125,15 @@ static int print_json(FILE *out, const struct app_run_info *info, const struct a
                 ret = NEG_ERRNO();
         json_object_put(root);
         return ret;
+}
+
+static void print_latency_line(FILE *out, const char *label, const struct latency_summary *l)
+{
+        fprintf(out, "  %s p50 %.3f  p95 %.3f  p99 %.3f  max %.3f  mean %.3f  (%" PRIu64 " samples", label,
+                l->p50_ms, l->p95_ms, l->p99_ms, l->max_ms, l->mean_ms, l->count);
+        if (l->dropped)
+                fprintf(out, ", %" PRIu64 " not kept", l->dropped);
+        fprintf(out, ")\n");
 }
 
 static int print_text(FILE *out, const struct app_run_info *info, const struct app_job_report *r)
@@ -133,12 +149,8 @@ static int print_text(FILE *out, const struct app_run_info *info, const struct a
         fprintf(out, "  requests     %" PRIu64 " done, %" PRIu64 " abandoned, %.3f requests/s\n", r->requests,
                 r->abandoned, per_second(r->requests, r->elapsed_s));
         fprintf(out, "  kernels      %" PRIu64 ", %.3f kernels/s\n", r->kernels, per_second(r->kernels, r->elapsed_s));
-        fprintf(out, "  latency ms   p50 %.3f  p95 %.3f  p99 %.3f  max %.3f  mean %.3f  (%" PRIu64 " samples",
-                r->latency.p50_ms, r->latency.p95_ms, r->latency.p99_ms, r->latency.max_ms, r->latency.mean_ms,
-                r->latency.count);
-        if (r->latency.dropped)
-                fprintf(out, ", %" PRIu64 " not kept", r->latency.dropped);
-        fprintf(out, ")\n");
+        print_latency_line(out, "latency ms  ", &r->latency);
+        print_latency_line(out, "  wall clock", &r->wall_latency);
         for (unsigned i = 0; i < r->n_queues; i++) {
                 const struct app_queue_report *q = &r->queues[i];
 

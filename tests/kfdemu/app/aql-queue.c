@@ -268,6 +268,17 @@ static int64_t now_ns(void)
         return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int emu_signal_timestamps(const struct emu_amd_signal *signal, uint64_t *ret_start_ns, uint64_t *ret_end_ns)
+{
+        /* The GPU stamps before it decrements: a value of 0 seen with
+         * acquire orders the stamps' reads after their writes. */
+        if (__atomic_load_n(&signal->value, __ATOMIC_ACQUIRE) > 0)
+                return -EBUSY;
+        *ret_start_ns = signal->start_ts;
+        *ret_end_ns = signal->end_ts;
+        return 0;
+}
+
 uint64_t emu_aql_queue_read_index(const struct emu_aql_queue *q)
 {
         return __atomic_load_n(&q->amd_queue->read_dispatch_id, __ATOMIC_ACQUIRE);
@@ -307,7 +318,15 @@ int emu_aql_queue_dispatch(struct emu_aql_queue *q, const struct emu_kernel_laun
         p->kernel_object = launch->duration_ns;
         p->kernarg_address = (uintptr_t)q->kernarg;
         p->reserved2 = 0;
-        p->completion_signal = 0;
+        p->completion_signal = (uintptr_t)launch->completion_signal;
+        if (launch->completion_signal) {
+                struct emu_amd_signal *sig = launch->completion_signal;
+
+                *sig = (struct emu_amd_signal){.kind = EMU_AMD_SIGNAL_KIND_USER};
+                /* Armed before the packet can be seen: the GPU's decrement
+                 * must find 1. */
+                __atomic_store_n(&sig->value, 1, __ATOMIC_RELEASE);
+        }
         __atomic_store_n((uint32_t *)(void *)p, (uint32_t)header | (uint32_t)setup << 16,
                          __ATOMIC_RELEASE);
         /* 2.-3. the write index, then the doorbell. The time is taken first:

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "emu-signal.h"
+
 /* Upper bounds on what the runtime accepts; they also bound what a user
  * can ask for on the command line. */
 #define EMU_RUNTIME_MAX_GPUS 64u
@@ -90,6 +92,11 @@ struct emu_kernel_launch {
         uint64_t duration_ns;      /* run time alone on the whole GPU */
         uint32_t workgroups;       /* grid_size_x */
         uint16_t workgroup_size;   /* work-items per workgroup, 1..1024 */
+        /* The packet's completion signal, in the caller's memory, or NULL.
+         * The dispatch arms it (value 1, no timestamps); the GPU stamps and
+         * decrements it when the kernel completes (emu-signal.h). It must
+         * stay alive and untouched until then. */
+        struct emu_amd_signal *completion_signal;
 };
 
 /* What a dispatch put into the ring, for logging. */
@@ -118,6 +125,11 @@ int emu_aql_queue_dispatch(struct emu_aql_queue *queue, const struct emu_kernel_
  * that a suspended queue never keeps them from their own stop conditions.
  * 0 when done, -ETIMEDOUT, or -EINTR when a signal handler ran. */
 int emu_aql_queue_wait(struct emu_aql_queue *queue, uint64_t index, int64_t timeout_ns);
+
+/* The GPU's timestamps of a completed packet's signal (ns, CLOCK_MONOTONIC,
+ * the model's timeline under kfdemu): 0, or -EBUSY while the packet has
+ * not completed. */
+int emu_signal_timestamps(const struct emu_amd_signal *signal, uint64_t *ret_start_ns, uint64_t *ret_end_ns);
 
 uint64_t emu_aql_queue_read_index(const struct emu_aql_queue *queue);
 uint64_t emu_aql_queue_write_index(const struct emu_aql_queue *queue);

@@ -32,6 +32,7 @@ struct app {
         struct clr_log *log;
         FILE *log_file;
         FILE *dispatch_times;
+        FILE *latency_log;
         struct app_job *job;
         int wake_fd;
         uint32_t gpu_ids[EMU_RUNTIME_MAX_GPUS];
@@ -218,6 +219,8 @@ static int reexec(struct app *app)
                 fflush(app->log_file);
         if (app->dispatch_times)
                 fflush(app->dispatch_times);
+        if (app->latency_log)
+                fflush(app->latency_log);
         execv("/proc/self/exe", argv);
         free(argv);
         return NEG_ERRNO();
@@ -296,6 +299,29 @@ static int run(struct app *app)
         }
 }
 
+/* Opens the file an option names (NULL: nothing to open). */
+static int open_record(const char *path, const char *mode, const char *option, FILE **ret)
+{
+        int r;
+
+        if (!path)
+                return 0;
+        *ret = fopen(path, mode);
+        if (*ret)
+                return 0;
+        r = NEG_ERRNO();
+        fprintf(stderr, PROGRAM ": cannot open the %s file %s: %s. Check the path.\n", option, path, strerror(-r));
+        return r;
+}
+
+static int close_record(FILE *f, const char *option)
+{
+        if (!f || fclose(f) == 0)
+                return 0;
+        fprintf(stderr, PROGRAM ": cannot write the %s file: %s.\n", option, strerror(errno));
+        return -EIO;
+}
+
 static int setup(struct app *app)
 {
         struct emu_runtime_options ro = {
@@ -314,14 +340,16 @@ static int setup(struct app *app)
         r = open_log(app);
         if (r < 0)
                 return r;
-        if (app->opts.dispatch_times) {
-                app->dispatch_times = fopen(app->opts.dispatch_times, "ae");
-                if (!app->dispatch_times) {
-                        r = NEG_ERRNO();
-                        fprintf(stderr, PROGRAM ": cannot open the dispatch-times file %s: %s. Check the path.\n",
-                                app->opts.dispatch_times, strerror(-r));
-                        return r;
-                }
+        r = open_record(app->opts.dispatch_times, "ae", "dispatch-times", &app->dispatch_times);
+        if (r < 0)
+                return r;
+        /* Truncated: one run's requests, after a header naming the columns. */
+        r = open_record(app->opts.latency_log, "we", "latency-log", &app->latency_log);
+        if (r < 0)
+                return r;
+        if (app->latency_log && fputs(APP_LATENCY_LOG_HEADER, app->latency_log) < 0) {
+                fprintf(stderr, PROGRAM ": cannot write the latency-log file %s.\n", app->opts.latency_log);
+                return -EIO;
         }
         r = emu_runtime_open(&ro, &app->rt);
         if (r < 0) {
@@ -332,7 +360,7 @@ static int setup(struct app *app)
         if (r < 0)
                 return r;
         r = app_job_new(&app->opts, app->rt,
-                        &(struct app_job_outputs){app->log, app->dispatch_times, app_signals_wake}, &app->job);
+                        &(struct app_job_outputs){app->log, app->dispatch_times, app->latency_log, app_signals_wake}, &app->job);
         if (r < 0)
                 return r;
         for (unsigned i = 0; i < app->opts.queues; i++) {
@@ -388,10 +416,10 @@ static int teardown(struct app *app)
         clr_log_free(app->log);
         if (app->log_file)
                 fclose(app->log_file);
-        if (app->dispatch_times && fclose(app->dispatch_times) != 0) {
-                fprintf(stderr, PROGRAM ": cannot write the dispatch-times file: %s.\n", strerror(errno));
+        if (close_record(app->dispatch_times, "dispatch-times") < 0)
                 ret = -EIO;
-        }
+        if (close_record(app->latency_log, "latency-log") < 0)
+                ret = -EIO;
         return ret;
 }
 

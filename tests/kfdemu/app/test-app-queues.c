@@ -289,6 +289,63 @@ static void test_app_makes_progress_and_logs_its_addresses(void **state)
         unlink(times_path);
 }
 
+static double json_latency(json_object *report, const char *which, const char *key)
+{
+        json_object *lat, *v;
+
+        assert_true(json_object_object_get_ex(report, which, &lat));
+        assert_true(json_object_object_get_ex(lat, key, &v));
+        return json_object_get_double(v);
+}
+
+/* The latency log has a line per completed request; its model-time latency
+ * (the GPU's timestamps) is at least the request's GPU time, at most what
+ * the application saw on the wall clock, and the report agrees. */
+static void test_app_latency_log_has_model_and_wall_time(void **state)
+{
+        char log_path[128], line[256];
+        struct app_run run;
+        json_object *report;
+        _cleanup_fclose_ FILE *log = NULL;
+        long long scheduled, model, wall, submitted, started;
+        uint64_t lines = 0;
+
+        scratch_file("latency", log_path, sizeof(log_path));
+        app_start(&run, (char *[]){"--rate", "50", "--kernels-per-request", "4", "--kernel-us", "300", "--duration",
+                                   "0.5", "--json", "--latency-log", log_path, NULL});
+        assert_int_equal(app_wait_ready(&run), 1);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        log = fopen(log_path, "re");
+        assert_non_null(log);
+        assert_non_null(fgets(line, sizeof(line), log));
+        assert_true(line[0] == '#');
+        while (fscanf(log, "%lld %lld %lld %lld %lld", &scheduled, &model, &wall, &submitted, &started) == 5) {
+                assert_true(scheduled > 0);
+                assert_true(submitted >= 0);
+                assert_true(started >= submitted);
+                /* Four kernels of 300 us alone on the GPU, back to back. */
+                assert_true(model - started >= 4 * 300000);
+                assert_true(wall >= model);
+                lines++;
+        }
+        assert_true(lines > 0);
+        assert_int_equal(lines, json_u64(report, "requests"));
+        assert_true(json_latency(report, "latency_ms", "p50") >= 1.2);
+        assert_true(json_latency(report, "wall_latency_ms", "max") >= json_latency(report, "latency_ms", "max"));
+        json_object_put(report);
+        unlink(log_path);
+}
+
+static void test_app_bad_latency_log_path_is_explained(void **state)
+{
+        struct app_run run;
+
+        app_start(&run, (char *[]){"--latency-log", "/nonexistent-dir/latency", NULL});
+        /* Exit status 1, as for any setup failure (kfdemu-app(1)), and no report. */
+        assert_null(app_finish(&run, 1));
+}
+
 static void test_app_sigterm_ends_cleanly(void **state)
 {
         char sig_path[128];
@@ -375,6 +432,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_queues_appear_in_sysfs),
                 cmocka_unit_test(test_dispatches_complete),
                 cmocka_unit_test(test_app_makes_progress_and_logs_its_addresses),
+                cmocka_unit_test(test_app_latency_log_has_model_and_wall_time),
+                cmocka_unit_test(test_app_bad_latency_log_path_is_explained),
                 cmocka_unit_test(test_app_sigterm_ends_cleanly),
                 cmocka_unit_test(test_app_late_queue_then_destroy),
                 cmocka_unit_test(test_app_exec_keeps_pid),

@@ -7,6 +7,7 @@
  * rptr report does, and finishes the ioctls kernel/ parked on a preemption.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "emu-signal.h"
 #include "gpu-internal.h"
 
 /* Packets consumed per queue per wake-up, so one queue with a ring full of
@@ -64,6 +66,28 @@ static void report_read_index(struct emu_node_hw *nh, struct emu_queue_hw *qh)
         emu_completion_strobe_bump(nh, qh->frame, q->doorbell_slot);
 }
 
+/* The end of a packet that carries a completion signal (emu-signal.h):
+ * its modelled start and end, then the value decremented, before the read
+ * index is reported. Only the GPU writes the value while the packet is in
+ * flight, so reading and writing it back is the decrement. A signal the
+ * process no longer maps is skipped, as a dead process's read index is. */
+static void signal_completion(const struct emu_queue *q, uint64_t signal, uint64_t start_ns, uint64_t end_ns)
+{
+        const uint64_t stamps[2] = { start_ns, end_ns };
+        pid_t tgid = q->process->tgid;
+        int64_t value;
+
+        if (!signal)
+                return;
+        _Static_assert(offsetof(struct emu_amd_signal, end_ts) ==
+                       offsetof(struct emu_amd_signal, start_ts) + sizeof(uint64_t), "start_ts, end_ts adjacent");
+        if (write_user(tgid, signal + offsetof(struct emu_amd_signal, start_ts), stamps, sizeof(stamps)) < 0 ||
+            read_user(tgid, &value, signal + offsetof(struct emu_amd_signal, value), sizeof(value)) < 0)
+                return;
+        value--;
+        (void)write_user(tgid, signal + offsetof(struct emu_amd_signal, value), &value, sizeof(value));
+}
+
 static uint64_t ring_slots(const struct emu_queue *q)
 {
         return q->ring_size / EMU_AQL_PACKET_SIZE;
@@ -98,9 +122,12 @@ static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t
                         break;
                 qh->next_fetch++;
                 if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH) {
+                        qh->completion_signal = pkt.completion_signal;
+                        qh->started_ns = gpu->hw->model.now;
                         emu_model_start(&gpu->hw->model, &qh->mq, pkt.kernel_object, pkt.grid_size_x);
                         break;
                 }
+                signal_completion(q, pkt.completion_signal, gpu->hw->model.now, gpu->hw->model.now);
                 qh->read_index = qh->next_fetch;
                 reported = true;
         }
@@ -118,6 +145,10 @@ static bool retire_finished(struct emu_gpu *gpu)
 
                 if (!mq->done)
                         continue;
+                /* An empty kernel is done as it starts; the model does not
+                 * stamp it. */
+                signal_completion(qh->q, qh->completion_signal, qh->started_ns,
+                                  mq->duration_ns ? mq->finished_at : qh->started_ns);
                 emu_model_retire(&gpu->hw->model, mq);
                 qh->read_index = qh->next_fetch;
                 report_read_index(gpu->hw->node_hw, qh);

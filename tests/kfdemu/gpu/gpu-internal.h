@@ -80,6 +80,10 @@ struct emu_queue_hw {
          * were published by then, so they may start at any later model time. */
         uint64_t doorbell_seen;
         uint64_t read_index;          /* what the CP last reported to read_pointer_address */
+        /* The dispatch in flight: its completion signal (0 = none) and the
+         * model time the CP began it, for the signal's timestamps. */
+        uint64_t completion_signal;
+        uint64_t started_ns;
         uint32_t logical_xcc_start;
         uint64_t mqd_gpu_addr;
         struct emu_text_cache mqds_text;        /* this queue's part of mqds */

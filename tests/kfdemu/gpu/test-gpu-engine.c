@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "emu-hw.h"
+#include "emu-signal.h"
 #include "gpu-internal.h"
 
 #define MS 1000000ull
@@ -147,8 +148,10 @@ static int teardown(void **state)
         return 0;
 }
 
-/* What ROCr does to launch a kernel, plus the emulator's strobe (emu-hw.h). */
-static void submit(struct fixture *fx, uint16_t type, uint64_t duration_ns, uint32_t workgroups)
+/* What ROCr does to launch a kernel, plus the emulator's strobe (emu-hw.h);
+ * `signal` (may be NULL) is the packet's completion signal. */
+static void submit_signalled(struct fixture *fx, uint16_t type, uint64_t duration_ns, uint32_t workgroups,
+                             struct emu_amd_signal *signal)
 {
         struct emu_aql_dispatch_packet *p = &fx->ring[fx->written % RING_SLOTS];
         uint32_t *strobe = (uint32_t *)(fx->frame + EMU_NODE_STROBE_OFFSET);
@@ -157,6 +160,10 @@ static void submit(struct fixture *fx, uint16_t type, uint64_t duration_ns, uint
         p->workgroup_size_x = 256;
         p->grid_size_x = workgroups;
         p->kernel_object = duration_ns;
+        if (signal) {
+                *signal = (struct emu_amd_signal){ .kind = EMU_AMD_SIGNAL_KIND_USER, .value = 1 };
+                p->completion_signal = (uintptr_t)signal;
+        }
         __atomic_store_n(&p->header, type, __ATOMIC_RELEASE);
         fx->written++;
         __atomic_store_n(&fx->write_dispatch_id, fx->written, __ATOMIC_RELEASE);
@@ -164,6 +171,11 @@ static void submit(struct fixture *fx, uint16_t type, uint64_t duration_ns, uint
                          __ATOMIC_RELEASE);
         __atomic_add_fetch(strobe, 1, __ATOMIC_RELEASE);
         syscall(SYS_futex, strobe, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void submit(struct fixture *fx, uint16_t type, uint64_t duration_ns, uint32_t workgroups)
+{
+        submit_signalled(fx, type, duration_ns, workgroups, NULL);
 }
 
 /* Wait on the slot's completion strobe for the read index to reach `index`. */
@@ -337,6 +349,47 @@ static void test_late_thread_keeps_back_to_back_kernels_exact(void **state)
         assert_true(now_ns() - released < 350 * MS);
 }
 
+/* The completion signal carries the modelled start and end (emu-signal.h)
+ * and is decremented before the read index moves. */
+static void test_completion_signal_has_modelled_timestamps(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_amd_signal kernel, barrier;
+        uint64_t t0 = now_ns();
+
+        submit_signalled(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 3 * MS, 64, &kernel);
+        submit_signalled(fx, EMU_AQL_PACKET_TYPE_BARRIER_AND, 0, 0, &barrier);
+        assert_true(wait_read_index(fx, 2, 1000 * MS));
+        assert_int_equal(__atomic_load_n(&kernel.value, __ATOMIC_ACQUIRE), 0);
+        assert_int_equal(__atomic_load_n(&barrier.value, __ATOMIC_ACQUIRE), 0);
+        assert_true(kernel.start_ts >= t0);
+        /* Alone on the device: exactly its duration, in model time. */
+        assert_int_equal(kernel.end_ts - kernel.start_ts, 3 * MS);
+        assert_true(kernel.end_ts <= now_ns());
+        /* The barrier completes when the kernel before it has. */
+        assert_int_equal(barrier.start_ts, kernel.end_ts);
+        assert_int_equal(barrier.end_ts, kernel.end_ts);
+}
+
+/* A model thread held up for 80 ms reports three 20 ms kernels late, but
+ * their timestamps are the modelled timeline: back to back, 60 ms in all. */
+static void test_late_thread_leaves_timestamps_exact(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_amd_signal first, last;
+
+        submit_signalled(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64, &first);
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64);
+        submit_signalled(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64, &last);
+        assert_true(wait_doorbell_seen(fx, 3, 1000 * MS));
+        pthread_mutex_lock(&fx->node.lock);
+        futex_wait_until(&(uint32_t){ 0 }, 0, now_ns() + 80 * MS);
+        pthread_mutex_unlock(&fx->node.lock);
+        assert_true(wait_read_index(fx, 3, 1000 * MS));
+        assert_int_equal(first.end_ts - first.start_ts, 20 * MS);
+        assert_int_equal(last.end_ts - first.start_ts, 60 * MS);
+}
+
 /* The product's CPU budget is measured beside kfdemu: an idle node must
  * not poll. */
 static void test_idle_node_uses_no_cpu(void **state)
@@ -363,6 +416,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_parked_call_completes_after_its_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancelled_call_never_completes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_thread_keeps_back_to_back_kernels_exact, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_completion_signal_has_modelled_timestamps, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_late_thread_leaves_timestamps_exact, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_idle_node_uses_no_cpu, setup, teardown),
         };
 
