@@ -2,7 +2,10 @@
 """From pass rows to what the evaluation reports: medians and spreads over
 runs, the calibration error against the real node, and the targets of
 shared/design/evaluation.md section 2."""
+import os
 import statistics
+
+import request_log
 
 CALIBRATION_TOLERANCE = 0.15
 # Targets (evaluation.md section 2) for the high-load scenario with gpreemptd.
@@ -11,6 +14,7 @@ TARGET_P99_CAP_MS = 10.0
 TARGET_OFFLINE_SHARE = 0.85
 
 METRICS = ["online_p50_ms", "online_p95_ms", "online_p99_ms", "online_max_ms", "online_mean_ms",
+           "online_wall_p50_ms", "online_wall_p99_ms", "online_wall_max_ms",
            "online_req_s", "offline_it_s", "transitions_per_s", "suspended_share"]
 
 
@@ -99,3 +103,57 @@ def targets(rows, scenario, preempt_total_us, variant_rows=None):
             "p99_bound_ms": bound, "p99_ms": p99, "p99_ok": p99 <= bound,
             "p99_cap_ok": p99 <= TARGET_P99_CAP_MS,
             "offline_share": share, "offline_ok": share >= TARGET_OFFLINE_SHARE}
+
+
+def requests_of(rows, requests_dir, **match):
+    """The per-request records (request_log.read) of the matching passes,
+    pooled over runs; passes without a log contribute none."""
+    out = []
+    for r in group(rows, **match):
+        if r.get("request_log"):
+            out += request_log.read(os.path.join(requests_dir, r["request_log"]),
+                                    r.get("daemon_log") and os.path.join(requests_dir, r["daemon_log"]))
+    return out
+
+
+def ms(requests, column):
+    return [q[column] / 1e6 for q in requests]
+
+
+def tail_breakdown(requests, modelled_ns, share=0.01):
+    """Where the time of the slowest `share` of requests goes, against the
+    median request: {"parts": [(label, median over all, median over the
+    tail)]} in ms. `modelled_ns` is what the model itself charges every
+    request (its kernels' alone time plus the preemption cost); the rest
+    is the emulated host, gpreemptd's detection and the ioctl's way to the
+    emulated GPU."""
+    if not requests:
+        return None
+    ranked = sorted(requests, key=lambda q: q["model_latency_ns"])
+    tail = ranked[-max(1, round(share * len(ranked))):]
+    parts = [("latency (model time)", lambda q: q["model_latency_ns"]),
+             ("scheduled -> first kernel published (emulated host)", lambda q: q["submitted_after_ns"])]
+    if any(q.get("suspend_issued_after_ns") is not None for q in ranked):
+        parts += [("published -> gpreemptd issues the suspend (detection)",
+                   lambda q: q["suspend_issued_after_ns"] - q["submitted_after_ns"]),
+                  ("suspend issued -> preemption starts on the GPU (emulated ioctl path and waits)",
+                   lambda q: q["model_latency_ns"] - q["suspend_issued_after_ns"] - modelled_ns)]
+    else:
+        parts.append(("published -> GPU done, beyond the modelled time", lambda q: q["model_latency_ns"]
+                      - q["submitted_after_ns"] - modelled_ns))
+    parts += [("modelled: preemption and kernels alone", lambda q: modelled_ns),
+              ("latency (wall clock)", lambda q: q["wall_latency_ns"])]
+    return {"requests": len(ranked), "tail_requests": len(tail),
+            "parts": [(label, median_ms(ranked, f), median_ms(tail, f)) for label, f in parts]}
+
+
+def median_ms(requests, part):
+    """Median of part(q) in ms over the requests that have it (a request
+    gpreemptd never suspended for has no detection)."""
+    values = []
+    for q in requests:
+        try:
+            values.append(part(q))
+        except TypeError:
+            continue
+    return statistics.median(values) / 1e6 if values else None

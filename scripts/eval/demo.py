@@ -53,7 +53,8 @@ def main():
     print()
     print("These numbers are simulated: kfdemu's GPU time model ran the workload models of "
           "scripts/eval/workloads.json (calibrated against the real MI308X column without gpreempt); "
-          "no GPU was used. 'real MI308X' was measured without gpreempt.")
+          "no GPU was used. Latencies are model time (the emulated GPU's timestamps). "
+          "'real MI308X' was measured without gpreempt.")
     if problem:
         print("The pass with gpreempt did not run: it needs gpreemptd (%s)." % problem)
     else:

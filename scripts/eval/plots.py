@@ -10,40 +10,49 @@ import matplotlib.ticker  # noqa: E402
 
 import analysis  # noqa: E402
 
-QUANTILES = [("online_p50_ms", 0.50), ("online_p95_ms", 0.95), ("online_p99_ms", 0.99), ("online_max_ms", 1.0)]
 SIMULATED = "simulated on kfdemu (emulated MI308X)"
 REAL = "measured on a real node"
+# The real node's measured percentiles, drawn as markers beside the curves.
+REAL_QUANTILES = [("online_p50_ms", 0.50), ("online_p95_ms", 0.95), ("online_p99_ms", 0.99),
+                  ("online_max_ms", 1.0)]
 
 
-def latency_cdf(rows, scenario, alone, cost, emulated, path, real=None):
-    """Online latency distribution without and with gpreemptd, from the
-    percentiles kfdemu-app reports (it keeps no per-request log); `real`
-    (metric -> ms) adds the real node's measured percentiles."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    series = [("online alone", alone, "baseline", "tab:green"),
-              ("beside offline, without gpreempt", scenario, "baseline", "tab:red"),
-              ("beside offline, with gpreemptd", scenario, "gpreempt", "tab:blue")]
-    runs = 0
-    for label, name, variant, color in series:
-        s = analysis.summary_of(rows, scenario=name, variant=variant, preempt_total_us=cost)
-        if not s["online_p50_ms"]:
+def _cdf(values):
+    xs = sorted(values)
+    return xs, [(i + 1) / len(xs) for i in range(len(xs))]
+
+
+def latency_cdf(series, title, path, real=None):
+    """Per-request online latency CDFs. `series` is a list of (label,
+    latencies in ms, color, linestyle), each pooled over runs; `real`
+    (metric -> ms) adds the real node's measured percentiles. Left: the
+    CDF; right: the tail (1 - CDF on a log scale) where P99 lives."""
+    fig, (ax, tail) = plt.subplots(1, 2, figsize=(10.0, 4.2))
+    for label, values, color, style in series:
+        if not values:
             continue
-        runs = max(runs, s["online_p50_ms"]["runs"])
-        xs = [s[m]["median"] for m, _ in QUANTILES]
-        ax.plot(xs, [q for _, q in QUANTILES], marker="o", color=color, label=label)
-    points = [(real[m], q) for m, q in QUANTILES if real and isinstance(real.get(m), (int, float))]
+        xs, ys = _cdf(values)
+        ax.step(xs, ys, where="post", color=color, linestyle=style, label="%s (%d requests)" % (label, len(xs)))
+        tail.step(xs, [max(1.0 - y, 0.5 / len(xs)) for y in ys], where="post", color=color, linestyle=style)
+    points = [(real[m], q) for m, q in REAL_QUANTILES if real and isinstance(real.get(m), (int, float))]
     if points:
         ax.plot([x for x, _ in points], [q for _, q in points], linestyle="none", marker="x", color="black",
-                markersize=9, label="real MI308X without gpreempt (measured)")
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-    ax.set_xticks([t for t in (1, 2, 3, 5, 10, 20, 30, 50, 100) if t <= ax.get_xlim()[1] * 1.05])
-    ax.set_xlabel("online request latency (ms, log scale)")
-    ax.set_ylabel("fraction of requests (P50, P95, P99, max)")
-    ax.set_title("%s: online latency, %s,\nmedian of %d run(s)" % (scenario, SIMULATED if emulated else REAL, runs),
-                 fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="center left")
+                markersize=9, label="real MI308X without gpreempt (P50, P95, P99, max)")
+        tail.plot([x for x, q in points if q < 1], [1 - q for _, q in points if q < 1], linestyle="none",
+                  marker="x", color="black", markersize=9)
+    for a in (ax, tail):
+        a.set_xscale("log")
+        a.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        a.set_xticks([t for t in (1, 2, 3, 5, 10, 20, 30, 50, 100) if t <= a.get_xlim()[1] * 1.05])
+        a.set_xlabel("online request latency (ms, log scale)")
+        a.grid(True, which="both", alpha=0.3)
+    ax.set_ylabel("fraction of requests at or below")
+    tail.set_yscale("log")
+    tail.set_ylabel("fraction of requests above (log scale)")
+    tail.axhline(0.01, color="tab:gray", linewidth=0.8)
+    tail.text(tail.get_xlim()[0], 0.01, " P99", va="bottom", fontsize=8, color="tab:gray")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -11,6 +11,8 @@ import analysis
 import plots
 import runner
 
+# Where the online services' per-request logs go, under the results directory.
+REQUESTS_DIR = "requests"
 DEFAULT_POLICY_TEXT = "default: hold-off {hold_off_ms} ms, max suspend {max_suspend_ms} ms, share {min_share_percent}%".format(
     **runner.DEFAULT_POLICY)
 REAL_NOTE = ("Measured on a real AMD GPU node with scripts/real-node/timed-kernels, which plays the "
@@ -56,18 +58,19 @@ def calibration_table(cal):
 
 
 def scenario_table(rows, workloads, cost):
-    lines = ["| scenario | variant | online P50 | P95 | P99 | max (ms) | offline it/s | transitions/s | offline suspended |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| scenario | variant | online P50 | P95 | P99 | max (ms) | P99 wall clock (ms) | offline it/s "
+             "| transitions/s | offline suspended |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for sc in workloads["scenarios"]:
         for variant in ("baseline", "gpreempt"):
             s = analysis.summary_of(rows, scenario=sc["name"], variant=variant, preempt_total_us=cost)
             if not any(s.values()):
                 continue
             share = s["suspended_share"]
-            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 sc["name"], "without gpreempt" if variant == "baseline" else "with gpreemptd",
                 fmt(s["online_p50_ms"]), fmt(s["online_p95_ms"]), fmt(s["online_p99_ms"]),
-                fmt(s["online_max_ms"]), fmt(s["offline_it_s"], 3), fmt(s["transitions_per_s"], 1),
+                fmt(s["online_max_ms"]), fmt(s["online_wall_p99_ms"]), fmt(s["offline_it_s"], 3), fmt(s["transitions_per_s"], 1),
                 "-" if not share else "%.1f%%" % (100 * share["median"])))
     return "\n".join(lines)
 
@@ -99,6 +102,45 @@ def policy_table(rows, cost):
             DEFAULT_POLICY_TEXT if label == "default" else label, fmt(s["online_p50_ms"]), fmt(s["online_p99_ms"]), fmt(s["online_max_ms"]),
             100 * s["offline_it_s"]["median"] / base["median"], fmt(s["transitions_per_s"], 1),
             100 * s["suspended_share"]["median"]))
+    return "\n".join(lines)
+
+
+def request_log_path(out, index, scenario, variant):
+    """Where pass number `index` keeps its online service's per-request log
+    (the directory is created)."""
+    os.makedirs(os.path.join(out, REQUESTS_DIR), exist_ok=True)
+    return os.path.join(out, REQUESTS_DIR, "%03d-%s-%s.txt" % (index, scenario, variant))
+
+
+def latency_figure(rows, workloads, requests_dir, scenario, alone, cost, emulated, runs, path):
+    """The per-request latency CDFs of a scenario: online alone, beside the
+    offline job without and with gpreemptd (model time), and with gpreemptd
+    on the wall clock for comparison. False when no pass logged requests."""
+    def of(name, variant):
+        return analysis.requests_of(rows, requests_dir, scenario=name, variant=variant, preempt_total_us=cost)
+
+    with_gp = of(scenario, "gpreempt")
+    series = [("online alone", analysis.ms(of(alone, "baseline"), "model_latency_ns"), "tab:green", "-"),
+              ("beside offline, without gpreempt", analysis.ms(of(scenario, "baseline"), "model_latency_ns"),
+               "tab:red", "-"),
+              ("beside offline, with gpreemptd", analysis.ms(with_gp, "model_latency_ns"), "tab:blue", "-"),
+              ("with gpreemptd, wall clock", analysis.ms(with_gp, "wall_latency_ns"), "tab:blue", ":")]
+    if not any(values for _, values, _, _ in series):
+        return False
+    sc = next(s for s in workloads["scenarios"] if s["name"] == scenario)
+    clock = "model time (GPU timestamps)" if emulated else "wall clock"
+    plots.latency_cdf(series, "%s: online latency per request, %s, %s; %d run(s) pooled" % (
+        scenario, plots.SIMULATED if emulated else plots.REAL, clock, runs), path,
+        real=dict(sc["real"], **sc.get("also_real", {})))
+    return True
+
+
+def tail_table(t):
+    lines = ["Median over all %d requests and over the slowest %d (the P99 tail), in ms, from the "
+             "online service's per-request log and gpreemptd's suspend stamps (both CLOCK_MONOTONIC)."
+             % (t["requests"], t["tail_requests"]), "",
+             "| part of the request | all (median) | slowest 1% (median) |", "|---|---|---|"]
+    lines += ["| %s | %s | %s |" % (label, fmt(every, 3), fmt(slowest, 3)) for label, every, slowest in t["parts"]]
     return "\n".join(lines)
 
 
@@ -139,14 +181,20 @@ def write_all(out, rows, workloads, plan, realtime, daemon_problem, emulated=Tru
     # single quick run lands on either side of it (docs/evaluation.md).
     ci_targets_ok = None if not checked else all(t["p99_cap_ok"] and t["offline_ok"] for t in checked)
 
+    requests_dir = os.path.join(out, REQUESTS_DIR)
     figures = []
     for scenario, alone in (("high-load", "alone"), ("matmul", "matmul-alone")):
-        if analysis.summary_of(rows, scenario=scenario, variant="baseline")["online_p50_ms"]:
-            name = "latency-cdf-%s.png" % scenario
-            sc = next(s for s in workloads["scenarios"] if s["name"] == scenario)
-            plots.latency_cdf(rows, scenario, alone, cost, emulated, os.path.join(out, name),
-                              real=dict(sc["real"], **sc.get("also_real", {})))
+        name = "latency-cdf-%s.png" % scenario
+        if latency_figure(rows, workloads, requests_dir, scenario, alone, cost, emulated, runs=plan["runs"],
+                          path=os.path.join(out, name)):
             figures.append(name)
+    tails = []
+    for sc in workloads["scenarios"]:
+        if sc.get("gpreempt"):
+            online = workloads["workloads"][sc["online"]]
+            modelled_ns = 1000 * (cost + online["kernels_per_request"] * online["kernel_us"])
+            tails.append((sc["name"], analysis.tail_breakdown(analysis.requests_of(
+                rows, requests_dir, scenario=sc["name"], variant="gpreempt", preempt_total_us=cost), modelled_ns)))
     if len(costs) > 1 and plots.preempt_sweep(rows, "high-load", costs, os.path.join(out, "preempt-sweep.png")):
         figures.append("preempt-sweep.png")
 
@@ -163,6 +211,7 @@ def write_all(out, rows, workloads, plan, realtime, daemon_problem, emulated=Tru
         "## Scenarios\n\n" + scenario_table(rows, workloads, cost),
         ("## With gpreemptd\n\n**The passes with gpreemptd did not run: %s.**" % daemon_problem) if daemon_problem
         else "## Targets of evaluation.md section 2 (with gpreemptd)\n\n" + (targets_table(tgts) if tgts else "none run"),
+        "\n\n".join("## The tail with gpreemptd: %s\n\n%s" % (name, tail_table(t)) for name, t in tails if t),
         ("## Daemon policy sweep (high-load)\n\n" + policy_table(rows, cost))
         if any(r["policy"] != "default" for r in rows) else "",
         "Figures: " + ", ".join(figures) if figures else "",
@@ -174,7 +223,7 @@ def write_all(out, rows, workloads, plan, realtime, daemon_problem, emulated=Tru
                          "source": "tests/kfdemu/gpu/config-default.c"},
                "workloads": workloads["workloads"], "calibration": cal, "targets": tgts,
                "calibration_ok": calibration_ok, "targets_ok": targets_ok,
-               "ci_targets_ok": ci_targets_ok, "figures": figures}
+               "ci_targets_ok": ci_targets_ok, "figures": figures, "tails": dict(tails)}
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     return {"text": text, "calibration_ok": calibration_ok, "targets_ok": targets_ok,

@@ -9,6 +9,11 @@
 //
 //   timed-kernels [--gpu N] --kernels-per-request K --kernel-us D --workgroups W
 //                 (--rate R | --continuous) [--duration S] [--kernel-name NAME] [--json]
+//                 [--latency-log PATH]
+//
+// --latency-log writes kfdemu-app's per-request log (kfdemu-app(1)). A real
+// node has no model time: its latency column is the wall-clock latency, as
+// the wall-clock column is, and the first kernel's start is not known (-1).
 //
 // Prints "READY pid=<pid> queues=1" once the device is warm; SIGUSR1 prints
 // the report so far, SIGTERM/SIGINT stop it and print the final report.
@@ -50,6 +55,7 @@ struct Options {
         double rate = 0;          // 0: continuous (closed loop)
         double duration_s = 0;    // 0: until SIGTERM
         bool json = false;
+        const char *latency_log = nullptr;
 };
 
 // The device's wall clock (s_memrealtime) runs at a fixed rate, unlike the
@@ -111,6 +117,8 @@ Options parse(int argc, char **argv)
                         value();  // only there for gpreemptd's MatchCommandLine
                 else if (a == "--json")
                         o.json = true;
+                else if (a == "--latency-log")
+                        o.latency_log = value();
                 else {
                         fprintf(stderr, "timed-kernels: unknown option %s (see the comment at the top of "
                                         "scripts/real-node/timed-kernels.hip).\n", a.c_str());
@@ -178,6 +186,17 @@ int main(int argc, char **argv)
         printf("READY pid=%d queues=1\n", int(getpid()));
         fflush(stdout);
 
+        FILE *latency_log = nullptr;
+        if (o.latency_log) {
+                latency_log = fopen(o.latency_log, "w");
+                if (!latency_log) {
+                        fprintf(stderr, "timed-kernels: cannot open the latency-log file %s: %s.\n", o.latency_log,
+                                strerror(errno));
+                        return 2;
+                }
+                fputs("# scheduled_ns model_latency_ns wall_latency_ns submitted_after_ns "
+                      "first_kernel_start_after_ns\n", latency_log);
+        }
         std::vector<double> latencies_ms;
         uint64_t requests = 0, kernels = 0;
         int64_t start = now_ns(), next = start;
@@ -194,16 +213,25 @@ int main(int argc, char **argv)
                         if (stop_requested || (end && scheduled >= end))
                                 break;
                 }
+                int64_t submitted = now_ns();
                 for (unsigned k = 0; k < o.kernels_per_request; k++)
                         hipLaunchKernelGGL(spin, dim3(o.workgroups), dim3(256), 0, stream, ticks);
                 if (!check(hipStreamSynchronize(stream), "a request"))
                         return 1;
-                latencies_ms.push_back(double(now_ns() - scheduled) / 1e6);
+                int64_t latency = now_ns() - scheduled;
+                latencies_ms.push_back(double(latency) / 1e6);
+                if (latency_log)
+                        fprintf(latency_log, "%lld %lld %lld %lld -1\n", (long long)scheduled, (long long)latency,
+                                (long long)latency, (long long)(submitted - scheduled));
                 requests++;
                 kernels += o.kernels_per_request;
                 if (report_requested.exchange(false))
                         print_report(o, latencies_ms, requests, kernels, double(now_ns() - start) / 1e9, false);
         }
         print_report(o, latencies_ms, requests, kernels, double(now_ns() - start) / 1e9, true);
+        if (latency_log && fclose(latency_log) != 0) {
+                fprintf(stderr, "timed-kernels: cannot write the latency-log file %s.\n", o.latency_log);
+                return 1;
+        }
         return check(hipStreamDestroy(stream), "hipStreamDestroy") ? 0 : 1;
 }
