@@ -108,8 +108,24 @@ static double exponential_gap(struct app_worker *w)
         return -log(1.0 - erand48(w->rng)) * w->interval_ns;
 }
 
-/* Submits one request's kernels; ret_last is the last packet's index,
- * ret_published when the first was published. */
+/* Moves the write index over the packets from `first` on and rings the
+ * doorbell; the dispatch-times file gets their common publication time,
+ * and *first_published the first such time of the request. */
+static void publish(struct app_worker *w, uint64_t first, uint64_t end, int64_t *first_published)
+{
+        int64_t published = emu_aql_queue_publish(w->queue);
+
+        if (w->job->out.dispatch_times)
+                for (uint64_t i = first; i < end; i++)
+                        fprintf(w->job->out.dispatch_times, "%" PRId64 " %d %u %u %" PRIu64 "\n", published,
+                                (int)w->job->pid, w->identity.gpu_id, w->identity.queue_id, i);
+        if (*first_published == 0)
+                *first_published = published;
+}
+
+/* Submits one request's kernels, ringing the doorbell after each or, with
+ * --doorbell-per-request, once after all of them; ret_last is the last
+ * packet's index, ret_published when the first was published. */
 static int submit_request(struct app_worker *w, uint64_t *ret_last, int64_t *ret_published)
 {
         const struct app_options *o = w->job->opts;
@@ -119,30 +135,36 @@ static int submit_request(struct app_worker *w, uint64_t *ret_last, int64_t *ret
                 .workgroup_size = o->workgroup_size,
         };
         struct emu_dispatch_record rec = {0};
+        uint64_t unpublished = emu_aql_queue_write_index(w->queue);   /* first packet not published */
+        uint64_t next = unpublished;                                  /* next packet to write */
 
+        *ret_published = 0;
         for (unsigned k = 0; k < o->kernels_per_request; k++) {
                 int r;
 
                 launch.completion_signal = k + 1 == o->kernels_per_request ? &w->last_signal
                                            : k == 0                        ? &w->first_signal
                                                                            : NULL;
-                while ((r = emu_aql_queue_dispatch(w->queue, &launch, &rec)) == -EAGAIN) {
-                        /* Ring full: wait for the oldest packet to go. */
-                        uint64_t oldest = emu_aql_queue_write_index(w->queue) - w->identity.ring_packets;
-
-                        r = wait_consumed(w, oldest);
+                while ((r = emu_aql_queue_write(w->queue, &launch, &rec)) == -EAGAIN) {
+                        /* Ring full: the GPU must see what is written to make
+                         * room, then the oldest packet has to go. */
+                        if (next > unpublished) {
+                                publish(w, unpublished, next, ret_published);
+                                unpublished = next;
+                        }
+                        r = wait_consumed(w, next - w->identity.ring_packets);
                         if (r < 0)
                                 return r;
                 }
                 if (r < 0)
                         return r;
-                if (k == 0)
-                        *ret_published = rec.publish_ns;
-                if (w->job->out.dispatch_times)
-                        fprintf(w->job->out.dispatch_times, "%" PRId64 " %d %u %u %" PRIu64 "\n", rec.publish_ns,
-                                (int)w->job->pid, w->identity.gpu_id, w->identity.queue_id, rec.index);
+                next = rec.index + 1;
                 if (w->job->out.log)
                         clr_log_kernel_dispatch(w->job->out.log, &w->identity, &rec, o->kernel_name);
+                if (!o->doorbell_per_request || k + 1 == o->kernels_per_request) {
+                        publish(w, unpublished, next, ret_published);
+                        unpublished = next;
+                }
         }
         *ret_last = rec.index;
         return 0;

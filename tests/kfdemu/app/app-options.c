@@ -37,6 +37,7 @@ enum {
         OPT_SEED,
         OPT_DISPATCH_TIMES,
         OPT_LATENCY_LOG,
+        OPT_DOORBELL_PER_REQUEST,
 };
 
 static const struct option long_options[] = {
@@ -70,6 +71,7 @@ static const struct option long_options[] = {
         {"seed", required_argument, NULL, OPT_SEED},
         {"dispatch-times", required_argument, NULL, OPT_DISPATCH_TIMES},
         {"latency-log", required_argument, NULL, OPT_LATENCY_LOG},
+        {"doorbell-per-request", no_argument, NULL, OPT_DOORBELL_PER_REQUEST},
         {NULL, 0, NULL, 0},
 };
 
@@ -330,6 +332,9 @@ int app_options_parse(struct app_options *o, int argc, char **argv, char *error,
                 case OPT_LATENCY_LOG:
                         o->latency_log = optarg;
                         break;
+                case OPT_DOORBELL_PER_REQUEST:
+                        o->doorbell_per_request = true;
+                        break;
                 case OPT_KERNEL_NAME:
                         if (strlen(optarg) == 0 || strlen(optarg) > APP_MAX_NAME)
                                 return fail(error, error_size, "--kernel-name: give 1 to %u characters.", APP_MAX_NAME);
@@ -374,6 +379,8 @@ void app_options_print_help(const char *program)
                "      --workgroups W          workgroups per kernel (default 64)\n"
                "      --workgroup-size S      work-items per workgroup (default 256)\n"
                "  -k, --kernels-per-request K kernels per request (default 1)\n"
+               "      --doorbell-per-request  write a request's packets, then move the write index and\n"
+               "                              ring the doorbell once (default: after each packet)\n"
                "  -r, --rate R                open loop: R requests/s over all queues, latency from the scheduled time\n"
                "      --arrival fixed|poisson fixed intervals (default) or Poisson arrivals for --rate\n"
                "  -c, --continuous            closed loop: each queue runs requests back to back (default)\n"

@@ -48,6 +48,7 @@ struct app_options {
         uint32_t workgroups;
         uint16_t workgroup_size;
         unsigned kernels_per_request;
+        bool doorbell_per_request;    /* write a request's packets, then ring once */
         enum app_arrival arrival;
         double rate;
         double duration_s;       /* 0 = until stopped */

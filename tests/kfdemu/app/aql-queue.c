@@ -290,14 +290,13 @@ uint64_t emu_aql_queue_write_index(const struct emu_aql_queue *q)
         return __atomic_load_n(&q->amd_queue->write_dispatch_id, __ATOMIC_ACQUIRE);
 }
 
-int emu_aql_queue_dispatch(struct emu_aql_queue *q, const struct emu_kernel_launch *launch,
-                           struct emu_dispatch_record *ret_record)
+int emu_aql_queue_write(struct emu_aql_queue *q, const struct emu_kernel_launch *launch,
+                        struct emu_dispatch_record *ret_record)
 {
         uint64_t index = q->write_index;
         uint64_t read_index = emu_aql_queue_read_index(q);
         struct emu_aql_dispatch_packet *p;
         uint16_t header = AQL_DISPATCH_HEADER, setup = AQL_DISPATCH_DIMENSIONS;
-        int64_t publish_ns;
 
         if (launch->workgroups == 0 || launch->workgroup_size == 0 || launch->workgroup_size > 1024)
                 return -EINVAL;
@@ -329,22 +328,12 @@ int emu_aql_queue_dispatch(struct emu_aql_queue *q, const struct emu_kernel_laun
         }
         __atomic_store_n((uint32_t *)(void *)p, (uint32_t)header | (uint32_t)setup << 16,
                          __ATOMIC_RELEASE);
-        /* 2.-3. the write index, then the doorbell. The time is taken first:
-         * a watcher can see the index move the moment it is stored. */
-        publish_ns = now_ns();
         q->write_index = index + 1;
-        __atomic_store_n(&q->amd_queue->write_dispatch_id, index + 1, __ATOMIC_RELEASE);
-        __atomic_store_n(q->doorbell, index + 1, __ATOMIC_RELEASE);
-        /* 4. the emulator's node strobe (emu-hw.h): kfdemu cannot trap the
-         * doorbell store, so the GPU model sleeps on this word instead. */
-        __atomic_fetch_add(q->node_strobe, 1, __ATOMIC_RELEASE);
-        futex(q->node_strobe, FUTEX_WAKE, INT_MAX, NULL);
 
         if (ret_record)
                 *ret_record = (struct emu_dispatch_record){
                         .index = index,
                         .read_index = read_index,
-                        .publish_ns = publish_ns,
                         .header = header,
                         .setup = setup,
                         .kernel_object = p->kernel_object,
@@ -355,6 +344,36 @@ int emu_aql_queue_dispatch(struct emu_aql_queue *q, const struct emu_kernel_laun
                         .private_segment_size = p->private_segment_size,
                         .group_segment_size = p->group_segment_size,
                 };
+        return 0;
+}
+
+int64_t emu_aql_queue_publish(struct emu_aql_queue *q)
+{
+        uint64_t index = q->write_index;
+        /* 2.-3. the write index, then the doorbell. The time is taken first:
+         * a watcher can see the index move the moment it is stored. */
+        int64_t publish_ns = now_ns();
+
+        __atomic_store_n(&q->amd_queue->write_dispatch_id, index, __ATOMIC_RELEASE);
+        __atomic_store_n(q->doorbell, index, __ATOMIC_RELEASE);
+        /* 4. the emulator's node strobe (emu-hw.h): kfdemu cannot trap the
+         * doorbell store, so the GPU model sleeps on this word instead. */
+        __atomic_fetch_add(q->node_strobe, 1, __ATOMIC_RELEASE);
+        futex(q->node_strobe, FUTEX_WAKE, INT_MAX, NULL);
+        return publish_ns;
+}
+
+int emu_aql_queue_dispatch(struct emu_aql_queue *q, const struct emu_kernel_launch *launch,
+                           struct emu_dispatch_record *ret_record)
+{
+        struct emu_dispatch_record rec;
+        int r = emu_aql_queue_write(q, launch, &rec);
+
+        if (r < 0)
+                return r;
+        rec.publish_ns = emu_aql_queue_publish(q);
+        if (ret_record)
+                *ret_record = rec;
         return 0;
 }
 

@@ -120,6 +120,16 @@ struct emu_dispatch_record {
 int emu_aql_queue_dispatch(struct emu_aql_queue *queue, const struct emu_kernel_launch *launch,
                            struct emu_dispatch_record *ret_record);
 
+/* The two halves of a dispatch, for a producer that writes several packets
+ * and then moves the write index and rings the doorbell once (AQL allows
+ * it: the packet processor takes everything below the write index). Write
+ * fills the next slot (ret_record->publish_ns stays 0), -EAGAIN when the
+ * ring is full: publish, then wait for room. Publish returns the
+ * CLOCK_MONOTONIC time taken just before the write index moved. */
+int emu_aql_queue_write(struct emu_aql_queue *queue, const struct emu_kernel_launch *launch,
+                        struct emu_dispatch_record *ret_record);
+int64_t emu_aql_queue_publish(struct emu_aql_queue *queue);
+
 /* Waits until the GPU has consumed the packet with this index
  * (read_dispatch_id > index), at most timeout_ns: callers wait in slices so
  * that a suspended queue never keeps them from their own stop conditions.

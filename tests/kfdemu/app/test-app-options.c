@@ -48,7 +48,7 @@ static void test_open_loop_and_work(void **state)
                                "--workgroups", "128", "-k", "3", "--rate", "20", "--arrival", "poisson",
                                "--duration", "1.5", "--requests", "100", "-p", "2", "--no-runtime-enable",
                                "--json", "--ring-packets", "64", "--dispatch-times", "/tmp/t",
-                               "--latency-log", "/tmp/l"),
+                               "--latency-log", "/tmp/l", "--doorbell-per-request"),
                          0);
         assert_int_equal(o.queues, 4);
         assert_int_equal(o.n_gpus, 2);
@@ -66,6 +66,7 @@ static void test_open_loop_and_work(void **state)
         assert_int_equal(o.ring_packets, 64);
         assert_string_equal(o.dispatch_times, "/tmp/t");
         assert_string_equal(o.latency_log, "/tmp/l");
+        assert_true(o.doorbell_per_request);
 }
 
 static void test_rejects_with_sentences(void **state)

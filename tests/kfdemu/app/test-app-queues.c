@@ -337,6 +337,60 @@ static void test_app_latency_log_has_model_and_wall_time(void **state)
         unlink(log_path);
 }
 
+/* Counts the lines of a dispatch-times file and how many distinct
+ * publication times they carry. */
+static void count_publications(const char *path, uint64_t *ret_lines, uint64_t *ret_times)
+{
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        long long ns, last = -1;
+        int pid;
+        unsigned gpu_id, queue_id;
+        unsigned long long index;
+
+        assert_non_null(f);
+        *ret_lines = *ret_times = 0;
+        while (fscanf(f, "%lld %d %u %u %llu", &ns, &pid, &gpu_id, &queue_id, &index) == 5) {
+                (*ret_lines)++;
+                *ret_times += ns != last;
+                last = ns;
+        }
+}
+
+/* One doorbell per request: a request's packets share one publication;
+ * a request longer than the ring is published in parts and still ends. */
+static void test_app_doorbell_per_request(void **state)
+{
+        char times_path[128];
+        struct app_run run;
+        json_object *report;
+        uint64_t lines, times;
+
+        scratch_file("times", times_path, sizeof(times_path));
+        app_start(&run, (char *[]){"--continuous", "--kernels-per-request", "8", "--kernel-us", "50", "--ring-packets",
+                                   "16", "--duration", "0.3", "--doorbell-per-request", "--dispatch-times", times_path,
+                                   "--json", NULL});
+        assert_int_equal(app_wait_ready(&run), 1);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        count_publications(times_path, &lines, &times);
+        assert_true(json_u64(report, "requests") > 0);
+        assert_int_equal(lines, 8 * times);
+        json_object_put(report);
+
+        scratch_file("times", times_path, sizeof(times_path));
+        app_start(&run, (char *[]){"--continuous", "--kernels-per-request", "40", "--kernel-us", "20", "--ring-packets",
+                                   "16", "--duration", "0.3", "--doorbell-per-request", "--dispatch-times", times_path,
+                                   "--json", NULL});
+        assert_int_equal(app_wait_ready(&run), 1);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        count_publications(times_path, &lines, &times);
+        assert_true(json_u64(report, "requests") > 0);
+        assert_true(times > lines / 40);
+        json_object_put(report);
+        unlink(times_path);
+}
+
 static void test_app_bad_latency_log_path_is_explained(void **state)
 {
         struct app_run run;
@@ -434,6 +488,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_app_makes_progress_and_logs_its_addresses),
                 cmocka_unit_test(test_app_latency_log_has_model_and_wall_time),
                 cmocka_unit_test(test_app_bad_latency_log_path_is_explained),
+                cmocka_unit_test(test_app_doorbell_per_request),
                 cmocka_unit_test(test_app_sigterm_ends_cleanly),
                 cmocka_unit_test(test_app_late_queue_then_destroy),
                 cmocka_unit_test(test_app_exec_keeps_pid),
