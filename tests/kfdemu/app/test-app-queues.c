@@ -356,39 +356,40 @@ static void count_publications(const char *path, uint64_t *ret_lines, uint64_t *
         }
 }
 
-/* One doorbell per request: a request's packets share one publication;
- * a request longer than the ring is published in parts and still ends. */
-static void test_app_doorbell_per_request(void **state)
+/* Runs a closed loop of K-kernel requests on a 16-packet ring with one
+ * doorbell per request; returns the requests done and, from the
+ * dispatch-times file, its lines and distinct publication times. */
+static uint64_t run_doorbell_per_request(char *kernels, char *kernel_us, uint64_t *ret_lines, uint64_t *ret_times)
 {
         char times_path[128];
         struct app_run run;
         json_object *report;
+        uint64_t requests;
+
+        scratch_file("times", times_path, sizeof(times_path));
+        app_start(&run, (char *[]){"--continuous", "--kernels-per-request", kernels, "--kernel-us", kernel_us,
+                                   "--ring-packets", "16", "--duration", "0.3", "--doorbell-per-request",
+                                   "--dispatch-times", times_path, "--json", NULL});
+        assert_int_equal(app_wait_ready(&run), 1);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        requests = json_u64(report, "requests");
+        json_object_put(report);
+        count_publications(times_path, ret_lines, ret_times);
+        unlink(times_path);
+        return requests;
+}
+
+/* One doorbell per request: a request's packets share one publication;
+ * a request longer than the ring is published in parts and still ends. */
+static void test_app_doorbell_per_request(void **state)
+{
         uint64_t lines, times;
 
-        scratch_file("times", times_path, sizeof(times_path));
-        app_start(&run, (char *[]){"--continuous", "--kernels-per-request", "8", "--kernel-us", "50", "--ring-packets",
-                                   "16", "--duration", "0.3", "--doorbell-per-request", "--dispatch-times", times_path,
-                                   "--json", NULL});
-        assert_int_equal(app_wait_ready(&run), 1);
-        report = app_finish(&run, 0);
-        assert_non_null(report);
-        count_publications(times_path, &lines, &times);
-        assert_true(json_u64(report, "requests") > 0);
+        assert_true(run_doorbell_per_request("8", "50", &lines, &times) > 0);
         assert_int_equal(lines, 8 * times);
-        json_object_put(report);
-
-        scratch_file("times", times_path, sizeof(times_path));
-        app_start(&run, (char *[]){"--continuous", "--kernels-per-request", "40", "--kernel-us", "20", "--ring-packets",
-                                   "16", "--duration", "0.3", "--doorbell-per-request", "--dispatch-times", times_path,
-                                   "--json", NULL});
-        assert_int_equal(app_wait_ready(&run), 1);
-        report = app_finish(&run, 0);
-        assert_non_null(report);
-        count_publications(times_path, &lines, &times);
-        assert_true(json_u64(report, "requests") > 0);
+        assert_true(run_doorbell_per_request("40", "20", &lines, &times) > 0);
         assert_true(times > lines / 40);
-        json_object_put(report);
-        unlink(times_path);
 }
 
 static void test_app_bad_latency_log_path_is_explained(void **state)

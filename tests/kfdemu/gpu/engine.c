@@ -157,26 +157,41 @@ static bool retire_finished(struct emu_gpu *gpu)
         return retired;
 }
 
+/* The doorbells as they are before the clock is read (see run_gpu). */
+static void snapshot_doorbells(struct emu_gpu *gpu)
+{
+        for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next)
+                queue_hw_of(mq)->doorbell_now = doorbell_value(gpu->hw->node_hw, queue_hw_of(mq));
+}
+
 static void note_doorbells(struct emu_gpu *gpu)
 {
         for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next)
-                queue_hw_of(mq)->doorbell_seen = doorbell_value(gpu->hw->node_hw, queue_hw_of(mq));
+                queue_hw_of(mq)->doorbell_seen = queue_hw_of(mq)->doorbell_now;
 }
 
-/* Bring a GPU up to `now`: what its CPs would have done by then. Every
- * entry point that changes a GPU's queues calls it first, since a real CP
- * reacts to a doorbell within microseconds, long before kfdemu's thread.
+/* Bring a GPU up to the present: what its CPs would have done by then.
+ * Every entry point that changes a GPU's queues calls it first, since a
+ * real CP reacts to a doorbell within microseconds, long before kfdemu's
+ * thread. Returns the time it brought the GPU to; *ret_more (may be NULL)
+ * says whether work is left for an immediate second call.
  *
  * The model goes from event to event, and a queue whose dispatch finished
  * at model time t starts its next packet at t if that packet was already
  * published when the thread last looked: a thread that wakes late (a busy
  * host) then delays only what it reports, never the modelled timeline of
  * back-to-back kernels. Packets published since the last look start no
- * earlier than `now`, since nobody knows when within that gap they came. */
-static bool run_gpu(struct emu_gpu *gpu, uint64_t now)
+ * earlier than now, since nobody knows when within that gap they came.
+ * The doorbells are read before the clock, so a packet never starts
+ * before it was published: one published between the two readings waits
+ * for the next look (its doorbell's strobe brings it at once). */
+static uint64_t run_gpu(struct emu_gpu *gpu, bool *ret_more)
 {
         struct emu_model *model = &gpu->hw->model;
+        uint64_t now;
 
+        snapshot_doorbells(gpu);
+        now = emu_now_ns();
         /* A dispatch of length 0 finishes as it starts: go round while
          * packets are consumed, bounded so a ring of empty kernels cannot
          * hold node->lock for long. */
@@ -192,16 +207,19 @@ static bool run_gpu(struct emu_gpu *gpu, uint64_t now)
                         struct emu_queue_hw *qh = queue_hw_of(mq);
 
                         if (!mq->busy && !qh->q->is_suspended)
-                                progress |= fetch_packets(gpu, qh, t == now ? doorbell_value(gpu->hw->node_hw, qh)
-                                                                            : qh->doorbell_seen);
+                                progress |= fetch_packets(gpu, qh, t == now ? qh->doorbell_now : qh->doorbell_seen);
                 }
                 if (!progress && t == now) {
                         note_doorbells(gpu);
-                        return false;
+                        if (ret_more)
+                                *ret_more = false;
+                        return now;
                 }
         }
         note_doorbells(gpu);
-        return true;    /* more to do: come back at once */
+        if (ret_more)
+                *ret_more = true;    /* more to do: come back at once */
+        return now;
 }
 
 static void complete_due_calls(struct emu_node_hw *nh, uint64_t now)
@@ -222,9 +240,11 @@ static uint64_t engine_step(struct emu_node *node, uint64_t now)
         uint64_t next = EMU_MODEL_NEVER;
 
         for (unsigned i = 0; i < node->n_gpus; i++) {
+                bool more;
                 uint64_t t;
 
-                t = run_gpu(&node->gpus[i], now) ? now : emu_model_next_event(&node->gpus[i].hw->model);
+                run_gpu(&node->gpus[i], &more);
+                t = more ? now : emu_model_next_event(&node->gpus[i].hw->model);
                 if (t < next)
                         next = t;
         }
@@ -383,7 +403,7 @@ int emu_gpu_cu_occupancy(struct emu_gpu *gpu, pid_t tgid)
 {
         if (!gpu->hw)
                 return 0;
-        run_gpu(gpu, emu_now_ns());
+        run_gpu(gpu, NULL);
         return emu_model_cu_occupancy(&gpu->hw->model, (uint32_t)tgid);
 }
 
@@ -420,10 +440,10 @@ int emu_gpu_queue_created(struct emu_queue *q)
         if (read_user(q->process->tgid, &qh->read_index, q->read_pointer_address, sizeof(qh->read_index)) < 0)
                 qh->read_index = 0;
         qh->next_fetch = qh->read_index;
-        qh->doorbell_seen = qh->read_index;
+        qh->doorbell_seen = qh->doorbell_now = qh->read_index;
         __atomic_store_n(emu_doorbell_word(gh->node_hw, frame, q->doorbell_slot), qh->read_index, __ATOMIC_RELEASE);
 
-        run_gpu(q->gpu, emu_now_ns());
+        run_gpu(q->gpu, NULL);
         emu_model_add_queue(&gh->model, &qh->mq);
         emu_model_set_suspended(&gh->model, &qh->mq, q->is_suspended, 0);
         q->hw = qh;
@@ -438,7 +458,7 @@ void emu_gpu_queue_destroyed(struct emu_queue *q)
         if (!q->hw)
                 return;
         if (gh) {
-                run_gpu(q->gpu, emu_now_ns());
+                run_gpu(q->gpu, NULL);
                 emu_model_remove_queue(&gh->model, &q->hw->mq);
                 emu_node_strobe_bump(gh->node_hw);
         }
@@ -451,7 +471,7 @@ void emu_gpu_queue_suspension_changed(struct emu_queue *q)
 
         if (!q->hw || !gh)
                 return;
-        run_gpu(q->gpu, emu_now_ns());
+        run_gpu(q->gpu, NULL);
         emu_model_set_suspended(&gh->model, &q->hw->mq, q->is_suspended,
                                 (uint64_t)q->gpu->cfg.cwsr_restore_us * 1000);
         emu_node_strobe_bump(gh->node_hw);
@@ -469,13 +489,13 @@ static bool has_waves(const struct emu_model_queue *mq)
 uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period)
 {
         struct emu_gpu_hw *gh = gpu->hw;
-        uint64_t now = emu_now_ns();
         uint64_t latency = (uint64_t)gpu->cfg.preempt_us * 1000;
         bool waves = false;
+        uint64_t now;
 
         if (!gh)
                 return latency;
-        run_gpu(gpu, now);
+        now = run_gpu(gpu, NULL);
         for (struct emu_model_queue *mq = gh->model.queues; mq; mq = mq->next)
                 waves |= has_waves(mq);
         if (waves)
@@ -490,12 +510,12 @@ uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period)
 uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q)
 {
         struct emu_gpu_hw *gh = q->gpu->hw;
-        uint64_t now = emu_now_ns();
         uint64_t latency = (uint64_t)EMU_MES_REMOVE_QUEUE_US * 1000;
+        uint64_t now;
 
         if (!gh || !q->hw)
                 return latency;
-        run_gpu(q->gpu, now);
+        now = run_gpu(q->gpu, NULL);
         if (has_waves(&q->hw->mq))
                 latency += (uint64_t)q->gpu->cfg.cwsr_save_us * 1000;
         emu_model_stall_queue(&gh->model, &q->hw->mq, now + latency);

@@ -79,6 +79,7 @@ struct emu_queue_hw {
         /* The doorbell as the model thread last saw it: the packets below it
          * were published by then, so they may start at any later model time. */
         uint64_t doorbell_seen;
+        uint64_t doorbell_now;        /* read in this look, before its clock */
         uint64_t read_index;          /* what the CP last reported to read_pointer_address */
         /* The dispatch in flight: its completion signal (0 = none) and the
          * model time the CP began it, for the signal's timestamps. */
