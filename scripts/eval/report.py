@@ -177,8 +177,9 @@ def write_all(out, rows, workloads, plan, realtime, daemon_problem, emulated=Tru
     targets_ok = None if not checked else all(t["p99_ok"] and t["offline_ok"] for t in checked)
     # What CI gates (scripts/evaluate --gate ci): the 10 ms cap and the
     # offline share. The 1.10 x alone + cost bound is still computed and
-    # reported, but the current design misses it by about 0.5 ms, so a
-    # single quick run lands on either side of it (docs/evaluation.md).
+    # reported, not gated: it is met with 0.04-0.2 ms to spare, and most
+    # of what decides it is the emulated ioctl path's host time, so a
+    # loaded host can tip a single quick run over it (docs/evaluation.md).
     ci_targets_ok = None if not checked else all(t["p99_cap_ok"] and t["offline_ok"] for t in checked)
 
     requests_dir = os.path.join(out, REQUESTS_DIR)

@@ -25,13 +25,15 @@ HOG_PRIORITY = 50   # above the evaluation's SCHED_FIFO priority (runner.RT_PRIO
 
 def hog(cpu, stall_s, every_s, stop):
     """Takes `cpu` for stall_s every every_s, at a real-time priority the
-    evaluation's threads cannot preempt."""
+    evaluation's threads cannot preempt. The hogs of all CPUs keep to the
+    same grid of CLOCK_MONOTONIC, so the whole host stalls at once, as a
+    descheduled VM does, instead of the threads moving to a free CPU."""
     os.sched_setaffinity(0, {cpu})
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(HOG_PRIORITY))
     while not stop.is_set():
-        time.sleep(every_s)
-        end = time.monotonic() + stall_s
-        while time.monotonic() < end:
+        start = (time.monotonic() // every_s + 1) * every_s
+        time.sleep(max(0.0, start - time.monotonic()))
+        while time.monotonic() < start + stall_s:
             pass
 
 
@@ -41,7 +43,9 @@ def main():
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--seconds", type=float, default=15)
     p.add_argument("--stall-ms", type=float, default=30)
-    p.add_argument("--every-ms", type=float, default=700)
+    # Not a multiple of the online period (50 ms), so the stalls fall on
+    # every phase of the arrivals rather than always on the same one.
+    p.add_argument("--every-ms", type=float, default=730)
     args = p.parse_args()
     if not runner.can_run_realtime():
         print("stall_leak: needs SCHED_FIFO (root or CAP_SYS_NICE) for the hog and the passes", file=sys.stderr)
