@@ -152,3 +152,17 @@ void daemon_harness_cleanup(struct daemon_harness *h)
         config_fixture_cleanup(&h->config);
         *h = (struct daemon_harness){ .pid = -1, .listen_fd = -1 };
 }
+
+void daemon_harness_start_configured(struct daemon_harness *h, const char *binary, const char *settings,
+                                     const char *workloads)
+{
+        char conf[512];
+
+        daemon_harness_init(h);
+        snprintf(conf, sizeof(conf), "[Daemon]\nLogLevel=info\nDiscoveryIntervalMs=20\n%s", settings);
+        config_fixture_write(&h->config, "gpreemptd.conf", conf);
+        config_fixture_write(&h->config, "workloads.d/50-test.conf", workloads);
+        daemon_harness_start(h, binary, NULL);
+        if (!daemon_harness_wait_notify(h, "READY=1", 10000))
+                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(h));
+}

@@ -29,6 +29,14 @@ struct daemon_harness {
 void daemon_harness_init(struct daemon_harness *h);
 /* Starts binary; extra_env is NULL or "NAME=value" strings ending in NULL. */
 void daemon_harness_start(struct daemon_harness *h, const char *binary, const char *const *extra_env);
+/*
+ * daemon_harness_init, then a gpreemptd.conf of "[Daemon]" with info logging
+ * and 20 ms discovery followed by `settings`, workloads.d/50-test.conf of
+ * `workloads`, then starts binary and waits for READY=1 (the test fails
+ * with the daemon's stderr otherwise).
+ */
+void daemon_harness_start_configured(struct daemon_harness *h, const char *binary, const char *settings,
+                                     const char *workloads);
 /* Waits for a notify datagram containing text; returns false after timeout_ms. */
 bool daemon_harness_wait_notify(struct daemon_harness *h, const char *text, int timeout_ms);
 /* Calls a method as root; returns 0 and the reply, *ret_error set for an error reply. */

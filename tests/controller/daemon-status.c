@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -88,4 +89,22 @@ void daemon_status_wait_process(struct daemon_harness *h, pid_t pid, status_proc
                         return;
                 usleep(20000);
         }
+}
+
+void daemon_call_pid(struct daemon_harness *h, const char *method, pid_t pid, const char *extra,
+                     const char *want_error)
+{
+        char text[128];
+        struct json_object *params, *reply = NULL;
+        char *error = NULL;
+
+        snprintf(text, sizeof(text), "{\"pid\":%d%s}", (int)pid, extra ? extra : "");
+        params = json_tokener_parse(text);
+        assert_int_equal(daemon_harness_call(h, method, params, &reply, &error), 0);
+        if (want_error ? !error || strcmp(error, want_error) != 0 : error != NULL)
+                fail_msg("%s(%s): got %s, want %s", method, text, error ? error : "success",
+                         want_error ? want_error : "success");
+        free(error);
+        json_object_put(reply);
+        json_object_put(params);
 }

@@ -33,3 +33,11 @@ typedef bool (*status_process_test_fn)(struct json_object *process);
  */
 void daemon_status_wait_process(struct daemon_harness *h, pid_t pid, status_process_test_fn test,
                                 const char *awaited, int timeout_ms);
+
+/*
+ * Calls method with {"pid": pid<extra>} (extra: more members, e.g.
+ * ",\"online\":true", or NULL); fails the test unless it ends in want_error
+ * (a Varlink error name), or in success when want_error is NULL.
+ */
+void daemon_call_pid(struct daemon_harness *h, const char *method, pid_t pid, const char *extra,
+                     const char *want_error);

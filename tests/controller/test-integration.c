@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "daemon-harness.h"
+#include "daemon-status.h"
 #include "emulated-app.h"
 
 static const char *gpreemptd_path, *app_path, *trace_path;
@@ -28,15 +29,7 @@ static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchComm
 
 static void start_daemon_with(struct daemon_harness *h, const char *policy)
 {
-        char conf[512];
-
-        daemon_harness_init(h);
-        snprintf(conf, sizeof(conf), "[Daemon]\nLogLevel=info\nDiscoveryIntervalMs=20\n%s", policy);
-        config_fixture_write(&h->config, "gpreemptd.conf", conf);
-        config_fixture_write(&h->config, "workloads.d/50-test.conf", workloads);
-        daemon_harness_start(h, gpreemptd_path, NULL);
-        if (!daemon_harness_wait_notify(h, "READY=1", 10000))
-                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(h));
+        daemon_harness_start_configured(h, gpreemptd_path, policy, workloads);
 }
 
 static void start_daemon(struct daemon_harness *h)
@@ -92,23 +85,6 @@ static int64_t wait_attached(struct daemon_harness *h, pid_t pid)
         }
         fail_msg("process %d never attached; daemon log:\n%s", (int)pid, daemon_harness_log(h));
         return -1;
-}
-
-static void call_pid(struct daemon_harness *h, const char *method, pid_t pid, const char *extra, const char *want_error)
-{
-        char text[128];
-        struct json_object *params, *reply = NULL;
-        char *error = NULL;
-
-        snprintf(text, sizeof(text), "{\"pid\":%d%s}", (int)pid, extra ? extra : "");
-        params = json_tokener_parse(text);
-        assert_int_equal(daemon_harness_call(h, method, params, &reply, &error), 0);
-        if (want_error ? !error || strcmp(error, want_error) != 0 : error != NULL)
-                fail_msg("%s(%s): got %s, want %s", method, text, error ? error : "success",
-                         want_error ? want_error : "success");
-        free(error);
-        json_object_put(reply);
-        json_object_put(params);
 }
 
 /* What a test started, so that teardown can stop it even after a failure. */
@@ -186,18 +162,18 @@ static void test_hold_register_and_sigkill_failsafe(void **state)
         emulated_app_start(&f->a, app_path, offline0);
         wait_attached(&f->h, f->a.pid);
 
-        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
         usleep(50000);
         k1 = emulated_app_kernels(&f->a);
         usleep(200000);
         k2 = emulated_app_kernels(&f->a);
         assert_true(k2 - k1 <= 1); /* held: at most the kernel that was saved completes */
 
-        call_pid(&f->h, "io.gpreempt.Register", f->a.pid, ",\"class\":\"online\"", NULL);
-        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, "io.gpreempt.NotOffline");
-        call_pid(&f->h, "io.gpreempt.Unregister", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->h, "io.gpreempt.Register", f->a.pid, ",\"class\":\"online\"", NULL);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, "io.gpreempt.NotOffline");
+        daemon_call_pid(&f->h, "io.gpreempt.Unregister", f->a.pid, NULL, NULL);
         wait_attached(&f->h, f->a.pid);
-        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
 
         /* the daemon dies while holding it: the kernel resumes its queues */
         daemon_harness_stop(&f->h, SIGKILL);
@@ -213,7 +189,7 @@ static void test_hold_register_and_sigkill_failsafe(void **state)
         /* and a new daemon takes over */
         start_daemon(&f->again);
         wait_attached(&f->again, f->a.pid);
-        call_pid(&f->again, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->again, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
         emulated_app_stop(&f->a);
         assert_int_equal(daemon_harness_stop(&f->again, SIGTERM), 0);
         daemon_harness_cleanup(&f->again);
@@ -231,7 +207,7 @@ static void test_sigterm_resumes_and_detaches(void **state)
         start_daemon(&f->h);
         emulated_app_start(&f->a, app_path, offline0);
         wait_attached(&f->h, f->a.pid);
-        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
         k1 = emulated_app_kernels(&f->a);
         usleep(300000);
@@ -261,7 +237,7 @@ static void test_offline_exit_while_suspended(void **state)
         start_daemon(&f->h);
         emulated_app_start(&f->a, app_path, offline0);
         wait_attached(&f->h, f->a.pid);
-        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
         kill(f->a.pid, SIGTERM);
         status = emulated_app_wait(&f->a, 5000);
         if (status == -1)
@@ -294,13 +270,13 @@ static void test_late_queue_is_suspended(void **state)
         start_daemon_with(&f->h, "[Offline]\nMaxSuspendMs=10000\n");
         emulated_app_start(&f->a, app_path, offline0);
         wait_attached(&f->h, f->a.pid);
-        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
         for (int i = 0; i < 300 && !strstr(daemon_harness_log(&f->h), "new queue"); i++)
                 usleep(10000);
         if (!strstr(daemon_harness_log(&f->h), "suspended"))
                 fail_msg("the late queue was not suspended; daemon log:\n%s", daemon_harness_log(&f->h));
         assert_non_null(strstr(daemon_harness_log(&f->h), "new queue"));
-        call_pid(&f->h, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->h, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
         emulated_app_stop(&f->a);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
         daemon_harness_cleanup(&f->h);
@@ -345,7 +321,7 @@ static void test_hold_respects_bounds(void **state)
         start_daemon_with(&f->h, "[Offline]\nMaxSuspendMs=100\nMinOfflineSharePercent=20\n");
         emulated_app_start(&f->a, app_path, offline0);
         wait_attached(&f->h, f->a.pid);
-        call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
         k1 = emulated_app_kernels(&f->a);
         usleep(1000000);
         k2 = emulated_app_kernels(&f->a);
@@ -353,7 +329,7 @@ static void test_hold_respects_bounds(void **state)
         if (k2 <= k1 || strstr(daemon_harness_log(&f->h), "runs for its slice") == NULL)
                 fail_msg("a held process got no slice: %lld -> %lld kernels; log:\n%s", (long long)k1, (long long)k2,
                          daemon_harness_log(&f->h));
-        call_pid(&f->h, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->h, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
         emulated_app_stop(&f->a);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
         daemon_harness_cleanup(&f->h);

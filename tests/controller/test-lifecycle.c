@@ -67,30 +67,7 @@ static int teardown(void **state)
 
 static void start_daemon(struct daemon_harness *h, const char *settings, const char *workloads)
 {
-        char conf[512];
-
-        daemon_harness_init(h);
-        snprintf(conf, sizeof(conf), "[Daemon]\nLogLevel=info\nDiscoveryIntervalMs=20\n%s", settings);
-        config_fixture_write(&h->config, "gpreemptd.conf", conf);
-        config_fixture_write(&h->config, "workloads.d/50-test.conf", workloads);
-        daemon_harness_start(h, gpreemptd_path, NULL);
-        if (!daemon_harness_wait_notify(h, "READY=1", 10000))
-                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(h));
-}
-
-static void call_pid(struct daemon_harness *h, const char *method, pid_t pid)
-{
-        char text[64];
-        struct json_object *params, *reply = NULL;
-        char *error = NULL;
-
-        snprintf(text, sizeof(text), "{\"pid\":%d}", (int)pid);
-        params = json_tokener_parse(text);
-        assert_int_equal(daemon_harness_call(h, method, params, &reply, &error), 0);
-        if (error)
-                fail_msg("%s(%s): %s", method, text, error);
-        json_object_put(reply);
-        json_object_put(params);
+        daemon_harness_start_configured(h, gpreemptd_path, settings, workloads);
 }
 
 static long long now_ms(void)
@@ -207,10 +184,10 @@ static void wait_log(struct daemon_harness *h, const char *text)
 
 static void assert_held_still(struct fixture *f)
 {
-        call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, NULL);
         usleep(50000);
         assert_still(f, &f->offline, "is held");
-        call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid);
+        daemon_call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid, NULL, NULL);
 }
 
 /*
@@ -308,12 +285,12 @@ static void test_late_queue_of_a_held_process_is_held(void **state)
         start_daemon(&f->h, no_slices, two_classes);
         emulated_app_start(&f->offline, app_path, offline0);
         daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
-        call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, NULL);
         snprintf(new_queue, sizeof(new_queue), "Process %d: new queue", (int)f->offline.pid);
         wait_log(&f->h, new_queue);
         usleep(50000);
         assert_still(f, &f->offline, "is held with the queue it created since");
-        call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid);
+        daemon_call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid, NULL, NULL);
         assert_running(f, &f->offline, "was let go");
         emulated_app_stop(&f->offline);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
@@ -330,7 +307,7 @@ static void test_reload_keeps_a_held_session(void **state)
         start_daemon(&f->h, no_slices, two_classes);
         emulated_app_start(&f->offline, app_path, offline0);
         daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
-        call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, NULL);
         config_fixture_write(&f->h.config, "workloads.d/60-more.conf",
                              "[Workload]\nName=other\nClass=offline\nMatchPID=4000000\n");
         kill(f->h.pid, SIGHUP);
@@ -342,7 +319,7 @@ static void test_reload_keeps_a_held_session(void **state)
         first = strstr(log, attached);
         if (!first || strstr(first + 1, attached))
                 fail_msg("the reload ended the session; daemon log:\n%s", log);
-        call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid);
+        daemon_call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid, NULL, NULL);
         assert_running(f, &f->offline, "was let go after the reload");
         emulated_app_stop(&f->offline);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
@@ -401,7 +378,7 @@ static void assert_bounded_beside_busy_online(struct fixture *f, bool hold, int 
         emulated_app_start(&f->offline, app_path, offline0);
         daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
         if (hold)
-                call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid);
+                daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, NULL);
         start_busy_online(f, "30");
         usleep(200000);
 
