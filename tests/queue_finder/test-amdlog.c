@@ -315,9 +315,10 @@ static void test_crlf_and_unterminated_last_hit(void **state)
         qf_diags_clear(&d);
 }
 
-/* The reader's chunks are 1 MiB of the file: a packet line placed so that
- * the boundary falls at every few bytes of it, its key included, must parse
- * the same. The filler lines are program output. */
+/* The reader's chunks are 256 KiB of the file, so 1 MiB is a chunk boundary
+ * (and stays one for any power-of-two chunk up to 1 MiB): a packet line
+ * placed so that the boundary falls at every few bytes of it, its key
+ * included, must parse the same. The filler lines are program output. */
 static void test_packet_line_across_chunks(void **state)
 {
         static const char packet[] = ":4:rocvirtual.cpp           :1083: 0000000002 us: [pid:5 tid: 0x2] "
