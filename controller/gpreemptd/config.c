@@ -42,6 +42,7 @@ static const struct key_spec daemon_keys[] = {
         { "LogLevel", VALUE_LOG_LEVEL, offsetof(struct daemon_settings, log_level), 0, 0 },
         { "DiscoveryIntervalMs", VALUE_MS, offsetof(struct daemon_settings, discovery_interval_us), 1, 60000 },
         { "IdlePollIntervalUs", VALUE_US, offsetof(struct daemon_settings, idle_poll_interval_us), 1, 1000000 },
+        { "IdlePollCpuPercent", VALUE_PERCENT, offsetof(struct daemon_settings, idle_poll_cpu_percent), 0, 100 },
         { "BusyPollIntervalUs", VALUE_US, offsetof(struct daemon_settings, busy_poll_interval_us), 1, 100000 },
         { "DetectorMode", VALUE_DETECTOR_MODE, offsetof(struct daemon_settings, detector_mode), 0, 0 },
         /* SUSPEND_QUEUES grace_period, ~1000 GPU clocks a unit; 0xffffffff means "kernel default". */
@@ -598,6 +599,7 @@ static struct config *config_new(void)
                 /* as documented (gpreemptd.conf(5), README "Detector cadence"): each
                  * idle look is a wakeup, so half the interval is twice the idle wakeups */
                 .idle_poll_interval_us = 1000,
+                .idle_poll_cpu_percent = 2,
                 .busy_poll_interval_us = 20,
                 .grace_period = 0,
         };

@@ -32,6 +32,7 @@ struct daemon_settings {
         enum log_level log_level;
         uint64_t discovery_interval_us;
         uint64_t idle_poll_interval_us;
+        unsigned idle_poll_cpu_percent; /* idle looks' CPU budget; 0 = IdlePollIntervalUs alone */
         uint64_t busy_poll_interval_us;
         enum detector_mode detector_mode;
         uint32_t grace_period;

@@ -280,6 +280,27 @@ static bool gpu_has_offline_work(const struct manager *m, uint32_t gpu_id)
 }
 
 /*
+ * The idle cadence: IdlePollIntervalUs, stretched so that the daemon spends
+ * at most IdlePollCpuPercent of a core while every GPU is idle. Each look reads every polled
+ * online process (one process_vm_readv each), so at 64 processes a 1 ms
+ * cadence alone cost ~24% of a core; the budget trades that for a slower
+ * first reaction on the queues that have no breakpoint, up to
+ * MANAGER_IDLE_STRETCH_MAX times IdlePollIntervalUs.
+ */
+static uint64_t idle_poll_interval(const struct manager *m)
+{
+        const struct daemon_settings *d = &m->config->daemon;
+        uint64_t budgeted, longest = d->idle_poll_interval_us * MANAGER_IDLE_STRETCH_MAX;
+
+        if (d->idle_poll_cpu_percent == 0)
+                return d->idle_poll_interval_us;
+        budgeted = m->idle_look_cpu_ns / 10 / d->idle_poll_cpu_percent; /* ns * 100 / percent, in us */
+        if (budgeted < d->idle_poll_interval_us)
+                return d->idle_poll_interval_us;
+        return budgeted < longest ? budgeted : longest;
+}
+
+/*
  * A GPU's poll interval is set by what a late look would cost. Fast polling
  * (BusyPollIntervalUs) only where it buys online latency: a GPU with offline
  * work running and online work seen recently. A suspended GPU only waits
@@ -291,19 +312,19 @@ static uint64_t gpu_poll_interval(struct manager *m, uint32_t gpu_id, uint64_t n
 {
         const struct daemon_settings *d = &m->config->daemon;
         const struct gpu *g = NULL;
-        uint64_t want;
+        uint64_t idle = idle_poll_interval(m), want;
 
         for (size_t i = 0; i < m->n_gpus && !g; i++)
                 if (m->gpus[i].gpu_id == gpu_id)
                         g = &m->gpus[i];
         if (!g || !gpu_has_offline_work(m, gpu_id))
-                return d->idle_poll_interval_us;
+                return idle;
         if (g->policy.suspended)
                 want = g->policy.params.hold_off_us / MANAGER_HOLD_OFF_POLLS;
         else if (detector_gpu_recently_busy(m->detector, gpu_id, now, MANAGER_RECENT_BUSY_US))
                 want = d->busy_poll_interval_us;
         else
-                return d->idle_poll_interval_us;
+                return idle;
         if (want < d->busy_poll_interval_us)
                 want = d->busy_poll_interval_us;
         return want < d->idle_poll_interval_us ? want : d->idle_poll_interval_us;
@@ -335,6 +356,14 @@ static void arm_detector(struct manager *m, uint64_t now)
         sd_event_source_set_enabled(m->detector_timer, SD_EVENT_ONESHOT);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct manager *m = userdata;
@@ -343,13 +372,35 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
         size_t n = detector_gpus(m->detector, gpus, DETECTOR_MAX_GPUS);
 
+        uint64_t idle = idle_poll_interval(m), cpu_now = thread_cpu_ns();
+        bool only_idle = true, polled = false;
+
         /* a GPU due within half its interval is looked at now too: idle GPUs fall
          * into step and share one wakeup, which is what idle CPU is made of */
         for (size_t i = 0; i < n; i++) {
                 uint64_t interval = gpu_poll_interval(m, gpus[i].gpu_id, now);
 
-                if (gpus[i].needs_poll && gpus[i].last_poll_us + interval <= now + interval / 2)
+                if (gpus[i].needs_poll && gpus[i].last_poll_us + interval <= now + interval / 2) {
                         detector_poll_gpu(m->detector, gpus[i].gpu_id, now);
+                        polled = true;
+                        /* idle before and after: a look that found work also paid for the suspend */
+                        only_idle = only_idle && interval >= idle && gpu_poll_interval(m, gpus[i].gpu_id, now) >= idle;
+                }
+        }
+        /*
+         * The budget is for idle looks (a busy GPU's polls buy online
+         * latency): what the thread spent from the last idle look to this
+         * one, the look itself, the wakeup and whatever else ran between,
+         * so that it bounds the daemon's idle CPU, not only the reads.
+         */
+        if (polled && only_idle && m->last_look_idle) {
+                uint64_t cost = cpu_now - m->last_look_cpu_ns;
+
+                m->idle_look_cpu_ns = m->idle_look_cpu_ns ? (7 * m->idle_look_cpu_ns + cost) / 8 : cost;
+        }
+        if (polled) {
+                m->last_look_cpu_ns = cpu_now;
+                m->last_look_idle = only_idle;
         }
         manager_rearm_policy(m);
         arm_detector(m, now);

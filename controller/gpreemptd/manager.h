@@ -26,6 +26,8 @@
 #define MANAGER_RECENT_BUSY_US 200000u
 /* While suspended, the end of online work is looked for this many times per hold-off. */
 #define MANAGER_HOLD_OFF_POLLS 10u
+/* IdlePollCpuPercent may stretch the idle cadence to this many IdlePollIntervalUs at most. */
+#define MANAGER_IDLE_STRETCH_MAX 20u
 
 struct session;
 struct gp_context;
@@ -76,6 +78,9 @@ struct manager {
         sd_event_source *detector_timer;
         sd_event_source *policy_timer;
         sd_event_source *sigchld_source;
+        uint64_t idle_look_cpu_ns;     /* this thread's CPU per idle look, wakeup and all, smoothed */
+        uint64_t last_look_cpu_ns;     /* this thread's CPU time when the last look began */
+        bool last_look_idle;           /* it looked at idle GPUs only */
         uint64_t started_us;
         uint64_t reloads;
         bool stopping;
