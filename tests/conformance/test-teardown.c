@@ -209,6 +209,26 @@ static void tracer_thread_exit_keeps_queues_suspended(void **state)
         expect_runs_to_completion(s, &q);
 }
 
+/* A busy queue suspended by the tracer, which then PTRACE_DETACHes: the
+ * session stays, held by nobody (§6 (b)). */
+static void suspend_then_detach(struct conf_session *s, struct conf_queue *q)
+{
+        busy_queue(s, q);
+        suspend_one(conf_kfd(), s->target.pid, q);
+        assert_int_equal(conf_detach(s->target.pid), 0);
+        s->target.traced = false;
+}
+
+/* The exit code of a child that must exit normally. */
+static int exit_code_of(pid_t child)
+{
+        int status;
+
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status));
+        return WEXITSTATUS(status);
+}
+
 /* §3 step 5 / §6 (b): the session belongs to nobody in particular — after a
  * PTRACE_DETACH, whoever traces the leader next may operate it (RESUME
  * works) but cannot ENABLE a second one (-EALREADY). */
@@ -217,10 +237,7 @@ static void new_tracer_can_operate_the_session(void **state)
         struct conf_session *s = *state;
         pid_t pid = s->target.pid;
         struct conf_queue q;
-        busy_queue(s, &q);
-        suspend_one(conf_kfd(), pid, &q);
-        assert_int_equal(conf_detach(pid), 0);
-        s->target.traced = false;
+        suspend_then_detach(s, &q);
         pid_t child = fork();
         assert_true(child >= 0);
         if (child == 0) {
@@ -236,14 +253,12 @@ static void new_tracer_can_operate_the_session(void **state)
                         code |= 2;
                 _exit(code);
         }
-        int status;
-        assert_int_equal(waitpid(child, &status, 0), child);
-        assert_true(WIFEXITED(status));
-        if (WEXITSTATUS(status) & 1)
+        int code = exit_code_of(child);
+        if (code & 1)
                 fail_msg("ENABLE by the new tracer of a debug-enabled target was not -EALREADY");
-        if (WEXITSTATUS(status) & 2)
+        if (code & 2)
                 fail_msg("RESUME by the new tracer did not resume the queue");
-        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_equal(code, 0);
         expect_runs_to_completion(s, &q);
 }
 
@@ -258,10 +273,7 @@ static void failed_second_debugger_exit_keeps_session(void **state)
         struct conf_session *s = *state;
         pid_t pid = s->target.pid;
         struct conf_queue q;
-        busy_queue(s, &q);
-        suspend_one(conf_kfd(), pid, &q);
-        assert_int_equal(conf_detach(pid), 0);
-        s->target.traced = false;
+        suspend_then_detach(s, &q);
         pid_t child = fork();
         assert_true(child >= 0);
         if (child == 0) {
@@ -271,10 +283,8 @@ static void failed_second_debugger_exit_keeps_session(void **state)
                         _exit(8);
                 _exit(conf_dbg_enable(kfd, pid, CONF_SUBSCRIPTION, fifo, NULL) == -EALREADY ? 0 : 1);
         }
-        int status;
-        assert_int_equal(waitpid(child, &status, 0), child);
-        assert_true(WIFEXITED(status));
-        assert_int_equal(WEXITSTATUS(status), 0);
+        int code = exit_code_of(child);
+        assert_int_equal(code, 0);
         /* Its mm is released and its kfd_process gone. */
         assert_int_equal(conf_wait_kfd_process_gone(child), 0);
         expect_stopped(s, &q);
@@ -292,10 +302,7 @@ static void ptrace_detach_keeps_queues_suspended(void **state)
         struct conf_session *s = *state;
         pid_t pid = s->target.pid;
         struct conf_queue q;
-        busy_queue(s, &q);
-        suspend_one(conf_kfd(), pid, &q);
-        assert_int_equal(conf_detach(pid), 0);
-        s->target.traced = false;
+        suspend_then_detach(s, &q);
         expect_stopped(s, &q);
 
         uint32_t id = q.id;
