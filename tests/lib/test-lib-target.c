@@ -282,6 +282,14 @@ static void test_only_the_given_gpu_is_suspended(void **state)
         assert_true(progresses_within(f->target, other_gpu, 3000));
 }
 
+/* Starts the app with args, attaches and suspends its n_queues queues. */
+static void hold_new_app(struct fixture *f, const char *const *args, int n_queues)
+{
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        attach(f, f->app.pid);
+        assert_int_equal(gp_target_suspend(f->target, NULL, NULL), n_queues);
+}
+
 static void test_signals_reach_a_held_target(void **state)
 {
         struct fixture *f = *state;
@@ -292,9 +300,7 @@ static void test_signals_reach_a_held_target(void **state)
         fd = mkstemp(log_path);
         assert_true(fd >= 0);
         close(fd);
-        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
-        attach(f, f->app.pid);
-        assert_int_equal(gp_target_suspend(f->target, NULL, NULL), 1);
+        hold_new_app(f, args, 1);
 
         /* SIGSTOP stops it, as without a tracer, and SIGCONT continues it. */
         kill(f->app.pid, SIGSTOP);
@@ -350,9 +356,7 @@ static void test_detach_acknowledges_a_runtime_disable_in_progress(void **state)
         const char *args[] = { "--queues", "1", NULL };
         int status;
 
-        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
-        attach(f, f->app.pid);
-        assert_int_equal(gp_target_suspend(f->target, NULL, NULL), 1);
+        hold_new_app(f, args, 1);
         /* SIGTERM: its destroy waits for the resume, then its runtime disable
          * raises EC_PROCESS_RUNTIME and sleeps until acknowledged. Nobody
          * processes that event before the detach, whose DISABLE alone would
@@ -375,9 +379,7 @@ static void test_detach_leaves_a_stopped_target_stopped(void **state)
         const char *args[] = { "--queues", "1", NULL };
         char s;
 
-        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
-        attach(f, f->app.pid);
-        assert_int_equal(gp_target_suspend(f->target, NULL, NULL), 1);
+        hold_new_app(f, args, 1);
         kill(f->app.pid, SIGSTOP);
         pump(f->target, 2000, &f->seen.stopped);
         assert_int_equal(f->seen.stopped, 1);
@@ -444,9 +446,7 @@ static void test_target_killed_while_held(void **state)
         const char *args[] = { "--queues", "2", NULL };
         int status;
 
-        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
-        attach(f, f->app.pid);
-        assert_int_equal(gp_target_suspend(f->target, NULL, NULL), 2);
+        hold_new_app(f, args, 2);
         kill(f->app.pid, SIGKILL);
         pump(f->target, 5000, &f->seen.terminated);
         assert_int_equal(f->seen.terminated, 1);
@@ -465,9 +465,7 @@ static void test_target_execs_while_held(void **state)
         struct fixture *f = *state;
         const char *args[] = { "--queues", "1", "--kernel-us", "200", "--exec-after", "0.3", NULL };
 
-        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
-        attach(f, f->app.pid);
-        assert_int_equal(gp_target_suspend(f->target, NULL, NULL), 1);
+        hold_new_app(f, args, 1);
         pump(f->target, 5000, &f->seen.execed);
         assert_int_equal(f->seen.execed, 1);
         assert_int_equal(gp_target_suspend(f->target, NULL, NULL), -GP_ERR_TARGET_GONE);
