@@ -70,7 +70,6 @@ static const struct workload *explain(const struct config *c, const struct proce
                 const struct workload *w = &c->workloads[i];
                 _cleanup_free_ char *reason = NULL;
                 bool matched = workload_match(w, facts, &reason);
-                struct json_object *o;
 
                 if (matched && !chosen)
                         chosen = w;
@@ -78,13 +77,7 @@ static const struct workload *explain(const struct config *c, const struct proce
                         printf("  %-3s %s: %s\n", matched ? "yes" : "no", w->name, reason ? reason : "");
                         continue;
                 }
-                o = json_object_new_object();
-                json_object_object_add(o, "workload", json_object_new_string(w->name));
-                json_object_object_add(o, "file", json_object_new_string(w->file));
-                json_object_object_add(o, "line", json_object_new_int((int)w->line));
-                json_object_object_add(o, "matched", json_object_new_boolean(matched));
-                json_object_object_add(o, "reason", json_object_new_string(reason ? reason : ""));
-                json_object_array_add(matches, o);
+                json_object_array_add(matches, workload_match_to_json(w, matched, reason));
         }
         if (json) {
                 json_object_object_add(result, "matches", matches);

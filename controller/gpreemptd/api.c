@@ -363,18 +363,12 @@ static void method_verify_config(struct varlink_call *call, struct json_object *
                 matches = json_object_new_array();
                 for (size_t i = 0; i < c->n_workloads; i++) {
                         const struct workload *w = &c->workloads[i];
-                        struct json_object *o = json_object_new_object();
                         _cleanup_free_ char *reason = NULL;
                         bool matched = workload_match(w, &facts, &reason);
 
                         if (matched && !chosen)
                                 chosen = w;
-                        json_object_object_add(o, "workload", json_object_new_string(w->name));
-                        json_object_object_add(o, "file", json_object_new_string(w->file));
-                        json_object_object_add(o, "line", json_object_new_int((int)w->line));
-                        json_object_object_add(o, "matched", json_object_new_boolean(matched));
-                        json_object_object_add(o, "reason", json_object_new_string(reason ? reason : ""));
-                        json_object_array_add(matches, o);
+                        json_object_array_add(matches, workload_match_to_json(w, matched, reason));
                 }
                 process_facts_done(&facts);
                 json_object_object_add(reply, "matches", matches);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "workload-match.h"
 
+#include <json.h>
+
 #include <fnmatch.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -171,4 +173,16 @@ const struct workload *config_classify(const struct config *c, const struct proc
                 if (workload_match(&c->workloads[i], p, NULL))
                         return &c->workloads[i];
         return NULL;
+}
+
+struct json_object *workload_match_to_json(const struct workload *w, bool matched, const char *reason)
+{
+        struct json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "workload", json_object_new_string(w->name));
+        json_object_object_add(o, "file", json_object_new_string(w->file));
+        json_object_object_add(o, "line", json_object_new_int((int)w->line));
+        json_object_object_add(o, "matched", json_object_new_boolean(matched));
+        json_object_object_add(o, "reason", json_object_new_string(reason ? reason : ""));
+        return o;
 }

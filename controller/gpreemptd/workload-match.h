@@ -20,6 +20,14 @@
  */
 bool workload_match(const struct workload *w, const struct process_facts *p, char **ret_reason);
 
+struct json_object;
+/*
+ * One line of an explanation, as the Varlink API and `gpreemptctl
+ * verify-config --json` both give it: {"workload", "file", "line",
+ * "matched", "reason"}. The caller owns the object.
+ */
+struct json_object *workload_match_to_json(const struct workload *w, bool matched, const char *reason);
+
 /* Returns the first matching workload, or NULL. */
 const struct workload *config_classify(const struct config *c, const struct process_facts *p);
 
