@@ -3,9 +3,10 @@
  * The daemon's two key figures on an emulated node (run under
  * kfdemu-run --trace TRACE):
  *   - reaction: from an online write-index move (kfdemu-app --dispatch-times,
- *     stamped just before the store) to the daemon's SUSPEND_QUEUES reaching
- *     the emulator (TRACE: the time kfdemu's server received the call), over
- *     many events;
+ *     stamped just before the store) to the daemon's SUSPEND_QUEUES ioctl
+ *     entering the emulated kernel (TRACE: the "entered" stamp of kfdemu's
+ *     preload, where a real ioctl is in the kernel), over many events; also
+ *     to kfdemu's server receiving it, which adds the emulator's socket hop;
  *   - idle CPU: the daemon's utime+stime while it watches idle online queues.
  *
  *   bench-reaction GPREEMPTD KFDEMU_APP --trace TRACE [--events N] [--rate R]
@@ -199,7 +200,10 @@ static size_t read_numbers(const char *path, const char *marker, double scale, i
 }
 
 /* The leading numbers of the lines holding marker, in file order. */
-static size_t read_matching_times(const char *path, const char *marker, int64_t *out, size_t max)
+/* The trace's matching lines: when the ioctl entered (the kernel's view) and
+ * when kfdemu's server received it (the line's first field), each sorted. */
+static size_t read_matching_times(const char *path, const char *marker, int64_t *entered, int64_t *received,
+                                  size_t max)
 {
         FILE *f = fopen(path, "re");
         char line[512];
@@ -207,11 +211,26 @@ static size_t read_matching_times(const char *path, const char *marker, int64_t 
 
         if (!f)
                 die("cannot read the trace");
-        while (n < max && fgets(line, sizeof(line), f))
-                if (strstr(line, marker))
-                        out[n++] = strtoll(line, NULL, 10);
+        while (n < max && fgets(line, sizeof(line), f)) {
+                const char *e = strstr(line, " entered ");
+
+                if (!strstr(line, marker))
+                        continue;
+                if (!e)
+                        die("a trace line has no ioctl entry time: kfdemu-run is older than this benchmark");
+                received[n] = strtoll(line, NULL, 10);
+                entered[n++] = strtoll(e + strlen(" entered "), NULL, 10);
+        }
         fclose(f);
+        qsort(entered, n, sizeof(int64_t), compare_i64);
+        qsort(received, n, sizeof(int64_t), compare_i64);
         return n;
+}
+
+/* The p-th percentile of n sorted nanosecond values, in microseconds; -1 if none. */
+static double percentile(const int64_t *sorted, size_t n, unsigned p)
+{
+        return n ? sorted[n * p / 100] / 1e3 : -1.0;
 }
 
 /* For each event, its distance back to the latest of from[] at or before it (sorted from[]). */
@@ -231,8 +250,8 @@ static size_t pair_back(const int64_t *from, size_t n_from, const int64_t *event
 
 int main(int argc, char **argv)
 {
-        static int64_t writes[MAX_EVENTS * 2], issued[MAX_EVENTS], seen[MAX_EVENTS], reaction[MAX_EVENTS],
-                to_issue[MAX_EVENTS];
+        static int64_t writes[MAX_EVENTS * 2], entered[MAX_EVENTS], received[MAX_EVENTS], seen[MAX_EVENTS],
+                reaction[MAX_EVENTS], to_server[MAX_EVENTS], to_issue[MAX_EVENTS];
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
         char duration[32], rate[32], config[512], suspend_marker[64];
         const char *trace_path = NULL, *mode = "auto";
@@ -243,7 +262,7 @@ int main(int argc, char **argv)
         size_t issued_so_far = 0;
         bool json = false;
         long n_watched = 0, n_breakpoint = 0;
-        size_t n_writes, n_issued, n_seen, n = 0, n_to_issue = 0;
+        size_t n_writes, n_issued, n_seen, n = 0, n_to_server = 0, n_to_issue = 0;
         pid_t daemon, online;
         double cpu0 = 0, cpu1 = 0;
 
@@ -395,18 +414,18 @@ int main(int argc, char **argv)
 
         if (events > 0) {
                 n_writes = read_numbers(times_path, NULL, 1, writes, MAX_EVENTS * 2);
-                /* the trace's lines start with the arrival time */
-                n_issued = read_matching_times(trace_path, suspend_marker, issued, MAX_EVENTS);
+                n_issued = read_matching_times(trace_path, suspend_marker, entered, received, MAX_EVENTS);
                 /* the loop's clock at the wakeup that saw the work, logged in ms. It is
                  * taken when the loop wakes, so a write landing during that poll is
-                 * stamped later than it: only wakeup -> arrival is measured from it */
+                 * stamped later than it: only wakeup -> ioctl is measured from it */
                 n_seen = read_numbers(log_path, "online work seen at ", 1e6, seen, MAX_EVENTS);
                 qsort(writes, n_writes, sizeof(int64_t), compare_i64);
                 /* each suspension answers the latest write before it */
-                n = pair_back(writes, n_writes, issued, n_issued, reaction);
+                n = pair_back(writes, n_writes, entered, n_issued, reaction);
                 if (n == 0)
                         die("no suspension could be paired with a write");
-                n_to_issue = pair_back(seen, n_seen, issued, n_issued, to_issue);
+                n_to_server = pair_back(writes, n_writes, received, n_issued, to_server);
+                n_to_issue = pair_back(seen, n_seen, entered, n_issued, to_issue);
         }
         if (json) {
                 printf("{\"simulated\":\"kfdemu\",\"mode\":\"%s\",\"idle_queues\":%ld,\"idle_queues_watched\":%ld,"
@@ -414,10 +433,11 @@ int main(int argc, char **argv)
                        mode, online_processes * queues, n_watched, n_breakpoint, gpus);
                 if (events > 0)
                         printf(",\"reaction_events\":%zu,\"reaction_p50_us\":%.1f,\"reaction_p99_us\":%.1f,"
-                               "\"reaction_max_us\":%.1f,\"wakeup_to_arrival_p50_us\":%.1f,\"wakeup_to_arrival_p99_us\":%.1f",
-                               n, reaction[n / 2] / 1e3, reaction[n * 99 / 100] / 1e3, reaction[n - 1] / 1e3,
-                               n_to_issue ? to_issue[n_to_issue / 2] / 1e3 : -1.0,
-                               n_to_issue ? to_issue[n_to_issue * 99 / 100] / 1e3 : -1.0);
+                               "\"reaction_max_us\":%.1f,\"to_server_p50_us\":%.1f,\"to_server_p99_us\":%.1f,"
+                               "\"wakeup_to_ioctl_p50_us\":%.1f,\"wakeup_to_ioctl_p99_us\":%.1f",
+                               n, percentile(reaction, n, 50), percentile(reaction, n, 99), reaction[n - 1] / 1e3,
+                               percentile(to_server, n_to_server, 50), percentile(to_server, n_to_server, 99),
+                               percentile(to_issue, n_to_issue, 50), percentile(to_issue, n_to_issue, 99));
                 if (idle_seconds > 0)
                         printf(",\"idle_seconds\":%ld,\"idle_cpu_percent\":%.3f", idle_seconds,
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);
@@ -426,11 +446,13 @@ int main(int argc, char **argv)
                 printf("simulated on kfdemu, DetectorMode=%s; %ld of %ld idle online queues watched (%ld by "
                        "breakpoint) over %ld GPUs\n", mode, n_watched, online_processes * queues, n_breakpoint, gpus);
                 if (events > 0)
-                        printf("reaction (write -> SUSPEND_QUEUES reaching kfdemu): %zu events, p50 %.1f us, p99 %.1f us, "
-                               "max %.1f us\n  loop wakeup that saw it -> arrival: p50 %.1f us, p99 %.1f us\n",
-                               n, reaction[n / 2] / 1e3, reaction[n * 99 / 100] / 1e3, reaction[n - 1] / 1e3,
-                               n_to_issue ? to_issue[n_to_issue / 2] / 1e3 : -1.0,
-                               n_to_issue ? to_issue[n_to_issue * 99 / 100] / 1e3 : -1.0);
+                        printf("reaction (write -> SUSPEND_QUEUES ioctl entering the kernel): %zu events, p50 %.1f us, "
+                               "p99 %.1f us, max %.1f us\n"
+                               "  write -> kfdemu's server receiving it (+ the emulator's socket hop): p50 %.1f us, "
+                               "p99 %.1f us\n  loop wakeup that saw it -> ioctl: p50 %.1f us, p99 %.1f us\n",
+                               n, percentile(reaction, n, 50), percentile(reaction, n, 99), reaction[n - 1] / 1e3,
+                               percentile(to_server, n_to_server, 50), percentile(to_server, n_to_server, 99),
+                               percentile(to_issue, n_to_issue, 50), percentile(to_issue, n_to_issue, 99));
                 if (idle_seconds > 0)
                         printf("idle CPU over %ld s: %.3f%% of a core\n", idle_seconds,
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);

@@ -399,6 +399,8 @@ static void test_churn(void **state)
 }
 
 /* Lines of the kfdemu-run trace holding text. */
+/* Counts the trace's lines holding text; each must carry both of its stamps,
+ * the ioctl's entry before the server's receipt. */
 static int trace_lines(const char *text)
 {
         char line[256];
@@ -406,8 +408,19 @@ static int trace_lines(const char *text)
         FILE *f = fopen(trace_path, "re");
 
         assert_non_null(f);
-        while (fgets(line, sizeof(line), f))
-                n += strstr(line, text) != NULL;
+        while (fgets(line, sizeof(line), f)) {
+                const char *entered = strstr(line, " entered ");
+                unsigned long long received_ns = strtoull(line, NULL, 10), entered_ns;
+
+                if (!strstr(line, text))
+                        continue;
+                if (!entered)
+                        fail_msg("a trace line without its ioctl entry time: %s", line);
+                entered_ns = strtoull(entered + strlen(" entered "), NULL, 10);
+                if (entered_ns == 0 || entered_ns > received_ns)
+                        fail_msg("the ioctl entered at %llu ns, after the server received it: %s", entered_ns, line);
+                n++;
+        }
         fclose(f);
         return n;
 }

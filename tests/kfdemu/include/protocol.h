@@ -56,6 +56,10 @@ struct kfdemu_msg_ioctl {
         uint32_t cmd;
         uint64_t file_inode;
         uint64_t arg;
+        /* CLOCK_MONOTONIC ns at which the caller's ioctl() began: where a real
+         * ioctl enters the kernel, before the emulator's socket hop. Only
+         * kfdemu-run --trace reads it; the kernel's behaviour never does. */
+        uint64_t entered_ns;
 };
 
 struct kfdemu_msg_interrupted {

@@ -6,7 +6,8 @@
 
 #include "kfd-abi.h"
 
-bool call_trace_capture(const struct emu_call *call, uint64_t received_ns, struct call_trace_entry *entry)
+bool call_trace_capture(const struct emu_call *call, uint64_t entered_ns, uint64_t received_ns,
+                        struct call_trace_entry *entry)
 {
         struct kfd_ioctl_dbg_trap_args args;
 
@@ -17,6 +18,7 @@ bool call_trace_capture(const struct emu_call *call, uint64_t received_ns, struc
         if (args.op != KFD_IOC_DBG_TRAP_SUSPEND_QUEUES && args.op != KFD_IOC_DBG_TRAP_RESUME_QUEUES)
                 return false;
         *entry = (struct call_trace_entry){
+                .entered_ns = entered_ns,
                 .received_ns = received_ns,
                 .op = args.op,
                 .caller_tgid = (int)call->caller.tgid,
@@ -29,7 +31,7 @@ bool call_trace_capture(const struct emu_call *call, uint64_t received_ns, struc
 
 void call_trace_write(int fd, const struct call_trace_entry *e)
 {
-        (void)dprintf(fd, "%llu %s caller %d target %u queues %u\n", (unsigned long long)e->received_ns,
+        (void)dprintf(fd, "%llu %s caller %d target %u queues %u entered %llu\n", (unsigned long long)e->received_ns,
                       e->op == KFD_IOC_DBG_TRAP_SUSPEND_QUEUES ? "SUSPEND_QUEUES" : "RESUME_QUEUES",
-                      e->caller_tgid, e->target_pid, e->n_queues);
+                      e->caller_tgid, e->target_pid, e->n_queues, (unsigned long long)e->entered_ns);
 }

@@ -219,7 +219,8 @@ static int handle_ioctl(struct connection *ch, const struct kfdemu_msg_ioctl *ms
         long r = emu_kfd_ioctl(call);
         struct call_trace_entry traced;
         /* read before the call can be finished and freed; written after, so it delays nothing */
-        bool trace = ch->server->trace_fd >= 0 && call_trace_capture(call, ch->server->received_ns, &traced);
+        bool trace = ch->server->trace_fd >= 0 && call_trace_capture(call, msg->entered_ns, ch->server->received_ns,
+                                                                      &traced);
 
         if (r != EMU_CALL_PARKED)
                 channel_finish_call(ch, r, true);

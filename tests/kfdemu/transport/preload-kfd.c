@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kfd-abi.h"
@@ -43,6 +44,11 @@ static bool kfd_ioctl(uint64_t inode, unsigned long request, void *arg, int *ret
         long result;
 
         for (;;) {
+                struct timespec entered;
+
+                /* a restarted call enters the kernel again */
+                clock_gettime(CLOCK_MONOTONIC, &entered);
+                msg.entered_ns = (uint64_t)entered.tv_sec * 1000000000u + (uint64_t)entered.tv_nsec;
                 n = preload_call(&msg, sizeof(msg), true, &reply, sizeof(reply), NULL, 0, NULL);
                 if (n >= 0 && (size_t)n != sizeof(reply))
                         n = -EIO;
