@@ -165,8 +165,15 @@ void status_view_print(FILE *out, struct json_object *status, struct json_object
         char uptime[24];
 
         format_usec(uptime, sizeof(uptime), get_int(status, "uptime_usec"));
-        fprintf(out, "gpreemptd: up %s, %" PRId64 " workloads configured, %" PRId64 " reloads\n\n", uptime,
+        fprintf(out, "gpreemptd: up %s, %" PRId64 " workloads configured, %" PRId64 " reloads, ", uptime,
                 get_int(status, "workloads"), get_int(status, "reloads"));
+        if (get_int(status, "realtime_priority") > 0)
+                fprintf(out, "loop at SCHED_FIFO priority %" PRId64, get_int(status, "realtime_priority"));
+        else
+                fprintf(out, "loop at normal priority");
+        if (*get_string(status, "realtime_error", ""))
+                fprintf(out, " (RealtimePriority= refused: %s)", get_string(status, "realtime_error", ""));
+        fputs("\n\n", out);
         print_gpus(out, status, previous);
         fputc('\n', out);
         print_processes(out, status);

@@ -63,8 +63,10 @@ static const char description[] =
         "\n"
         "type Match (workload: string, file: string, line: int, matched: bool, reason: string)\n"
         "\n"
-        "# Every process using the GPU, every GPU's policy state and counters.\n"
-        "method Status() -> (processes: []Process, gpus: []Gpu, workloads: int, reloads: int, uptime_usec: int)\n"
+        "# Every process using the GPU, every GPU's policy state and counters. realtime_priority:\n"
+        "# the loop's SCHED_FIFO priority (0: normal); realtime_error: why RealtimePriority= is not in effect.\n"
+        "method Status() -> (processes: []Process, gpus: []Gpu, workloads: int, reloads: int, uptime_usec: int,\n"
+        "                    realtime_priority: int, realtime_error: ?string)\n"
         "\n"
         "# Suspends the process's queues on every GPU until Resume, within the offline\n"
         "# bounds (MaxSuspendMs, MinOfflineSharePercent) so its watchdogs do not fire (root only).\n"
@@ -191,6 +193,10 @@ static void method_status(struct varlink_call *call, struct json_object *params,
         json_object_object_add(reply, "workloads", json_object_new_int64((int64_t)m->config->n_workloads));
         json_object_object_add(reply, "reloads", json_object_new_int64((int64_t)m->reloads));
         json_object_object_add(reply, "uptime_usec", json_object_new_int64((int64_t)(manager_now(m) - m->started_us)));
+        json_object_object_add(reply, "realtime_priority", json_object_new_int64(m->scheduling.priority));
+        if (m->scheduling.error)
+                json_object_object_add(reply, "realtime_error",
+                                       json_object_new_string(strerror(-m->scheduling.error)));
         varlink_call_reply(call, reply);
 }
 

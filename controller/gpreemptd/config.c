@@ -47,6 +47,7 @@ static const struct key_spec daemon_keys[] = {
         { "DetectorMode", VALUE_DETECTOR_MODE, offsetof(struct daemon_settings, detector_mode), 0, 0 },
         /* SUSPEND_QUEUES grace_period, ~1000 GPU clocks a unit; 0xffffffff means "kernel default". */
         { "GracePeriod", VALUE_U32, offsetof(struct daemon_settings, grace_period), 0, UINT32_MAX },
+        { "RealtimePriority", VALUE_U32, offsetof(struct daemon_settings, realtime_priority), 0, 99 },
 };
 
 /* Policy keys, with the class each belongs to (same order as policy_key_class). */
@@ -602,6 +603,9 @@ static struct config *config_new(void)
                 .idle_poll_cpu_percent = 2,
                 .busy_poll_interval_us = 20,
                 .grace_period = 0,
+                /* the lowest real-time priority: ahead of every normal thread, behind
+                 * the kernel's own (threaded IRQs run at 50) */
+                .realtime_priority = 1,
         };
         c->daemon.runtime_dir = strdup("/run/gpreempt");
         for (int k = 0; k < _WORKLOAD_CLASS_MAX; k++)

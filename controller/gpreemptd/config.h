@@ -36,6 +36,7 @@ struct daemon_settings {
         uint64_t busy_poll_interval_us;
         enum detector_mode detector_mode;
         uint32_t grace_period;
+        uint32_t realtime_priority; /* the loop's SCHED_FIFO priority; 0 = SCHED_OTHER */
 };
 
 struct config {

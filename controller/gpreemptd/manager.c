@@ -712,6 +712,7 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
 
 int manager_start(struct manager *m)
 {
+        loop_scheduling_apply(&m->scheduling, m->config->daemon.realtime_priority);
         return discovery_start(m);
 }
 
@@ -730,6 +731,7 @@ int manager_reload(struct manager *m, struct diag *diag)
         config_free(m->config);
         m->config = fresh;
         log_set_level(fresh->daemon.log_level);
+        loop_scheduling_apply(&m->scheduling, fresh->daemon.realtime_priority);
         detector_set_mode(m->detector, fresh->daemon.detector_mode);
         m->reloads++;
         for (size_t i = 0; i < m->n_processes; i++) {

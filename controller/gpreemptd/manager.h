@@ -19,6 +19,7 @@
 #include "detector-qptr.h"
 #include "paths.h"
 #include "policy.h"
+#include "scheduling.h"
 
 #define MANAGER_MAX_PROCESSES 1024
 #define MANAGER_MAX_GPUS DETECTOR_MAX_GPUS
@@ -83,6 +84,7 @@ struct manager {
         bool last_look_idle;           /* it looked at idle GPUs only */
         uint64_t started_us;
         uint64_t reloads;
+        struct loop_scheduling scheduling;
         bool stopping;
 };
 

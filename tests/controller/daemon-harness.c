@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -60,6 +62,12 @@ void daemon_harness_start(struct daemon_harness *h, const char *binary, const ch
                         snprintf(pid, sizeof(pid), "%d", (int)getpid());
                         setenv("LISTEN_PID", pid, 1);
                         setenv("LISTEN_FDS", "1", 1);
+                }
+                if (h->no_realtime) {
+                        /* root keeps after exec only what the bounding set has */
+                        if (setrlimit(RLIMIT_RTPRIO, &(struct rlimit){ 0, 0 }) < 0 ||
+                            prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0) < 0)
+                                _exit(126);
                 }
                 execl(binary, binary, (char *)NULL);
                 _exit(127);

@@ -22,6 +22,7 @@ struct daemon_harness {
         pid_t pid;
         int stderr_fd; /* the daemon's stderr, read back by daemon_harness_log() */
         int listen_fd; /* >= 0: handed to the daemon as systemd's socket activation does */
+        bool no_realtime; /* started without CAP_SYS_NICE and with RLIMIT_RTPRIO 0 */
         char stderr_path[160];
 };
 

@@ -8,6 +8,7 @@
  *   test-daemon PATH-TO-GPREEMPTD
  */
 #include <errno.h>
+#include <sched.h>
 #include <json.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -166,6 +167,73 @@ static void test_reload(void **state)
         daemon_harness_cleanup(&h);
 }
 
+/* The scheduling policy and real-time priority of the daemon's loop (its main thread), from /proc. */
+static void loop_scheduling(pid_t pid, int *ret_policy, int *ret_priority)
+{
+        char path[64], line[1024], *p;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        assert_non_null(fgets(line, sizeof(line), f));
+        fclose(f);
+        /* after the command's closing parenthesis: state is field 3, rt_priority 40, policy 41 */
+        p = strrchr(line, ')');
+        assert_non_null(p);
+        p += 2;
+        for (int field = 3; field < 40; field++)
+                p = strchr(p, ' ') + 1;
+        assert_int_equal(sscanf(p, "%d %d", ret_priority, ret_policy), 2);
+}
+
+/* RealtimePriority=: the loop at SCHED_FIFO by default, normal after a reload to 0,
+ * and a daemon the kernel refuses keeps running and says why. */
+static void test_realtime_priority(void **state)
+{
+        struct daemon_harness h;
+        struct json_object *reply, *why;
+        char *error = NULL;
+        int policy, priority;
+
+        daemon_harness_init(&h);
+        start(&h, NULL);
+        loop_scheduling(h.pid, &policy, &priority);
+        assert_int_equal(policy, SCHED_FIFO);
+        assert_int_equal(priority, 1);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_int_equal(get_int(reply, "realtime_priority"), 1);
+        assert_false(json_object_object_get_ex(reply, "realtime_error", NULL));
+        json_object_put(reply);
+
+        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nRealtimePriority=0\n");
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Reload", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+        loop_scheduling(h.pid, &policy, &priority);
+        assert_int_equal(policy, SCHED_OTHER);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_int_equal(get_int(reply, "realtime_priority"), 0);
+        json_object_put(reply);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+
+        daemon_harness_init(&h);
+        h.no_realtime = true;
+        start(&h, NULL);
+        loop_scheduling(h.pid, &policy, &priority);
+        assert_int_equal(policy, SCHED_OTHER);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_int_equal(get_int(reply, "realtime_priority"), 0);
+        assert_true(json_object_object_get_ex(reply, "realtime_error", &why));
+        assert_string_equal(json_object_get_string(why), strerror(EPERM));
+        json_object_put(reply);
+        assert_non_null(strstr(daemon_harness_log(&h), "RealtimePriority=1 refused, the loop stays at normal "
+                                                         "priority (give the daemon LimitRTPRIO="));
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+}
+
 static void expect_error(struct daemon_harness *h, const char *method, const char *params_json, const char *want)
 {
         struct json_object *params = params_json ? json_tokener_parse(params_json) : NULL, *reply = NULL;
@@ -273,6 +341,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_socket_activation),
                 cmocka_unit_test(test_refuses_broken_configuration),
                 cmocka_unit_test(test_reload),
+                cmocka_unit_test(test_realtime_priority),
                 cmocka_unit_test(test_api_errors),
                 cmocka_unit_test(test_verify_config_explains),
                 cmocka_unit_test(test_unauthorised_caller),
