@@ -10,9 +10,15 @@
  *    Device is stopped
  *       <reg byte address>: <value> [up to 7 more values]
  *
- * Hardware slots only: no pid, no queue id. A CP/HIQ slot is tied to a queue
+ * Hardware slots only: no pid, no queue id. A slot is tied to a queue
  * through the ring base and pointer addresses its registers hold, which are
- * the MQD's (mqd-layout.h).
+ * the MQD's (mqd-layout.h for CP/HIQ, update_mqd_sdma for SDMA).
+ *
+ * seq_reg_dump (kfd_device_queue_manager.c) prints each register as its byte
+ * address (DUMP_REG: register offset << 2) and value, and starts a new row
+ * after 8 values or where the next register does not follow the previous
+ * one; so the rows show which register ranges the kernel's dump function
+ * read.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,18 +32,65 @@
 #include "sources.h"
 
 /* Registers kept per slot, counted from the first one dumped. The CP dump is
- * 56 consecutive registers; SDMA dumps have gaps but start with RB_CNTL. */
-#define SLOT_REGS 64
+ * 56 consecutive registers, the SDMA dumps below reach 76. */
+#define SLOT_REGS 128
+
+/*
+ * SDMA RLC queue registers, counted from RB_CNTL, in the dump of
+ * kgd_gfx_v9_4_3_hqd_sdma_dump (amdgpu_amdkfd_gc_9_4_3.c; GC 9.4.3, MI300)
+ * and of hqd_sdma_dump_v10_3 (amdgpu_amdkfd_gfx_v10_3.c; GC 10.3). Both read
+ * four ranges:
+ * RB_CNTL..DOORBELL, STATUS..CSA_ADDR_HI, IB_SUB_REMAIN..MINOR_PTR_UPDATE and
+ * MIDCMD_DATA0..MIDCMD_CNTL, 19 + 6 + 7 + 12 registers. The offsets are those
+ * of regSDMA_RLC0_* in sdma/sdma_4_4_2_offset.h and of mmSDMA0_RLC1_* less
+ * mmSDMA0_RLC1_RB_CNTL in gc/gc_10_3_0_offset.h; the fields decoded here have
+ * the same bits in sdma_4_4_2_sh_mask.h and gc_10_3_0_sh_mask.h. The real
+ * MI308X dump (GC 9.4.3) has exactly these ranges.
+ *
+ * Other kernel functions dump other registers: 42 in all (HQD_N_REGS
+ * 19+6+7+10 in kgd_hqd_sdma_dump of amdgpu_amdkfd_gfx_v9.c and
+ * amdgpu_amdkfd_gfx_v10.c, and kgd_arcturus_hqd_sdma_dump), five ranges
+ * (hqd_sdma_dump_v11) or one (hqd_sdma_dump_v12). Their register files were
+ * not checked, so their slots keep the raw registers.
+ */
+enum {
+        SDMA_RB_CNTL = 0,
+        SDMA_RB_BASE = 1,               /* ring base >> 8, bits 8..39 */
+        SDMA_RB_BASE_HI = 2,            /* bits 40..63 in ADDR, bits 0..23 */
+        SDMA_RB_RPTR = 3,
+        SDMA_RB_RPTR_HI = 4,
+        SDMA_RB_WPTR = 5,
+        SDMA_RB_WPTR_HI = 6,
+        SDMA_RB_RPTR_ADDR_HI = 8,       /* hi before lo, as in v9_sdma_mqd */
+        SDMA_RB_RPTR_ADDR_LO = 9,
+        SDMA_DOORBELL = 18,
+        SDMA_DOORBELL_OFFSET = 43,
+        SDMA_RB_WPTR_POLL_ADDR_HI = 50,
+        SDMA_RB_WPTR_POLL_ADDR_LO = 51,
+};
+
+#define SDMA_RB_CNTL_RB_ENABLE 0x1u
+#define SDMA_RB_BASE_HI_ADDR 0x00ffffffu
+/* The low two bits of the address registers are not address: SDMA 4.4.2
+ * keeps RPTR_WB_IDLE in bit 0 of RB_RPTR_ADDR_LO, set in the real dump. */
+#define SDMA_ADDR_LO_ADDR 0xfffffffcu
+#define SDMA_DOORBELL_ENABLE 0x10000000u
+
+static const struct {
+        uint8_t first, count;
+} sdma_ranges[] = { { 0, 19 }, { 40, 6 }, { 47, 7 }, { 64, 12 } };
 
 struct hqd_parser {
         const char *name;
         struct qf_diags *diags;
         struct qf_hqds out;
+        int error;                  /* -ENOMEM once an allocation failed */
         struct qf_hqd_node *node;   /* current "Node" section */
         struct qf_hqd *slot;        /* current slot, NULL outside one */
         uint32_t regs[SLOT_REGS];
         uint8_t present[SLOT_REGS];
         bool any_row;
+        bool beyond;                /* a row reached past SLOT_REGS */
 };
 
 static bool has_regs(const struct hqd_parser *h, unsigned first, unsigned last)
@@ -48,10 +101,92 @@ static bool has_regs(const struct hqd_parser *h, unsigned first, unsigned last)
         return true;
 }
 
-static uint64_t reg_pair(const struct hqd_parser *h, unsigned lo_dword, unsigned hi_dword)
+static bool has_none(const struct hqd_parser *h, unsigned first, unsigned end)
 {
-        return (uint64_t) h->regs[hi_dword - MQD_CP_MQD_BASE_ADDR_LO] << 32 |
-               h->regs[lo_dword - MQD_CP_MQD_BASE_ADDR_LO];
+        for (unsigned i = first; i < end; i++)
+                if (h->present[i])
+                        return false;
+        return true;
+}
+
+static uint64_t reg_pair(const struct hqd_parser *h, unsigned lo, unsigned hi)
+{
+        return (uint64_t) h->regs[hi] << 32 | h->regs[lo];
+}
+
+static void decode_cp(struct hqd_parser *h, struct qf_hqd *s)
+{
+        const unsigned base = MQD_CP_MQD_BASE_ADDR_LO;
+        s->active = h->present[MQD_CP_HQD_ACTIVE - base] && (h->regs[MQD_CP_HQD_ACTIVE - base] & 1);
+        if (!has_regs(h, MQD_CP_HQD_PQ_BASE_LO - base, MQD_CP_HQD_PQ_DOORBELL_CONTROL - base)) {
+                qf_diag_add(h->diags, h->name, s->line,
+                            "HQD register dump ends before the queue's ring and pointer registers");
+                return;
+        }
+        s->has_addresses = true;
+        s->ring_base = reg_pair(h, MQD_CP_HQD_PQ_BASE_LO - base, MQD_CP_HQD_PQ_BASE_HI - base) << 8;
+        s->rptr_addr = reg_pair(h, MQD_CP_HQD_PQ_RPTR_REPORT_ADDR_LO - base, MQD_CP_HQD_PQ_RPTR_REPORT_ADDR_HI - base);
+        s->wptr_addr = reg_pair(h, MQD_CP_HQD_PQ_WPTR_POLL_ADDR_LO - base, MQD_CP_HQD_PQ_WPTR_POLL_ADDR_HI - base);
+        s->doorbell_offset = QF_DOORBELL_OFFSET(h->regs[MQD_CP_HQD_PQ_DOORBELL_CONTROL - base]);
+}
+
+/* true when the rows hold sdma_ranges and nothing else: the dump came from
+ * one of the two functions whose layout is verified. */
+static bool is_verified_sdma_dump(const struct hqd_parser *h)
+{
+        unsigned next = 0;
+        if (h->beyond)
+                return false;
+        for (size_t r = 0; r < sizeof(sdma_ranges) / sizeof(*sdma_ranges); r++) {
+                unsigned first = sdma_ranges[r].first, end = first + sdma_ranges[r].count;
+                if (!has_none(h, next, first) || !has_regs(h, first, end - 1))
+                        return false;
+                next = end;
+        }
+        return has_none(h, next, SLOT_REGS);
+}
+
+static void keep_raw_registers(struct hqd_parser *h, struct qf_hqd *s)
+{
+        for (unsigned i = 0; i < SLOT_REGS; i++) {
+                if (!h->present[i])
+                        continue;
+                struct qf_hqd_reg *r = QF_APPEND(s->raw, s->n_raw);
+                if (!r) {
+                        h->error = -ENOMEM;
+                        return;
+                }
+                *r = (struct qf_hqd_reg){ .address = s->reg_base + 4 * i, .value = h->regs[i] };
+        }
+}
+
+static void decode_sdma(struct hqd_parser *h, struct qf_hqd *s)
+{
+        /* Every dump function read starts with RB_CNTL (those of
+         * amdgpu_amdkfd_gfx_v10.c and _v11.c were not read), and RB_ENABLE
+         * is its bit 0 in both register files checked, so this bit is read
+         * from any layout. The
+         * MI308X captures show it set in 7 slots both before and while the
+         * test ran, so it is reported, not trusted as "running". */
+        s->active = h->present[SDMA_RB_CNTL] && (h->regs[SDMA_RB_CNTL] & SDMA_RB_CNTL_RB_ENABLE);
+        if (!is_verified_sdma_dump(h)) {
+                keep_raw_registers(h, s);
+                return;
+        }
+        const uint32_t *r = h->regs;
+        s->has_addresses = true;
+        /* update_mqd_sdma (kfd_mqd_manager_v9.c) stores the ring address
+         * >> 8, the user read pointer's address and the doorbell index in
+         * the DOORBELL_OFFSET field (bits 2..27, as in the CP's register). */
+        s->ring_base = ((uint64_t) (r[SDMA_RB_BASE_HI] & SDMA_RB_BASE_HI_ADDR) << 32 | r[SDMA_RB_BASE]) << 8;
+        s->rptr_addr = (uint64_t) r[SDMA_RB_RPTR_ADDR_HI] << 32 | (r[SDMA_RB_RPTR_ADDR_LO] & SDMA_ADDR_LO_ADDR);
+        s->wptr_addr = (uint64_t) r[SDMA_RB_WPTR_POLL_ADDR_HI] << 32 | (r[SDMA_RB_WPTR_POLL_ADDR_LO] & SDMA_ADDR_LO_ADDR);
+        s->doorbell_offset = QF_DOORBELL_OFFSET(r[SDMA_DOORBELL_OFFSET]);
+        s->doorbell_enabled = r[SDMA_DOORBELL] & SDMA_DOORBELL_ENABLE;
+        /* Byte offsets: sdma_v4_4_2_ring_get_wptr shifts the register by 2
+         * for the ring's dword index. */
+        s->rptr = reg_pair(h, SDMA_RB_RPTR, SDMA_RB_RPTR_HI);
+        s->wptr = reg_pair(h, SDMA_RB_WPTR, SDMA_RB_WPTR_HI);
 }
 
 static void finish_slot(struct hqd_parser *h)
@@ -64,27 +199,10 @@ static void finish_slot(struct hqd_parser *h)
                 qf_diag_add(h->diags, h->name, s->line, "HQD slot without register values");
                 return;
         }
-        if (s->kind == QF_HQD_SDMA) {
-                /* The SDMA dump starts with RLCx_RB_CNTL; bit 0 is RB_ENABLE.
-                 * The MI308X captures show it set in 7 slots both before and
-                 * while the test ran, so it is reported, not trusted as
-                 * "running". */
-                s->active = h->present[0] && (h->regs[0] & 1);
-                return;
-        }
-        const unsigned base = MQD_CP_MQD_BASE_ADDR_LO;
-        s->active = h->present[MQD_CP_HQD_ACTIVE - base] && (h->regs[MQD_CP_HQD_ACTIVE - base] & 1);
-        if (has_regs(h, MQD_CP_HQD_PQ_BASE_LO - base, MQD_CP_HQD_PQ_DOORBELL_CONTROL - base)) {
-                s->has_addresses = true;
-                s->ring_base = reg_pair(h, MQD_CP_HQD_PQ_BASE_LO, MQD_CP_HQD_PQ_BASE_HI) << 8;
-                s->rptr_addr = reg_pair(h, MQD_CP_HQD_PQ_RPTR_REPORT_ADDR_LO, MQD_CP_HQD_PQ_RPTR_REPORT_ADDR_HI);
-                s->wptr_addr = reg_pair(h, MQD_CP_HQD_PQ_WPTR_POLL_ADDR_LO, MQD_CP_HQD_PQ_WPTR_POLL_ADDR_HI);
-                s->doorbell_offset =
-                        QF_DOORBELL_OFFSET(h->regs[MQD_CP_HQD_PQ_DOORBELL_CONTROL - base]);
-        } else {
-                qf_diag_add(h->diags, h->name, s->line,
-                            "HQD register dump ends before the queue's ring and pointer registers");
-        }
+        if (s->kind == QF_HQD_SDMA)
+                decode_sdma(h, s);
+        else
+                decode_cp(h, s);
 }
 
 static struct qf_hqd *new_slot(struct hqd_parser *h, const struct qf_line *l, enum qf_hqd_kind kind)
@@ -99,13 +217,16 @@ static struct qf_hqd *new_slot(struct hqd_parser *h, const struct qf_line *l, en
                 return NULL;
         }
         struct qf_hqd *s = QF_APPEND(h->out.hqds, h->out.n);
-        if (!s)
+        if (!s) {
+                h->error = -ENOMEM;
                 return NULL;
+        }
         *s = (struct qf_hqd){
                 .node = h->node->node, .gpu_id = h->node->gpu_id, .kind = kind, .line = l->lineno,
         };
         h->slot = s;
         h->any_row = false;
+        h->beyond = false;
         memset(h->present, 0, sizeof(h->present));
         return s;
 }
@@ -131,6 +252,8 @@ static bool parse_node(struct hqd_parser *h, const struct qf_line *l)
         h->node = QF_APPEND(h->out.nodes, h->out.n_nodes);
         if (h->node)
                 *h->node = (struct qf_hqd_node){ .node = (unsigned) node, .gpu_id = (uint32_t) gpu_id };
+        else
+                h->error = -ENOMEM;
         return true;
 }
 
@@ -212,6 +335,12 @@ static void parse_row(struct hqd_parser *h, const struct qf_line *l)
                 return;
         }
         uint32_t first = (row.address - h->slot->reg_base) / 4;
+        if (first + row.n_values > SLOT_REGS) {
+                qf_diag_add(h->diags, h->name, l->lineno,
+                            "register 0x%x is more than %d registers after the slot's first; ignored",
+                            row.address, SLOT_REGS);
+                h->beyond = true;
+        }
         for (unsigned i = 0; i < row.n_values && first + i < SLOT_REGS; i++) {
                 h->regs[first + i] = row.values[i];
                 h->present[first + i] = 1;
@@ -262,19 +391,24 @@ int qf_hqds_parse(int fd, const char *name, struct qf_diags *diags, struct qf_hq
                 return r;
 
         struct qf_line l;
-        while ((r = qf_line_reader_next(reader, &l)) > 0)
+        while ((r = qf_line_reader_next(reader, &l)) > 0 && !h->error)
                 parse_line(h, &l);
+        if (r >= 0)
+                finish_slot(h);
+        if (r >= 0 && h->error)
+                r = h->error;
         if (r < 0) {
                 qf_hqds_clear(&h->out);
                 return r;
         }
-        finish_slot(h);
         *ret = h->out;
         return 0;
 }
 
 void qf_hqds_clear(struct qf_hqds *h)
 {
+        for (size_t i = 0; i < h->n; i++)
+                free(h->hqds[i].raw);
         free(h->hqds);
         free(h->nodes);
         *h = (struct qf_hqds){ 0 };

@@ -283,9 +283,24 @@ static bool belongs_to_other_process(const struct qf_mqds *mqds, const struct qf
         return false;
 }
 
+static int append_hqd(const struct qf_hqd ***hqds, size_t *n, const struct qf_hqd *h)
+{
+        const struct qf_hqd **slot = QF_APPEND(*hqds, *n);
+        if (!slot)
+                return -ENOMEM;
+        *slot = h;
+        return 0;
+}
+
+/* CP slots hold user compute queues, SDMA slots user SDMA queues; the HIQ
+ * is the kernel's own. */
 static int add_hqd(struct qf_result *r, const struct qf_mqds *mqds, const struct qf_hqd *h)
 {
-        if (h->kind != QF_HQD_CP || !h->has_addresses)
+        int err;
+        if (h->kind == QF_HQD_SDMA && h->active &&
+            (err = append_hqd(&r->enabled_sdma_hqds, &r->n_enabled_sdma_hqds, h)) < 0)
+                return err;
+        if (h->kind == QF_HQD_HIQ || !h->has_addresses)
                 return 0;
         for (size_t i = 0; i < r->n_processes; i++) {
                 struct qf_process *p = &r->processes[i];
@@ -294,10 +309,8 @@ static int add_hqd(struct qf_result *r, const struct qf_mqds *mqds, const struct
                         if (!q->gpu_id.sources || q->gpu_id.v != h->gpu_id ||
                             !(same_address(&q->ring_base, h->ring_base) && same_address(&q->rptr_addr, h->rptr_addr)))
                                 continue;
-                        const struct qf_hqd **slot = QF_APPEND(q->hqds, q->n_hqds);
-                        if (!slot)
-                                return -ENOMEM;
-                        *slot = h;
+                        if ((err = append_hqd(&q->hqds, &q->n_hqds, h)) < 0)
+                                return err;
                         q->sources |= QF_SOURCE_HQDS;
                         q->ring_base.sources |= QF_SOURCE_HQDS;
                         q->rptr_addr.sources |= QF_SOURCE_HQDS;
@@ -307,13 +320,11 @@ static int add_hqd(struct qf_result *r, const struct qf_mqds *mqds, const struct
                         return 0;
                 }
         }
-        if (!h->active || belongs_to_other_process(mqds, h))
+        /* An SDMA ring's enable bit outlives its queue (debugfs-hqds.c), so
+         * only CP slots are reported as unexplained. */
+        if (h->kind != QF_HQD_CP || !h->active || belongs_to_other_process(mqds, h))
                 return 0;
-        const struct qf_hqd **slot = QF_APPEND(r->unowned_hqds, r->n_unowned_hqds);
-        if (!slot)
-                return -ENOMEM;
-        *slot = h;
-        return 0;
+        return append_hqd(&r->unowned_hqds, &r->n_unowned_hqds, h);
 }
 
 static int compare_processes(const void *a, const void *b)
@@ -383,5 +394,6 @@ void qf_result_clear(struct qf_result *r)
         }
         free(r->processes);
         free(r->unowned_hqds);
+        free(r->enabled_sdma_hqds);
         *r = (struct qf_result){ 0 };
 }

@@ -5,8 +5,9 @@
  * Join keys (shared/data/real/README.md, kfd-interface.md §7-8,
  * rocm-userspace.md §5-6):
  *   sysfs ↔ snapshot           queue id
- *   snapshot/mqds ↔ mqds/hqds  AQL ring base (= PQ_BASE << 8), the rptr-report
- *                              and wptr-poll addresses
+ *   snapshot/mqds ↔ mqds/hqds  ring base (CP: PQ_BASE << 8, SDMA: RB_BASE << 8)
+ *                              and the read-pointer address (CP: rptr report,
+ *                              SDMA: rptr write-back); wptr-poll addresses
  *   log ↔ the rest             ">= 6.2 HWq" = ring base; SWq and "<= 6.1
  *                              created hardware queue" = amd_queue_t VA =
  *                              rptr address - 0x80 = wptr address - 0x38
@@ -94,6 +95,10 @@ struct qf_result {
         size_t n_processes;
         const struct qf_hqd **unowned_hqds; /* active CP slots no known queue explains */
         size_t n_unowned_hqds;
+        /* SDMA slots with RB_ENABLE set, whether a known queue explains them
+         * or not: the bit outlives the queue */
+        const struct qf_hqd **enabled_sdma_hqds;
+        size_t n_enabled_sdma_hqds;
 };
 
 /* The result points into the inputs, which must outlive it. */

@@ -82,20 +82,55 @@ static struct json_object *diags_json(struct builder *b, const struct qf_diags *
         return a;
 }
 
+static struct json_object *raw_registers_json(struct builder *b, const struct qf_hqd *h)
+{
+        struct json_object *a = json_object_new_array();
+        for (size_t i = 0; a && i < h->n_raw; i++) {
+                struct json_object *e = json_object_new_object();
+                if (e) {
+                        add(b, e, "address", hex(h->raw[i].address));
+                        add(b, e, "value", hex(h->raw[i].value));
+                }
+                push(b, a, e);
+        }
+        return a;
+}
+
 static struct json_object *hqd_json(struct builder *b, const struct qf_hqd *h)
 {
+        static const char *const kinds[] = { [QF_HQD_HIQ] = "hiq", [QF_HQD_CP] = "cp", [QF_HQD_SDMA] = "sdma" };
+        const bool sdma = h->kind == QF_HQD_SDMA, decoded = h->has_addresses;
         struct json_object *o = json_object_new_object();
         if (!o)
                 return NULL;
+        add(b, o, "kind", json_object_new_string(kinds[h->kind]));
         add(b, o, "node", json_object_new_int64(h->node));
         add(b, o, "gpu_id", json_object_new_int64(h->gpu_id));
-        add(b, o, "xcc", json_object_new_int64(h->inst));
-        add(b, o, "pipe", json_object_new_int64(h->pipe));
-        add(b, o, "queue", json_object_new_int64(h->queue));
+        add(b, o, "xcc", sdma ? NULL : json_object_new_int64(h->inst));
+        add(b, o, "pipe", sdma ? NULL : json_object_new_int64(h->pipe));
+        add(b, o, "queue", sdma ? NULL : json_object_new_int64(h->queue));
+        add(b, o, "engine", sdma ? json_object_new_int64(h->engine) : NULL);
+        add(b, o, "rlc", sdma ? json_object_new_int64(h->rlc) : NULL);
         add(b, o, "active", json_object_new_boolean(h->active));
-        add(b, o, "ring_base", h->has_addresses ? hex(h->ring_base) : NULL);
+        add(b, o, "decoded", json_object_new_boolean(decoded));
+        add(b, o, "ring_base", decoded ? hex(h->ring_base) : NULL);
+        add(b, o, "rptr_address", decoded ? hex(h->rptr_addr) : NULL);
+        add(b, o, "wptr_address", decoded ? hex(h->wptr_addr) : NULL);
+        add(b, o, "doorbell_offset", decoded ? json_object_new_int64(h->doorbell_offset) : NULL);
+        add(b, o, "doorbell_enabled", sdma && decoded ? json_object_new_boolean(h->doorbell_enabled) : NULL);
+        add(b, o, "rptr", sdma && decoded ? json_object_new_uint64(h->rptr) : NULL);
+        add(b, o, "wptr", sdma && decoded ? json_object_new_uint64(h->wptr) : NULL);
+        add(b, o, "registers", sdma && !decoded ? raw_registers_json(b, h) : NULL);
         add(b, o, "line", json_object_new_uint64(h->line));
         return o;
+}
+
+static struct json_object *hqds_json(struct builder *b, const struct qf_hqd *const *hqds, size_t n)
+{
+        struct json_object *a = json_object_new_array();
+        for (size_t i = 0; a && i < n; i++)
+                push(b, a, hqd_json(b, hqds[i]));
+        return a;
 }
 
 static struct json_object *mqd_json(struct builder *b, const struct qf_mqd_queue *m)
@@ -194,10 +229,7 @@ static struct json_object *queue_json(struct builder *b, const struct qf_queue *
         add(b, o, "paired_by_size", json_object_new_boolean(q->paired_by_size));
         add(b, o, "snapshot", q->snapshot ? snapshot_json(b, q->snapshot) : NULL);
         add(b, o, "mqd", q->mqd ? mqd_json(b, q->mqd) : NULL);
-        struct json_object *hqds = json_object_new_array();
-        for (size_t i = 0; hqds && i < q->n_hqds; i++)
-                push(b, hqds, hqd_json(b, q->hqds[i]));
-        add(b, o, "hqds", hqds);
+        add(b, o, "hqds", hqds_json(b, q->hqds, q->n_hqds));
         add(b, o, "log", q->log ? log_json(b, q->log) : NULL);
         return o;
 }
@@ -292,10 +324,11 @@ int qf_report_json(const struct qf_report *r, struct json_object **ret)
                 push(&b, procs, process_json(&b, &r->result->processes[i]));
         add(&b, root, "processes", procs);
 
-        struct json_object *unowned = json_object_new_array();
-        for (size_t i = 0; unowned && r->result && i < r->result->n_unowned_hqds; i++)
-                push(&b, unowned, hqd_json(&b, r->result->unowned_hqds[i]));
-        add(&b, root, "unowned_active_hqds", unowned);
+        const struct qf_result *res = r->result;
+        add(&b, root, "unowned_active_hqds",
+            hqds_json(&b, res ? res->unowned_hqds : NULL, res ? res->n_unowned_hqds : 0));
+        add(&b, root, "enabled_sdma_hqds",
+            hqds_json(&b, res ? res->enabled_sdma_hqds : NULL, res ? res->n_enabled_sdma_hqds : 0));
 
         if (r->log) {
                 struct json_object *log = json_object_new_object();

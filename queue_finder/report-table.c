@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The readable table: one block per process, one row per queue, then the
- * GPUs, hardware slots nobody explains, conflicts and warnings.
+ * GPUs, hardware slots nobody explains, enabled SDMA rings, conflicts and
+ * warnings.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -126,6 +127,48 @@ static void print_process(FILE *f, const struct qf_process *p)
         }
 }
 
+/* Which known queue holds an SDMA slot, for its line in the table. */
+static void format_sdma_owner(char *buf, size_t size, const struct qf_result *res, const struct qf_hqd *h)
+{
+        for (size_t i = 0; i < res->n_processes; i++) {
+                const struct qf_process *p = &res->processes[i];
+                for (size_t k = 0; k < p->n_queues; k++) {
+                        const struct qf_queue *q = &p->queues[k];
+                        for (size_t s = 0; s < q->n_hqds; s++) {
+                                if (q->hqds[s] != h)
+                                        continue;
+                                if (q->queue_id.sources)
+                                        snprintf(buf, size, "queue %" PRIu64 " of pid %d", q->queue_id.v, (int) p->pid);
+                                else
+                                        snprintf(buf, size, "a queue of pid %d", (int) p->pid);
+                                return;
+                        }
+                }
+        }
+        snprintf(buf, size, "no known queue");
+}
+
+static void print_enabled_sdma(FILE *f, const struct qf_result *res)
+{
+        fprintf(f, "SDMA rings enabled in hardware (the enable bit can outlive the queue):\n");
+        for (size_t i = 0; i < res->n_enabled_sdma_hqds; i++) {
+                const struct qf_hqd *h = res->enabled_sdma_hqds[i];
+                fprintf(f, "  gpu %x engine %u rlc %u", h->gpu_id, h->engine, h->rlc);
+                if (!h->has_addresses) {
+                        fprintf(f, "  registers not decoded (a dump layout not verified; --json lists them)\n");
+                        continue;
+                }
+                char owner[64];
+                format_sdma_owner(owner, sizeof(owner), res, h);
+                fprintf(f,
+                        "  ring base 0x%" PRIx64 "  rptr %" PRIu64 " wptr %" PRIu64 "  rptr write-back 0x%" PRIx64
+                        "  wptr poll 0x%" PRIx64 "  doorbell %u (%s)  %s\n",
+                        h->ring_base, h->rptr, h->wptr, h->rptr_addr, h->wptr_addr, h->doorbell_offset,
+                        h->doorbell_enabled ? "enabled" : "disabled", owner);
+        }
+        fputc('\n', f);
+}
+
 int qf_report_table(FILE *f, const struct qf_report *r)
 {
         const struct qf_result *res = r->result;
@@ -154,6 +197,8 @@ int qf_report_table(FILE *f, const struct qf_report *r)
                 }
                 fputc('\n', f);
         }
+        if (res && res->n_enabled_sdma_hqds)
+                print_enabled_sdma(f, res);
         bool header = false;
         for (size_t i = 0; i < r->n_sources; i++) {
                 const struct qf_source_status *s = &r->sources[i];

@@ -134,6 +134,11 @@ enum qf_hqd_kind {
         QF_HQD_SDMA,
 };
 
+struct qf_hqd_reg {
+        uint32_t address;            /* byte address, as dumped */
+        uint32_t value;
+};
+
 struct qf_hqd {
         unsigned node;
         uint32_t gpu_id;
@@ -142,11 +147,19 @@ struct qf_hqd {
         unsigned mec, pipe, queue;   /* mec for HIQ only */
         unsigned engine, rlc;        /* SDMA only */
         bool active;                 /* CP/HIQ: CP_HQD_ACTIVE; SDMA: RB_ENABLE (may be stale) */
-        bool has_addresses;          /* CP and HIQ with a complete register dump */
+        /* The registers below were decoded: CP and HIQ slots with a complete
+         * dump, SDMA slots whose dump has a verified register layout. */
+        bool has_addresses;
         uint64_t ring_base;
-        uint64_t rptr_addr;
-        uint64_t wptr_addr;
+        uint64_t rptr_addr;          /* CP: rptr report address; SDMA: rptr write-back address */
+        uint64_t wptr_addr;          /* wptr poll address */
         uint32_t doorbell_offset;
+        /* SDMA only, with has_addresses */
+        uint64_t rptr, wptr;         /* RB_RPTR, RB_WPTR: byte offsets into the ring */
+        bool doorbell_enabled;
+        /* SDMA slots without has_addresses: the registers as dumped */
+        struct qf_hqd_reg *raw;
+        size_t n_raw;
         uint32_t reg_base;           /* byte address of the first dumped register */
         unsigned long line;
 };

@@ -97,6 +97,34 @@ static void test_json_real_dumps(void **state)
         p = json_object_array_get_idx(procs, 1);
         assert_true(json_object_object_get_ex(p, "pid", &v));
         assert_int_equal(json_object_get_int(v), 459769);
+
+        /* The enabled SDMA rings of f7bc, decoded; the first is engine 1, RLC 0. */
+        struct json_object *sdma, *s;
+        assert_true(json_object_object_get_ex(doc, "enabled_sdma_hqds", &sdma));
+        assert_int_equal(json_object_array_length(sdma), 7);
+        s = json_object_array_get_idx(sdma, 0);
+        static const struct {
+                const char *key, *value;
+        } fields[] = {
+                { "kind", "sdma" },         { "ring_base", "0x7f558c200000" }, { "rptr_address", "0x7f5731304010" },
+                { "wptr_address", "0x0" },
+        };
+        for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++) {
+                assert_true(json_object_object_get_ex(s, fields[i].key, &v));
+                assert_string_equal(json_object_get_string(v), fields[i].value);
+        }
+        assert_true(json_object_object_get_ex(s, "engine", &v));
+        assert_int_equal(json_object_get_int(v), 1);
+        assert_true(json_object_object_get_ex(s, "rlc", &v));
+        assert_int_equal(json_object_get_int(v), 0);
+        assert_true(json_object_object_get_ex(s, "decoded", &v));
+        assert_true(json_object_get_boolean(v));
+        assert_true(json_object_object_get_ex(s, "doorbell_enabled", &v));
+        assert_false(json_object_get_boolean(v));
+        assert_true(json_object_object_get_ex(s, "xcc", &v));
+        assert_null(v);
+        assert_true(json_object_object_get_ex(s, "registers", &v));
+        assert_null(v);
         assert_true(json_object_object_get_ex(doc, "warnings", &v));
         assert_int_equal(json_object_array_length(v), 0);
         json_object_put(doc);

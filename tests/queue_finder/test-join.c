@@ -58,6 +58,8 @@ static void test_real_mqds_hqds_log(void **state)
 
         /* The log is another process (459769) than the dumps (94314). */
         assert_int_equal(res.n_processes, 2);
+        /* The 7 enabled SDMA rings match no queue: the MQDs are all compute. */
+        assert_int_equal(res.n_enabled_sdma_hqds, 7);
         const struct qf_process *p = &res.processes[0];
         assert_int_equal(p->pid, 94314);
         assert_int_equal(p->n_queues, 5);
@@ -188,6 +190,41 @@ static void test_snapshot_log_and_conflict(void **state)
         qf_result_clear(&res);
 }
 
+/* An SDMA slot joins its queue on GPU, ring base and read-pointer address;
+ * an enabled slot no queue explains is listed, but not as unexplained. */
+static void test_sdma_slot_joins_its_queue(void **state)
+{
+        struct qf_mqd_queue mq[] = {
+                { .pid = 42, .kind = QF_MQD_SDMA, .gpu_id = 0x1a2b, .n_xcc = 1, .active_mask = 1,
+                  .has_addresses = true, .ring_base = 0x7f0000500000, .rptr_addr = 0x7f0000600000, .line = 3 },
+        };
+        struct qf_mqds mqds = { .queues = mq, .n = 1 };
+        struct qf_hqd hq[] = {
+                { .node = 1, .gpu_id = 0x1a2b, .kind = QF_HQD_SDMA, .engine = 0, .rlc = 2, .active = true,
+                  .has_addresses = true, .ring_base = 0x7f0000500000, .rptr_addr = 0x7f0000600000 },
+                { .node = 1, .gpu_id = 0x1a2b, .kind = QF_HQD_SDMA, .engine = 1, .rlc = 0, .active = true,
+                  .has_addresses = true, .ring_base = 0x7f0000700000, .rptr_addr = 0x7f0000800000 },
+                /* The same ring on another GPU is another queue's. */
+                { .node = 2, .gpu_id = 0x3c4d, .kind = QF_HQD_SDMA, .engine = 0, .rlc = 0, .active = false,
+                  .has_addresses = true, .ring_base = 0x7f0000500000, .rptr_addr = 0x7f0000600000 },
+        };
+        struct qf_hqds hqds = { .hqds = hq, .n = 3 };
+        const struct qf_inputs inputs = { .mqds = &mqds, .mqds_name = "mqds", .hqds = &hqds };
+        struct qf_result res;
+        assert_int_equal(qf_join(&inputs, &res), 0);
+        assert_int_equal(res.n_processes, 1);
+        const struct qf_queue *q = &res.processes[0].queues[0];
+        assert_int_equal(q->n_hqds, 1);
+        assert_ptr_equal(q->hqds[0], &hq[0]);
+        assert_int_equal(q->sources, QF_SOURCE_MQDS | QF_SOURCE_HQDS);
+        assert_int_equal(q->ring_base.sources, QF_SOURCE_MQDS | QF_SOURCE_HQDS);
+        assert_int_equal(res.n_enabled_sdma_hqds, 2);
+        assert_ptr_equal(res.enabled_sdma_hqds[0], &hq[0]);
+        assert_ptr_equal(res.enabled_sdma_hqds[1], &hq[1]);
+        assert_int_equal(res.n_unowned_hqds, 0);
+        qf_result_clear(&res);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -195,6 +232,7 @@ int main(void)
                 cmocka_unit_test(test_unowned_hqds),
                 cmocka_unit_test(test_sysfs_pairs_by_size),
                 cmocka_unit_test(test_snapshot_log_and_conflict),
+                cmocka_unit_test(test_sdma_slot_joins_its_queue),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
