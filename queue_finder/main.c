@@ -106,7 +106,7 @@ static void help(void)
                "      --snapshot             attach to each process for the debug-trap queue snapshot\n"
                "                             (root; not while gpreemptd or a debugger holds it)\n"
                "      --pid-ns PID|PATH      the PIDs given are in this pid namespace (a pid in it,\n"
-               "                             or /proc/<pid>/ns/pid)\n"
+               "                             or /proc/<pid>/ns/pid), also for containers nested in it\n"
                "      --emit-config CLASS    print gpreemptd [Workload] sections, CLASS online|offline\n"
                "      --sysfs-root DIR       KFD sysfs directory (default " DEFAULT_KFD_ROOT ")\n"
                "      --debugfs-root DIR     KFD debugfs directory (default " DEFAULT_DEBUGFS_ROOT ")\n"
@@ -264,37 +264,64 @@ static int parse_options(int argc, char **argv, struct options *o)
         return 0;
 }
 
+/* The pid namespace of --pid-ns and its depth below ours. */
+struct container_ns {
+        struct qf_pid_ns ns;
+        size_t level;
+};
+
+/* Reading another user's /proc/<pid>/ns/pid needs ptrace access to it. */
+static const char *privilege_hint(void)
+{
+        return geteuid() == 0 ? "" : "; reading other users' namespaces needs root";
+}
+
 /* Container pids given with --pid-ns become host pids, which is what KFD uses. */
-static int map_pids(struct options *o, struct qf_pid_ns *ret_ns)
+static int map_pids(struct options *o, struct container_ns *ret)
 {
         if (!o->pid_ns)
                 return 0;
-        struct qf_pid_ns ns;
-        int r = qf_pid_ns_from_arg(o->proc_root, o->pid_ns, &ns);
+        struct container_ns c;
+        int r = qf_pid_ns_from_arg(o->proc_root, o->pid_ns, &c.ns);
         if (r < 0) {
                 report_error(o->json, "cannot open the pid namespace \"%s\": %s.", o->pid_ns, strerror(-r));
                 return r;
         }
+        r = qf_pid_ns_level(o->proc_root, &c.ns, &c.level);
+        if (r == -ESRCH) {
+                report_error(o->json, "no process lives in \"%s\": it is no pid namespace, or one without processes%s.",
+                             o->pid_ns, privilege_hint());
+                return r;
+        }
+        if (r < 0) {
+                report_error(o->json, "cannot list the processes in %s: %s.", o->proc_root, strerror(-r));
+                return r;
+        }
         for (size_t i = 0; i < o->n_pids; i++) {
                 pid_t host;
-                r = qf_nspid_to_host(o->proc_root, &ns, o->pids[i], &host);
-                if (r < 0) {
+                r = qf_nspid_to_host(o->proc_root, &c.ns, c.level, o->pids[i], &host);
+                if (r == -ESRCH) {
                         report_error(o->json,
-                                     "no process has pid %d in pid namespace pid:[%llu] (%s); reading other users' "
-                                     "namespaces needs root.",
-                                     (int) o->pids[i], (unsigned long long) ns.ino, strerror(-r));
+                                     "no process has pid %d in pid namespace pid:[%llu] or in a namespace nested in "
+                                     "it%s.",
+                                     (int) o->pids[i], (unsigned long long) c.ns.ino, privilege_hint());
+                        return r;
+                }
+                if (r < 0) {
+                        report_error(o->json, "cannot tell which process has pid %d in pid namespace pid:[%llu]: %s%s.",
+                                     (int) o->pids[i], (unsigned long long) c.ns.ino, strerror(-r), privilege_hint());
                         return r;
                 }
                 o->pids[i] = host;
         }
-        *ret_ns = ns;
+        *ret = c;
         return 1;
 }
 
 /* A containerized application logs its pid as seen in the container: with
  * --pid-ns, the log's pids are mapped like the arguments. A pid no process
  * has any more is left as logged. */
-static void map_log_pids(const struct options *o, const struct qf_pid_ns *ns, struct qf_log *log)
+static void map_log_pids(const struct options *o, const struct container_ns *c, struct qf_log *log)
 {
         pid_t from = 0, to = 0;
         for (size_t i = 0; i < log->n; i++) {
@@ -303,7 +330,7 @@ static void map_log_pids(const struct options *o, const struct qf_pid_ns *ns, st
                         continue;
                 if (pid != from) {
                         from = pid;
-                        if (qf_nspid_to_host(o->proc_root, ns, pid, &to) < 0)
+                        if (qf_nspid_to_host(o->proc_root, &c->ns, c->level, pid, &to) < 0)
                                 to = pid;
                 }
                 log->queues[i].pid = to;
@@ -487,12 +514,12 @@ static int print_report(struct state *st, const struct options *o)
         return qf_report_table(stdout, &rep);
 }
 
-static int run(const struct options *o, const struct qf_pid_ns *ns)
+static int run(const struct options *o, const struct container_ns *c)
 {
         struct state st = { 0 };
         int r = read_sources(&st, o);
-        if (r >= 0 && ns)
-                map_log_pids(o, ns, &st.log);
+        if (r >= 0 && c)
+                map_log_pids(o, c, &st.log);
         if (r >= 0) {
                 const struct qf_inputs in = {
                         .sysfs = st.sysfs,
@@ -532,9 +559,9 @@ int main(int argc, char **argv)
         int r = parse_options(argc, argv, o);
         if (r != 0)
                 return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-        struct qf_pid_ns ns;
-        r = map_pids(o, &ns);
+        struct container_ns c;
+        r = map_pids(o, &c);
         if (r < 0)
                 return EXIT_FAILURE;
-        return run(o, r > 0 ? &ns : NULL) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        return run(o, r > 0 ? &c : NULL) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -3,7 +3,9 @@
  * Container pids. KFD names processes by their pid in the initial pid
  * namespace (sysfs and debugfs), while an operator inside a container sees
  * another number. /proc/<pid>/status "NSpid:" lists a process's pid in every
- * namespace from the reader's down to its own, which maps one to the other.
+ * namespace from the reader's down to its own, which maps one to the other;
+ * a container may run containers of its own, so the namespace asked about
+ * need not be the process's own.
  */
 #pragma once
 
@@ -28,7 +30,17 @@ int qf_pid_ns_of(const char *proc_root, pid_t pid, struct qf_pid_ns *ret);
  * pid itself, the last entry its pid in its own namespace. */
 int qf_nspid_read(const char *proc_root, pid_t pid, pid_t *ret_chain, size_t max, size_t *ret_n);
 
+/* How many levels ns lies below proc_root's pid namespace: the index of the
+ * last NSpid entry of a process whose own namespace ns is. -ESRCH when no
+ * process proc_root shows lives in ns (there is none, the reader may not
+ * look at their namespaces, or ns is no pid namespace). */
+int qf_pid_ns_level(const char *proc_root, const struct qf_pid_ns *ns, size_t *ret_level);
+
 /* The pid, in proc_root's namespace, of the process that has pid ns_pid in
- * namespace ns. Only processes whose own namespace is ns are considered.
- * -ESRCH when there is none. */
-int qf_nspid_to_host(const char *proc_root, const struct qf_pid_ns *ns, pid_t ns_pid, pid_t *ret_host);
+ * namespace ns, which lies level levels down (qf_pid_ns_level). The process
+ * can live in ns or in a namespace nested in it: either way ns_pid is its
+ * NSpid entry at that level, and the namespace at that level of its chain is
+ * confirmed to be ns. -ESRCH when there is none; another -errno when a
+ * candidate's namespace could not be read and none was confirmed. */
+int qf_nspid_to_host(const char *proc_root, const struct qf_pid_ns *ns, size_t level, pid_t ns_pid,
+                     pid_t *ret_host);

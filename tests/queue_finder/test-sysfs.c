@@ -18,7 +18,6 @@
 
 #include <cmocka.h>
 
-#include "nspid.h"
 #include "sources.h"
 #include "test-util.h"
 
@@ -151,35 +150,11 @@ static void test_topology(void **state)
         qf_diags_clear(&d);
 }
 
-static void test_nspid(void **state)
-{
-        pid_t chain[QF_NSPID_MAX_LEVELS];
-        size_t n;
-        assert_int_equal(qf_nspid_read("/proc", getpid(), chain, QF_NSPID_MAX_LEVELS, &n), 0);
-        assert_true(n >= 1);
-        assert_int_equal(chain[0], getpid());
-
-        /* Our own namespace, named by pid and by path, maps our pid in it
-         * (the last NSpid entry) back to our pid here. */
-        struct qf_pid_ns by_pid, by_path;
-        char arg[32];
-        snprintf(arg, sizeof(arg), "%d", (int) getpid());
-        assert_int_equal(qf_pid_ns_from_arg("/proc", arg, &by_pid), 0);
-        assert_int_equal(qf_pid_ns_from_arg("/proc", "/proc/self/ns/pid", &by_path), 0);
-        assert_int_equal(by_pid.ino, by_path.ino);
-        pid_t host;
-        assert_int_equal(qf_nspid_to_host("/proc", &by_pid, chain[n - 1], &host), 0);
-        assert_int_equal(host, getpid());
-        assert_int_equal(qf_nspid_to_host("/proc", &by_pid, INT32_MAX, &host), -ESRCH);
-        assert_true(qf_pid_ns_from_arg("/proc", "/nonexistent/ns/pid", &by_path) < 0);
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_process),
                 cmocka_unit_test(test_topology),
-                cmocka_unit_test(test_nspid),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
