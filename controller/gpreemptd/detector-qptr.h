@@ -98,6 +98,15 @@ size_t detector_n_queues(const struct detector *d);
 
 /* Reads the queues on gpu_id once and reports its busy/idle transitions. */
 void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
+/*
+ * The same, for the busy cadence: reads only the processes whose queues
+ * moved within the arm delay, and in turn one of the quiet ones (the one
+ * read longest ago); the other quiet ones count as they were at their last
+ * read. A quiet process that starts work on a GPU that is busy anyway is
+ * seen when its turn comes: within as many looks as the GPU has quiet
+ * processes.
+ */
+void detector_quick_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 /* Polls every GPU. */
 void detector_poll(struct detector *d, uint64_t now_us);
 /* The GPUs that have watched queues, up to max; returns how many were written. */

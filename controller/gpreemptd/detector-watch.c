@@ -173,8 +173,11 @@ static int thread_open(struct write_watch *w, pid_t tid, struct watched_thread *
         r = sd_event_add_io(w->event, &t->source, t->breakpoint_fd, EPOLLIN, on_thread_event, w);
         if (r < 0)
                 goto fail;
-        /* a store must reach the suspension before anything else the loop has to do */
-        sd_event_source_set_priority(t->source, SD_EVENT_PRIORITY_IMPORTANT);
+        /* a store must reach the suspension before anything else the loop has to do,
+         * the detector's own looks (SD_EVENT_PRIORITY_IMPORTANT) included: its wakeup
+         * is reported once (perf_poll() clears it), so a look dispatched first would
+         * not see it pending and would not give way */
+        sd_event_source_set_priority(t->source, SD_EVENT_PRIORITY_IMPORTANT - 1);
         return 0;
 fail:
         thread_close(t);

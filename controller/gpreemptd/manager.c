@@ -2,6 +2,7 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,6 +365,30 @@ static uint64_t thread_cpu_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t monotonic_us(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/*
+ * Whether a series of idle looks should stop here and let the loop run:
+ * a GPU on the fast cadence is due again (fast_due_us), or the loop has
+ * input waiting (a breakpoint's trap, a client, a signal, another timer),
+ * which one poll() of its epoll fd tells. The GPUs not looked at stay due,
+ * so the next iteration goes on with them. At 64 online processes on 8 GPUs
+ * the whole series took ~0.3 ms, and writes landing in it made the scale
+ * case's reaction p99 16 times the small case's.
+ */
+static bool idle_looks_yield(struct manager *m, uint64_t fast_due_us)
+{
+        struct pollfd loop = { .fd = sd_event_get_fd(m->event), .events = POLLIN };
+
+        return monotonic_us() >= fast_due_us || poll(&loop, 1, 0) > 0;
+}
+
 static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct manager *m = userdata;
@@ -372,21 +397,37 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
         size_t n = detector_gpus(m->detector, gpus, DETECTOR_MAX_GPUS);
 
-        uint64_t idle = idle_poll_interval(m), cpu_now = thread_cpu_ns();
-        bool only_idle = true, polled = false;
+        uint64_t idle = idle_poll_interval(m), cpu_now = thread_cpu_ns(), fast_due = UINT64_MAX;
+        bool only_idle = true, polled = false, idle_looked = false;
 
-        /* a GPU due within half its interval is looked at now too: idle GPUs fall
-         * into step and share one wakeup, which is what idle CPU is made of */
-        for (size_t i = 0; i < n; i++) {
-                uint64_t interval = gpu_poll_interval(m, gpus[i].gpu_id, now);
+        /*
+         * GPUs on the fast cadence first: their looks are what online work
+         * waits for. A GPU due within half its interval is looked at now too:
+         * idle GPUs fall into step and share one wakeup, which is what idle
+         * CPU is made of; but the series gives way between two GPUs when
+         * something more urgent is due.
+         */
+        for (int fast_pass = 1; fast_pass >= 0; fast_pass--)
+                for (size_t i = 0; i < n; i++) {
+                        uint64_t interval = gpu_poll_interval(m, gpus[i].gpu_id, now);
 
-                if (gpus[i].needs_poll && gpus[i].last_poll_us + interval <= now + interval / 2) {
-                        detector_poll_gpu(m->detector, gpus[i].gpu_id, now);
+                        if ((interval < idle) != fast_pass || !gpus[i].needs_poll ||
+                            gpus[i].last_poll_us + interval > now + interval / 2)
+                                continue;
+                        if (idle_looked && idle_looks_yield(m, fast_due))
+                                goto looked;
+                        idle_looked = !fast_pass;
+                        if (fast_pass && now + interval < fast_due)
+                                fast_due = now + interval;
+                        if (fast_pass)
+                                detector_quick_look_gpu(m->detector, gpus[i].gpu_id, now);
+                        else
+                                detector_poll_gpu(m->detector, gpus[i].gpu_id, now);
                         polled = true;
                         /* idle before and after: a look that found work also paid for the suspend */
                         only_idle = only_idle && interval >= idle && gpu_poll_interval(m, gpus[i].gpu_id, now) >= idle;
                 }
-        }
+looked:
         /*
          * The budget is for idle looks (a busy GPU's polls buy online
          * latency): what the thread spent from the last idle look to this

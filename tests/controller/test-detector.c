@@ -109,6 +109,73 @@ static void test_unmapped_queue_counts_idle(void **state)
         fake_online_process_stop(&f);
 }
 
+/*
+ * A quick look (the busy cadence) reads the processes active within the arm
+ * delay every time and the quiet ones one per look, the one read longest ago
+ * first: a quiet process's work is seen within as many looks as there are
+ * quiet processes, and one not read counts as it was at its last read.
+ */
+static void test_quick_look_reads_quiet_processes_in_turn(void **state)
+{
+        struct fake_online_process f[3]; /* A serves, B and C are quiet */
+        struct detector *d;
+        struct seen s = { 0 };
+        int idle;
+
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        detector_set_arm_delay(d, 1000);
+        for (int i = 0; i < 3; i++) {
+                struct detector_queue_addr addr;
+
+                fake_online_process_start(&f[i], 1);
+                addr = fake_queue_addr(&f[i], 0, 1);
+                assert_int_equal(detector_watch(d, f[i].pid, &addr, 1), 0);
+        }
+        detector_poll(d, 10);
+        *fake_write_index(&f[0], 0) = 1;
+        detector_quick_look_gpu(d, 1, 20); /* A quiet so far: seen only in its turn */
+        detector_quick_look_gpu(d, 1, 30);
+        detector_quick_look_gpu(d, 1, 40);
+        assert_int_equal(s.busy[1], 1);
+        *fake_read_index(&f[0], 0) = 1;
+        detector_quick_look_gpu(d, 1, 50); /* A is active now: read every look */
+        assert_int_equal(s.idle[1], 1);
+        *fake_write_index(&f[0], 0) = 2;
+        detector_quick_look_gpu(d, 1, 60);
+        assert_int_equal(s.busy[1], 2);
+        *fake_read_index(&f[0], 0) = 2;
+
+        /* C starts work: seen within two looks (B and C are quiet; the GPU goes
+         * idle in between if B's turn comes first) */
+        *fake_write_index(&f[2], 0) = 1;
+        detector_quick_look_gpu(d, 1, 70);
+        if (s.busy[1] == 2)
+                detector_quick_look_gpu(d, 1, 80);
+        assert_int_equal(s.busy[1], 3);
+        idle = s.idle[1];
+        /* C is active now: its outstanding work is read at every look */
+        detector_quick_look_gpu(d, 1, 90);
+        detector_quick_look_gpu(d, 1, 100);
+        assert_int_equal(s.idle[1], idle);
+        *fake_read_index(&f[2], 0) = 1;
+        detector_quick_look_gpu(d, 1, 110);
+        assert_int_equal(s.idle[1], idle + 1);
+
+        /* B's outstanding work, from its last read, keeps the GPU busy in looks that skip it */
+        *fake_write_index(&f[1], 0) = 1;
+        for (uint64_t t = 120; s.busy[1] == 3 && t < 200; t += 10)
+                detector_quick_look_gpu(d, 1, t);
+        assert_int_equal(s.busy[1], 4);
+        detector_set_arm_delay(d, 0); /* every process quiet: B is skipped unless its turn */
+        for (uint64_t t = 200; t < 260; t += 10)
+                detector_quick_look_gpu(d, 1, t);
+        assert_int_equal(s.idle[1], idle + 1);
+
+        for (int i = 0; i < 3; i++)
+                fake_online_process_stop(&f[i]);
+        detector_free(d);
+}
+
 static void test_limits(void **state)
 {
         static struct detector_queue_addr many[DETECTOR_MAX_QUEUES_PER_PROCESS + 1];
@@ -128,6 +195,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_write_index_and_outstanding_work),
                 cmocka_unit_test(test_unmapped_queue_counts_idle),
+                cmocka_unit_test(test_quick_look_reads_quiet_processes_in_turn),
                 cmocka_unit_test(test_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

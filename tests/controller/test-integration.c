@@ -399,8 +399,8 @@ static void test_churn(void **state)
 }
 
 /* Lines of the kfdemu-run trace holding text. */
-/* Counts the trace's lines holding text; each must carry both of its stamps,
- * the ioctl's entry before the server's receipt. */
+/* Counts the trace's lines holding text; each must carry its three stamps
+ * in order: the ioctl's entry, the server's receipt, the call's end. */
 static int trace_lines(const char *text)
 {
         char line[256];
@@ -409,16 +409,17 @@ static int trace_lines(const char *text)
 
         assert_non_null(f);
         while (fgets(line, sizeof(line), f)) {
-                const char *entered = strstr(line, " entered ");
-                unsigned long long received_ns = strtoull(line, NULL, 10), entered_ns;
+                const char *entered = strstr(line, " entered "), *ended = strstr(line, " ended ");
+                unsigned long long received_ns = strtoull(line, NULL, 10), entered_ns, ended_ns;
 
                 if (!strstr(line, text))
                         continue;
-                if (!entered)
-                        fail_msg("a trace line without its ioctl entry time: %s", line);
+                if (!entered || !ended)
+                        fail_msg("a trace line without its ioctl entry or end time: %s", line);
                 entered_ns = strtoull(entered + strlen(" entered "), NULL, 10);
-                if (entered_ns == 0 || entered_ns > received_ns)
-                        fail_msg("the ioctl entered at %llu ns, after the server received it: %s", entered_ns, line);
+                ended_ns = strtoull(ended + strlen(" ended "), NULL, 10);
+                if (entered_ns == 0 || entered_ns > received_ns || ended_ns < received_ns)
+                        fail_msg("the stamps are out of order: %s", line);
                 n++;
         }
         fclose(f);

@@ -31,7 +31,9 @@ bool call_trace_capture(const struct emu_call *call, uint64_t entered_ns, uint64
 
 void call_trace_write(int fd, const struct call_trace_entry *e)
 {
-        (void)dprintf(fd, "%llu %s caller %d target %u queues %u entered %llu\n", (unsigned long long)e->received_ns,
+        (void)dprintf(fd, "%llu %s caller %d target %u queues %u entered %llu ended %llu\n",
+                      (unsigned long long)e->received_ns,
                       e->op == KFD_IOC_DBG_TRAP_SUSPEND_QUEUES ? "SUSPEND_QUEUES" : "RESUME_QUEUES",
-                      e->caller_tgid, e->target_pid, e->n_queues, (unsigned long long)e->entered_ns);
+                      e->caller_tgid, e->target_pid, e->n_queues, (unsigned long long)e->entered_ns,
+                      (unsigned long long)e->ended_ns);
 }

@@ -39,6 +39,14 @@ struct emu_file_transport {
         bool client_closed;
 };
 
+static uint64_t monotonic_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 struct connection {
         struct connection *prev, *next;
         struct kfdemu_server *server;
@@ -54,6 +62,9 @@ struct connection {
         /* CONNECTION_CHANNEL: the call in flight and the file it names. */
         struct emu_call *call;
         struct connection *call_file;
+        /* with kfdemu-run --trace: the call's line, written once it has ended */
+        struct call_trace_entry traced;
+        bool trace_pending;
 };
 
 /* ---- connection registry ---- */
@@ -133,6 +144,12 @@ static void channel_finish_call(struct connection *ch, long result, bool reply)
 
         if (reply)
                 send_result(ch, KFDEMU_REPLY_RESULT, result);
+        if (ch->trace_pending) {
+                /* after the reply: tracing delays nothing */
+                ch->traced.ended_ns = monotonic_ns();
+                call_trace_write(ch->server->trace_fd, &ch->traced);
+                ch->trace_pending = false;
+        }
         free(ch->call);
         ch->call = NULL;
         ch->call_file = NULL;
@@ -217,15 +234,12 @@ static int handle_ioctl(struct connection *ch, const struct kfdemu_msg_ioctl *ms
         file->file_state.calls_in_flight++;
 
         long r = emu_kfd_ioctl(call);
-        struct call_trace_entry traced;
-        /* read before the call can be finished and freed; written after, so it delays nothing */
-        bool trace = ch->server->trace_fd >= 0 && call_trace_capture(call, msg->entered_ns, ch->server->received_ns,
-                                                                      &traced);
 
+        /* the arguments as kernel/ copied them in; the line is written when the call ends */
+        ch->trace_pending = ch->server->trace_fd >= 0 &&
+                            call_trace_capture(call, msg->entered_ns, ch->server->received_ns, &ch->traced);
         if (r != EMU_CALL_PARKED)
                 channel_finish_call(ch, r, true);
-        if (trace)
-                call_trace_write(ch->server->trace_fd, &traced);
         return 0;
 }
 
@@ -366,14 +380,6 @@ static void connection_free(struct connection *c)
         }
         connection_unlink(c);
         free(c);
-}
-
-static uint64_t monotonic_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int on_connection_ready(sd_event_source *source, int fd, uint32_t revents, void *userdata)
