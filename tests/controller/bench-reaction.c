@@ -200,10 +200,14 @@ static size_t read_numbers(const char *path, const char *marker, double scale, i
 }
 
 /* The leading numbers of the lines holding marker, in file order. */
-/* The trace's matching lines: when the ioctl entered (the kernel's view) and
- * when kfdemu's server received it (the line's first field), each sorted. */
+/*
+ * The trace's matching lines: when the ioctl entered (the kernel's view),
+ * when kfdemu's server received it (the line's first field) and when it
+ * ended, each sorted. One thread's calls do not overlap, so the i-th of each
+ * belong together.
+ */
 static size_t read_matching_times(const char *path, const char *marker, int64_t *entered, int64_t *received,
-                                  size_t max)
+                                  int64_t *ended, size_t max)
 {
         FILE *f = fopen(path, "re");
         char line[512];
@@ -212,19 +216,51 @@ static size_t read_matching_times(const char *path, const char *marker, int64_t 
         if (!f)
                 die("cannot read the trace");
         while (n < max && fgets(line, sizeof(line), f)) {
-                const char *e = strstr(line, " entered ");
+                const char *e = strstr(line, " entered "), *end = strstr(line, " ended ");
 
                 if (!strstr(line, marker))
                         continue;
-                if (!e)
-                        die("a trace line has no ioctl entry time: kfdemu-run is older than this benchmark");
+                if (!e || !end)
+                        die("a trace line has no ioctl entry or end time: kfdemu-run is older than this benchmark");
                 received[n] = strtoll(line, NULL, 10);
+                ended[n] = strtoll(end + strlen(" ended "), NULL, 10);
                 entered[n++] = strtoll(e + strlen(" entered "), NULL, 10);
         }
         fclose(f);
         qsort(entered, n, sizeof(int64_t), compare_i64);
         qsort(received, n, sizeof(int64_t), compare_i64);
+        qsort(ended, n, sizeof(int64_t), compare_i64);
         return n;
+}
+
+/*
+ * The reactions of the suspensions whose write landed while the daemon was
+ * not inside one of its RESUME_QUEUES calls [resume_start, resume_end): a
+ * write during one waits for it, as on a real hardware-scheduled GPU, where
+ * the kernel waits for the preemption the resume takes. Returns how many
+ * there are; *ret_waited counts the others.
+ */
+static size_t reactions_outside_resumes(const int64_t *writes, size_t n_writes, const int64_t *entered, size_t n,
+                                        const int64_t *resume_start, const int64_t *resume_end, size_t n_resumes,
+                                        int64_t *out, size_t *ret_waited)
+{
+        size_t n_out = 0, waited = 0;
+
+        for (size_t i = 0, w = 0, r = 0; i < n; i++) {
+                while (w + 1 < n_writes && writes[w + 1] <= entered[i])
+                        w++;
+                if (!n_writes || writes[w] > entered[i] || entered[i] - writes[w] >= 50000000)
+                        continue;
+                while (r + 1 < n_resumes && resume_start[r + 1] <= writes[w])
+                        r++;
+                if (n_resumes && resume_start[r] <= writes[w] && writes[w] < resume_end[r])
+                        waited++;
+                else
+                        out[n_out++] = entered[i] - writes[w];
+        }
+        qsort(out, n_out, sizeof(int64_t), compare_i64);
+        *ret_waited = waited;
+        return n_out;
 }
 
 /* The p-th percentile of n sorted nanosecond values, in microseconds; -1 if none. */
@@ -250,10 +286,12 @@ static size_t pair_back(const int64_t *from, size_t n_from, const int64_t *event
 
 int main(int argc, char **argv)
 {
-        static int64_t writes[MAX_EVENTS * 2], entered[MAX_EVENTS], received[MAX_EVENTS], seen[MAX_EVENTS],
-                reaction[MAX_EVENTS], to_server[MAX_EVENTS], to_issue[MAX_EVENTS];
+        static int64_t writes[MAX_EVENTS * 2], entered[MAX_EVENTS], received[MAX_EVENTS], ended[MAX_EVENTS],
+                seen[MAX_EVENTS], reaction[MAX_EVENTS], to_server[MAX_EVENTS], to_issue[MAX_EVENTS],
+                resume_start[MAX_EVENTS * 2], resume_received[MAX_EVENTS * 2], resume_end[MAX_EVENTS * 2],
+                outside[MAX_EVENTS];
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
-        char duration[32], rate[32], config[512], suspend_marker[64];
+        char duration[32], rate[32], config[512], suspend_marker[64], resume_marker[64];
         const char *trace_path = NULL, *mode = "auto";
         long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1;
         double request_rate = 100;
@@ -262,9 +300,11 @@ int main(int argc, char **argv)
         size_t issued_so_far = 0;
         bool json = false;
         long n_watched = 0, n_breakpoint = 0;
-        size_t n_writes, n_issued, n_seen, n = 0, n_to_server = 0, n_to_issue = 0;
+        size_t n_writes, n_issued, n_seen, n = 0, n_to_server = 0, n_to_issue = 0, n_resumes, n_outside = 0,
+               n_waited = 0;
         pid_t daemon, online;
-        double cpu0 = 0, cpu1 = 0;
+        double cpu0 = 0, cpu1 = 0, busy_cpu = 0, busy_seconds = 0;
+        struct timespec t0, t1;
 
         if (argc < 3) {
                 fprintf(stderr, "usage: bench-reaction GPREEMPTD KFDEMU_APP [--events N] [--rate R] [--idle-seconds S]\n"
@@ -338,6 +378,7 @@ int main(int argc, char **argv)
         daemon = spawn((const char *const[]){ argv[1], NULL }, log_path);
         wait_for(log_path, "running", 10);
         snprintf(suspend_marker, sizeof(suspend_marker), " SUSPEND_QUEUES caller %d ", (int)daemon);
+        snprintf(resume_marker, sizeof(resume_marker), " RESUME_QUEUES caller %d ", (int)daemon);
         for (long g = 0; g < gpus; g++) {
                 char gpu[16], attached[64];
 
@@ -393,10 +434,16 @@ int main(int argc, char **argv)
                                                       "--duration", "100000", "--dispatch-times", times_path,
                                                       "--report", "none", NULL },
                                online_out);
+                /* the daemon's CPU while it serves the requests: the busy cadence's cost */
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                busy_cpu = cpu_seconds(daemon);
                 while (issued_so_far < (size_t)events) {
                         usleep(100000);
                         issued_so_far += count_new_lines(trace_file, suspend_marker);
                 }
+                busy_cpu = cpu_seconds(daemon) - busy_cpu;
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                busy_seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
                 fclose(trace_file);
                 kill(online, SIGTERM);
                 waitpid(online, NULL, 0);
@@ -414,7 +461,9 @@ int main(int argc, char **argv)
 
         if (events > 0) {
                 n_writes = read_numbers(times_path, NULL, 1, writes, MAX_EVENTS * 2);
-                n_issued = read_matching_times(trace_path, suspend_marker, entered, received, MAX_EVENTS);
+                n_issued = read_matching_times(trace_path, suspend_marker, entered, received, ended, MAX_EVENTS);
+                n_resumes = read_matching_times(trace_path, resume_marker, resume_start, resume_received, resume_end,
+                                                MAX_EVENTS * 2);
                 /* the loop's clock at the wakeup that saw the work, logged in ms. It is
                  * taken when the loop wakes, so a write landing during that poll is
                  * stamped later than it: only wakeup -> ioctl is measured from it */
@@ -426,6 +475,8 @@ int main(int argc, char **argv)
                         die("no suspension could be paired with a write");
                 n_to_server = pair_back(writes, n_writes, received, n_issued, to_server);
                 n_to_issue = pair_back(seen, n_seen, entered, n_issued, to_issue);
+                n_outside = reactions_outside_resumes(writes, n_writes, entered, n_issued, resume_start, resume_end,
+                                                      n_resumes, outside, &n_waited);
         }
         if (json) {
                 printf("{\"simulated\":\"kfdemu\",\"mode\":\"%s\",\"idle_queues\":%ld,\"idle_queues_watched\":%ld,"
@@ -434,10 +485,14 @@ int main(int argc, char **argv)
                 if (events > 0)
                         printf(",\"reaction_events\":%zu,\"reaction_p50_us\":%.1f,\"reaction_p99_us\":%.1f,"
                                "\"reaction_max_us\":%.1f,\"to_server_p50_us\":%.1f,\"to_server_p99_us\":%.1f,"
-                               "\"wakeup_to_ioctl_p50_us\":%.1f,\"wakeup_to_ioctl_p99_us\":%.1f",
+                               "\"wakeup_to_ioctl_p50_us\":%.1f,\"wakeup_to_ioctl_p99_us\":%.1f,"
+                               "\"during_resume_events\":%zu,\"outside_resume_p50_us\":%.1f,"
+                               "\"outside_resume_p99_us\":%.1f,\"busy_cpu_percent\":%.1f",
                                n, percentile(reaction, n, 50), percentile(reaction, n, 99), reaction[n - 1] / 1e3,
                                percentile(to_server, n_to_server, 50), percentile(to_server, n_to_server, 99),
-                               percentile(to_issue, n_to_issue, 50), percentile(to_issue, n_to_issue, 99));
+                               percentile(to_issue, n_to_issue, 50), percentile(to_issue, n_to_issue, 99), n_waited,
+                               percentile(outside, n_outside, 50), percentile(outside, n_outside, 99),
+                               busy_cpu / busy_seconds * 100.0);
                 if (idle_seconds > 0)
                         printf(",\"idle_seconds\":%ld,\"idle_cpu_percent\":%.3f", idle_seconds,
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);
@@ -449,10 +504,14 @@ int main(int argc, char **argv)
                         printf("reaction (write -> SUSPEND_QUEUES ioctl entering the kernel): %zu events, p50 %.1f us, "
                                "p99 %.1f us, max %.1f us\n"
                                "  write -> kfdemu's server receiving it (+ the emulator's socket hop): p50 %.1f us, "
-                               "p99 %.1f us\n  loop wakeup that saw it -> ioctl: p50 %.1f us, p99 %.1f us\n",
+                               "p99 %.1f us\n  loop wakeup that saw it -> ioctl: p50 %.1f us, p99 %.1f us\n"
+                               "  %zu writes landed during the daemon's RESUME_QUEUES call; the other %zu: p50 %.1f us, "
+                               "p99 %.1f us\n  the daemon's CPU meanwhile: %.1f%% of a core\n",
                                n, percentile(reaction, n, 50), percentile(reaction, n, 99), reaction[n - 1] / 1e3,
                                percentile(to_server, n_to_server, 50), percentile(to_server, n_to_server, 99),
-                               percentile(to_issue, n_to_issue, 50), percentile(to_issue, n_to_issue, 99));
+                               percentile(to_issue, n_to_issue, 50), percentile(to_issue, n_to_issue, 99), n_waited,
+                               n_outside, percentile(outside, n_outside, 50), percentile(outside, n_outside, 99),
+                               busy_cpu / busy_seconds * 100.0);
                 if (idle_seconds > 0)
                         printf("idle CPU over %ld s: %.3f%% of a core\n", idle_seconds,
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);
