@@ -27,6 +27,7 @@ struct watched_queue {
         bool seen;                 /* last_write holds a value read from the process */
         uint64_t last_moved_us;    /* when its write index last moved: breakpoints go to the busiest */
         bool busy;                 /* at its last read: moved, or work outstanding */
+        uint64_t last_read_us;     /* when it was last read; 0: not yet */
         struct write_watch *watch; /* NULL: polled */
         int watch_error;           /* why it is polled: 0, -errno, or NOT_CHOSEN */
 };
@@ -39,7 +40,6 @@ struct watched_process {
         size_t n_remote;
         unsigned char *buffer; /* process_vm_readv fills it in remote-iovec order */
         size_t buffer_size;
-        uint64_t last_read_us; /* 0: not read yet */
 };
 
 struct gpu_activity {
@@ -48,6 +48,7 @@ struct gpu_activity {
         bool busy;
         bool busy_this_poll;
         bool armed;         /* every breakpoint of its queues is enabled */
+        bool trapped;       /* a trap made it busy: the next look reads every process, the writer unknown */
         size_t n_queues;    /* watched queues on this GPU */
         size_t n_polled;    /* of which without a breakpoint */
         uint64_t last_busy_us;
@@ -207,8 +208,10 @@ static void gpu_saw_work(struct detector *d, struct gpu_activity *a, uint64_t no
 /* A breakpoint fired: the online side of an idle GPU stored a write index. */
 static void store_seen(struct detector *d, struct gpu_activity *a, uint64_t now_us)
 {
-        if (!a->busy) /* else a sample queued before the disarming */
-                gpu_saw_work(d, a, now_us);
+        if (a->busy)
+                return; /* a sample queued before the disarming */
+        a->trapped = true;
+        gpu_saw_work(d, a, now_us);
 }
 
 static void on_store(bool gone, void *userdata)
@@ -548,10 +551,15 @@ static bool process_quiet(const struct detector *d, const struct watched_process
         return true;
 }
 
-/* The quiet process on a GPU read longest ago: a quick look's one read of the quiet ones. 0 if none. */
+/*
+ * The quiet process on a GPU whose queues there were read longest ago: a
+ * quick look's one read of the quiet ones. 0 if none. Judged by its queues
+ * on this GPU: a process read every look on another GPU keeps its turn here.
+ */
 static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_us)
 {
         const struct watched_process *turn = NULL;
+        uint64_t turn_read_us = 0;
 
         for (size_t i = 0; i < d->n_processes; i++) {
                 const struct watched_process *p = &d->processes[i];
@@ -559,8 +567,10 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
 
                 gpu_range(p, gpu_id, &first, &end);
                 if (first < end && process_quiet(d, p, first, end, now_us) &&
-                    (!turn || p->last_read_us < turn->last_read_us))
+                    (!turn || p->queues[first].last_read_us < turn_read_us)) {
                         turn = p;
+                        turn_read_us = p->queues[first].last_read_us;
+                }
         }
         return turn ? turn->pid : 0;
 }
@@ -602,7 +612,8 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                         n = -EAGAIN; /* not read */
                 } else {
                         n = read_process(p, first, end);
-                        p->last_read_us = now_us;
+                        for (size_t q = first; q < end; q++)
+                                p->queues[q].last_read_us = now_us;
                 }
                 if (n == -ESRCH) {
                         pid_t pid = p->pid;
@@ -650,7 +661,9 @@ static void poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
         if (!a)
                 return;
         a->last_poll_us = now_us;
-        busy = read_gpu(d, a, now_us, quick);
+        /* after a trap every process is quiet and the writer unknown: a quick look could miss it */
+        busy = read_gpu(d, a, now_us, quick && !a->trapped);
+        a->trapped = false;
         if (!busy && !a->armed && a->n_polled < a->n_queues && now_us - a->last_busy_us >= d->arm_after_idle_us) {
                 /* arm, then look once more: a store between the read above and the
                  * arming would otherwise wait for a poll that may never come */

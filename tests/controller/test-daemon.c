@@ -228,8 +228,8 @@ static void test_realtime_priority(void **state)
         assert_true(json_object_object_get_ex(reply, "realtime_error", &why));
         assert_string_equal(json_object_get_string(why), strerror(EPERM));
         json_object_put(reply);
-        assert_non_null(strstr(daemon_harness_log(&h), "RealtimePriority=1 refused, the loop stays at normal "
-                                                         "priority (give the daemon LimitRTPRIO="));
+        assert_non_null(strstr(daemon_harness_log(&h), "RealtimePriority=1 refused, the loop stays at the "
+                                                         "scheduling it started with (the daemon needs LimitRTPRIO="));
         assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }

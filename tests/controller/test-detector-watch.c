@@ -158,6 +158,39 @@ static void test_store_by_thread_created_after_arming(void **state)
         store_caught_then_disarmed_then_rearmed(*state, FAKE_STORE_BY_NEW_THREAD);
 }
 
+/*
+ * A trap says that a queue of the GPU was written, not which: the look after
+ * it reads every process, even a quick one, so the writer's outstanding work
+ * keeps the GPU busy. (A quick look reads one quiet process per look; here
+ * the other process has that turn.)
+ */
+static void test_look_after_trap_reads_every_process(void **state)
+{
+        struct fixture *f = *state;
+        struct fake_online_process writer;
+        struct detector_queue_addr addr;
+        uint64_t trap;
+
+        /* as the daemon: quiet for the arm delay, so an idle look after the trap does not re-arm */
+        detector_set_arm_delay(f->detector, 1000);
+        watch_queues(f, 1);
+        fake_online_process_start(&writer, 1);
+        addr = fake_queue_addr(&writer, 0, 1);
+        assert_int_equal(detector_watch(f->detector, writer.pid, &addr, 1), 0);
+        detector_poll(f->detector, 5000);
+        assert_false(gpu_needs_poll(f->detector, 1));
+
+        fake_child_store(&writer, 0, 1, FAKE_STORE_BY_MAIN);
+        run_until_busy(f, 1);
+        assert_int_equal(sd_event_now(f->event, CLOCK_MONOTONIC, &trap), 0); /* the trap's time */
+        detector_quick_look_gpu(f->detector, 1, trap + 10);
+        assert_int_equal(f->seen.idle, 0);
+        *fake_read_index(&writer, 0) = 1;
+        detector_quick_look_gpu(f->detector, 1, trap + 20); /* the writer moved: read at every look now */
+        assert_int_equal(f->seen.idle, 1);
+        fake_online_process_stop(&writer);
+}
+
 /* With an arm delay, a GPU stays polled (and unarmed) until its online side has been quiet that long. */
 static void test_arming_waits_for_the_delay(void **state)
 {
@@ -284,6 +317,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_store_by_main_thread, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_store_by_thread_older_than_arming, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_store_by_thread_created_after_arming, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_look_after_trap_reads_every_process, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_arming_waits_for_the_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_work_outstanding_at_arming_is_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fifth_queue_is_polled, setup, teardown),

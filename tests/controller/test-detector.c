@@ -176,6 +176,56 @@ static void test_quick_look_reads_quiet_processes_in_turn(void **state)
         detector_free(d);
 }
 
+/*
+ * A process busy on one GPU keeps its turn among the quiet processes of
+ * another: its work there is seen within as many quick looks as that GPU has
+ * quiet processes, though the looks of its other GPU read it every time.
+ */
+static void test_quick_look_turn_is_per_gpu(void **state)
+{
+        struct fake_online_process x, y, z;
+        struct detector_queue_addr addr[2];
+        struct detector *d;
+        struct seen s = { 0 };
+        uint64_t t = 10;
+
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        detector_set_arm_delay(d, 1000);
+        fake_online_process_start(&y, 1);
+        fake_online_process_start(&z, 1);
+        fake_online_process_start(&x, 2);
+        addr[0] = fake_queue_addr(&y, 0, 1);
+        assert_int_equal(detector_watch(d, y.pid, addr, 1), 0);
+        addr[0] = fake_queue_addr(&z, 0, 1);
+        assert_int_equal(detector_watch(d, z.pid, addr, 1), 0);
+        addr[0] = fake_queue_addr(&x, 0, 1);
+        addr[1] = fake_queue_addr(&x, 1, 2);
+        assert_int_equal(detector_watch(d, x.pid, addr, 2), 0);
+        detector_poll(d, t);
+
+        /* x serves on GPU 2: every look there reads it */
+        for (int i = 0; i < 5; i++) {
+                t += 10;
+                *fake_write_index(&x, 1) = (uint64_t)i + 1;
+                detector_quick_look_gpu(d, 2, t);
+                detector_quick_look_gpu(d, 1, t);
+        }
+        /* and starts work on GPU 1, where it is quiet like y and z */
+        *fake_write_index(&x, 0) = 1;
+        for (int i = 0; i < 3 && s.busy[1] == 0; i++) {
+                t += 10;
+                *fake_write_index(&x, 1) = (uint64_t)i + 10;
+                detector_quick_look_gpu(d, 2, t);
+                detector_quick_look_gpu(d, 1, t);
+        }
+        assert_int_equal(s.busy[1], 1);
+
+        fake_online_process_stop(&x);
+        fake_online_process_stop(&y);
+        fake_online_process_stop(&z);
+        detector_free(d);
+}
+
 static void test_limits(void **state)
 {
         static struct detector_queue_addr many[DETECTOR_MAX_QUEUES_PER_PROCESS + 1];
@@ -196,6 +246,7 @@ int main(void)
                 cmocka_unit_test(test_write_index_and_outstanding_work),
                 cmocka_unit_test(test_unmapped_queue_counts_idle),
                 cmocka_unit_test(test_quick_look_reads_quiet_processes_in_turn),
+                cmocka_unit_test(test_quick_look_turn_is_per_gpu),
                 cmocka_unit_test(test_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
