@@ -603,9 +603,10 @@ static struct config *config_new(void)
                 .idle_poll_cpu_percent = 2,
                 .busy_poll_interval_us = 20,
                 .grace_period = 0,
-                /* the lowest real-time priority: ahead of every normal thread, behind
-                 * the kernel's own (threaded IRQs run at 50) */
-                .realtime_priority = 1,
+                /* normal scheduling: at SCHED_FIFO a loop that cannot keep its busy
+                 * cadence never sleeps and keeps normal threads off its CPU
+                 * (controller/gpreemptd/README.md, "The loop at SCHED_FIFO") */
+                .realtime_priority = 0,
         };
         c->daemon.runtime_dir = strdup("/run/gpreempt");
         for (int k = 0; k < _WORKLOAD_CLASS_MAX; k++)

@@ -11,14 +11,15 @@
  *
  *   bench-reaction GPREEMPTD KFDEMU_APP --trace TRACE [--events N] [--rate R]
  *                  [--idle-seconds S] [--online-processes P] [--queues Q]
- *                  [--gpus G] [--mode auto|breakpoint|poll] [--json]
+ *                  [--gpus G] [--mode auto|breakpoint|poll] [--realtime-priority N] [--json]
  * P idle online processes of Q queues each, spread over G GPUs, and one offline
  * process per GPU are running throughout (64 × 8 over 8 is evaluation.md's
  * scale case; run under kfdemu-run --gpus 8). The idle phase measures the
  * daemon's CPU over S seconds (0: skipped); the reaction phase then sends
  * requests at R per second from one more online process on GPU 0 until N
  * suspensions reached the emulator (0: skipped). --mode is the daemon's
- * DetectorMode=.
+ * DetectorMode=, --realtime-priority its RealtimePriority= (default 0, as
+ * shipped).
  * Simulated: the figures are for kfdemu, not a real GPU.
  */
 #include <errno.h>
@@ -293,7 +294,7 @@ int main(int argc, char **argv)
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
         char duration[32], rate[32], config[512], suspend_marker[64], resume_marker[64];
         const char *trace_path = NULL, *mode = "auto";
-        long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1;
+        long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1, realtime_priority = 0;
         double request_rate = 100;
         static pid_t idle_online[256], offline[16];
         FILE *trace_file;
@@ -328,6 +329,8 @@ int main(int argc, char **argv)
                         trace_path = argv[++i];
                 else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc)
                         mode = argv[++i];
+                else if (strcmp(argv[i], "--realtime-priority") == 0 && i + 1 < argc)
+                        realtime_priority = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--json") == 0)
                         json = true;
                 else {
@@ -340,8 +343,10 @@ int main(int argc, char **argv)
         if (strcmp(mode, "auto") != 0 && strcmp(mode, "breakpoint") != 0 && strcmp(mode, "poll") != 0)
                 die("--mode must be auto, breakpoint or poll");
         if (events < 0 || events > MAX_EVENTS || idle_seconds < 0 || online_processes < 0 || online_processes > 256 ||
-            queues < 1 || queues > 64 || gpus < 1 || gpus > 16 || !(request_rate >= 1 && request_rate <= 1000))
+            queues < 1 || queues > 64 || gpus < 1 || gpus > 16 || !(request_rate >= 1 && request_rate <= 1000) ||
+            realtime_priority < 0 || realtime_priority > 99)
                 die("--events must be 0..200000, --idle-seconds 0 or more, --online-processes 0..256, "
+                    "--realtime-priority 0..99, "
                     "--queues 1..64, --gpus 1..16, --rate 1..1000");
 
         /* mkdtemp's template: the name, then six 'X' it replaces */
@@ -356,10 +361,10 @@ int main(int argc, char **argv)
         /* the daemon's defaults but for the policy: a short hold-off and no bounds
          * give one suspension per request; discovery and polling as shipped */
         snprintf(config, sizeof(config),
-                 "[Daemon]\nLogLevel=debug\nDetectorMode=%s\n"
+                 "[Daemon]\nLogLevel=debug\nDetectorMode=%s\nRealtimePriority=%ld\n"
                  "[Online]\nHoldOffMs=1\nCoalesceMs=0\n"
                  "[Offline]\nMaxSuspendMs=3600000\nMinOfflineSharePercent=0\nShareWindowMs=3600000\n",
-                 mode);
+                 mode, realtime_priority);
         write_file("gpreemptd.conf", config);
         {
                 char path[256];
@@ -478,6 +483,21 @@ int main(int argc, char **argv)
                 n_outside = reactions_outside_resumes(writes, n_writes, entered, n_issued, resume_start, resume_end,
                                                       n_resumes, outside, &n_waited);
         }
+        /* the figures, in microseconds (percentage for the CPU); -1 when there are none */
+        double r50 = -1, r99 = -1, rmax = -1, s50 = -1, s99 = -1, w50 = -1, w99 = -1, o50 = -1, o99 = -1, cpu = -1;
+
+        if (events > 0) {
+                r50 = percentile(reaction, n, 50);
+                r99 = percentile(reaction, n, 99);
+                rmax = reaction[n - 1] / 1e3;
+                s50 = percentile(to_server, n_to_server, 50);
+                s99 = percentile(to_server, n_to_server, 99);
+                w50 = percentile(to_issue, n_to_issue, 50);
+                w99 = percentile(to_issue, n_to_issue, 99);
+                o50 = percentile(outside, n_outside, 50);
+                o99 = percentile(outside, n_outside, 99);
+                cpu = busy_cpu / busy_seconds * 100.0;
+        }
         if (json) {
                 printf("{\"simulated\":\"kfdemu\",\"mode\":\"%s\",\"idle_queues\":%ld,\"idle_queues_watched\":%ld,"
                        "\"idle_queues_breakpoint\":%ld,\"gpus\":%ld",
@@ -488,11 +508,7 @@ int main(int argc, char **argv)
                                "\"wakeup_to_ioctl_p50_us\":%.1f,\"wakeup_to_ioctl_p99_us\":%.1f,"
                                "\"during_resume_events\":%zu,\"outside_resume_p50_us\":%.1f,"
                                "\"outside_resume_p99_us\":%.1f,\"busy_cpu_percent\":%.1f",
-                               n, percentile(reaction, n, 50), percentile(reaction, n, 99), reaction[n - 1] / 1e3,
-                               percentile(to_server, n_to_server, 50), percentile(to_server, n_to_server, 99),
-                               percentile(to_issue, n_to_issue, 50), percentile(to_issue, n_to_issue, 99), n_waited,
-                               percentile(outside, n_outside, 50), percentile(outside, n_outside, 99),
-                               busy_cpu / busy_seconds * 100.0);
+                               n, r50, r99, rmax, s50, s99, w50, w99, n_waited, o50, o99, cpu);
                 if (idle_seconds > 0)
                         printf(",\"idle_seconds\":%ld,\"idle_cpu_percent\":%.3f", idle_seconds,
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);
@@ -507,11 +523,7 @@ int main(int argc, char **argv)
                                "p99 %.1f us\n  loop wakeup that saw it -> ioctl: p50 %.1f us, p99 %.1f us\n"
                                "  %zu writes landed during the daemon's RESUME_QUEUES call; the other %zu: p50 %.1f us, "
                                "p99 %.1f us\n  the daemon's CPU meanwhile: %.1f%% of a core\n",
-                               n, percentile(reaction, n, 50), percentile(reaction, n, 99), reaction[n - 1] / 1e3,
-                               percentile(to_server, n_to_server, 50), percentile(to_server, n_to_server, 99),
-                               percentile(to_issue, n_to_issue, 50), percentile(to_issue, n_to_issue, 99), n_waited,
-                               n_outside, percentile(outside, n_outside, 50), percentile(outside, n_outside, 99),
-                               busy_cpu / busy_seconds * 100.0);
+                               n, r50, r99, rmax, s50, s99, w50, w99, n_waited, n_outside, o50, o99, cpu);
                 if (idle_seconds > 0)
                         printf("idle CPU over %ld s: %.3f%% of a core\n", idle_seconds,
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);

@@ -28,7 +28,7 @@ static void test_missing_files_give_defaults(void **state)
         assert_int_equal(c->class_defaults[WORKLOAD_CLASS_ONLINE].hold_off_us, POLICY_DEFAULT_HOLD_OFF_US);
         assert_int_equal(c->daemon.detector_mode, DETECTOR_MODE_AUTO);
         assert_int_equal(c->daemon.idle_poll_cpu_percent, 2);
-        assert_int_equal(c->daemon.realtime_priority, 1);
+        assert_int_equal(c->daemon.realtime_priority, 0);
         config_free(c);
         config_fixture_cleanup(&f);
 }
@@ -43,7 +43,7 @@ static void test_full_configuration(void **state)
         config_fixture_write(&f, "gpreemptd.conf",
                              "# comment\n; another\n\n[Daemon]\nRuntimeDirectory = /tmp/rt\nLogLevel=debug\n"
                              "GracePeriod=4\nBusyPollIntervalUs=15\nDetectorMode=poll\nIdlePollCpuPercent=0\n"
-                             "RealtimePriority=0\n"
+                             "RealtimePriority=5\n"
                              "[Online]\nHoldOffMs=7\n[Offline]\nMaxSuspendMs=900\nMinOfflineSharePercent=25\n");
         config_fixture_write(&f, "workloads.d/20-train.conf",
                              "[Workload]\nName=train\nClass=offline\nMatchExecutable=python3 /opt/*/train\n"
@@ -60,7 +60,7 @@ static void test_full_configuration(void **state)
         assert_int_equal(c->daemon.busy_poll_interval_us, 15);
         assert_int_equal(c->daemon.detector_mode, DETECTOR_MODE_POLL);
         assert_int_equal(c->daemon.idle_poll_cpu_percent, 0);
-        assert_int_equal(c->daemon.realtime_priority, 0);
+        assert_int_equal(c->daemon.realtime_priority, 5);
         assert_int_equal(c->n_workloads, 3);
         /* lexical order of drop-ins, then section order */
         assert_string_equal(c->workloads[0].name, "serve");

@@ -187,8 +187,8 @@ static void loop_scheduling(pid_t pid, int *ret_policy, int *ret_priority)
         assert_int_equal(sscanf(p, "%d %d", ret_priority, ret_policy), 2);
 }
 
-/* RealtimePriority=: the loop at SCHED_FIFO by default, normal after a reload to 0,
- * and a daemon the kernel refuses keeps running and says why. */
+/* RealtimePriority=: normal scheduling by default, SCHED_FIFO when set, normal again
+ * after a reload to 0, and a daemon the kernel refuses keeps running and says why. */
 static void test_realtime_priority(void **state)
 {
         struct daemon_harness h;
@@ -197,6 +197,14 @@ static void test_realtime_priority(void **state)
         int policy, priority;
 
         daemon_harness_init(&h);
+        start(&h, NULL);
+        loop_scheduling(h.pid, &policy, &priority);
+        assert_int_equal(policy, SCHED_OTHER);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+
+        daemon_harness_init(&h);
+        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nRealtimePriority=1\n");
         start(&h, NULL);
         loop_scheduling(h.pid, &policy, &priority);
         assert_int_equal(policy, SCHED_FIFO);
@@ -220,6 +228,7 @@ static void test_realtime_priority(void **state)
 
         daemon_harness_init(&h);
         h.no_realtime = true;
+        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nRealtimePriority=1\n");
         start(&h, NULL);
         loop_scheduling(h.pid, &policy, &priority);
         assert_int_equal(policy, SCHED_OTHER);
