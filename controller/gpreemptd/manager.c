@@ -389,20 +389,25 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         size_t n = detector_gpus(m->detector, gpus, DETECTOR_MAX_GPUS);
 
         uint64_t idle = idle_poll_interval(m), cpu_now = thread_cpu_ns(), fast_due = UINT64_MAX;
+        uint64_t interval[DETECTOR_MAX_GPUS];
         bool only_idle = true, polled = false, idle_looked = false, cut = false;
 
         qsort(gpus, n, sizeof(*gpus), compare_last_poll);
+        /* each GPU's cadence as this wakeup found it: a GPU that a fast look
+         * turns idle is not looked at again as an idle one */
+        for (size_t i = 0; i < n; i++)
+                interval[i] = gpu_poll_interval(m, gpus[i].gpu_id, now);
         /* GPUs on the fast cadence first, with a quick look: they are what online work waits for */
         for (size_t i = 0; i < n; i++) {
-                uint64_t interval = gpu_poll_interval(m, gpus[i].gpu_id, now), due = gpus[i].last_poll_us + interval;
+                uint64_t due = gpus[i].last_poll_us + interval[i];
 
-                if (interval >= idle || !gpus[i].needs_poll)
+                if (interval[i] >= idle || !gpus[i].needs_poll)
                         continue;
-                if (due <= now + interval / 2) {
+                if (due <= now + interval[i] / 2) {
                         detector_quick_look_gpu(m->detector, gpus[i].gpu_id, now);
                         polled = true;
                         only_idle = false;
-                        due = now + interval;
+                        due = now + interval[i];
                 }
                 if (due < fast_due)
                         fast_due = due;
@@ -417,9 +422,8 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
          * times the small case's.
          */
         for (size_t i = 0; i < n; i++) {
-                uint64_t interval = gpu_poll_interval(m, gpus[i].gpu_id, now);
-
-                if (interval < idle || !gpus[i].needs_poll || gpus[i].last_poll_us + interval > now + interval / 2)
+                if (interval[i] < idle || !gpus[i].needs_poll ||
+                    gpus[i].last_poll_us + interval[i] > now + interval[i] / 2)
                         continue;
                 if (idle_looked && monotonic_us() >= fast_due) {
                         cut = true;

@@ -200,7 +200,6 @@ static size_t read_numbers(const char *path, const char *marker, double scale, i
         return n;
 }
 
-/* The leading numbers of the lines holding marker, in file order. */
 /*
  * The trace's matching lines: when the ioctl entered (the kernel's view),
  * when kfdemu's server received it (the line's first field) and when it
