@@ -68,27 +68,50 @@ const char *status_string(struct json_object *entry, const char *key)
         return entry && json_object_object_get_ex(entry, key, &v) && v ? json_object_get_string(v) : NULL;
 }
 
-void daemon_status_wait_process(struct daemon_harness *h, pid_t pid, status_process_test_fn test,
-                                const char *awaited, int timeout_ms)
+void daemon_status_wait(struct daemon_harness *h, status_test_fn test, void *userdata, const char *awaited,
+                        int timeout_ms, int interval_ms)
 {
         struct timespec start, now;
 
         clock_gettime(CLOCK_MONOTONIC, &start);
         for (;;) {
                 struct json_object *status = daemon_status(h);
-                bool done = test(status_process(status, pid));
+                bool done = test(status, userdata);
                 long long waited_ms;
 
                 clock_gettime(CLOCK_MONOTONIC, &now);
                 waited_ms = (now.tv_sec - start.tv_sec) * 1000LL + (now.tv_nsec - start.tv_nsec) / 1000000;
                 if (!done && waited_ms > timeout_ms)
-                        fail_msg("process %d: not %s within %d ms; last status %s\ndaemon log:\n%s", (int)pid, awaited,
-                                 timeout_ms, json_object_to_json_string(status), daemon_harness_log(h));
+                        fail_msg("waited %d ms in vain for: %s; last status %s\ndaemon log:\n%s", timeout_ms, awaited,
+                                 json_object_to_json_string(status), daemon_harness_log(h));
                 json_object_put(status);
                 if (done)
                         return;
-                usleep(20000);
+                if (interval_ms)
+                        usleep(interval_ms * 1000);
         }
+}
+
+struct process_awaited {
+        pid_t pid;
+        status_process_test_fn test;
+};
+
+static bool process_is_awaited(struct json_object *status, void *userdata)
+{
+        const struct process_awaited *a = userdata;
+
+        return a->test(status_process(status, a->pid));
+}
+
+void daemon_status_wait_process(struct daemon_harness *h, pid_t pid, status_process_test_fn test,
+                                const char *awaited, int timeout_ms)
+{
+        struct process_awaited a = { .pid = pid, .test = test };
+        char what[160];
+
+        snprintf(what, sizeof(what), "process %d %s", (int)pid, awaited);
+        daemon_status_wait(h, process_is_awaited, &a, what, timeout_ms, 20);
 }
 
 void daemon_call_pid(struct daemon_harness *h, const char *method, pid_t pid, const char *extra,

@@ -25,6 +25,16 @@ int64_t status_int(struct json_object *entry, const char *key);
 bool status_bool(struct json_object *entry, const char *key);
 const char *status_string(struct json_object *entry, const char *key);
 
+/* Whether a Status reply is what the caller waits for. */
+typedef bool (*status_test_fn)(struct json_object *status, void *userdata);
+/*
+ * Calls Status every interval_ms (0: back to back) until test(reply) holds;
+ * fails the test with the last reply and the daemon's log after timeout_ms,
+ * naming what was awaited.
+ */
+void daemon_status_wait(struct daemon_harness *h, status_test_fn test, void *userdata, const char *awaited,
+                        int timeout_ms, int interval_ms);
+
 /* Whether a process's entry (NULL when it is not listed) is what the caller waits for. */
 typedef bool (*status_process_test_fn)(struct json_object *process);
 /*
