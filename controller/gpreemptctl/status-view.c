@@ -160,6 +160,27 @@ static void print_processes(FILE *out, struct json_object *status)
         }
 }
 
+/* The loop's scheduling in effect, and why it is not the configured one. */
+static void print_loop_scheduling(FILE *out, struct json_object *status)
+{
+        int64_t priority = get_int(status, "realtime_priority"), wanted = get_int(status, "realtime_wanted");
+        int64_t cap = get_int(status, "realtime_cpu_percent"), demotions = get_int(status, "realtime_demotions");
+        const char *error = get_string(status, "realtime_error", "");
+        const char *times = demotions == 1 ? "time" : "times";
+
+        if (priority > 0)
+                fprintf(out, "loop at SCHED_FIFO priority %" PRId64, priority);
+        else
+                fprintf(out, "loop at normal priority");
+        if (*error)
+                fprintf(out, " (RealtimePriority= refused: %s)", error);
+        else if (priority == 0 && wanted > 0)
+                fprintf(out, " (SCHED_FIFO %" PRId64 " capped: over %" PRId64 "%% of a core; %" PRId64 " %s)", wanted,
+                        cap, demotions, times);
+        else if (demotions > 0)
+                fprintf(out, " (capped %" PRId64 " %s so far: over %" PRId64 "%% of a core)", demotions, times, cap);
+}
+
 void status_view_print(FILE *out, struct json_object *status, struct json_object *previous)
 {
         char uptime[24];
@@ -167,12 +188,7 @@ void status_view_print(FILE *out, struct json_object *status, struct json_object
         format_usec(uptime, sizeof(uptime), get_int(status, "uptime_usec"));
         fprintf(out, "gpreemptd: up %s, %" PRId64 " workloads configured, %" PRId64 " reloads, ", uptime,
                 get_int(status, "workloads"), get_int(status, "reloads"));
-        if (get_int(status, "realtime_priority") > 0)
-                fprintf(out, "loop at SCHED_FIFO priority %" PRId64, get_int(status, "realtime_priority"));
-        else
-                fprintf(out, "loop at normal priority");
-        if (*get_string(status, "realtime_error", ""))
-                fprintf(out, " (RealtimePriority= refused: %s)", get_string(status, "realtime_error", ""));
+        print_loop_scheduling(out, status);
         fputs("\n\n", out);
         print_gpus(out, status, previous);
         fputc('\n', out);

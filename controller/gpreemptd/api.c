@@ -63,10 +63,15 @@ static const char description[] =
         "\n"
         "type Match (workload: string, file: string, line: int, matched: bool, reason: string)\n"
         "\n"
-        "# Every process using the GPU, every GPU's policy state and counters. realtime_priority:\n"
-        "# the loop's SCHED_FIFO priority (0: normal); realtime_error: why RealtimePriority= is not in effect.\n"
+        "# Every process using the GPU, every GPU's policy state and counters.\n"
+        "# realtime_priority: the loop's SCHED_FIFO priority in effect now (0: normal);\n"
+        "# realtime_wanted: RealtimePriority=; realtime_error: why that is not in effect;\n"
+        "# realtime_cpu_percent: RealtimeCpuPercent=, the share of a core the loop may use\n"
+        "# at SCHED_FIFO before it is put at normal priority until it uses less;\n"
+        "# realtime_demotions: how many times that happened since the daemon started.\n"
         "method Status() -> (processes: []Process, gpus: []Gpu, workloads: int, reloads: int, uptime_usec: int,\n"
-        "                    realtime_priority: int, realtime_error: ?string)\n"
+        "                    realtime_priority: int, realtime_wanted: int, realtime_error: ?string,\n"
+        "                    realtime_cpu_percent: int, realtime_demotions: int)\n"
         "\n"
         "# Suspends the process's queues on every GPU until Resume, within the offline\n"
         "# bounds (MaxSuspendMs, MinOfflineSharePercent) so its watchdogs do not fire (root only).\n"
@@ -194,9 +199,12 @@ static void method_status(struct varlink_call *call, struct json_object *params,
         json_object_object_add(reply, "reloads", json_object_new_int64((int64_t)m->reloads));
         json_object_object_add(reply, "uptime_usec", json_object_new_int64((int64_t)(manager_now(m) - m->started_us)));
         json_object_object_add(reply, "realtime_priority", json_object_new_int64(m->scheduling.priority));
+        json_object_object_add(reply, "realtime_wanted", json_object_new_int64(m->scheduling.wanted));
         if (m->scheduling.error)
                 json_object_object_add(reply, "realtime_error",
                                        json_object_new_string(strerror(-m->scheduling.error)));
+        json_object_object_add(reply, "realtime_cpu_percent", json_object_new_int64(m->scheduling.cap.percent));
+        json_object_object_add(reply, "realtime_demotions", json_object_new_int64((int64_t)m->scheduling.demotions));
         varlink_call_reply(call, reply);
 }
 

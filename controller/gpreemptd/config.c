@@ -48,6 +48,7 @@ static const struct key_spec daemon_keys[] = {
         /* SUSPEND_QUEUES grace_period, ~1000 GPU clocks a unit; 0xffffffff means "kernel default". */
         { "GracePeriod", VALUE_U32, offsetof(struct daemon_settings, grace_period), 0, UINT32_MAX },
         { "RealtimePriority", VALUE_U32, offsetof(struct daemon_settings, realtime_priority), 0, 99 },
+        { "RealtimeCpuPercent", VALUE_PERCENT, offsetof(struct daemon_settings, realtime_cpu_percent), 1, 100 },
 };
 
 /* Policy keys, with the class each belongs to (same order as policy_key_class). */
@@ -607,6 +608,9 @@ static struct config *config_new(void)
                  * cadence never sleeps and keeps normal threads off its CPU
                  * (controller/gpreemptd/README.md, "The loop at SCHED_FIFO") */
                 .realtime_priority = 0,
+                /* a loop that cannot keep its busy cadence never sleeps: at half a
+                 * core at most it leaves room for the node's other threads */
+                .realtime_cpu_percent = 50,
         };
         c->daemon.runtime_dir = strdup("/run/gpreempt");
         for (int k = 0; k < _WORKLOAD_CLASS_MAX; k++)

@@ -37,6 +37,7 @@ struct daemon_settings {
         enum detector_mode detector_mode;
         uint32_t grace_period;
         uint32_t realtime_priority; /* the loop's SCHED_FIFO priority; 0 = SCHED_OTHER */
+        unsigned realtime_cpu_percent; /* the most of a core the loop may use at SCHED_FIFO; 100 = no cap */
 };
 
 struct config {

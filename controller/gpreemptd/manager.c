@@ -356,14 +356,6 @@ static void arm_detector(struct manager *m, uint64_t now)
         sd_event_source_set_enabled(m->detector_timer, SD_EVENT_ONESHOT);
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t monotonic_us(void)
 {
         struct timespec ts;
@@ -388,7 +380,7 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
         size_t n = detector_gpus(m->detector, gpus, DETECTOR_MAX_GPUS);
 
-        uint64_t idle = idle_poll_interval(m), cpu_now = thread_cpu_ns(), fast_due = UINT64_MAX;
+        uint64_t idle = idle_poll_interval(m), cpu_now = loop_thread_cpu_ns(), fast_due = UINT64_MAX;
         uint64_t interval[DETECTOR_MAX_GPUS];
         bool only_idle = true, polled = false, idle_looked = false, cut = false;
 
@@ -735,6 +727,8 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
                 r = sd_event_add_time(event, &m->policy_timer, CLOCK_MONOTONIC, 0, 1, on_policy_timer, m);
         if (r >= 0)
                 r = sd_event_add_signal(event, &m->sigchld_source, SIGCHLD, on_sigchld, m);
+        if (r >= 0)
+                r = loop_scheduling_init(&m->scheduling, event);
         if (r < 0) {
                 manager_free(m);
                 return r;
@@ -761,7 +755,8 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
 
 int manager_start(struct manager *m)
 {
-        loop_scheduling_apply(&m->scheduling, m->config->daemon.realtime_priority);
+        loop_scheduling_apply(&m->scheduling, m->config->daemon.realtime_priority,
+                              m->config->daemon.realtime_cpu_percent);
         return discovery_start(m);
 }
 
@@ -780,7 +775,7 @@ int manager_reload(struct manager *m, struct diag *diag)
         config_free(m->config);
         m->config = fresh;
         log_set_level(fresh->daemon.log_level);
-        loop_scheduling_apply(&m->scheduling, fresh->daemon.realtime_priority);
+        loop_scheduling_apply(&m->scheduling, fresh->daemon.realtime_priority, fresh->daemon.realtime_cpu_percent);
         detector_set_mode(m->detector, fresh->daemon.detector_mode);
         m->reloads++;
         for (size_t i = 0; i < m->n_processes; i++) {
@@ -812,6 +807,7 @@ void manager_free(struct manager *m)
         sd_event_source_disable_unref(m->detector_timer);
         sd_event_source_disable_unref(m->policy_timer);
         sd_event_source_disable_unref(m->sigchld_source);
+        loop_scheduling_done(&m->scheduling);
         detector_free(m->detector);
         config_free(m->config);
         paths_done(&m->paths);

@@ -1,22 +1,78 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The event loop's CPU scheduling (RealtimePriority=). What an online
- * request waits for is the loop waking up: on a node busy with other work a
- * SCHED_OTHER thread waits behind it for a slice, which made the p99 of the
- * reaction twice the p50 (controller/gpreemptd/README.md, Figures).
+ * The event loop's CPU scheduling (RealtimePriority=, RealtimeCpuPercent=).
+ * What an online request waits for is the loop waking up: on a node busy
+ * with other work a SCHED_OTHER thread waits behind it for a slice, which
+ * made the p99 of the reaction twice the p50 (controller/gpreemptd/README.md,
+ * Figures). At SCHED_FIFO, though, a loop that cannot keep its busy cadence
+ * never sleeps and keeps normal threads off its CPU; the cap puts it back at
+ * normal priority while it uses more than its share of a core.
  */
 #pragma once
 
-struct loop_scheduling {
-        unsigned priority; /* SCHED_FIFO priority in effect; 0: SCHED_OTHER */
-        unsigned wanted;   /* what the configuration asked for */
-        int error;         /* why wanted is not in effect: -errno, or 0 */
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+/*
+ * The cap's window of wall time. It bounds the harm: a saturated loop holds
+ * a core at SCHED_FIFO for at most one window before it is demoted. It also
+ * sets the check's cost: the thread's CPU clock is a system call, read once
+ * per window and not at every iteration (at the busy cadence one iteration
+ * is ~20 µs). 100 ms is long next to that and short next to the ~1 s at
+ * which a starved process's own timeouts and watchdogs start to fail.
+ */
+#define LOOP_CPU_CAP_WINDOW_US 100000u
+
+/* A window's share of a core against RealtimeCpuPercent=, without clocks of its own (tested alone). */
+struct loop_cpu_cap {
+        unsigned percent;             /* RealtimeCpuPercent=; 100: no cap */
+        uint64_t window_start_us;     /* CLOCK_MONOTONIC */
+        uint64_t window_start_cpu_ns; /* the loop thread's CPU time then */
+        unsigned last_share_permille; /* of a core, in the last window that ended */
 };
+
+enum loop_cpu_cap_verdict {
+        LOOP_CPU_CAP_KEEP,    /* mid-window, or the window changes nothing */
+        LOOP_CPU_CAP_DEMOTE,  /* at SCHED_FIFO, the window used more than the cap */
+        LOOP_CPU_CAP_PROMOTE, /* demoted, the window used at most the cap */
+};
+
+/* Starts a window at now_us, when the thread had used cpu_ns. */
+void loop_cpu_cap_reset(struct loop_cpu_cap *c, unsigned percent, uint64_t now_us, uint64_t cpu_ns);
+/* Whether the window has ended by now_us: only then is the thread's CPU clock worth reading. */
+bool loop_cpu_cap_window_elapsed(const struct loop_cpu_cap *c, uint64_t now_us);
+/*
+ * Ends the window at now_us (the thread's CPU time then: cpu_ns) if it has
+ * elapsed, starts the next one, and says what the window asks for; demoted:
+ * the loop runs at normal priority because of the cap.
+ */
+enum loop_cpu_cap_verdict loop_cpu_cap_account(struct loop_cpu_cap *c, bool demoted, uint64_t now_us,
+                                               uint64_t cpu_ns);
+
+struct loop_scheduling {
+        unsigned priority;        /* SCHED_FIFO priority in effect now; 0: SCHED_OTHER */
+        unsigned wanted;          /* what the configuration asked for */
+        int error;                /* why wanted is not in effect, other than the cap: -errno, or 0 */
+        unsigned capped_priority; /* while the cap holds the loop at normal priority: the one to go back to */
+        struct loop_cpu_cap cap;
+        uint64_t demotions;       /* by the cap, since the daemon started */
+        bool demotion_explained;  /* the first demotion since start or reload was logged */
+        sd_event_source *cap_check;
+};
+
+/* The cap's check: run after every loop iteration that dispatched something, so it adds no wakeup. */
+int loop_scheduling_init(struct loop_scheduling *s, sd_event *event);
+void loop_scheduling_done(struct loop_scheduling *s);
 
 /*
  * Puts the calling thread (the loop's) at SCHED_FIFO wanted, or back to
- * SCHED_OTHER for 0. A refusal leaves the previous scheduling, is logged once
- * per change of the wanted value with what to do, and is kept in s->error;
- * the daemon works either way, only its reaction is slower under load.
+ * SCHED_OTHER for 0, capped at cpu_percent of a core, with a fresh window. A
+ * refusal leaves the previous scheduling, is logged once per change of the
+ * wanted value with what to do, and is kept in s->error; the daemon works
+ * either way, only its reaction is slower under load.
  */
-void loop_scheduling_apply(struct loop_scheduling *s, unsigned wanted);
+void loop_scheduling_apply(struct loop_scheduling *s, unsigned wanted, unsigned cpu_percent);
+
+/* The loop thread's CPU time, ns. */
+uint64_t loop_thread_cpu_ns(void);

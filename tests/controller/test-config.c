@@ -29,6 +29,7 @@ static void test_missing_files_give_defaults(void **state)
         assert_int_equal(c->daemon.detector_mode, DETECTOR_MODE_AUTO);
         assert_int_equal(c->daemon.idle_poll_cpu_percent, 2);
         assert_int_equal(c->daemon.realtime_priority, 0);
+        assert_int_equal(c->daemon.realtime_cpu_percent, 50);
         config_free(c);
         config_fixture_cleanup(&f);
 }
@@ -43,7 +44,7 @@ static void test_full_configuration(void **state)
         config_fixture_write(&f, "gpreemptd.conf",
                              "# comment\n; another\n\n[Daemon]\nRuntimeDirectory = /tmp/rt\nLogLevel=debug\n"
                              "GracePeriod=4\nBusyPollIntervalUs=15\nDetectorMode=poll\nIdlePollCpuPercent=0\n"
-                             "RealtimePriority=5\n"
+                             "RealtimePriority=5\nRealtimeCpuPercent=100\n"
                              "[Online]\nHoldOffMs=7\n[Offline]\nMaxSuspendMs=900\nMinOfflineSharePercent=25\n");
         config_fixture_write(&f, "workloads.d/20-train.conf",
                              "[Workload]\nName=train\nClass=offline\nMatchExecutable=python3 /opt/*/train\n"
@@ -61,6 +62,7 @@ static void test_full_configuration(void **state)
         assert_int_equal(c->daemon.detector_mode, DETECTOR_MODE_POLL);
         assert_int_equal(c->daemon.idle_poll_cpu_percent, 0);
         assert_int_equal(c->daemon.realtime_priority, 5);
+        assert_int_equal(c->daemon.realtime_cpu_percent, 100);
         assert_int_equal(c->n_workloads, 3);
         /* lexical order of drop-ins, then section order */
         assert_string_equal(c->workloads[0].name, "serve");
@@ -105,6 +107,12 @@ static const struct malformed_case malformed[] = {
         { "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=0\n", 2, "from 1 to 60000" },
         { "gpreemptd.conf", "[Daemon]\nIdlePollCpuPercent=101\n", 2, "percent from 0 to 100" },
         { "gpreemptd.conf", "[Daemon]\nRealtimePriority=100\n", 2, "RealtimePriority=100: expected a whole number" },
+        { "gpreemptd.conf", "[Daemon]\nRealtimeCpuPercent=0\n", 2,
+          "RealtimeCpuPercent=0: expected a whole number of percent from 1 to 100" },
+        { "gpreemptd.conf", "[Daemon]\nRealtimeCpuPercent=101\n", 2,
+          "RealtimeCpuPercent=101: expected a whole number of percent from 1 to 100" },
+        { "gpreemptd.conf", "[Daemon]\n\nRealtimeCpuPercent=half\n", 3,
+          "RealtimeCpuPercent=half: expected a whole number" },
         { "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=-5\n", 2, "whole number" },
         { "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=10ms\n", 2, "whole number" },
         { "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=99999999999999999999999\n", 2, "whole number" },

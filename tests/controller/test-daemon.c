@@ -21,10 +21,13 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "daemon-harness.h"
+#include "daemon-status.h"
+#include "scheduling.h"
 #include "varlink-client.h"
 
 static const char *binary;
@@ -243,6 +246,92 @@ static void test_realtime_priority(void **state)
         daemon_harness_cleanup(&h);
 }
 
+/* What the cap's test waits for: Status and the kernel agreeing on the loop's priority. */
+struct loop_awaited {
+        pid_t pid;
+        int policy, priority;
+        bool demoted; /* and the cap has demoted it at least once */
+};
+
+static bool loop_is_awaited(struct json_object *status, void *userdata)
+{
+        const struct loop_awaited *a = userdata;
+        int policy, priority;
+
+        if (status_int(status, "realtime_priority") != a->priority ||
+            (a->demoted && status_int(status, "realtime_demotions") < 1))
+                return false;
+        loop_scheduling(a->pid, &policy, &priority);
+        return policy == a->policy && priority == a->priority;
+}
+
+static long long now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int count(const char *text, const char *piece)
+{
+        int n = 0;
+
+        for (const char *p = text; (p = strstr(p, piece)); p++)
+                n++;
+        return n;
+}
+
+/*
+ * RealtimeCpuPercent=: a loop kept busy at SCHED_FIFO is put at normal
+ * priority, and back at SCHED_FIFO once it is quiet; a reload to 100 lifts
+ * the cap. Status calls back to back are the load: together far above 1% of
+ * a core, and answered throughout (a detector due at every turn would hold
+ * them back, see README.md "Bounds are kept when the loop runs late").
+ * Generous timeouts: a loaded machine only slows the calls.
+ */
+static void test_realtime_cpu_cap(void **state)
+{
+        struct loop_awaited demoted = { .policy = SCHED_OTHER, .priority = 0, .demoted = true };
+        struct loop_awaited back = { .policy = SCHED_FIFO, .priority = 1 };
+        struct daemon_harness h;
+        struct json_object *reply;
+        int64_t demotions_so_far;
+        char *error = NULL;
+
+        daemon_harness_init(&h);
+        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nRealtimePriority=1\nRealtimeCpuPercent=1\n");
+        start(&h, NULL);
+        demoted.pid = back.pid = h.pid;
+        daemon_status_wait(&h, loop_is_awaited, &demoted, "the busy loop at normal priority", 30000, 0);
+        /* the window after a quiet 100 ms puts it back: a call every 300 ms stays well within 1% */
+        daemon_status_wait(&h, loop_is_awaited, &back, "the quiet loop back at SCHED_FIFO 1", 30000, 300);
+        /* explained once, at warning level, with the knob */
+        if (count(daemon_harness_log(&h), "more than RealtimeCpuPercent=1: it runs at normal priority") != 1)
+                fail_msg("the first demotion is not logged exactly once; daemon log:\n%s", daemon_harness_log(&h));
+        assert_non_null(strstr(daemon_harness_log(&h), "<4>The loop used "));
+
+        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nRealtimePriority=1\nRealtimeCpuPercent=100\n");
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Reload", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_int_equal(get_int(reply, "realtime_cpu_percent"), 100);
+        demotions_so_far = get_int(reply, "realtime_demotions");
+        json_object_put(reply);
+        /* as busy as before, for ten windows: no cap */
+        for (long long end = now_ms() + 10 * LOOP_CPU_CAP_WINDOW_US / 1000; now_ms() < end;) {
+                reply = daemon_status(&h);
+                assert_true(loop_is_awaited(reply, &back));
+                json_object_put(reply);
+        }
+        reply = daemon_status(&h);
+        assert_int_equal(status_int(reply, "realtime_demotions"), demotions_so_far);
+        json_object_put(reply);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+}
+
 static void expect_error(struct daemon_harness *h, const char *method, const char *params_json, const char *want)
 {
         struct json_object *params = params_json ? json_tokener_parse(params_json) : NULL, *reply = NULL;
@@ -351,6 +440,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_refuses_broken_configuration),
                 cmocka_unit_test(test_reload),
                 cmocka_unit_test(test_realtime_priority),
+                cmocka_unit_test(test_realtime_cpu_cap),
                 cmocka_unit_test(test_api_errors),
                 cmocka_unit_test(test_verify_config_explains),
                 cmocka_unit_test(test_unauthorised_caller),

@@ -21,6 +21,14 @@
 #include "daemon-harness.h"
 #include "daemon-status.h"
 #include "emulated-app.h"
+#include "scheduling.h"
+
+/*
+ * RealtimeCpuPercent= of the cap's test: above the idle daemon's share, far
+ * below the busy cadence's (about 1% and 30% of a core on a 2-core VM, with
+ * or without sanitizers).
+ */
+#define BUSY_TEST_CAP_PERCENT "5"
 
 static const char *gpreemptd_path, *app_path, *trace_path;
 
@@ -398,6 +406,45 @@ static void test_churn(void **state)
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+static bool loop_demoted(struct json_object *status, void *userdata)
+{
+        return status_int(status, "realtime_demotions") > 0 && status_int(status, "realtime_priority") == 0;
+}
+
+/*
+ * RealtimeCpuPercent=: requests that leave the online queues idle between
+ * them keep the detector on the busy cadence (a look every
+ * BusyPollIntervalUs for 200 ms after each), which costs the loop tens of
+ * percent of a core here; above the cap the loop runs at normal priority.
+ * Before the online work, the same daemon watching an offline process alone
+ * stays well within it.
+ */
+static void test_busy_detector_is_capped(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        static const char *const online0[] = { "--rate", "100", "--gpu", "0", "--kernel-us", "1000", "--duration",
+                                               "60", NULL };
+        struct fixture *f = *state;
+        struct json_object *s;
+
+        start_daemon_with(&f->h, "RealtimePriority=1\nRealtimeCpuPercent=" BUSY_TEST_CAP_PERCENT "\n");
+        emulated_app_start(&f->a, app_path, offline0);
+        wait_attached(&f->h, f->a.pid);
+        usleep(5 * LOOP_CPU_CAP_WINDOW_US);
+        s = get_status(&f->h);
+        if (field(s, "realtime_demotions") != 0 || field(s, "realtime_priority") != 1)
+                fail_msg("demoted with nothing online to watch: %s; daemon log:\n%s", json_object_to_json_string(s),
+                         daemon_harness_log(&f->h));
+        json_object_put(s);
+
+        emulated_app_start(&f->o, app_path, online0);
+        daemon_status_wait(&f->h, loop_demoted, NULL, "the loop demoted by the cap", 30000, 20);
+        emulated_app_stop(&f->o);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
+}
+
 /* Lines of the kfdemu-run trace holding text. */
 /* Counts the trace's lines holding text; each must carry its three stamps
  * in order: the ioctl's entry, the server's receipt, the call's end. */
@@ -496,6 +543,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_hold_respects_bounds, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_reclassifies_and_keeps_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_churn, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_busy_detector_is_capped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_first_request_caught_by_breakpoint, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_first_request_caught_by_polling, setup, teardown),
         };
