@@ -190,8 +190,8 @@ static void loop_scheduling(pid_t pid, int *ret_policy, int *ret_priority)
         assert_int_equal(sscanf(p, "%d %d", ret_priority, ret_policy), 2);
 }
 
-/* RealtimePriority=: normal scheduling by default, SCHED_FIFO when set, normal again
- * after a reload to 0, and a daemon the kernel refuses keeps running and says why. */
+/* RealtimePriority=: SCHED_FIFO 1 by default, normal again after a reload to 0, and a
+ * daemon the kernel refuses keeps running and says why. */
 static void test_realtime_priority(void **state)
 {
         struct daemon_harness h;
@@ -202,18 +202,13 @@ static void test_realtime_priority(void **state)
         daemon_harness_init(&h);
         start(&h, NULL);
         loop_scheduling(h.pid, &policy, &priority);
-        assert_int_equal(policy, SCHED_OTHER);
-        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
-        daemon_harness_cleanup(&h);
-
-        daemon_harness_init(&h);
-        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nRealtimePriority=1\n");
-        start(&h, NULL);
-        loop_scheduling(h.pid, &policy, &priority);
         assert_int_equal(policy, SCHED_FIFO);
         assert_int_equal(priority, 1);
         assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
         assert_int_equal(get_int(reply, "realtime_priority"), 1);
+        assert_int_equal(get_int(reply, "realtime_wanted"), 1);
+        assert_int_equal(get_int(reply, "realtime_cpu_percent"), 50);
+        assert_int_equal(get_int(reply, "realtime_demotions"), 0);
         assert_false(json_object_object_get_ex(reply, "realtime_error", NULL));
         json_object_put(reply);
 
@@ -225,18 +220,19 @@ static void test_realtime_priority(void **state)
         assert_int_equal(policy, SCHED_OTHER);
         assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
         assert_int_equal(get_int(reply, "realtime_priority"), 0);
+        assert_int_equal(get_int(reply, "realtime_wanted"), 0);
         json_object_put(reply);
         assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 
         daemon_harness_init(&h);
         h.no_realtime = true;
-        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nRealtimePriority=1\n");
         start(&h, NULL);
         loop_scheduling(h.pid, &policy, &priority);
         assert_int_equal(policy, SCHED_OTHER);
         assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
         assert_int_equal(get_int(reply, "realtime_priority"), 0);
+        assert_int_equal(get_int(reply, "realtime_wanted"), 1);
         assert_true(json_object_object_get_ex(reply, "realtime_error", &why));
         assert_string_equal(json_object_get_string(why), strerror(EPERM));
         json_object_put(reply);
