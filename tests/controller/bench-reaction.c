@@ -11,15 +11,16 @@
  *
  *   bench-reaction GPREEMPTD KFDEMU_APP --trace TRACE [--events N] [--rate R]
  *                  [--idle-seconds S] [--online-processes P] [--queues Q]
- *                  [--gpus G] [--mode auto|breakpoint|poll] [--realtime-priority N] [--json]
+ *                  [--gpus G] [--mode auto|breakpoint|poll] [--realtime-priority N]
+ *                  [--realtime-cpu-percent N] [--json]
  * P idle online processes of Q queues each, spread over G GPUs, and one offline
  * process per GPU are running throughout (64 × 8 over 8 is evaluation.md's
  * scale case; run under kfdemu-run --gpus 8). The idle phase measures the
  * daemon's CPU over S seconds (0: skipped); the reaction phase then sends
  * requests at R per second from one more online process on GPU 0 until N
  * suspensions reached the emulator (0: skipped). --mode is the daemon's
- * DetectorMode=, --realtime-priority its RealtimePriority= (default 0, as
- * shipped).
+ * DetectorMode=, --realtime-priority and --realtime-cpu-percent its
+ * RealtimePriority= and RealtimeCpuPercent= (not given: the daemon's defaults).
  * Simulated: the figures are for kfdemu, not a real GPU.
  */
 #include <errno.h>
@@ -45,6 +46,15 @@ static void die(const char *what)
 {
         fprintf(stderr, "bench-reaction: %s\n", what);
         exit(1);
+}
+
+/* Appends "key=value" to buf, or nothing for an option not given (-1): the daemon's default applies then. */
+static void optional_key(char *buf, size_t size, const char *key, long value)
+{
+        size_t used = strlen(buf);
+
+        if (value >= 0)
+                snprintf(buf + used, size - used, "%s=%ld\n", key, value);
 }
 
 static void write_file(const char *name, const char *text)
@@ -291,9 +301,10 @@ int main(int argc, char **argv)
                 resume_start[MAX_EVENTS * 2], resume_received[MAX_EVENTS * 2], resume_end[MAX_EVENTS * 2],
                 outside[MAX_EVENTS];
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
-        char duration[32], rate[32], config[512], suspend_marker[64], resume_marker[64];
+        char duration[32], rate[32], config[512], suspend_marker[64], resume_marker[64], realtime[96] = "";
         const char *trace_path = NULL, *mode = "auto";
-        long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1, realtime_priority = 0;
+        long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1;
+        long realtime_priority = -1, realtime_cpu_percent = -1; /* -1: not given */
         double request_rate = 100;
         static pid_t idle_online[256], offline[16];
         FILE *trace_file;
@@ -330,6 +341,8 @@ int main(int argc, char **argv)
                         mode = argv[++i];
                 else if (strcmp(argv[i], "--realtime-priority") == 0 && i + 1 < argc)
                         realtime_priority = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--realtime-cpu-percent") == 0 && i + 1 < argc)
+                        realtime_cpu_percent = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--json") == 0)
                         json = true;
                 else {
@@ -343,9 +356,10 @@ int main(int argc, char **argv)
                 die("--mode must be auto, breakpoint or poll");
         if (events < 0 || events > MAX_EVENTS || idle_seconds < 0 || online_processes < 0 || online_processes > 256 ||
             queues < 1 || queues > 64 || gpus < 1 || gpus > 16 || !(request_rate >= 1 && request_rate <= 1000) ||
-            realtime_priority < 0 || realtime_priority > 99)
+            (realtime_priority != -1 && (realtime_priority < 0 || realtime_priority > 99)) ||
+            (realtime_cpu_percent != -1 && (realtime_cpu_percent < 1 || realtime_cpu_percent > 100)))
                 die("--events must be 0..200000, --idle-seconds 0 or more, --online-processes 0..256, "
-                    "--realtime-priority 0..99, "
+                    "--realtime-priority 0..99, --realtime-cpu-percent 1..100, "
                     "--queues 1..64, --gpus 1..16, --rate 1..1000");
 
         /* mkdtemp's template: the name, then six 'X' it replaces */
@@ -359,11 +373,13 @@ int main(int argc, char **argv)
         snprintf(times_path, sizeof(times_path), "%s/dispatch-times", dir);
         /* the daemon's defaults but for the policy: a short hold-off and no bounds
          * give one suspension per request; discovery and polling as shipped */
+        optional_key(realtime, sizeof(realtime), "RealtimePriority", realtime_priority);
+        optional_key(realtime, sizeof(realtime), "RealtimeCpuPercent", realtime_cpu_percent);
         snprintf(config, sizeof(config),
-                 "[Daemon]\nLogLevel=debug\nDetectorMode=%s\nRealtimePriority=%ld\n"
+                 "[Daemon]\nLogLevel=debug\nDetectorMode=%s\n%s"
                  "[Online]\nHoldOffMs=1\nCoalesceMs=0\n"
                  "[Offline]\nMaxSuspendMs=3600000\nMinOfflineSharePercent=0\nShareWindowMs=3600000\n",
-                 mode, realtime_priority);
+                 mode, realtime);
         write_file("gpreemptd.conf", config);
         {
                 char path[256];
