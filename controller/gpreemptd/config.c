@@ -610,7 +610,7 @@ static struct config *config_new(void)
                 .realtime_priority = 1,
                 /* a loop that cannot keep its busy cadence never sleeps: at half a
                  * core at most it leaves room for the node's other threads */
-                .realtime_cpu_percent = 50,
+                .realtime_cpu_percent = 75,
         };
         c->daemon.runtime_dir = strdup("/run/gpreempt");
         for (int k = 0; k < _WORKLOAD_CLASS_MAX; k++)

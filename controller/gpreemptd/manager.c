@@ -380,7 +380,7 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
         size_t n = detector_gpus(m->detector, gpus, DETECTOR_MAX_GPUS);
 
-        uint64_t idle = idle_poll_interval(m), cpu_now = loop_thread_cpu_ns(), fast_due = UINT64_MAX;
+        uint64_t idle = idle_poll_interval(m), fast_due = UINT64_MAX;
         uint64_t interval[DETECTOR_MAX_GPUS];
         bool only_idle = true, polled = false, idle_looked = false, cut = false;
 
@@ -429,18 +429,24 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         }
         /*
          * The budget is for idle looks (a busy GPU's polls buy online
-         * latency): what the thread spent from the last idle look to this
-         * one, the look itself, the wakeup and whatever else ran between,
-         * so that it bounds the daemon's idle CPU, not only the reads. A
-         * series that gave way is one look: it is sampled where it ends.
+         * latency): what the thread spent from the end of the last idle look
+         * to the end of this one, the look itself, the wakeup and whatever
+         * else ran between, so that it bounds the daemon's idle CPU, not only
+         * the reads. A series that gave way is one look: it is sampled where
+         * it ends. The thread's CPU clock is a system call: not read at the
+         * busy cadence, where nothing uses it.
          */
-        if (polled && !cut && only_idle && m->last_look_idle) {
-                uint64_t cost = cpu_now - m->last_look_cpu_ns;
-
-                m->idle_look_cpu_ns = m->idle_look_cpu_ns ? (7 * m->idle_look_cpu_ns + cost) / 8 : cost;
-        }
         if (polled && !cut) {
-                m->last_look_cpu_ns = cpu_now;
+                if (only_idle) {
+                        uint64_t cpu_now = loop_thread_cpu_ns();
+
+                        if (m->last_look_idle) {
+                                uint64_t cost = cpu_now - m->last_look_cpu_ns;
+
+                                m->idle_look_cpu_ns = m->idle_look_cpu_ns ? (7 * m->idle_look_cpu_ns + cost) / 8 : cost;
+                        }
+                        m->last_look_cpu_ns = cpu_now;
+                }
                 m->last_look_idle = only_idle;
         }
         manager_rearm_policy(m);

@@ -133,15 +133,13 @@ static void promote(struct loop_scheduling *s)
         s->error = 0;
 }
 
-static int on_loop_iteration_done(sd_event_source *source, void *userdata)
+static int on_cap_window(sd_event_source *source, uint64_t usec, void *userdata)
 {
         struct loop_scheduling *s = userdata;
-        uint64_t now = 0;
+        uint64_t now = usec;
 
-        /* this iteration's wake-up time, kept by sd-event: no clock read */
+        /* usec is when the window was due; the share is of the time that really passed */
         sd_event_now(sd_event_source_get_event(source), CLOCK_MONOTONIC, &now);
-        if (!loop_cpu_cap_window_elapsed(&s->cap, now))
-                return 0;
         switch (loop_cpu_cap_account(&s->cap, s->capped_priority > 0, now, loop_thread_cpu_ns())) {
         case LOOP_CPU_CAP_DEMOTE:
                 demote(s);
@@ -152,22 +150,23 @@ static int on_loop_iteration_done(sd_event_source *source, void *userdata)
         case LOOP_CPU_CAP_KEEP:
                 break;
         }
+        sd_event_source_set_time(source, now + LOOP_CPU_CAP_WINDOW_US);
         return 0;
 }
 
 int loop_scheduling_init(struct loop_scheduling *s, sd_event *event)
 {
-        int r = sd_event_add_post(event, &s->cap_check, on_loop_iteration_done, s);
+        int r = sd_event_add_time_relative(event, &s->cap_check, CLOCK_MONOTONIC, LOOP_CPU_CAP_WINDOW_US,
+                                           LOOP_CPU_CAP_ACCURACY_US, on_cap_window, s);
 
         if (r < 0)
                 return r;
         /*
-         * At the detector's priority: below it, a loop whose detector is due
-         * at every iteration (the loop the cap is for) would never run the
-         * check. At equal priority the source pending longer goes first, and a
-         * post source is pending from the end of the iteration before.
+         * Above every other source: sd-event dispatches the most important
+         * pending source first, and in the loop the cap is for some source is
+         * pending at every iteration (the detector, traps, a flood of clients).
          */
-        r = sd_event_source_set_priority(s->cap_check, SD_EVENT_PRIORITY_IMPORTANT);
+        r = sd_event_source_set_priority(s->cap_check, SD_EVENT_PRIORITY_IMPORTANT - 2);
         if (r >= 0)
                 r = sd_event_source_set_enabled(s->cap_check, SD_EVENT_OFF);
         if (r < 0)
@@ -210,6 +209,7 @@ void loop_scheduling_apply(struct loop_scheduling *s, unsigned wanted, unsigned 
         }
         sd_event_now(sd_event_source_get_event(s->cap_check), CLOCK_MONOTONIC, &now);
         loop_cpu_cap_reset(&s->cap, cpu_percent, now, loop_thread_cpu_ns());
-        /* off where it could not act: no post iteration after every dispatch for nothing */
+        sd_event_source_set_time(s->cap_check, now + LOOP_CPU_CAP_WINDOW_US);
+        /* off where it could not act: no wake-ups for nothing */
         sd_event_source_set_enabled(s->cap_check, s->priority && cpu_percent < 100 ? SD_EVENT_ON : SD_EVENT_OFF);
 }

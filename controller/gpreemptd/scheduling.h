@@ -17,12 +17,15 @@
 /*
  * The cap's window of wall time. It bounds the harm: a saturated loop holds
  * a core at SCHED_FIFO for at most one window before it is demoted. It also
- * sets the check's cost: the thread's CPU clock is a system call, read once
- * per window and not at every iteration (at the busy cadence one iteration
- * is ~20 µs). 100 ms is long next to that and short next to the ~1 s at
- * which a starved process's own timeouts and watchdogs start to fail.
+ * sets the check's cost: a wake-up and a read of the thread's CPU clock (a
+ * system call) per window, ~5 µs every 100 ms, where checking at every
+ * iteration (~20 µs apart at the busy cadence) would cost a system call
+ * each. 100 ms is long next to that and short next to the ~1 s at which a
+ * starved process's own timeouts and watchdogs start to fail.
  */
 #define LOOP_CPU_CAP_WINDOW_US 100000u
+/* The window's end may move this much to share a wake-up with other timers; the share is of the time that passed. */
+#define LOOP_CPU_CAP_ACCURACY_US 10000u
 
 /* A window's share of a core against RealtimeCpuPercent=, without clocks of its own (tested alone). */
 struct loop_cpu_cap {
@@ -61,7 +64,7 @@ struct loop_scheduling {
         sd_event_source *cap_check;
 };
 
-/* The cap's check: run after every loop iteration that dispatched something, so it adds no wakeup. */
+/* The cap's check: a timer at the end of each window, while there is a SCHED_FIFO loop to cap. */
 int loop_scheduling_init(struct loop_scheduling *s, sd_event *event);
 void loop_scheduling_done(struct loop_scheduling *s);
 

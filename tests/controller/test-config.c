@@ -29,7 +29,7 @@ static void test_missing_files_give_defaults(void **state)
         assert_int_equal(c->daemon.detector_mode, DETECTOR_MODE_AUTO);
         assert_int_equal(c->daemon.idle_poll_cpu_percent, 2);
         assert_int_equal(c->daemon.realtime_priority, 1);
-        assert_int_equal(c->daemon.realtime_cpu_percent, 50);
+        assert_int_equal(c->daemon.realtime_cpu_percent, 75);
         config_free(c);
         config_fixture_cleanup(&f);
 }

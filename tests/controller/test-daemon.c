@@ -207,7 +207,7 @@ static void test_realtime_priority(void **state)
         assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
         assert_int_equal(get_int(reply, "realtime_priority"), 1);
         assert_int_equal(get_int(reply, "realtime_wanted"), 1);
-        assert_int_equal(get_int(reply, "realtime_cpu_percent"), 50);
+        assert_int_equal(get_int(reply, "realtime_cpu_percent"), 75);
         assert_int_equal(get_int(reply, "realtime_demotions"), 0);
         assert_false(json_object_object_get_ex(reply, "realtime_error", NULL));
         json_object_put(reply);
