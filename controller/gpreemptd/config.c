@@ -608,8 +608,10 @@ static struct config *config_new(void)
                  * 50 µs on a loaded node (controller/gpreemptd/README.md, "The loop
                  * at SCHED_FIFO") */
                 .realtime_priority = 1,
-                /* a loop that cannot keep its busy cadence never sleeps: at half a
-                 * core at most it leaves room for the node's other threads */
+                /* a loop that cannot keep its busy cadence never sleeps: at three
+                 * quarters of a core at most it leaves room for the node's other
+                 * threads, above the 48-52 % the busy cadence costs at 64
+                 * online processes on a 2-core VM */
                 .realtime_cpu_percent = 75,
         };
         c->daemon.runtime_dir = strdup("/run/gpreempt");

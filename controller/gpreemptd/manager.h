@@ -80,7 +80,7 @@ struct manager {
         sd_event_source *policy_timer;
         sd_event_source *sigchld_source;
         uint64_t idle_look_cpu_ns;     /* this thread's CPU per idle look, wakeup and all, smoothed */
-        uint64_t last_look_cpu_ns;     /* this thread's CPU time when the last look began */
+        uint64_t last_look_cpu_ns;     /* this thread's CPU time when the last idle look ended */
         bool last_look_idle;           /* it looked at idle GPUs only */
         uint64_t started_us;
         uint64_t reloads;

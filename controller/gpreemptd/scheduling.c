@@ -35,8 +35,9 @@ enum loop_cpu_cap_verdict loop_cpu_cap_account(struct loop_cpu_cap *c, bool demo
         c->window_start_us = now_us;
         c->window_start_cpu_ns = cpu_ns;
         c->last_share_permille = (unsigned)(used_ns / wall_us); /* ns * 1000 / (us * 1000) */
+        /* no cap (any more): a loop it held back goes back */
         if (c->percent >= 100)
-                return LOOP_CPU_CAP_KEEP;
+                return demoted ? LOOP_CPU_CAP_PROMOTE : LOOP_CPU_CAP_KEEP;
         over = used_ns > wall_us * 10 * c->percent;
         /*
          * One threshold both ways, no band below the cap to come back under:
@@ -130,7 +131,9 @@ static void promote(struct loop_scheduling *s)
                   s->cap.percent);
         s->priority = s->capped_priority;
         s->capped_priority = 0;
-        s->error = 0;
+        /* a refused reload's error stays while what it wanted is not in effect */
+        if (s->priority == s->wanted)
+                s->error = 0;
 }
 
 static int on_cap_window(sd_event_source *source, uint64_t usec, void *userdata)
@@ -183,18 +186,21 @@ void loop_scheduling_apply(struct loop_scheduling *s, unsigned wanted, unsigned 
 {
         bool changed = wanted != s->wanted;
         uint64_t now = 0;
-        char stays_at[48];
+        char stays_at[64];
         int r;
 
         /* set even when nothing seems to change: at start the thread may have
          * inherited a policy (a unit's CPUSchedulingPolicy=) that Status would
          * not show; a loop the cap had demoted starts afresh */
         s->wanted = wanted;
-        s->capped_priority = 0;
         s->demotion_explained = false;
         r = set_scheduling(wanted);
         if (r < 0) {
-                if (s->priority)
+                /* a loop the cap holds at normal priority keeps the FIFO priority it goes back to */
+                if (s->capped_priority)
+                        snprintf(stays_at, sizeof(stays_at), "normal priority (capped from SCHED_FIFO %u)",
+                                 s->capped_priority);
+                else if (s->priority)
                         snprintf(stays_at, sizeof(stays_at), "SCHED_FIFO priority %u", s->priority);
                 else
                         snprintf(stays_at, sizeof(stays_at), "the scheduling it started with");
@@ -205,11 +211,14 @@ void loop_scheduling_apply(struct loop_scheduling *s, unsigned wanted, unsigned 
                 else if (!wanted && (changed || s->error || s->priority))
                         log_info("The loop runs at normal priority (RealtimePriority=0)");
                 s->priority = wanted;
+                s->capped_priority = 0;
                 s->error = 0;
         }
         sd_event_now(sd_event_source_get_event(s->cap_check), CLOCK_MONOTONIC, &now);
         loop_cpu_cap_reset(&s->cap, cpu_percent, now, loop_thread_cpu_ns());
         sd_event_source_set_time(s->cap_check, now + LOOP_CPU_CAP_WINDOW_US);
-        /* off where it could not act: no wake-ups for nothing */
-        sd_event_source_set_enabled(s->cap_check, s->priority && cpu_percent < 100 ? SD_EVENT_ON : SD_EVENT_OFF);
+        /* off where it could not act: no wake-ups for nothing; on while a demotion is to be undone */
+        sd_event_source_set_enabled(s->cap_check, (s->priority && cpu_percent < 100) || s->capped_priority
+                                                          ? SD_EVENT_ON
+                                                          : SD_EVENT_OFF);
 }

@@ -16,7 +16,8 @@
 
 /*
  * The cap's window of wall time. It bounds the harm: a saturated loop holds
- * a core at SCHED_FIFO for at most one window before it is demoted. It also
+ * a core at SCHED_FIFO for at most two windows before it is demoted (the one
+ * it starts saturating in may end under the cap). It also
  * sets the check's cost: a wake-up and a read of the thread's CPU clock (a
  * system call) per window, ~5 µs every 100 ms, where checking at every
  * iteration (~20 µs apart at the busy cadence) would cost a system call

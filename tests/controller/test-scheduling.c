@@ -82,6 +82,10 @@ static void test_cap_100_never_demotes(void **state)
         assert_int_equal(loop_cpu_cap_account(&c, false, START_US + 2 * WINDOW,
                                               START_CPU_NS + share_ns(100, WINDOW) + share_ns(101, WINDOW)),
                          LOOP_CPU_CAP_KEEP);
+        /* a loop held back before a reload to 100 goes back, however busy */
+        loop_cpu_cap_reset(&c, 100, START_US, START_CPU_NS);
+        assert_int_equal(loop_cpu_cap_account(&c, true, START_US + WINDOW, START_CPU_NS + share_ns(100, WINDOW)),
+                         LOOP_CPU_CAP_PROMOTE);
 }
 
 /* A window that spans a long sleep shows a low share: a busy moment at its end does not demote. */
