@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import request_log
 
@@ -178,9 +179,15 @@ def app_argv(node, workload, role, rate=None, latency_log=None):
 # A pass is kept when the requests the host disturbed there are no more
 # than those above the P99's rank: then the P99 is the latency of an
 # undisturbed request (of a slightly higher quantile of them, so it errs
-# high, never low). Otherwise it is run again, up to PASS_ATTEMPTS times.
+# high, never low). Otherwise it is run again, up to PASS_ATTEMPTS times,
+# after a pause that grows with each attempt: on a shared VM the host's
+# disturbances come in bursts (hypervisor steal of seconds to a minute, with
+# real-time threads stalled for 30-800 ms), and three attempts in a row
+# fell into one burst several times on 2026-11-22 while the same commit
+# passed minutes later. The criterion for keeping a pass is unchanged.
 # The host probe's longest stall is reported beside.
-PASS_ATTEMPTS = 3
+PASS_ATTEMPTS = 6
+RETRY_PAUSE_S = 5
 
 
 def host_disturbed_too_much(row):
@@ -194,6 +201,11 @@ def run_pass(node, workloads, scenario, variant, duration_s, preempt=None, polic
     returns a flat row (dict) for the CSV, errors included. The online
     service's per-request log is copied to `log_copy` when given."""
     for attempt in range(1, PASS_ATTEMPTS + 1):
+        if attempt > 1:
+            print("evaluate: %s %s: the host disturbed %d of %d online requests; again in %d s (attempt %d of %d)"
+                  % (scenario["name"], variant, row["host_disturbed_requests"], row["online_requests"],
+                     RETRY_PAUSE_S * (attempt - 1), attempt, PASS_ATTEMPTS), file=sys.stderr, flush=True)
+            time.sleep(RETRY_PAUSE_S * (attempt - 1))
         row = run_pass_once(node, workloads, scenario, variant, duration_s, preempt, policy, realtime, log_copy)
         row["attempts"] = attempt
         if row["error"] or not host_disturbed_too_much(row):
