@@ -44,7 +44,7 @@ enum loop_cpu_cap_verdict {
 
 /* Starts a window at now_us, when the thread had used cpu_ns. */
 void loop_cpu_cap_reset(struct loop_cpu_cap *c, unsigned percent, uint64_t now_us, uint64_t cpu_ns);
-/* Whether the window has ended by now_us: only then is the thread's CPU clock worth reading. */
+/* Whether the window has ended by now_us: before that, loop_cpu_cap_account() decides nothing. */
 bool loop_cpu_cap_window_elapsed(const struct loop_cpu_cap *c, uint64_t now_us);
 /*
  * Ends the window at now_us (the thread's CPU time then: cpu_ns) if it has

@@ -74,7 +74,7 @@ void daemon_harness_start(struct daemon_harness *h, const char *binary, const ch
         }
 }
 
-static long long now_ms(void)
+long long daemon_harness_now_ms(void)
 {
         struct timespec ts;
 
@@ -84,12 +84,12 @@ static long long now_ms(void)
 
 bool daemon_harness_wait_notify(struct daemon_harness *h, const char *text, int timeout_ms)
 {
-        long long deadline = now_ms() + timeout_ms;
+        long long deadline = daemon_harness_now_ms() + timeout_ms;
 
         for (;;) {
                 struct pollfd pfd = { .fd = h->notify_fd, .events = POLLIN };
                 char buf[4096];
-                long long left = deadline - now_ms();
+                long long left = deadline - daemon_harness_now_ms();
                 ssize_t n;
 
                 if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)

@@ -45,6 +45,8 @@ int daemon_harness_call(struct daemon_harness *h, const char *method, struct jso
                         struct json_object **ret_reply, char **ret_error);
 /* Signals the daemon and waits for it to exit; returns its wait status (0: exit 0, so no sanitizer report). */
 int daemon_harness_stop(struct daemon_harness *h, int signal);
+/* CLOCK_MONOTONIC in ms, for the tests' deadlines. */
+long long daemon_harness_now_ms(void);
 /* The daemon's stderr so far (static buffer). */
 const char *daemon_harness_log(struct daemon_harness *h);
 void daemon_harness_cleanup(struct daemon_harness *h);

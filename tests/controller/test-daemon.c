@@ -261,14 +261,6 @@ static bool loop_is_awaited(struct json_object *status, void *userdata)
         return policy == a->policy && priority == a->priority;
 }
 
-static long long now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int count(const char *text, const char *piece)
 {
         int n = 0;
@@ -316,7 +308,7 @@ static void test_realtime_cpu_cap(void **state)
         demotions_so_far = get_int(reply, "realtime_demotions");
         json_object_put(reply);
         /* as busy as before, for ten windows: no cap */
-        for (long long end = now_ms() + 10 * LOOP_CPU_CAP_WINDOW_US / 1000; now_ms() < end;) {
+        for (long long end = daemon_harness_now_ms() + 10 * LOOP_CPU_CAP_WINDOW_US / 1000; daemon_harness_now_ms() < end;) {
                 reply = daemon_status(&h);
                 assert_true(loop_is_awaited(reply, &back));
                 json_object_put(reply);

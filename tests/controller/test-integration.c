@@ -45,42 +45,12 @@ static void start_daemon(struct daemon_harness *h)
         start_daemon_with(h, "");
 }
 
-static struct json_object *get_status(struct daemon_harness *h)
-{
-        struct json_object *reply = NULL;
-        char *error = NULL;
-
-        assert_int_equal(daemon_harness_call(h, "io.gpreempt.Status", NULL, &reply, &error), 0);
-        assert_null(error);
-        return reply;
-}
-
-static struct json_object *find_by(struct json_object *array, const char *key, int64_t value)
-{
-        for (size_t i = 0; i < json_object_array_length(array); i++) {
-                struct json_object *o = json_object_array_get_idx(array, i);
-
-                if (json_object_get_int64(json_object_object_get(o, key)) == value)
-                        return o;
-        }
-        return NULL;
-}
-
-static int64_t field(struct json_object *o, const char *key)
-{
-        struct json_object *v;
-
-        if (!o || !json_object_object_get_ex(o, key, &v))
-                return -1;
-        return json_object_get_int64(v);
-}
-
 /* Waits until the daemon reports pid attached (1) or gone (0); returns the process's GPU. */
 static int64_t wait_attached(struct daemon_harness *h, pid_t pid)
 {
         for (int i = 0; i < 500; i++) {
-                struct json_object *s = get_status(h);
-                struct json_object *p = find_by(json_object_object_get(s, "processes"), "pid", pid);
+                struct json_object *s = daemon_status(h);
+                struct json_object *p = status_process(s, pid);
                 int64_t gpu = -1;
 
                 if (p && json_object_get_boolean(json_object_object_get(p, "attached")) &&
@@ -129,7 +99,7 @@ static void test_online_work_suspends_offline_on_its_gpu_only(void **state)
         static const char *const offline1[] = { "--continuous", "--gpu", "1", "--kernel-us", "3000", NULL };
         static const char *const online0[] = { "--rate", "50", "--gpu", "0", "--kernel-us", "1000", "--duration", "1", NULL };
         struct fixture *f = *state;
-        struct json_object *s, *gpus;
+        struct json_object *s;
         int64_t gpu_a, gpu_b;
 
         start_daemon(&f->h);
@@ -143,13 +113,12 @@ static void test_online_work_suspends_offline_on_its_gpu_only(void **state)
         assert_int_not_equal(emulated_app_wait(&f->o, 10000), -1);
         usleep(100000); /* past the hold-off: everything resumed */
 
-        s = get_status(&f->h);
-        gpus = json_object_object_get(s, "gpus");
-        if (field(find_by(gpus, "gpu_id", gpu_a), "suspends") < 10 ||
-            field(find_by(gpus, "gpu_id", gpu_b), "suspends") > 0)
+        s = daemon_status(&f->h);
+        if (status_int(status_gpu(s, gpu_a), "suspends") < 10 ||
+            status_int(status_gpu(s, gpu_b), "suspends") > 0)
                 fail_msg("suspensions on the wrong GPU: %s", json_object_to_json_string(s));
-        assert_false(json_object_get_boolean(json_object_object_get(find_by(gpus, "gpu_id", gpu_a), "offline_suspended")));
-        assert_int_equal(field(find_by(json_object_object_get(s, "processes"), "pid", f->b.pid), "suspends"), 0);
+        assert_false(json_object_get_boolean(json_object_object_get(status_gpu(s, gpu_a), "offline_suspended")));
+        assert_int_equal(status_int(status_process(s, f->b.pid), "suspends"), 0);
         json_object_put(s);
 
         emulated_app_stop(&f->o);
@@ -253,15 +222,15 @@ static void test_offline_exit_while_suspended(void **state)
         for (int i = 0; i < 100; i++) {
                 struct json_object *p;
 
-                s = get_status(&f->h);
-                p = find_by(json_object_object_get(s, "processes"), "pid", f->a.pid);
+                s = daemon_status(&f->h);
+                p = status_process(s, f->a.pid);
                 json_object_put(s);
                 if (!p)
                         break;
                 usleep(10000);
         }
-        s = get_status(&f->h);
-        assert_null(find_by(json_object_object_get(s, "processes"), "pid", f->a.pid));
+        s = daemon_status(&f->h);
+        assert_null(status_process(s, f->a.pid));
         json_object_put(s);
         emulated_app_stop(&f->a);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
@@ -307,10 +276,10 @@ static void test_starvation_bound(void **state)
         k1 = emulated_app_kernels(&f->a);
         usleep(1000000);
         k2 = emulated_app_kernels(&f->a);
-        s = get_status(&f->h);
-        g = find_by(json_object_object_get(s, "gpus"), "gpu_id", gpu);
+        s = daemon_status(&f->h);
+        g = status_gpu(s, gpu);
         /* 100 ms suspended, then a 25 ms slice: several bound-forced resumes per second, and progress */
-        if (field(g, "resumes_max_suspend") < 3 || k2 <= k1)
+        if (status_int(g, "resumes_max_suspend") < 3 || k2 <= k1)
                 fail_msg("offline work starved: %lld -> %lld kernels, status %s", (long long)k1, (long long)k2,
                          json_object_to_json_string(s));
         json_object_put(s);
@@ -360,8 +329,8 @@ static void test_reload_reclassifies_and_keeps_sessions(void **state)
         assert_int_equal(daemon_harness_call(&f->h, "io.gpreempt.Reload", NULL, &reply, &error), 0);
         assert_null(error);
         json_object_put(reply);
-        s = get_status(&f->h);
-        p = find_by(json_object_object_get(s, "processes"), "pid", f->a.pid);
+        s = daemon_status(&f->h);
+        p = status_process(s, f->a.pid);
         assert_non_null(p);
         assert_string_equal(json_object_get_string(json_object_object_get(p, "class")), "online");
         assert_false(json_object_get_boolean(json_object_object_get(p, "attached")));
@@ -397,7 +366,7 @@ static void test_churn(void **state)
                 emulated_app_stop(&f->o);
         }
         for (int i = 0; i < 200 && left; i++) {
-                s = get_status(&f->h);
+                s = daemon_status(&f->h);
                 left = json_object_array_length(json_object_object_get(s, "processes"));
                 json_object_put(s);
                 usleep(10000);
@@ -436,14 +405,14 @@ static void test_busy_detector_is_capped(void **state)
         wait_attached(&f->h, f->a.pid);
         /* attaching has a cost of its own, which may take a window over the cap: idle is what follows */
         usleep(3 * LOOP_CPU_CAP_WINDOW_US);
-        s = get_status(&f->h);
-        demotions = field(s, "realtime_demotions");
+        s = daemon_status(&f->h);
+        demotions = status_int(s, "realtime_demotions");
         json_object_put(s);
         /* for some five windows, with Status called as often as while waiting below */
         for (int i = 0; i < 25; i++) {
                 usleep(20000);
-                s = get_status(&f->h);
-                if (field(s, "realtime_demotions") != demotions || field(s, "realtime_priority") != 1)
+                s = daemon_status(&f->h);
+                if (status_int(s, "realtime_demotions") != demotions || status_int(s, "realtime_priority") != 1)
                         fail_msg("demoted with nothing online to watch: %s; daemon log:\n%s",
                                  json_object_to_json_string(s), daemon_harness_log(&f->h));
                 json_object_put(s);
@@ -457,7 +426,6 @@ static void test_busy_detector_is_capped(void **state)
         daemon_harness_cleanup(&f->h);
 }
 
-/* Lines of the kfdemu-run trace holding text. */
 /* Counts the trace's lines holding text; each must carry its three stamps
  * in order: the ioctl's entry, the server's receipt, the call's end. */
 static int trace_lines(const char *text)
@@ -505,8 +473,8 @@ static void first_request_after_idle_is_caught(struct fixture *f, const char *mo
         wait_attached(&f->h, f->a.pid);
         emulated_app_start(&f->o, app_path, online0);
         for (int i = 0; i < 3000 && suspends < 1; i++) {
-                struct json_object *s = get_status(&f->h);
-                struct json_object *p = find_by(json_object_object_get(s, "processes"), "pid", f->o.pid);
+                struct json_object *s = daemon_status(&f->h);
+                struct json_object *p = status_process(s, f->o.pid);
                 struct json_object *queues = p ? json_object_object_get(p, "online_queues") : NULL;
 
                 if (queues && json_object_array_length(queues) > 0)
@@ -516,7 +484,7 @@ static void first_request_after_idle_is_caught(struct fixture *f, const char *mo
                         fail_msg("DetectorMode=%s: the queue is watched by %s: %s", mode, watch,
                                  json_object_to_json_string(p));
                 if (p && json_object_array_length(json_object_object_get(p, "gpus")) > 0)
-                        suspends = field(find_by(json_object_object_get(s, "gpus"), "gpu_id",
+                        suspends = status_int(status_gpu(s,
                                                  json_object_get_int64(json_object_array_get_idx(
                                                          json_object_object_get(p, "gpus"), 0))),
                                          "suspends");

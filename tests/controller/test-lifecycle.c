@@ -70,14 +70,6 @@ static void start_daemon(struct daemon_harness *h, const char *settings, const c
         daemon_harness_start_configured(h, gpreemptd_path, settings, workloads);
 }
 
-static long long now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 /* How many times the app has printed READY: once per program image it ran. */
 static int ready_count(const struct emulated_app *a)
 {
@@ -333,7 +325,7 @@ struct progress {
 /* Samples a's kernel count every 50 ms for duration_ms. */
 static struct progress watch_progress(struct emulated_app *a, int duration_ms)
 {
-        long long start = now_ms(), last_progress = start, t;
+        long long start = daemon_harness_now_ms(), last_progress = start, t;
         int64_t first = emulated_app_kernels(a), last = first;
         struct progress p = { 0 };
 
@@ -342,7 +334,7 @@ static struct progress watch_progress(struct emulated_app *a, int duration_ms)
 
                 usleep(50000);
                 k = emulated_app_kernels(a);
-                t = now_ms();
+                t = daemon_harness_now_ms();
                 if (k > last) {
                         if (t - last_progress > p.longest_stall_ms)
                                 p.longest_stall_ms = t - last_progress;
