@@ -115,21 +115,22 @@ static bool queues_changed(struct manager *m, struct tracked_process *p)
         return p->queue_signature != before || p->n_queues != n_before;
 }
 
-void discovery_scan(struct manager *m)
+/* The pids listed under proc/, sorted; none (and a warning unless there is no KFD) when it cannot be read. */
+static void list_processes(const char *root, pid_t **ret_pids, size_t *ret_n)
 {
-        pid_t *pids = NULL;
-        size_t n = 0;
-        char root[512];
-        int r;
+        int r = qf_sysfs_list_pids(root, ret_pids, ret_n);
 
-        kfd_root(m, root, sizeof(root));
-        r = qf_sysfs_list_pids(root, &pids, &n);
         if (r < 0) {
                 if (r != -ENOENT)
                         log_warning_errno(r, "Cannot list %s/proc", root);
-                n = 0;
+                *ret_pids = NULL;
+                *ret_n = 0;
         }
-        /* processes that closed /dev/kfd without exiting */
+}
+
+/* Forgets the tracked processes a listing no longer has: they closed /dev/kfd without exiting. */
+static void forget_unlisted(struct manager *m, const pid_t *pids, size_t n)
+{
         for (size_t i = 0; i < m->n_processes;) {
                 struct tracked_process *p = m->processes[i];
                 bool listed = false;
@@ -142,57 +143,112 @@ void discovery_scan(struct manager *m)
                 }
                 i++;
         }
-        for (size_t j = 0; j < n; j++) {
-                struct tracked_process *p;
-                uint64_t identity;
+}
 
-                if (pids[j] == getpid())
-                        continue; /* the daemon's own kfd process */
-                /* before the process facts are read, so an exec in between is seen at the next scan */
-                identity = kfd_process_identity(root, pids[j]);
-                if (identity == 0)
-                        continue; /* gone since the listing: the next scan forgets it */
-                p = manager_find_process(m, pids[j]);
-                if (p && p->kfd_identity != identity) {
-                        manager_forget_exec(m, p);
-                        p = NULL;
-                }
-                if (!p) {
-                        p = manager_add_process(m, pids[j]);
-                        if (p)
-                                p->kfd_identity = identity;
-                        continue;
-                }
-                uint64_t dir_signature = queue_dir_signature(root, p->pid);
-                bool listed_differently = dir_signature != p->queue_dir_signature;
+/* One listed pid: a new process, an exec, or changed queues. It may be gone by now. */
+static void scan_process(struct manager *m, const char *root, pid_t pid)
+{
+        struct tracked_process *p;
+        uint64_t identity, dir_signature;
+        bool listed_differently;
 
-                p->queue_dir_signature = dir_signature;
-                /* debugfs can lag sysfs: keep looking until every compute queue is watched */
-                if ((listed_differently && queues_changed(m, p)) ||
-                    (p->managed && p->class == WORKLOAD_CLASS_ONLINE && p->n_watched_queues < p->n_compute_queues))
-                        manager_process_queues_changed(m, p);
+        if (pid == getpid())
+                return; /* the daemon's own kfd process */
+        /* before the process facts are read, so an exec in between is seen at the next scan */
+        identity = kfd_process_identity(root, pid);
+        if (identity == 0)
+                return; /* gone since the listing: the next scan forgets it */
+        p = manager_find_process(m, pid);
+        if (p && p->kfd_identity != identity) {
+                manager_forget_exec(m, p);
+                p = NULL;
         }
+        if (!p) {
+                p = manager_add_process(m, pid);
+                if (p)
+                        p->kfd_identity = identity;
+                return;
+        }
+        dir_signature = queue_dir_signature(root, p->pid);
+        listed_differently = dir_signature != p->queue_dir_signature;
+        p->queue_dir_signature = dir_signature;
+        /* debugfs can lag sysfs: keep looking until every compute queue is watched */
+        if ((listed_differently && queues_changed(m, p)) ||
+            (p->managed && p->class == WORKLOAD_CLASS_ONLINE && p->n_watched_queues < p->n_compute_queues))
+                manager_process_queues_changed(m, p);
+}
+
+void discovery_scan(struct manager *m)
+{
+        pid_t *pids;
+        size_t n;
+        char root[512];
+
+        kfd_root(m, root, sizeof(root));
+        list_processes(root, &pids, &n);
+        forget_unlisted(m, pids, n);
+        for (size_t j = 0; j < n; j++)
+                scan_process(m, root, pids[j]);
         free(pids);
 }
 
+/* Ends the pass under way, if any. */
+static void pass_end(struct discovery *d)
+{
+        sd_event_source_set_enabled(d->step, SD_EVENT_OFF);
+        free(d->pids);
+        d->pids = NULL;
+        d->n_pids = d->next = 0;
+        d->under_way = false;
+}
+
+static int on_discovery_step(sd_event_source *s, void *userdata)
+{
+        struct manager *m = userdata;
+        struct discovery *d = &m->discovery;
+        char root[512];
+
+        (void)s;
+        if (d->next < d->n_pids) {
+                kfd_root(m, root, sizeof(root));
+                scan_process(m, root, d->pids[d->next++]);
+                if (d->next < d->n_pids)
+                        return 0;
+        }
+        pass_end(d);
+        if (!m->stopping)
+                discovery_reconfigure(m);
+        return 0;
+}
+
+/* Lists the processes and starts a pass over them; the next timer is set when it ends. */
 static int on_discovery_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct manager *m = userdata;
+        struct discovery *d = &m->discovery;
+        char root[512];
 
-        discovery_scan(m);
-        if (m->stopping)
-                return 0;
-        sd_event_source_set_time(s, usec + m->config->daemon.discovery_interval_us);
-        sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        (void)s;
+        (void)usec;
+        kfd_root(m, root, sizeof(root));
+        list_processes(root, &d->pids, &d->n_pids);
+        forget_unlisted(m, d->pids, d->n_pids);
+        d->under_way = true;
+        sd_event_source_set_enabled(d->step, SD_EVENT_ON);
         return 0;
 }
 
 int discovery_start(struct manager *m)
 {
-        int r = sd_event_add_time(m->event, &m->discovery_timer, CLOCK_MONOTONIC, manager_now(m), 1000,
-                                  on_discovery_timer, m);
+        struct discovery *d = &m->discovery;
+        int r = sd_event_add_time(m->event, &d->timer, CLOCK_MONOTONIC, manager_now(m), 1000, on_discovery_timer, m);
+
         if (r < 0)
                 return r;
+        r = sd_event_add_defer(m->event, &d->step, on_discovery_step, m);
+        if (r < 0)
+                return r;
+        sd_event_source_set_enabled(d->step, SD_EVENT_OFF);
         discovery_scan(m);
         discovery_reconfigure(m);
         return 0;
@@ -200,11 +256,19 @@ int discovery_start(struct manager *m)
 
 void discovery_reconfigure(struct manager *m)
 {
-        sd_event_source_set_time(m->discovery_timer, manager_now(m) + m->config->daemon.discovery_interval_us);
-        sd_event_source_set_enabled(m->discovery_timer, SD_EVENT_ONESHOT);
+        struct discovery *d = &m->discovery;
+
+        if (d->under_way)
+                return; /* its end sets the timer */
+        sd_event_source_set_time(d->timer, manager_now(m) + m->config->daemon.discovery_interval_us);
+        sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
 }
 
 void discovery_stop(struct manager *m)
 {
-        m->discovery_timer = sd_event_source_disable_unref(m->discovery_timer);
+        struct discovery *d = &m->discovery;
+
+        pass_end(d);
+        d->timer = sd_event_source_disable_unref(d->timer);
+        d->step = sd_event_source_disable_unref(d->step);
 }

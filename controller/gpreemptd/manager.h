@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "detector-qptr.h"
+#include "discovery.h"
 #include "paths.h"
 #include "policy.h"
 #include "scheduling.h"
@@ -75,7 +76,7 @@ struct manager {
         size_t n_processes;
         struct gpu gpus[MANAGER_MAX_GPUS];
         size_t n_gpus;
-        sd_event_source *discovery_timer;
+        struct discovery discovery;
         sd_event_source *detector_timer;
         sd_event_source *policy_timer;
         sd_event_source *sigchld_source;

@@ -311,6 +311,7 @@ int main(int argc, char **argv)
         size_t issued_so_far = 0;
         bool json = false;
         long n_watched = 0, n_breakpoint = 0;
+        size_t demotions;
         size_t n_writes, n_issued, n_seen, n = 0, n_to_server = 0, n_to_issue = 0, n_resumes, n_outside = 0,
                n_waited = 0;
         pid_t daemon, online;
@@ -498,6 +499,17 @@ int main(int argc, char **argv)
                 n_outside = reactions_outside_resumes(writes, n_writes, entered, n_issued, resume_start, resume_end,
                                                       n_resumes, outside, &n_waited);
         }
+        /* how often RealtimeCpuPercent= put the loop at normal priority (scheduling.c's two messages) */
+        {
+                FILE *log = fopen(log_path, "re");
+
+                if (!log)
+                        die("cannot read the daemon's log");
+                demotions = count_new_lines(log, "runs at normal priority until");
+                rewind(log);
+                demotions += count_new_lines(log, "core: at normal priority");
+                fclose(log);
+        }
         /* the figures, in microseconds (percentage for the CPU); -1 when there are none */
         double r50 = -1, r99 = -1, rmax = -1, s50 = -1, s99 = -1, w50 = -1, w99 = -1, o50 = -1, o99 = -1, cpu = -1;
 
@@ -524,6 +536,7 @@ int main(int argc, char **argv)
                                "\"during_resume_events\":%zu,\"outside_resume_p50_us\":%.1f,"
                                "\"outside_resume_p99_us\":%.1f,\"busy_cpu_percent\":%.1f",
                                n, r50, r99, rmax, s50, s99, w50, w99, n_waited, o50, o99, cpu);
+                printf(",\"realtime_demotions\":%zu", demotions);
                 if (idle_seconds > 0)
                         printf(",\"idle_seconds\":%ld,\"idle_cpu_percent\":%.3f", idle_seconds,
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);
@@ -542,6 +555,7 @@ int main(int argc, char **argv)
                 if (idle_seconds > 0)
                         printf("idle CPU over %ld s: %.3f%% of a core\n", idle_seconds,
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);
+                printf("RealtimeCpuPercent= put the loop at normal priority %zu times\n", demotions);
         }
         {
                 char cmd[128];
