@@ -115,17 +115,32 @@ static bool queues_changed(struct manager *m, struct tracked_process *p)
         return p->queue_signature != before || p->n_queues != n_before;
 }
 
-/* The pids listed under proc/, sorted; none (and a warning unless there is no KFD) when it cannot be read. */
-static void list_processes(const char *root, pid_t **ret_pids, size_t *ret_n)
+/*
+ * The pids listed under proc/, sorted; none when there is no proc/ (no KFD
+ * process at all). Another error (EMFILE, ENOMEM) returns -errno: the scan
+ * is skipped, since an empty listing would forget, and so detach from,
+ * every tracked process. Warns at the first failure and says when the
+ * listing works again.
+ */
+static int list_processes(struct discovery *d, const char *root, pid_t **ret_pids, size_t *ret_n)
 {
         int r = qf_sysfs_list_pids(root, ret_pids, ret_n);
 
         if (r < 0) {
-                if (r != -ENOENT)
-                        log_warning_errno(r, "Cannot list %s/proc", root);
                 *ret_pids = NULL;
                 *ret_n = 0;
         }
+        if (r < 0 && r != -ENOENT) {
+                if (!d->listing_failed)
+                        log_warning_errno(r, "Cannot list %s/proc: the processes found so far are kept, and new "
+                                             "ones are not found until it can be listed again", root);
+                d->listing_failed = true;
+                return r;
+        }
+        if (d->listing_failed)
+                log_notice("%s/proc can be listed again", root);
+        d->listing_failed = false;
+        return 0;
 }
 
 /* Forgets the tracked processes a listing no longer has: they closed /dev/kfd without exiting. */
@@ -185,7 +200,8 @@ void discovery_scan(struct manager *m)
         char root[512];
 
         kfd_root(m, root, sizeof(root));
-        list_processes(root, &pids, &n);
+        if (list_processes(&m->discovery, root, &pids, &n) < 0)
+                return;
         forget_unlisted(m, pids, n);
         for (size_t j = 0; j < n; j++)
                 scan_process(m, root, pids[j]);
@@ -216,8 +232,7 @@ static int on_discovery_step(sd_event_source *s, void *userdata)
                         return 0;
         }
         pass_end(d);
-        if (!m->stopping)
-                discovery_reconfigure(m);
+        discovery_reconfigure(m);
         return 0;
 }
 
@@ -231,7 +246,10 @@ static int on_discovery_timer(sd_event_source *s, uint64_t usec, void *userdata)
         (void)s;
         (void)usec;
         kfd_root(m, root, sizeof(root));
-        list_processes(root, &d->pids, &d->n_pids);
+        if (list_processes(d, root, &d->pids, &d->n_pids) < 0) {
+                discovery_reconfigure(m);
+                return 0;
+        }
         forget_unlisted(m, d->pids, d->n_pids);
         d->under_way = true;
         sd_event_source_set_enabled(d->step, SD_EVENT_ON);
@@ -248,6 +266,13 @@ int discovery_start(struct manager *m)
         r = sd_event_add_defer(m->event, &d->step, on_discovery_step, m);
         if (r < 0)
                 return r;
+        /*
+         * Below every other source: sd-event ranks sources of one priority by
+         * when they became pending, and a defer source stays pending from its
+         * creation on, so at normal priority a pass would hold up Varlink
+         * calls, signals and the sessions' debug events until it ended.
+         */
+        sd_event_source_set_priority(d->step, SD_EVENT_PRIORITY_IDLE);
         sd_event_source_set_enabled(d->step, SD_EVENT_OFF);
         discovery_scan(m);
         discovery_reconfigure(m);

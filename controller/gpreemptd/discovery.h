@@ -10,10 +10,10 @@
  * Each listed process then costs a stat and a read of its queue directory.
  * At 72 processes on the loaded 2-CPU test VM a whole scan took 1.1-6.6 ms
  * (median 2.7) every 100 ms, and an online write landing in it waited for
- * all of it: that was the scale case's reaction tail. So a scan after the
- * first is a pass over the listing, one process per loop iteration at
- * normal priority, and the detector's looks, which are due every 20 us
- * while a GPU is busy, go between any two.
+ * the rest of it: part of the scale case's reaction tail. So a scan after
+ * the first is a pass over the listing, one process per loop iteration at
+ * the lowest priority, and the detector's looks, which are due every 20 us
+ * while a GPU is busy, and every other event go between any two.
  */
 #pragma once
 
@@ -31,6 +31,7 @@ struct discovery {
         pid_t *pids;            /* the listing the pass walks */
         size_t n_pids, next;
         bool under_way;
+        bool listing_failed;    /* warned about it already */
 };
 
 int discovery_start(struct manager *m);

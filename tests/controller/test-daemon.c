@@ -8,6 +8,8 @@
  *   test-daemon PATH-TO-GPREEMPTD
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <sched.h>
 #include <json.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -420,6 +423,107 @@ static void test_unauthorised_caller(void **state)
         daemon_harness_cleanup(&h);
 }
 
+static bool listed(struct json_object *process)
+{
+        return process != NULL;
+}
+
+static bool not_listed(struct json_object *process)
+{
+        return process == NULL;
+}
+
+static size_t occurrences(const char *text, const char *what)
+{
+        size_t n = 0;
+
+        for (const char *at = text; (at = strstr(at, what)); at += strlen(what))
+                n++;
+        return n;
+}
+
+/* mkdir -p */
+static void make_dirs(const char *path)
+{
+        char partial[256];
+
+        for (const char *slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/')) {
+                snprintf(partial, sizeof(partial), "%.*s", slash ? (int)(slash - path) : (int)strlen(path), path);
+                assert_true(mkdir(partial, 0755) == 0 || errno == EEXIST);
+                if (!slash)
+                        return;
+        }
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+        (void)st;
+        (void)type;
+        (void)ftw;
+        return remove(path);
+}
+
+/*
+ * Discovery over a KFD directory of its own (GPREEMPT_SYSFS_ROOT): a process
+ * listed under proc/ is tracked; when proc/ cannot be listed (here: it is a
+ * file, ENOTDIR) the process stays tracked and the daemon says so once, not
+ * at every scan, and again when the listing works; when proc/ is gone (no
+ * KFD process at all) the process is forgotten.
+ */
+static void test_discovery_listing_failure(void **state)
+{
+        struct daemon_harness h;
+        char root[] = "/tmp/gpreempt-sysfs-XXXXXX", proc[128], away[128], queues[192], env_root[160];
+        const char *env[] = { env_root, NULL };
+        pid_t child;
+        int fd;
+
+        (void)state;
+        assert_non_null(mkdtemp(root));
+        snprintf(proc, sizeof(proc), "%s/class/kfd/kfd/proc", root);
+        snprintf(away, sizeof(away), "%s/class/kfd/kfd/proc.away", root);
+        snprintf(env_root, sizeof(env_root), "GPREEMPT_SYSFS_ROOT=%s", root);
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                /* a failing test must not leave it behind */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                pause();
+                _exit(0);
+        }
+        snprintf(queues, sizeof(queues), "%s/%d/queues", proc, (int)child);
+        make_dirs(queues);
+
+        daemon_harness_init(&h);
+        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=10\n");
+        start(&h, env);
+        daemon_status_wait_process(&h, child, listed, "the process listed under proc/ tracked", 5000);
+
+        assert_int_equal(rename(proc, away), 0);
+        fd = open(proc, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        close(fd);
+        usleep(300000); /* 30 discovery intervals */
+        daemon_status_wait_process(&h, child, listed, "the process kept while proc/ cannot be listed", 1000);
+        assert_int_equal(occurrences(daemon_harness_log(&h), "Cannot list "), 1);
+        assert_non_null(strstr(daemon_harness_log(&h), "the processes found so far are kept"));
+
+        assert_int_equal(unlink(proc), 0);
+        assert_int_equal(rename(away, proc), 0);
+        for (int i = 0; i < 300 && !strstr(daemon_harness_log(&h), "/proc can be listed again"); i++)
+                usleep(10000);
+        assert_non_null(strstr(daemon_harness_log(&h), "/proc can be listed again"));
+
+        assert_int_equal(rename(proc, away), 0);
+        daemon_status_wait_process(&h, child, not_listed, "the process forgotten once proc/ is gone", 5000);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        assert_int_equal(nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -432,6 +536,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_api_errors),
                 cmocka_unit_test(test_verify_config_explains),
                 cmocka_unit_test(test_unauthorised_caller),
+                cmocka_unit_test(test_discovery_listing_failure),
         };
 
         if (argc != 2) {
