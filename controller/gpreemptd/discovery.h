@@ -11,9 +11,10 @@
  * At 72 processes on the loaded 2-CPU test VM a whole scan took 1.1-6.6 ms
  * (median 2.7) every 100 ms, and an online write landing in it waited for
  * the rest of it: part of the scale case's reaction tail. So a scan after
- * the first is a pass over the listing, one process per loop iteration at
- * the lowest priority, and the detector's looks, which are due every 20 us
- * while a GPU is busy, and every other event go between any two.
+ * the first is a pass over the listing in steps at the lowest priority: one
+ * process each while a GPU is on a fast cadence, up to ~100 us otherwise.
+ * The detector's looks, which are due every 20 us while a GPU is busy, and
+ * every other event go between any two.
  */
 #pragma once
 
@@ -27,7 +28,7 @@ struct tracked_process;
 
 struct discovery {
         sd_event_source *timer; /* the next pass */
-        sd_event_source *step;  /* a pass under way: one listed process per dispatch */
+        sd_event_source *step;  /* a pass under way: a few listed processes per dispatch */
         pid_t *pids;            /* the listing the pass walks */
         size_t n_pids, next;
         bool under_way;

@@ -330,6 +330,16 @@ static uint64_t gpu_poll_interval(struct manager *m, uint32_t gpu_id, uint64_t n
         return want < d->idle_poll_interval_us ? want : d->idle_poll_interval_us;
 }
 
+bool manager_fast_cadence(struct manager *m)
+{
+        uint64_t now = manager_now(m), idle = idle_poll_interval(m);
+
+        for (size_t i = 0; i < m->n_gpus; i++)
+                if (gpu_poll_interval(m, m->gpus[i].gpu_id, now) < idle)
+                        return true;
+        return false;
+}
+
 /*
  * Each GPU is polled on its own cadence with its own queues, so a write on
  * one GPU never waits for a poll of the others. One timer, set for the
@@ -356,7 +366,7 @@ static void arm_detector(struct manager *m, uint64_t now)
         sd_event_source_set_enabled(m->detector_timer, SD_EVENT_ONESHOT);
 }
 
-static uint64_t monotonic_us(void)
+uint64_t manager_clock_us(void)
 {
         struct timespec ts;
 
@@ -417,7 +427,7 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
                 if (interval[i] < idle || !gpus[i].needs_poll ||
                     gpus[i].last_poll_us + interval[i] > now + interval[i] / 2)
                         continue;
-                if (idle_looked && monotonic_us() >= fast_due) {
+                if (idle_looked && manager_clock_us() >= fast_due) {
                         cut = true;
                         break;
                 }
