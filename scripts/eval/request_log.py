@@ -15,8 +15,13 @@ COLUMNS = ("scheduled_ns", "model_latency_ns", "wall_latency_ns", "submitted_aft
 SUSPEND_ISSUED = re.compile(r"suspend issued at (\d+) ns")
 # A request the host held up by more than this, in one of the passages
 # where host time (not model time) counts, was disturbed by the host: the
-# passages take 10-100 us when the host runs them at once.
-HOST_DELAY_LIMIT_NS = 1000000
+# passages take 10-100 us when the host runs them at once (p99 0.13-0.17 ms
+# in kept passes). 0.4 ms is the smallest calibration tolerance, 15 % of the
+# alone P99 (2.71 ms): a request held up longer can by itself move a P99
+# out of it. With 1 ms, a CI pass on 2026-11-22 was kept with 1 request
+# over the limit but 6 over 0.4 ms, and its P99 was 3.23 ms (+19 %); its
+# requests held up less than 0.2 ms had a P99 of 2.67.
+HOST_DELAY_LIMIT_NS = 400000
 
 
 def read(path, daemon_log=None):

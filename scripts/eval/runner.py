@@ -252,7 +252,7 @@ def run_pass(node, workloads, scenario, variant, duration_s, preempt=None, polic
             budget.spend(pause)
     if not row["error"] and host_disturbed_too_much(row):
         row["error"] = ("the host was too busy to measure in each of %d attempts: in the last it held up %d of %d "
-                        "online requests by more than %.0f ms outside the model (the longest stall of a real-time "
+                        "online requests by more than %.1f ms outside the model (the longest stall of a real-time "
                         "thread: %.0f ms; hypervisor steal during the pass: %.0f ms)"
                         % (attempt, row["host_disturbed_requests"], row["online_requests"],
                            request_log.HOST_DELAY_LIMIT_NS / 1e6, row["host_max_delay_ms"], row["host_steal_ms"]))
