@@ -34,7 +34,8 @@ void print_json_object(struct json_object *o)
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
-static int vfail(bool json, int exit_code, const char *varlink_error, const char *format, va_list ap)
+__attribute__((format(printf, 4, 0))) static int vfail(bool json, int exit_code, const char *varlink_error,
+                                                       const char *format, va_list ap)
 {
         _cleanup_free_ char *message = NULL;
 

@@ -42,7 +42,7 @@
 
 static char dir[64];
 
-static void die(const char *what)
+_Noreturn static void die(const char *what)
 {
         fprintf(stderr, "bench-reaction: %s\n", what);
         exit(1);
