@@ -15,12 +15,13 @@
  *   SWq=0x%zx, HWq=0x%zx, id=%d, ... Header = ..., rptr=%u, wptr=%u           >= 6.2
  *   ShaderName : %s
  *
- * Speed matters (real logs are 6-13 M lines, 1.5-2.6 GB): one pass over runs
- * of lines split in an inlined loop (line-reader.h), memchr to find each
- * line's end, a fixed set of prefix compares per line,
- * a hash table from (pid, address) to the queue record with a one-entry cache
- * in front, and no allocation per line. Memory is constant apart from one
- * record per queue.
+ * Speed matters (real logs are 6-13 M lines, 1.5-2.6 GB): runs of lines from
+ * the reader (line-reader.h) are scanned 64 bytes at a time for newlines and
+ * for byte pairs that every parsed message holds (log-window.h); only the
+ * lines with a pair are split out and parsed, the rest are counted. Then a
+ * fixed set of prefix compares, a hash table from (pid, address) to the
+ * queue record with a one-entry cache in front, and no allocation per line.
+ * Memory is constant apart from one record per queue.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "array.h"
 #include "cleanup.h"
 #include "line-reader.h"
+#include "log-window.h"
 #include "scan.h"
 #include "sources.h"
 
@@ -534,14 +536,37 @@ static inline const char *skip_timestamp(const char *q, const char *end)
         return q + 5;
 }
 
+/* The end of the ":<level>:" tag at p, or NULL. A prefix needs more than
+ * four bytes anyway, so fewer are not looked at. */
+static inline const char *level_tag_end(const char *p, const char *end)
+{
+        if (end - p < 4 || p[0] != ':' || p[1] < '0' || p[1] > '9')
+                return NULL;
+        if (p[2] == ':')
+                return p + 3;
+        if (p[2] >= '0' && p[2] <= '9' && p[3] == ':')
+                return p + 4;
+        return NULL;
+}
+
+/* What log_lines counts: lines that start, colour escapes aside, with a
+ * level tag. */
+static inline bool starts_as_log_line(const char *p, const char *end)
+{
+        if (p < end && p[0] == '\033') {
+                struct qf_scan s = { .p = p, .end = end };
+                skip_escapes(&s);
+                p = s.p;
+        }
+        return level_tag_end(p, end) != NULL;
+}
+
 /* p points at ':' of ":<level>:". Returns false when this is no log prefix:
  *   :<level>:<file padded>:<line padded>: <usec> us:     or
  *   :<level>: <usec> us:                                 (no LOG_LOCATION) */
 static bool parse_log_line(struct log_parser *lp, const char *p, const char *end)
 {
-        if (end - p < 4 || p[1] < '0' || p[1] > '9')
-                return false;
-        const char *q = p[2] == ':' ? p + 3 : (p[2] >= '0' && p[2] <= '9' && p[3] == ':') ? p + 4 : NULL;
+        const char *q = level_tag_end(p, end);
         if (!q)
                 return false;
         /* The usual layout first: file "%-25s:", line "%-4d:" (debug.cpp),
@@ -565,7 +590,6 @@ static bool parse_log_line(struct log_parser *lp, const char *p, const char *end
                         return false;
         }
         struct qf_scan s = { .p = msg, .end = end };
-        lp->out.log_lines++;
         parse_pid_tid(lp, &s);
         if (s.p < s.end && s.p[0] == '\033')
                 skip_escapes(&s);
@@ -602,6 +626,122 @@ static void parse_line(struct log_parser *lp, const struct qf_line *l)
                 qf_diag_add(lp->diags, lp->name, l->lineno, "binary data (NUL bytes) in a line without a log prefix");
 }
 
+/* A line the window scan marked, or one too long (the warning): split as
+ * every other reader of the block would, for the same line number,
+ * truncation and end, and parsed. eol is its newline or the run's end. */
+static void read_line(struct log_parser *lp, struct qf_line_block *b, const char *line, const char *eol)
+{
+        struct qf_line l;
+        b->p = line;
+        qf_line_block_take(b, eol < b->end ? eol : NULL, &l);
+        lp->out.log_lines += starts_as_log_line(l.p, l.p + l.len);
+        parse_line(lp, &l);
+}
+
+/* A line found by the slow path: read if it holds a mark or is too long
+ * (the warning), else only counted. */
+static void take_line(struct log_parser *lp, struct qf_line_block *b, const char *line, const char *eol, bool marked)
+{
+        if (marked || eol - line >= QF_LINE_MAX)
+                return read_line(lp, b, line, eol);
+        b->lineno++;
+        lp->out.log_lines += starts_as_log_line(line, eol);
+}
+
+typedef struct qf_log_window (*window_scan)(const char *p);
+
+/* The last bytes before end, at most a window's, with the rest of the
+ * window masked off (the padding is a newline, which no pair holds). */
+static inline __attribute__((always_inline)) struct qf_log_window last_window(const char *p, const char *end,
+                                                                              window_scan scan)
+{
+        size_t left = (size_t) (end - p);
+        char tail[QF_LOG_WINDOW + 1];
+        memset(tail, '\n', sizeof(tail));
+        memcpy(tail, p, left);
+        struct qf_log_window w = scan(tail);
+        uint64_t valid = left == QF_LOG_WINDOW ? UINT64_MAX : (UINT64_C(1) << left) - 1;
+        w.newlines &= valid;
+        w.marks &= valid;
+        return w;
+}
+
+enum count_stop {
+        COUNTED,        /* the window's lines are counted */
+        AT_MARK,        /* *stop is the window's first mark */
+        AT_LINE,        /* *stop ends a line to take on the slow path: too
+                         * long, or starting with a colour escape */
+};
+
+/* Counts the lines of window w, at p, that end before its first mark, and
+ * says where it stopped. Makes no calls, so that the loop over windows
+ * keeps the vector constants in registers. */
+static inline __attribute__((always_inline)) enum count_stop count_lines(struct log_parser *lp,
+                                                                         struct qf_line_block *b, const char *p,
+                                                                         struct qf_log_window w, const char **line,
+                                                                         const char **stop)
+{
+        uint64_t before_mark = (w.marks & -w.marks) - 1; /* all ones without a mark */
+        for (uint64_t nl = w.newlines & before_mark; nl; nl &= nl - 1) {
+                const char *eol = p + __builtin_ctzll(nl);
+                if (eol - *line >= QF_LINE_MAX || **line == '\033') {
+                        *stop = eol;
+                        return AT_LINE;
+                }
+                b->lineno++;
+                lp->out.log_lines += level_tag_end(*line, eol) != NULL;
+                *line = eol + 1;
+        }
+        if (!w.marks)
+                return COUNTED;
+        *stop = p + __builtin_ctzll(w.marks);
+        return AT_MARK;
+}
+
+/* A run of lines, a window at a time, the way grep looks for matches: the
+ * lines before a mark are counted, the line that holds it is found and
+ * read, and the scan starts again after it (a packet line is ~400 bytes,
+ * its mark in the first ~100). Inlined into one function per instruction
+ * set, so that scan is inlined too. */
+static inline __attribute__((always_inline)) void parse_block_with(struct log_parser *lp, struct qf_line_block *b,
+                                                                   window_scan scan)
+{
+        const char *line = b->p, *end = b->end, *p = b->p, *stop = NULL;
+        while (p < end) {
+                enum count_stop why = COUNTED;
+                while (end - p > QF_LOG_WINDOW && (why = count_lines(lp, b, p, scan(p), &line, &stop)) == COUNTED)
+                        p += QF_LOG_WINDOW;
+                if (why == COUNTED) {
+                        why = count_lines(lp, b, p, last_window(p, end, scan), &line, &stop);
+                        if (why == COUNTED)
+                                break;
+                }
+                const char *eol = stop;
+                if (why == AT_MARK) {
+                        eol = memchr(stop, '\n', (size_t) (end - stop));
+                        if (!eol)
+                                eol = end;
+                }
+                take_line(lp, b, line, eol, why == AT_MARK);
+                p = line = eol < end ? eol + 1 : end;
+        }
+        if (line < end)
+                take_line(lp, b, line, end, false);
+        b->p = end;
+}
+
+static void parse_block_baseline(struct log_parser *lp, struct qf_line_block *b)
+{
+        parse_block_with(lp, b, QF_LOG_WINDOW_BASELINE);
+}
+
+#if defined(QF_LOG_WINDOW_AVX2)
+__attribute__((target("avx2"))) static void parse_block_avx2(struct log_parser *lp, struct qf_line_block *b)
+{
+        parse_block_with(lp, b, qf_log_window_avx2);
+}
+#endif
+
 int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log *ret)
 {
         _cleanup_line_reader_ struct qf_line_reader *reader = NULL;
@@ -613,11 +753,14 @@ int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log
 
         int r = qf_line_reader_new(fd, &reader);
         if (r >= 0) {
+                void (*parse_block)(struct log_parser *, struct qf_line_block *) = parse_block_baseline;
+#if defined(QF_LOG_WINDOW_AVX2)
+                if (qf_log_window_have_avx2())
+                        parse_block = parse_block_avx2;
+#endif
                 struct qf_line_block b = { 0 };
-                struct qf_line l;
                 while ((r = qf_line_reader_next_block(reader, &b)) > 0)
-                        while (qf_line_block_next(&b, &l))
-                                parse_line(lp, &l);
+                        parse_block(lp, &b);
                 lp->out.lines = b.lineno;
         }
         for (size_t i = 0; i < lp->out.n; i++)

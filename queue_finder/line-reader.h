@@ -34,8 +34,9 @@ int qf_line_reader_new(int fd, struct qf_line_reader **ret);
 void qf_line_reader_free(struct qf_line_reader *r);
 
 /* A run of lines as they lie in the buffer, for a caller that splits them
- * itself (qf_line_block_next, inlined): the log parser's loop then makes no
- * call per line but memchr's. Every line in [p, end) ends with a newline except possibly
+ * itself (qf_line_block_next, inlined, or the log parser's window scan,
+ * which finds the newlines on its own and hands the lines it wants to
+ * qf_line_block_take). Every line in [p, end) ends with a newline except possibly
  * the last, which is then the input's unterminated last line (at_eof) or
  * the first QF_LINE_MAX bytes of a longer line (cut). Lines inside the run
  * may be longer than QF_LINE_MAX: the splitter truncates them. */
@@ -52,12 +53,12 @@ struct qf_line_block {
  * through qf_line_reader_next, not both. */
 int qf_line_reader_next_block(struct qf_line_reader *r, struct qf_line_block *b);
 
-static inline bool qf_line_block_next(struct qf_line_block *b, struct qf_line *ret)
+/* The line from b->p to nl, its newline, or to b->end when nl is NULL (the
+ * run's last line); b->p moves past it. For a caller that found the
+ * newline itself. */
+static inline void qf_line_block_take(struct qf_line_block *b, const char *nl, struct qf_line *ret)
 {
-        if (b->p == b->end)
-                return false;
         const char *line = b->p;
-        const char *nl = memchr(line, '\n', (size_t) (b->end - line));
         size_t len = nl ? (size_t) (nl - line) : (size_t) (b->end - line);
         b->p = nl ? nl + 1 : b->end;
         *ret = (struct qf_line){
@@ -67,6 +68,13 @@ static inline bool qf_line_block_next(struct qf_line_block *b, struct qf_line *r
                 .truncated = len > QF_LINE_MAX || (!nl && b->cut),
                 .unterminated = !nl && b->at_eof && !b->cut,
         };
+}
+
+static inline bool qf_line_block_next(struct qf_line_block *b, struct qf_line *ret)
+{
+        if (b->p == b->end)
+                return false;
+        qf_line_block_take(b, memchr(b->p, '\n', (size_t) (b->end - b->p)), ret);
         return true;
 }
 

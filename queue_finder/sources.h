@@ -223,8 +223,8 @@ struct qf_log {
         struct qf_log_queue *queues;
         size_t n;
         unsigned long lines;
-        unsigned long log_lines;     /* lines with an AMD log prefix */
-        enum qf_log_prefix prefix;   /* of the last prefixed line */
+        unsigned long log_lines;     /* lines starting with a level tag, ":3:" */
+        enum qf_log_prefix prefix;   /* of the last prefixed line read for its message */
 };
 
 /* Streams fd once in constant memory (plus one record per queue found). */

@@ -195,6 +195,9 @@ static void test_damaged_log(void **state)
         free(log);
 
         assert_int_equal(l.lines, 9);
+        /* Lines starting with a level tag, colour escapes aside: not line 2,
+         * whose log line follows program output, nor line 7. */
+        assert_int_equal(l.log_lines, 5);
         assert_true(test_has_warning(&d, 3, "binary data"));
         assert_true(test_has_warning(&d, 4, "binary data"));
         assert_true(test_has_warning(&d, 5, "malformed AQL packet"));
@@ -359,6 +362,52 @@ static void test_packet_line_across_chunks(void **state)
         }
 }
 
+/* Lines are read only when the window scan marks them (log-window.h): a
+ * ShaderName and a packet line at every offset from a window's start,
+ * between program output lines of every length up to two windows, parse
+ * the same, and so does the last line when it has no newline. */
+static void test_lines_at_every_window_offset(void **state)
+{
+        static const char shader[] = ":3:rocvirtual.cpp           :3351: 0000000001 us: [pid:5 tid: 0x2] "
+                                     "ShaderName : kern\n";
+        static const char packet[] = ":4:rocvirtual.cpp           :1083: 0000000002 us: [pid:5 tid: 0x2] "
+                                     "SWq=0x1000, HWq=0x2000, id=1, Dispatch Header = 0xb02, rptr=3, wptr=4";
+        for (size_t filler = 0; filler <= 2 * 64 + 1; filler++) {
+                for (int trailing = 0; trailing < 2; trailing++) {
+                        char text[2 * sizeof(shader) + 2 * sizeof(packet) + 4 * 130];
+                        size_t len = 0;
+                        memset(text + len, 'o', filler);
+                        len += filler;
+                        text[len++] = '\n';
+                        memcpy(text + len, shader, sizeof(shader) - 1);
+                        len += sizeof(shader) - 1;
+                        memcpy(text + len, packet, sizeof(packet) - 1);
+                        len += sizeof(packet) - 1;
+                        if (trailing) { /* else the packet line is the last, unterminated */
+                                text[len++] = '\n';
+                                memset(text + len, 'o', filler);
+                                len += filler;
+                        }
+
+                        struct qf_diags d = { 0 };
+                        struct qf_log l;
+                        int fd = test_fd_from_bytes(text, len);
+                        assert_int_equal(qf_log_parse(fd, "offsets.log", &d, &l), 0);
+                        close(fd);
+                        assert_int_equal(d.n, 0);
+                        assert_int_equal(l.lines, 3 + (trailing && filler > 0));
+                        assert_int_equal(l.log_lines, 2);
+                        assert_int_equal(l.n, 1);
+                        assert_int_equal(l.queues[0].dispatches, 1);
+                        assert_string_equal(l.queues[0].last_kernel, "kern");
+                        assert_int_equal(l.queues[0].last_wptr, 4);
+                        assert_int_equal(l.queues[0].last_line, 3);
+                        qf_log_clear(&l);
+                        qf_diags_clear(&d);
+                }
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -372,6 +421,7 @@ int main(void)
                 cmocka_unit_test(test_large_file),
                 cmocka_unit_test(test_crlf_and_unterminated_last_hit),
                 cmocka_unit_test(test_packet_line_across_chunks),
+                cmocka_unit_test(test_lines_at_every_window_offset),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,7 +166,7 @@ static void test_log_from_stdin_and_config(void **state)
         cli_output_free(&o);
 
         const char *table[] = { exe, "--no-live", "--log", "-", NULL };
-        assert_int_equal(cli_run(table, "junk\n:3:x", &o), 0);
+        assert_int_equal(cli_run(table, "junk\n: 3:x\n", &o), 0);
         assert_non_null(strstr(o.out, "No GPU processes found."));
         assert_non_null(strstr(o.out, "-: no AMD log lines found"));
         cli_output_free(&o);
