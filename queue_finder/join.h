@@ -2,7 +2,7 @@
 /*
  * Joining the sources into one view per process and per queue.
  *
- * Join keys (shared/data/real/README.md, kfd-interface.md §7-8,
+ * Join keys (tests/data/real/README.md, kfd-interface.md §7-8,
  * rocm-userspace.md §5-6):
  *   sysfs ↔ snapshot           queue id
  *   snapshot/mqds ↔ mqds/hqds  ring base (CP: PQ_BASE << 8, SDMA: RB_BASE << 8)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The HIP/CLR log parser: the real ROCm 7.0.2 log from shared/data/real/, and
+ * The HIP/CLR log parser: the real ROCm 7.0.2 log from tests/data/real/, and
  * hand-written lines in the older format generations (rocm-userspace.md §6)
  * with the damage real logs carry.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The debugfs parsers against the real MI308X dumps in shared/data/real/
+ * The debugfs parsers against the real MI308X dumps in tests/data/real/
  * (README.md there lists the facts asserted here) and against small
  * hand-written dumps in the other format variants.
  */

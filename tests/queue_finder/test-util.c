@@ -37,7 +37,7 @@ int test_fd_from_string(const char *s)
 const char *test_shared_path(const char *name)
 {
         static char path[PATH_MAX];
-        const char *dir = getenv("GPREEMPT_SHARED_DATA");
+        const char *dir = getenv("GPREEMPT_REAL_DATA");
         assert_non_null(dir);
         snprintf(path, sizeof(path), "%s/%s", dir, name);
         return path;

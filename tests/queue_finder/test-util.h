@@ -11,7 +11,7 @@
 int test_fd_from_bytes(const void *data, size_t len);
 int test_fd_from_string(const char *s);
 
-/* Opens a file of shared/data/real/ (GPREEMPT_SHARED_DATA); fails the test
+/* Opens a file of tests/data/real/ (GPREEMPT_REAL_DATA); fails the test
  * when it is missing. */
 int test_open_shared(const char *name);
 /* Its full path, valid until the next call. */

@@ -12,7 +12,7 @@
  *   6.2  ROCm >= 6.2 (clr): prefix "[pid:%d tid: 0x...]" only at level >= 4;
  *        "Created SWq=%p to map on HWq=%p"; dispatch "SWq=, HWq=, id=" with
  *        correlation_id, rptr and wptr. Layout checked against the real
- *        ROCm 7.0.2 log in shared/data/real/.
+ *        ROCm 7.0.2 log in tests/data/real/.
  *
  * Line numbers of the 6.2 generation are those of the real log; the older
  * generations' line numbers are placeholders (no real log of them is at

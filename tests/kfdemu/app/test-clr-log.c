@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CLR log lines, byte for byte: the 6.2 generation against the real ROCm
- * 7.0.2 log in shared/data/real/ (the same four streams replayed with the
+ * 7.0.2 log in tests/data/real/ (the same four streams replayed with the
  * same addresses, pids, tids and timestamps), the older generations against
  * the printf formats of rocm-userspace.md §6.
  */
@@ -51,7 +51,7 @@ static uint64_t scripted_tid(void *userdata)
 
 static void real_log_load(struct real_log *log)
 {
-        const char *dir = getenv("GPREEMPT_SHARED_DATA");
+        const char *dir = getenv("GPREEMPT_REAL_DATA");
         _cleanup_free_ char *path = NULL;
         _cleanup_fclose_ FILE *f = NULL;
         char *line = NULL;
@@ -62,7 +62,7 @@ static void real_log_load(struct real_log *log)
         assert_true(asprintf(&path, "%s/%s", dir, REAL_LOG) > 0);
         f = fopen(path, "re");
         if (!f)
-                fail_msg("cannot open the real log %s (from GPREEMPT_SHARED_DATA): %s", path, strerror(errno));
+                fail_msg("cannot open the real log %s (from GPREEMPT_REAL_DATA): %s", path, strerror(errno));
         while ((len = getline(&line, &cap, f)) >= 0 && log->n < MAX_LINES) {
                 if (len > 0 && line[len - 1] == '\n')
                         line[len - 1] = 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The default emulated GPU: an MI308X (gfx942, GC 9.4.3-class, 4 XCCs) like
- * the node the project's real data comes from (shared/data/real).
+ * the node the project's real data comes from (tests/data/real).
  */
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * + dqm_debugfs_hqds, kfd_debugfs_rls_by_device + pm_debugfs_runlist.
  * Register values the driver does not write (live HQD state, HIQ, SDMA
  * engines) are the constant values of the real MI308X dumps
- * (shared/data/real/mi308x-hqds-*.txt).
+ * (tests/data/real/mi308x-hqds-*.txt).
  *
  * The kernel generates these files when they are read; kfdemu renders one
  * when a client opens it (emu_render_on_read, asked by the preload), never

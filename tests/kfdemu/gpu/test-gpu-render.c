@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The rendered sysfs/debugfs tree of a node with one process and the five
- * queues of the real MI308X capture (shared/data/real), compared with the
+ * queues of the real MI308X capture (tests/data/real), compared with the
  * real dumps: structure, headers, register addresses and the MQD dwords
  * the driver writes.
  */
@@ -69,7 +69,7 @@ static char *rendered(struct fixture *fx, const char *relpath)
 
 static char *real_file(const char *name)
 {
-        const char *dir = getenv("GPREEMPT_SHARED_DATA");
+        const char *dir = getenv("GPREEMPT_REAL_DATA");
         char path[PATH_MAX];
 
         assert_non_null(dir);

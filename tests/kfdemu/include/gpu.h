@@ -95,6 +95,6 @@ struct emu_gpu_device_info {
 void emu_gpu_device_info(const struct emu_gpu *gpu, struct emu_gpu_device_info *ret);
 
 /* The default configuration of GPU number `index` (an MI308X-like gfx942
- * part with the gpu_ids of the node in shared/data/real). transport/'s
+ * part with the gpu_ids of the node in tests/data/real). transport/'s
  * configuration parser starts from it. */
 void emu_gpu_config_default(unsigned index, struct emu_gpu_config *ret);
