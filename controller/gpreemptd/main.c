@@ -223,8 +223,9 @@ static int run(struct options *o)
         if (r < 0 || o->check_config) {
                 print_problems(o->paths.config_dir, &d, o->json);
                 if (r < 0 && !o->json)
-                        fprintf(stderr, "gpreemptd: %s: the configuration has %zu problems%s\n", o->paths.config_dir,
-                                diag_count(&d), o->check_config ? "" : "; refusing to start");
+                        fprintf(stderr, "gpreemptd: %s: the configuration has %zu problem%s%s\n",
+                                o->paths.config_dir, diag_count(&d), diag_count(&d) == 1 ? "" : "s",
+                                o->check_config ? "" : "; refusing to start");
                 else if (!o->json)
                         printf("%s: the configuration is valid: %zu workloads\n", o->paths.config_dir,
                                config->n_workloads);

@@ -785,8 +785,9 @@ int manager_reload(struct manager *m, struct diag *diag)
         if (r < 0) {
                 for (size_t i = 0; i < diag->n_messages; i++)
                         log_error("%s", diag->messages[i]);
-                return log_error_errno(r, "Reload refused: the configuration has %zu problems, "
-                                          "the previous one stays in effect", diag_count(diag));
+                return log_error_errno(r, "Reload refused: the configuration has %zu problem%s, "
+                                          "the previous one stays in effect", diag_count(diag),
+                                       diag_count(diag) == 1 ? "" : "s");
         }
         config_free(m->config);
         m->config = fresh;

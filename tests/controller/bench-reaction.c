@@ -12,7 +12,7 @@
  *   bench-reaction GPREEMPTD KFDEMU_APP --trace TRACE [--events N] [--rate R]
  *                  [--idle-seconds S] [--online-processes P] [--queues Q]
  *                  [--gpus G] [--mode auto|breakpoint|poll] [--realtime-priority N]
- *                  [--realtime-cpu-percent N] [--json]
+ *                  [--realtime-cpu-percent N] [--daemon-setting KEY=VALUE]... [--json]
  * P idle online processes of Q queues each, spread over G GPUs, and one offline
  * process per GPU are running throughout (64 × 8 over 8 is evaluation.md's
  * scale case; run under kfdemu-run --gpus 8). The idle phase measures the
@@ -20,7 +20,9 @@
  * requests at R per second from one more online process on GPU 0 until N
  * suspensions reached the emulator (0: skipped). --mode is the daemon's
  * DetectorMode=, --realtime-priority and --realtime-cpu-percent its
- * RealtimePriority= and RealtimeCpuPercent= (not given: the daemon's defaults).
+ * RealtimePriority= and RealtimeCpuPercent= (not given: the daemon's defaults);
+ * --daemon-setting adds any other line to the config's [Daemon] section (the
+ * daemon checks it: a bad key or value stops the run at start-up).
  * Simulated: the figures are for kfdemu, not a real GPU.
  */
 #include <errno.h>
@@ -55,6 +57,17 @@ static void optional_key(char *buf, size_t size, const char *key, long value)
 
         if (value >= 0)
                 snprintf(buf + used, size - used, "%s=%ld\n", key, value);
+}
+
+/* Appends "KEY=VALUE\n" for --daemon-setting; false when it is not one line of that form or does not fit. */
+static bool add_daemon_setting(char *buf, size_t size, const char *setting)
+{
+        size_t used = strlen(buf), length = strlen(setting);
+
+        if (!strchr(setting, '=') || setting[0] == '=' || strpbrk(setting, "\n[") || used + length + 2 > size)
+                return false;
+        snprintf(buf + used, size - used, "%s\n", setting);
+        return true;
 }
 
 static void write_file(const char *name, const char *text)
@@ -113,9 +126,21 @@ static bool appears(const char *path, const char *text, int seconds)
 
 static void wait_for(const char *path, const char *text, int seconds)
 {
+        char line[512], last[512] = "";
+        FILE *f;
+
         if (appears(path, text, seconds))
                 return;
-        fprintf(stderr, "bench-reaction: \"%s\" never appeared in %s\n", text, path);
+        /* the daemon's last words usually say why (a refused setting, say) */
+        f = fopen(path, "re");
+        while (f && fgets(line, sizeof(line), f))
+                if (line[0] != '\n')
+                        memcpy(last, line, sizeof(last));
+        if (f)
+                fclose(f);
+        last[strcspn(last, "\n")] = '\0';
+        fprintf(stderr, "bench-reaction: \"%s\" never appeared in %s; its last line: %s\n", text, path,
+                last[0] ? last : "(none)");
         exit(1);
 }
 
@@ -301,7 +326,7 @@ int main(int argc, char **argv)
                 resume_start[MAX_EVENTS * 2], resume_received[MAX_EVENTS * 2], resume_end[MAX_EVENTS * 2],
                 outside[MAX_EVENTS];
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
-        char duration[32], rate[32], config[512], suspend_marker[64], resume_marker[64], realtime[96] = "";
+        char duration[32], rate[32], config[1024], suspend_marker[64], resume_marker[64], daemon_settings[512] = "";
         const char *trace_path = NULL, *mode = "auto";
         long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1;
         long realtime_priority = -1, realtime_cpu_percent = -1; /* -1: not given */
@@ -344,7 +369,10 @@ int main(int argc, char **argv)
                         realtime_priority = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--realtime-cpu-percent") == 0 && i + 1 < argc)
                         realtime_cpu_percent = strtol(argv[++i], NULL, 10);
-                else if (strcmp(argv[i], "--json") == 0)
+                else if (strcmp(argv[i], "--daemon-setting") == 0 && i + 1 < argc) {
+                        if (!add_daemon_setting(daemon_settings, sizeof(daemon_settings), argv[++i]))
+                                die("--daemon-setting takes one KEY=VALUE of the [Daemon] section");
+                } else if (strcmp(argv[i], "--json") == 0)
                         json = true;
                 else {
                         fprintf(stderr, "bench-reaction: unknown or incomplete option %s\n", argv[i]);
@@ -374,13 +402,13 @@ int main(int argc, char **argv)
         snprintf(times_path, sizeof(times_path), "%s/dispatch-times", dir);
         /* the daemon's defaults but for the policy: a short hold-off and no bounds
          * give one suspension per request; discovery and polling as shipped */
-        optional_key(realtime, sizeof(realtime), "RealtimePriority", realtime_priority);
-        optional_key(realtime, sizeof(realtime), "RealtimeCpuPercent", realtime_cpu_percent);
+        optional_key(daemon_settings, sizeof(daemon_settings), "RealtimePriority", realtime_priority);
+        optional_key(daemon_settings, sizeof(daemon_settings), "RealtimeCpuPercent", realtime_cpu_percent);
         snprintf(config, sizeof(config),
                  "[Daemon]\nLogLevel=debug\nDetectorMode=%s\n%s"
                  "[Online]\nHoldOffMs=1\nCoalesceMs=0\n"
                  "[Offline]\nMaxSuspendMs=3600000\nMinOfflineSharePercent=0\nShareWindowMs=3600000\n",
-                 mode, realtime);
+                 mode, daemon_settings);
         write_file("gpreemptd.conf", config);
         {
                 char path[256];
