@@ -9,6 +9,7 @@
 
 #include "cleanup.h"
 #include "log.h"
+#include "monotonic-clock.h"
 
 /*
  * ROCr keeps both indices in one amd_queue_t, 0x48 bytes apart: one remote
@@ -52,7 +53,9 @@ struct gpu_activity {
         size_t n_queues;    /* watched queues on this GPU */
         size_t n_polled;    /* of which without a breakpoint */
         uint64_t last_busy_us;
-        uint64_t last_poll_us;
+        uint64_t last_poll_us; /* when its last complete look began */
+        bool look_under_way;   /* a look gave way: the next call goes on with it */
+        uint64_t look_started_us;
 };
 
 struct detector {
@@ -598,12 +601,18 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
  * before the others are read. Processes whose queues moved go to the front,
  * so the next look reads the active ones first. A process found gone is no
  * longer watched, and said so.
+ *
+ * A look that has found no work stops between two processes once the clock
+ * reaches give_way_at_us (*ret_gave_way); while a look is under way, the
+ * processes it read already (read since it began) are passed over.
  */
-static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us, bool quick)
+static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us, bool quick,
+                     uint64_t give_way_at_us, bool *ret_gave_way)
 {
         pid_t turn = quick ? quiet_turn(d, a->gpu_id, now_us) : 0;
-        bool busy = false;
+        bool busy = false, read_one = false;
 
+        *ret_gave_way = false;
         for (size_t i = 0; i < d->n_processes;) {
                 struct watched_process *p = &d->processes[i];
                 bool moved_here = false, busy_here = false;
@@ -611,9 +620,14 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                 ssize_t n;
 
                 gpu_range(p, a->gpu_id, &first, &end);
-                if (first == end) {
-                        i++;
+                if (first == end || (a->look_under_way && p->queues[first].last_read_us >= a->look_started_us)) {
+                        i++; /* not on this GPU, or read by this look's earlier pieces */
                         continue;
+                }
+                /* no clock read when nothing is due (UINT64_MAX): the idle daemon's looks */
+                if (!busy && read_one && give_way_at_us != UINT64_MAX && monotonic_clock_us() >= give_way_at_us) {
+                        *ret_gave_way = true;
+                        return false;
                 }
                 if (quick && p->pid != turn && process_quiet(d, p, first, end, now_us)) {
                         for (size_t q = first; q < end; q++)
@@ -621,6 +635,7 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                         n = -EAGAIN; /* not read */
                 } else {
                         n = read_process(p, first, end);
+                        read_one = true;
                         for (size_t q = first; q < end; q++)
                                 p->queues[q].last_read_us = now_us;
                 }
@@ -662,37 +677,48 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
         return busy;
 }
 
-static void poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool quick)
+static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool quick, uint64_t give_way_at_us)
 {
         struct gpu_activity *a = gpu_find(d, gpu_id);
-        bool busy;
+        bool busy, gave_way;
 
         if (!a)
-                return;
-        a->last_poll_us = now_us;
+                return true;
+        if (!a->look_under_way || quick)
+                a->look_started_us = now_us;
         /* after a trap every process is quiet and the writer unknown: a quick look could miss it */
-        busy = read_gpu(d, a, now_us, quick && !a->trapped);
+        busy = read_gpu(d, a, now_us, quick && !a->trapped, quick ? UINT64_MAX : give_way_at_us, &gave_way);
+        a->look_under_way = gave_way;
+        if (gave_way)
+                return false;
+        a->last_poll_us = a->look_started_us;
         a->trapped = false;
         if (!busy && !a->armed && a->n_polled < a->n_queues && now_us - a->last_busy_us >= d->arm_after_idle_us) {
                 /* arm, then look once more: a store between the read above and the
                  * arming would otherwise wait for a poll that may never come */
                 gpu_set_armed(d, a, true);
-                busy = read_gpu(d, a, now_us, false);
+                busy = read_gpu(d, a, now_us, false, UINT64_MAX, &gave_way);
         }
         if (!busy && a->busy) {
                 a->busy = false;
                 d->cb.gpu_idle(a->gpu_id, a->last_busy_us, now_us, d->userdata);
         }
+        return true;
 }
 
 void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us)
 {
-        poll_gpu(d, gpu_id, now_us, false);
+        poll_gpu(d, gpu_id, now_us, false, UINT64_MAX);
+}
+
+bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us)
+{
+        return poll_gpu(d, gpu_id, now_us, false, give_way_at_us);
 }
 
 void detector_quick_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us)
 {
-        poll_gpu(d, gpu_id, now_us, true);
+        poll_gpu(d, gpu_id, now_us, true, UINT64_MAX);
 }
 
 void detector_poll(struct detector *d, uint64_t now_us)

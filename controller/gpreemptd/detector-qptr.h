@@ -99,6 +99,18 @@ size_t detector_n_queues(const struct detector *d);
 /* Reads the queues on gpu_id once and reports its busy/idle transitions. */
 void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 /*
+ * The same in pieces: between two processes, once CLOCK_MONOTONIC has
+ * reached give_way_at_us (one process at least is read per call), the look
+ * stops and returns false; the next call on the GPU goes on with the
+ * processes this look has not read yet, and the one that reads the last of
+ * them returns true and reports the transitions. The GPU's last_poll_us is
+ * when a look began, set once it is complete, so a GPU whose look gave way
+ * stays due. A look that finds work does not give way. An idle GPU's look
+ * reads every online process on it (8 at scale, ~40 µs): a write on a busy
+ * GPU landing in it waited for all of it.
+ */
+bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us);
+/*
  * The same, for the busy cadence: reads only the processes whose queues
  * moved within the arm delay, and in turn one of the quiet ones (the one
  * read longest ago); the other quiet ones count as they were at their last

@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "monotonic-clock.h"
 #include "sources.h"
 
 static void kfd_root(const struct manager *m, char *buf, size_t size)
@@ -234,14 +235,14 @@ static int on_discovery_step(sd_event_source *s, void *userdata)
 {
         struct manager *m = userdata;
         struct discovery *d = &m->discovery;
-        uint64_t start = manager_clock_us(), budget = manager_fast_cadence(m) ? 0 : DISCOVERY_IDLE_STEP_US;
+        uint64_t start = monotonic_clock_us(), budget = manager_fast_cadence(m) ? 0 : DISCOVERY_IDLE_STEP_US;
         char root[512];
 
         (void)s;
         kfd_root(m, root, sizeof(root));
         while (d->next < d->n_pids) {
                 scan_process(m, root, d->pids[d->next++]);
-                if (d->next < d->n_pids && manager_clock_us() - start >= budget)
+                if (d->next < d->n_pids && monotonic_clock_us() - start >= budget)
                         return 0;
         }
         pass_end(d);

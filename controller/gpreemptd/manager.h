@@ -99,8 +99,6 @@ int manager_start(struct manager *m);
 int manager_reload(struct manager *m, struct diag *diag);
 
 uint64_t manager_now(const struct manager *m);
-/* CLOCK_MONOTONIC now, in µs, where the loop's time of this iteration (manager_now) is too old. */
-uint64_t manager_clock_us(void);
 /* Whether any GPU is looked at faster than IdlePollIntervalUs (a busy or suspended GPU). */
 bool manager_fast_cadence(struct manager *m);
 struct tracked_process *manager_find_process(struct manager *m, pid_t pid);

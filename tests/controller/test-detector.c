@@ -226,6 +226,83 @@ static void test_quick_look_turn_is_per_gpu(void **state)
         detector_free(d);
 }
 
+/*
+ * An idle look in pieces (detector_poll_gpu_until): past the give-way time
+ * it reads one process a call and goes on with the others at the next call;
+ * the GPU stays due (last_poll_us unchanged) until the look is complete, its
+ * transitions are reported at the end, and work found ends it at once.
+ */
+static uint64_t gpu_last_poll(const struct detector *d, uint32_t gpu_id)
+{
+        struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
+        size_t n = detector_gpus(d, gpus, DETECTOR_MAX_GPUS);
+
+        for (size_t i = 0; i < n; i++)
+                if (gpus[i].gpu_id == gpu_id)
+                        return gpus[i].last_poll_us;
+        fail_msg("GPU %u is not listed", gpu_id);
+        return 0;
+}
+
+static void test_look_gives_way_between_processes(void **state)
+{
+        struct fake_online_process f[3];
+        struct detector *d;
+        struct seen s = { 0 };
+
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        for (int i = 0; i < 3; i++) {
+                struct detector_queue_addr addr;
+
+                fake_online_process_start(&f[i], 1);
+                addr = fake_queue_addr(&f[i], 0, 1);
+                assert_int_equal(detector_watch(d, f[i].pid, &addr, 1), 0);
+        }
+        /* no time to spare: one process a call, the GPU due until the third */
+        assert_true(detector_poll_gpu_until(d, 1, 10, UINT64_MAX));
+        assert_int_equal(gpu_last_poll(d, 1), 10);
+        assert_false(detector_poll_gpu_until(d, 1, 20, 0));
+        assert_int_equal(gpu_last_poll(d, 1), 10);
+        assert_false(detector_poll_gpu_until(d, 1, 30, 0));
+        assert_true(detector_poll_gpu_until(d, 1, 40, 0));
+        assert_int_equal(gpu_last_poll(d, 1), 20); /* when the look began */
+
+        /* the end of work is reported when the look is complete, not before */
+        *fake_write_index(&f[1], 0) = 1;
+        detector_poll(d, 50);
+        assert_int_equal(s.busy[1], 1);
+        *fake_read_index(&f[1], 0) = 1;
+        assert_false(detector_poll_gpu_until(d, 1, 60, 0));
+        assert_false(detector_poll_gpu_until(d, 1, 70, 0));
+        assert_int_equal(s.idle[1], 0);
+        assert_true(detector_poll_gpu_until(d, 1, 80, 0));
+        assert_int_equal(s.idle[1], 1);
+
+        /* work in every process: the first piece finds it and the look ends there */
+        for (int i = 0; i < 3; i++)
+                *fake_write_index(&f[i], 0) = 2;
+        assert_true(detector_poll_gpu_until(d, 1, 90, 0));
+        assert_int_equal(s.busy[1], 2);
+        assert_int_equal(gpu_last_poll(d, 1), 90);
+
+        /* a look under way is finished by a full poll, and a quick look starts afresh */
+        for (int i = 0; i < 3; i++)
+                *fake_read_index(&f[i], 0) = 2;
+        detector_poll(d, 100);
+        assert_int_equal(s.idle[1], 2);
+        assert_false(detector_poll_gpu_until(d, 1, 110, 0));
+        detector_poll_gpu(d, 1, 120);
+        assert_int_equal(gpu_last_poll(d, 1), 110);
+        detector_quick_look_gpu(d, 1, 130);
+        assert_int_equal(gpu_last_poll(d, 1), 130);
+        assert_false(detector_poll_gpu_until(d, 1, 140, 0));
+        assert_int_equal(gpu_last_poll(d, 1), 130);
+
+        for (int i = 0; i < 3; i++)
+                fake_online_process_stop(&f[i]);
+        detector_free(d);
+}
+
 static void test_limits(void **state)
 {
         static struct detector_queue_addr many[DETECTOR_MAX_QUEUES_PER_PROCESS + 1];
@@ -247,6 +324,7 @@ int main(void)
                 cmocka_unit_test(test_unmapped_queue_counts_idle),
                 cmocka_unit_test(test_quick_look_reads_quiet_processes_in_turn),
                 cmocka_unit_test(test_quick_look_turn_is_per_gpu),
+                cmocka_unit_test(test_look_gives_way_between_processes),
                 cmocka_unit_test(test_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
