@@ -29,6 +29,7 @@ struct watched_queue {
         uint64_t last_moved_us;    /* when its write index last moved: breakpoints go to the busiest */
         bool busy;                 /* at its last read: moved, or work outstanding */
         uint64_t last_read_us;     /* when it was last read; 0: not yet */
+        uint64_t read_in_look;     /* the GPU's look_number when it was last read */
         struct write_watch *watch; /* NULL: polled */
         int watch_error;           /* why it is polled: 0, -errno, or NOT_CHOSEN */
 };
@@ -56,6 +57,7 @@ struct gpu_activity {
         uint64_t last_poll_us; /* when its last complete look began */
         bool look_under_way;   /* a look gave way: the next call goes on with it */
         uint64_t look_started_us;
+        uint64_t look_number;  /* counts the looks begun: which processes this one has read */
 };
 
 struct detector {
@@ -154,6 +156,9 @@ static void count_queues(struct detector *d)
                         a->n_queues++;
                         a->n_polled += !wq->watch;
                 }
+        for (size_t g = 0; g < d->n_gpus; g++)
+                if (d->gpus[g].n_queues == 0)
+                        d->gpus[g].look_under_way = false; /* its processes left: the next look is a new one */
 }
 
 /* Enables or disables every breakpoint on a GPU; a queue whose breakpoint fails is polled from then on. */
@@ -214,6 +219,8 @@ static void store_seen(struct detector *d, struct gpu_activity *a, uint64_t now_
         if (a->busy)
                 return; /* a sample queued before the disarming */
         a->trapped = true;
+        /* the writer may be among the processes a look under way has read already: start afresh */
+        a->look_under_way = false;
         gpu_saw_work(d, a, now_us);
 }
 
@@ -604,7 +611,8 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
  *
  * A look that has found no work stops between two processes once the clock
  * reaches give_way_at_us (*ret_gave_way); while a look is under way, the
- * processes it read already (read since it began) are passed over.
+ * processes it read already (their queues' read_in_look is its number) are
+ * passed over.
  */
 static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us, bool quick,
                      uint64_t give_way_at_us, bool *ret_gave_way)
@@ -620,7 +628,7 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                 ssize_t n;
 
                 gpu_range(p, a->gpu_id, &first, &end);
-                if (first == end || (a->look_under_way && p->queues[first].last_read_us >= a->look_started_us)) {
+                if (first == end || (a->look_under_way && p->queues[first].read_in_look == a->look_number)) {
                         i++; /* not on this GPU, or read by this look's earlier pieces */
                         continue;
                 }
@@ -636,8 +644,10 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                 } else {
                         n = read_process(p, first, end);
                         read_one = true;
-                        for (size_t q = first; q < end; q++)
+                        for (size_t q = first; q < end; q++) {
                                 p->queues[q].last_read_us = now_us;
+                                p->queues[q].read_in_look = a->look_number;
+                        }
                 }
                 if (n == -ESRCH) {
                         pid_t pid = p->pid;
@@ -684,8 +694,10 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
 
         if (!a)
                 return true;
-        if (!a->look_under_way || quick)
+        if (!a->look_under_way || quick) {
                 a->look_started_us = now_us;
+                a->look_number++;
+        }
         /* after a trap every process is quiet and the writer unknown: a quick look could miss it */
         busy = read_gpu(d, a, now_us, quick && !a->trapped, quick ? UINT64_MAX : give_way_at_us, &gave_way);
         a->look_under_way = gave_way;

@@ -441,8 +441,10 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
          * to the end of this one, the look itself, the wakeup and whatever
          * else ran between, so that it bounds the daemon's idle CPU, not only
          * the reads. A series that gave way is one look: it is sampled where
-         * it ends. The thread's CPU clock is a system call: not read at the
-         * busy cadence, where nothing uses it.
+         * it ends, unless a busy GPU was looked at on the way, which makes
+         * the next sample start afresh (the busy looks' CPU is not the idle
+         * looks' cost). The thread's CPU clock is a system call: not read at
+         * the busy cadence, where nothing uses it.
          */
         if (polled && !cut) {
                 if (only_idle) {
@@ -456,7 +458,8 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
                         m->last_look_cpu_ns = cpu_now;
                 }
                 m->last_look_idle = only_idle;
-        }
+        } else if (cut && !only_idle)
+                m->last_look_idle = false;
         manager_rearm_policy(m);
         arm_detector(m, now);
         return 0;

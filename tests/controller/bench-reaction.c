@@ -55,8 +55,8 @@ static void optional_key(char *buf, size_t size, const char *key, long value)
 {
         size_t used = strlen(buf);
 
-        if (value >= 0)
-                snprintf(buf + used, size - used, "%s=%ld\n", key, value);
+        if (value >= 0 && (size_t)snprintf(buf + used, size - used, "%s=%ld\n", key, value) >= size - used)
+                die("the daemon's settings do not fit: fewer or shorter --daemon-setting");
 }
 
 /* Appends "KEY=VALUE\n" for --daemon-setting; false when it is not one line of that form or does not fit. */
@@ -64,7 +64,7 @@ static bool add_daemon_setting(char *buf, size_t size, const char *setting)
 {
         size_t used = strlen(buf), length = strlen(setting);
 
-        if (!strchr(setting, '=') || setting[0] == '=' || strpbrk(setting, "\n[") || used + length + 2 > size)
+        if (!strchr(setting, '=') || setting[0] == '=' || strpbrk(setting, "\r\n[") || used + length + 2 > size)
                 return false;
         snprintf(buf + used, size - used, "%s\n", setting);
         return true;

@@ -191,6 +191,38 @@ static void test_look_after_trap_reads_every_process(void **state)
         fake_online_process_stop(&writer);
 }
 
+/*
+ * A trap during an idle look that gave way (detector_poll_gpu_until) starts
+ * the look afresh: the writer may be a process the look had read already,
+ * and going on with the others only would find the GPU idle.
+ */
+static void test_trap_during_a_look_starts_it_afresh(void **state)
+{
+        struct fixture *f = *state;
+        struct fake_online_process writer;
+        struct detector_queue_addr addr;
+        uint64_t trap;
+
+        detector_set_arm_delay(f->detector, 1000);
+        fake_online_process_start(&writer, 1);
+        addr = fake_queue_addr(&writer, 0, 1);
+        assert_int_equal(detector_watch(f->detector, writer.pid, &addr, 1), 0); /* read first */
+        watch_queues(f, 1);
+        detector_poll(f->detector, 5000);
+        assert_false(gpu_needs_poll(f->detector, 1));
+
+        assert_false(detector_poll_gpu_until(f->detector, 1, 6000, 0)); /* read the writer, gave way */
+        fake_child_store(&writer, 0, 1, FAKE_STORE_BY_MAIN); /* work the GPU has not done yet */
+        run_until_busy(f, 1);
+        assert_int_equal(sd_event_now(f->event, CLOCK_MONOTONIC, &trap), 0);
+        assert_true(detector_poll_gpu_until(f->detector, 1, trap + 10, 0));
+        assert_int_equal(f->seen.idle, 0);
+        *fake_read_index(&writer, 0) = 1;
+        detector_poll(f->detector, trap + 20);
+        assert_int_equal(f->seen.idle, 1);
+        fake_online_process_stop(&writer);
+}
+
 /* With an arm delay, a GPU stays polled (and unarmed) until its online side has been quiet that long. */
 static void test_arming_waits_for_the_delay(void **state)
 {
@@ -318,6 +350,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_store_by_thread_older_than_arming, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_store_by_thread_created_after_arming, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_look_after_trap_reads_every_process, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_trap_during_a_look_starts_it_afresh, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_arming_waits_for_the_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_work_outstanding_at_arming_is_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fifth_queue_is_polled, setup, teardown),

@@ -35,7 +35,10 @@ struct app_worker {
         /* The current request's first and last kernels' completion signals
          * (one kernel: only `last`). */
         struct emu_amd_signal first_signal, last_signal;
-        pthread_cond_t wake;               /* with lock: a stop ends a sleep between requests */
+        /* a stop ends a sleep between requests; a lock of their own, so that a
+         * report holding `lock` does not delay a request that falls due */
+        pthread_mutex_t wake_lock;
+        pthread_cond_t wake;
         pthread_mutex_t lock;              /* everything below */
         struct latency_stats stats;        /* model time: GPU timestamps */
         struct latency_stats wall_stats;
@@ -84,20 +87,20 @@ static bool sleep_until(struct app_worker *w, int64_t when)
         struct timespec deadline = {.tv_sec = when / NS_PER_S, .tv_nsec = when % NS_PER_S};
         bool stopped;
 
-        pthread_mutex_lock(&w->lock);
+        pthread_mutex_lock(&w->wake_lock);
         while (!(stopped = worker_should_stop(w)) && now_ns() < when)
-                pthread_cond_timedwait(&w->wake, &w->lock, &deadline);
-        pthread_mutex_unlock(&w->lock);
+                pthread_cond_timedwait(&w->wake, &w->wake_lock, &deadline);
+        pthread_mutex_unlock(&w->wake_lock);
         return !stopped;
 }
 
 /* Sets w's stop flag and ends its sleep between requests, if it is in one. */
 static void worker_request_stop(struct app_worker *w)
 {
-        pthread_mutex_lock(&w->lock);
+        pthread_mutex_lock(&w->wake_lock);
         atomic_store(&w->stop, true);
         pthread_cond_broadcast(&w->wake);
-        pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->wake_lock);
 }
 
 /* Waits for the packet `index` to be consumed. 0, or -ECANCELED if stopped. */
@@ -286,6 +289,7 @@ static void worker_free(struct app_worker *w)
         latency_stats_clear(&w->stats);
         latency_stats_clear(&w->wall_stats);
         pthread_cond_destroy(&w->wake);
+        pthread_mutex_destroy(&w->wake_lock);
         pthread_mutex_destroy(&w->lock);
         free(w);
 }
@@ -361,6 +365,7 @@ int app_job_add_queue(struct app_job *job, uint32_t gpu_id)
         }
         w->job = job;
         pthread_mutex_init(&w->lock, NULL);
+        pthread_mutex_init(&w->wake_lock, NULL);
         cond_init_monotonic(&w->wake);
         atomic_init(&w->stop, false);
         atomic_init(&w->done, false);
