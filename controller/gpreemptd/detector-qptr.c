@@ -699,7 +699,7 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 a->look_number++;
         }
         /* after a trap every process is quiet and the writer unknown: a quick look could miss it */
-        busy = read_gpu(d, a, now_us, quick && !a->trapped, quick ? UINT64_MAX : give_way_at_us, &gave_way);
+        busy = read_gpu(d, a, now_us, quick && !a->trapped, give_way_at_us, &gave_way);
         a->look_under_way = gave_way;
         if (gave_way)
                 return false;

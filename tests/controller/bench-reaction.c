@@ -50,24 +50,24 @@ _Noreturn static void die(const char *what)
         exit(1);
 }
 
-/* Appends "key=value" to buf, or nothing for an option not given (-1): the daemon's default applies then. */
-static void optional_key(char *buf, size_t size, const char *key, long value)
+/* Appends one line of the daemon's [Daemon] section to buf; the run stops if it does not fit. */
+static void append_setting(char *buf, size_t size, const char *line)
 {
         size_t used = strlen(buf);
 
-        if (value >= 0 && (size_t)snprintf(buf + used, size - used, "%s=%ld\n", key, value) >= size - used)
+        if ((size_t)snprintf(buf + used, size - used, "%s\n", line) >= size - used)
                 die("the daemon's settings do not fit: fewer or shorter --daemon-setting");
 }
 
-/* Appends "KEY=VALUE\n" for --daemon-setting; false when it is not one line of that form or does not fit. */
-static bool add_daemon_setting(char *buf, size_t size, const char *setting)
+/* Appends "key=value" to buf, or nothing for an option not given (-1): the daemon's default applies then. */
+static void optional_key(char *buf, size_t size, const char *key, long value)
 {
-        size_t used = strlen(buf), length = strlen(setting);
+        char line[64];
 
-        if (!strchr(setting, '=') || setting[0] == '=' || strpbrk(setting, "\r\n[") || used + length + 2 > size)
-                return false;
-        snprintf(buf + used, size - used, "%s\n", setting);
-        return true;
+        if (value < 0)
+                return;
+        snprintf(line, sizeof(line), "%s=%ld", key, value);
+        append_setting(buf, size, line);
 }
 
 static void write_file(const char *name, const char *text)
@@ -370,8 +370,11 @@ int main(int argc, char **argv)
                 else if (strcmp(argv[i], "--realtime-cpu-percent") == 0 && i + 1 < argc)
                         realtime_cpu_percent = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--daemon-setting") == 0 && i + 1 < argc) {
-                        if (!add_daemon_setting(daemon_settings, sizeof(daemon_settings), argv[++i]))
+                        const char *setting = argv[++i];
+
+                        if (!strchr(setting, '=') || setting[0] == '=' || strpbrk(setting, "\r\n["))
                                 die("--daemon-setting takes one KEY=VALUE of the [Daemon] section");
+                        append_setting(daemon_settings, sizeof(daemon_settings), setting);
                 } else if (strcmp(argv[i], "--json") == 0)
                         json = true;
                 else {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "detector-gpu-status.h"
 #include "detector-qptr.h"
 #include "fake-online-process.h"
 
@@ -78,14 +79,7 @@ static int teardown(void **state)
 
 static bool gpu_needs_poll(struct detector *d, uint32_t gpu_id)
 {
-        struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
-        size_t n = detector_gpus(d, gpus, DETECTOR_MAX_GPUS);
-
-        for (size_t i = 0; i < n; i++)
-                if (gpus[i].gpu_id == gpu_id)
-                        return gpus[i].needs_poll;
-        fail_msg("GPU %u is not watched", gpu_id);
-        return false;
+        return detector_gpu_status_of(d, gpu_id).needs_poll;
 }
 
 /* Runs the loop until the detector has reported busy `want` times. */
@@ -159,6 +153,28 @@ static void test_store_by_thread_created_after_arming(void **state)
 }
 
 /*
+ * A second online process (the writer, one queue) beside one of the
+ * fixture's on GPU 1, watched first or second (looks read processes in that
+ * order), and the GPU armed.
+ */
+static void watch_writer_and_arm(struct fixture *f, struct fake_online_process *writer, bool writer_first)
+{
+        struct detector_queue_addr addr;
+
+        /* as the daemon: quiet for the arm delay, so an idle look after the trap does not re-arm */
+        detector_set_arm_delay(f->detector, 1000);
+        fake_online_process_start(writer, 1);
+        addr = fake_queue_addr(writer, 0, 1);
+        if (!writer_first)
+                watch_queues(f, 1);
+        assert_int_equal(detector_watch(f->detector, writer->pid, &addr, 1), 0);
+        if (writer_first)
+                watch_queues(f, 1);
+        detector_poll(f->detector, 5000);
+        assert_false(gpu_needs_poll(f->detector, 1));
+}
+
+/*
  * A trap says that a queue of the GPU was written, not which: the look after
  * it reads every process, even a quick one, so the writer's outstanding work
  * keeps the GPU busy. (A quick look reads one quiet process per look; here
@@ -168,18 +184,9 @@ static void test_look_after_trap_reads_every_process(void **state)
 {
         struct fixture *f = *state;
         struct fake_online_process writer;
-        struct detector_queue_addr addr;
         uint64_t trap;
 
-        /* as the daemon: quiet for the arm delay, so an idle look after the trap does not re-arm */
-        detector_set_arm_delay(f->detector, 1000);
-        watch_queues(f, 1);
-        fake_online_process_start(&writer, 1);
-        addr = fake_queue_addr(&writer, 0, 1);
-        assert_int_equal(detector_watch(f->detector, writer.pid, &addr, 1), 0);
-        detector_poll(f->detector, 5000);
-        assert_false(gpu_needs_poll(f->detector, 1));
-
+        watch_writer_and_arm(f, &writer, false);
         fake_child_store(&writer, 0, 1, FAKE_STORE_BY_MAIN);
         run_until_busy(f, 1);
         assert_int_equal(sd_event_now(f->event, CLOCK_MONOTONIC, &trap), 0); /* the trap's time */
@@ -200,17 +207,9 @@ static void test_trap_during_a_look_starts_it_afresh(void **state)
 {
         struct fixture *f = *state;
         struct fake_online_process writer;
-        struct detector_queue_addr addr;
         uint64_t trap;
 
-        detector_set_arm_delay(f->detector, 1000);
-        fake_online_process_start(&writer, 1);
-        addr = fake_queue_addr(&writer, 0, 1);
-        assert_int_equal(detector_watch(f->detector, writer.pid, &addr, 1), 0); /* read first */
-        watch_queues(f, 1);
-        detector_poll(f->detector, 5000);
-        assert_false(gpu_needs_poll(f->detector, 1));
-
+        watch_writer_and_arm(f, &writer, true); /* read first */
         assert_false(detector_poll_gpu_until(f->detector, 1, 6000, 0)); /* read the writer, gave way */
         fake_child_store(&writer, 0, 1, FAKE_STORE_BY_MAIN); /* work the GPU has not done yet */
         run_until_busy(f, 1);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "detector-gpu-status.h"
 #include "detector-qptr.h"
 #include "fake-online-process.h"
 
@@ -232,18 +233,6 @@ static void test_quick_look_turn_is_per_gpu(void **state)
  * the GPU stays due (last_poll_us unchanged) until the look is complete, its
  * transitions are reported at the end, and work found ends it at once.
  */
-static uint64_t gpu_last_poll(const struct detector *d, uint32_t gpu_id)
-{
-        struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
-        size_t n = detector_gpus(d, gpus, DETECTOR_MAX_GPUS);
-
-        for (size_t i = 0; i < n; i++)
-                if (gpus[i].gpu_id == gpu_id)
-                        return gpus[i].last_poll_us;
-        fail_msg("GPU %u is not listed", gpu_id);
-        return 0;
-}
-
 static void test_look_gives_way_between_processes(void **state)
 {
         struct fake_online_process f[3];
@@ -260,12 +249,12 @@ static void test_look_gives_way_between_processes(void **state)
         }
         /* no time to spare: one process a call, the GPU due until the third */
         assert_true(detector_poll_gpu_until(d, 1, 10, UINT64_MAX));
-        assert_int_equal(gpu_last_poll(d, 1), 10);
+        assert_int_equal(detector_gpu_status_of(d, 1).last_poll_us, 10);
         assert_false(detector_poll_gpu_until(d, 1, 20, 0));
-        assert_int_equal(gpu_last_poll(d, 1), 10);
+        assert_int_equal(detector_gpu_status_of(d, 1).last_poll_us, 10);
         assert_false(detector_poll_gpu_until(d, 1, 30, 0));
         assert_true(detector_poll_gpu_until(d, 1, 40, 0));
-        assert_int_equal(gpu_last_poll(d, 1), 20); /* when the look began */
+        assert_int_equal(detector_gpu_status_of(d, 1).last_poll_us, 20); /* when the look began */
 
         /* the end of work is reported when the look is complete, not before */
         *fake_write_index(&f[1], 0) = 1;
@@ -283,7 +272,7 @@ static void test_look_gives_way_between_processes(void **state)
                 *fake_write_index(&f[i], 0) = 2;
         assert_true(detector_poll_gpu_until(d, 1, 90, 0));
         assert_int_equal(s.busy[1], 2);
-        assert_int_equal(gpu_last_poll(d, 1), 90);
+        assert_int_equal(detector_gpu_status_of(d, 1).last_poll_us, 90);
 
         /* a look under way is finished by a full poll, and a quick look starts afresh */
         for (int i = 0; i < 3; i++)
@@ -292,11 +281,11 @@ static void test_look_gives_way_between_processes(void **state)
         assert_int_equal(s.idle[1], 2);
         assert_false(detector_poll_gpu_until(d, 1, 110, 0));
         detector_poll_gpu(d, 1, 120);
-        assert_int_equal(gpu_last_poll(d, 1), 110);
+        assert_int_equal(detector_gpu_status_of(d, 1).last_poll_us, 110);
         detector_quick_look_gpu(d, 1, 130);
-        assert_int_equal(gpu_last_poll(d, 1), 130);
+        assert_int_equal(detector_gpu_status_of(d, 1).last_poll_us, 130);
         assert_false(detector_poll_gpu_until(d, 1, 140, 0));
-        assert_int_equal(gpu_last_poll(d, 1), 130);
+        assert_int_equal(detector_gpu_status_of(d, 1).last_poll_us, 130);
 
         for (int i = 0; i < 3; i++)
                 fake_online_process_stop(&f[i]);
