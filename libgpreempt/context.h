@@ -3,7 +3,7 @@
 
 #include <stdint.h>
 
-#include "log.h"
+#include "gp-log.h"
 
 struct gp_context {
         int kfd_fd;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 
 struct explain_facts {
         int error; /* negative errno */

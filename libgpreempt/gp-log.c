@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "log.h"
+#include "gp-log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 /* The library's only way to say something: the caller's log callback. */
 #pragma once
 
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 
 struct gp_logger {
         gp_log_fn fn;

@@ -6,7 +6,7 @@
 #include <sys/ioctl.h>
 
 #include "cleanup.h"
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 #include "kfd-abi.h"
 
 int kfd_ioctl(int fd, unsigned long request, void *arg)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Names for the kernel's numbers, as logs and tools print them. */
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 #include "kfd-abi.h"
 #include "opts.h"
 

@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "context.h"
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 #include "kfd-abi.h"
 
 /* What the library asks kfd to be told about (kfd-interface.md §5: a

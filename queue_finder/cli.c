@@ -19,6 +19,7 @@
 #include "fileio.h"
 #include "join.h"
 #include "nspid.h"
+#include "parse-pid.h"
 #include "report.h"
 #include "snapshot.h"
 #include "sources.h"
@@ -134,15 +135,6 @@ static void __attribute__((format(printf, 2, 3))) report_error(bool json, const 
             json_object_object_add(doc, "error", json_object_new_string(sentence)) == 0)
                 puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(doc);
-}
-
-static int parse_pid(const char *arg, pid_t *ret)
-{
-        uint64_t v;
-        if (!qf_parse_decimal_name(arg, INT32_MAX, &v) || v == 0)
-                return -EINVAL;
-        *ret = (pid_t) v;
-        return 0;
 }
 
 /* 0 to run, 1 to exit successfully (help), -EINVAL after printing why not. */
@@ -422,11 +414,12 @@ static int read_snapshots(struct state *st, const struct options *o)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 pid_t pid = o->n_pids ? o->pids[i] : st->sysfs[i].pid;
-                _cleanup_free_ char *why = NULL;
-                int r = qf_snapshot_read(pid, &st->snapshots[st->n_snapshots], &why);
-                if (r == -ENOMEM)
-                        return r;
+                struct qf_snapshot_error error = { 0 };
+                int r = qf_snapshot_read(pid, NULL, &st->snapshots[st->n_snapshots], &error);
                 if (r < 0) {
+                        _cleanup_free_ char *why = error.reason;
+                        if (r == -ENOMEM)
+                                return r;
                         st->sources[SRC_SNAPSHOT].error = r;
                         qf_diag_add(&st->warnings, "snapshot", 0, "pid %d: %s", (int) pid,
                                     why ? why : strerror(-r));

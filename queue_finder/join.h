@@ -18,7 +18,7 @@
  */
 #pragma once
 
-#include "diag.h"
+#include "qf-diag.h"
 #include "nspid.h"
 #include "sources.h"
 

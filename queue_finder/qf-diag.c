@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "diag.h"
+#include "qf-diag.h"
 
 #include <stdio.h>
 #include <stdlib.h>

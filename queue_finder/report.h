@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "diag.h"
+#include "qf-diag.h"
 #include "join.h"
 #include "sources.h"
 

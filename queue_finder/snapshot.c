@@ -12,18 +12,9 @@
 
 #include "array.h"
 #include "cleanup.h"
-#include "gpreempt.h"
+#include "explain-sentence.h"
+#include <gpreempt/gpreempt.h>
 #include "snapshot.h"
-
-static void explain(int error, enum gp_op op, pid_t pid, const struct gp_context *ctx, char **reason)
-{
-        struct gp_explain_opts e = { .sz = sizeof(e), .error = error, .op = op, .pid = pid, .runtime_state = -1 };
-        if (ctx)
-                gp_context_kfd_version(ctx, &e.kfd_major, &e.kfd_minor);
-        char *sentence;
-        if (gp_explain(&e, &sentence) >= 0)
-                *reason = sentence;
-}
 
 static int copy_queues(struct gp_target *target, const struct gp_queue *queues, size_t n, struct qf_snapshot *s)
 {
@@ -40,6 +31,7 @@ static int copy_queues(struct gp_target *target, const struct gp_queue *queues, 
                         .ring_size = g->ring_size,
                         .rptr_addr = g->read_pointer_address,
                         .wptr_addr = g->write_pointer_address,
+                        .exception_status = g->exception_status,
                 };
                 /* Indices are a bonus: a queue may vanish between the two calls. */
                 q->has_indices = gp_target_read_queue_indices(target, g, &q->read_index, &q->write_index) == 0;
@@ -47,7 +39,8 @@ static int copy_queues(struct gp_target *target, const struct gp_queue *queues, 
         return 0;
 }
 
-int qf_snapshot_read(pid_t pid, struct qf_snapshot *ret, char **reason)
+int qf_snapshot_read(pid_t pid, const struct gp_context_opts *context_opts, struct qf_snapshot *ret,
+                     struct qf_snapshot_error *ret_error)
 {
         struct gp_context *ctx = NULL;
         struct gp_target *target = NULL;
@@ -56,14 +49,15 @@ int qf_snapshot_read(pid_t pid, struct qf_snapshot *ret, char **reason)
         size_t n;
         enum gp_op op = GP_OP_OPEN;
 
-        const struct gp_context_opts copts = { .sz = sizeof(copts) };
-        int r = gp_context_new(&copts, &ctx);
+        const struct gp_context_opts default_opts = { .sz = sizeof(default_opts) };
+        int r = gp_context_new(context_opts ? context_opts : &default_opts, &ctx);
         if (r >= 0) {
                 op = GP_OP_ATTACH;
                 const struct gp_attach_opts aopts = { .sz = sizeof(aopts) };
                 r = gp_target_attach(ctx, pid, &aopts, &target);
         }
         if (r >= 0) {
+                s.runtime_state = gp_target_runtime_state(target);
                 op = GP_OP_SNAPSHOT;
                 r = gp_target_snapshot(target, &queues, &n);
         }
@@ -77,8 +71,8 @@ int qf_snapshot_read(pid_t pid, struct qf_snapshot *ret, char **reason)
                 }
         }
         if (r < 0) {
-                *reason = NULL;
-                explain(r, op, pid, ctx, reason);
+                ret_error->reason = explain_sentence(r, op, pid, target ? (int)s.runtime_state : -1, ctx);
+                ret_error->op = op;
                 qf_snapshot_clear(&s);
         } else {
                 *ret = s;

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "diag.h"
+#include "qf-diag.h"
 
 /* Limits on what one input may make us allocate. KFD caps a process at 1024
  * queues (KFD_MAX_NUM_OF_QUEUES_PER_PROCESS); a node has at most a few
@@ -243,10 +243,12 @@ struct qf_snapshot_queue {
         uint64_t wptr_addr;
         bool has_indices;            /* read through process_vm_readv */
         uint64_t read_index, write_index;
+        uint64_t exception_status;   /* KFD_EC_MASK bits raised on the queue */
 };
 
 struct qf_snapshot {
         pid_t pid;
+        unsigned runtime_state;      /* enum gp_runtime_state at the attach */
         struct qf_snapshot_queue *queues;
         size_t n;
 };

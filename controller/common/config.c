@@ -12,13 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api-names.h"
 #include "cleanup.h"
 #include "ini-reader.h"
+#include "parse-pid.h"
 
 #define MAIN_FILE "gpreemptd.conf"
 #define DROPIN_DIR "workloads.d"
 #define MS_MAX UINT64_C(3600000) /* an hour: anything longer is a typo */
-#define PID_MAX_LIMIT 4194304    /* the kernel's PID_MAX_LIMIT on 64-bit */
 
 enum value_kind {
         VALUE_MS,        /* milliseconds in the file, microseconds in memory */
@@ -65,10 +66,6 @@ static const enum workload_class policy_key_class[ELEMENTSOF(policy_keys)] = {
         WORKLOAD_CLASS_OFFLINE, WORKLOAD_CLASS_OFFLINE,
 };
 
-static const char *const log_level_names[_LOG_LEVEL_MAX] = {
-        [LOG_LEVEL_ERROR] = "error", [LOG_LEVEL_WARNING] = "warning", [LOG_LEVEL_NOTICE] = "notice",
-        [LOG_LEVEL_INFO] = "info",   [LOG_LEVEL_DEBUG] = "debug",
-};
 
 enum section_kind {
         SECTION_NONE,
@@ -98,11 +95,6 @@ struct parse_state {
         bool class_set;
         bool too_many_reported;
 };
-
-const char *log_level_to_string(enum log_level l)
-{
-        return l < _LOG_LEVEL_MAX ? log_level_names[l] : "unknown";
-}
 
 static int parse_unsigned(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
 {
@@ -168,7 +160,7 @@ static void set_value(const struct key_spec *spec, void *base, const char *value
         }
         case VALUE_LOG_LEVEL:
                 for (int l = 0; l < _LOG_LEVEL_MAX; l++)
-                        if (strcmp(value, log_level_names[l]) == 0) {
+                        if (strcmp(value, log_level_to_string(l)) == 0) {
                                 *(enum log_level *)dest = l;
                                 return;
                         }
@@ -325,11 +317,14 @@ static const char *check_match_value(enum match_key key, const char *v, long *re
                         if (!strchr("0123456789abcdefABCDEF", *p) && *p != '-' && *p != '_')
                                 return "expected a container id (hexadecimal)";
                 return NULL;
-        case MATCH_PID:
-                if (parse_unsigned(v, 1, PID_MAX_LIMIT, &n) < 0)
+        case MATCH_PID: {
+                pid_t pid;
+
+                if (parse_pid(v, &pid) < 0)
                         return "expected a process id from 1 to 4194304";
-                *ret_number = (long)n;
+                *ret_number = (long)pid;
                 return NULL;
+        }
         case MATCH_USER: {
                 struct passwd *pw;
 
@@ -614,7 +609,7 @@ static struct config *config_new(void)
                  * online processes on a 2-core VM */
                 .realtime_cpu_percent = 75,
         };
-        c->daemon.runtime_dir = strdup("/run/gpreempt");
+        c->daemon.runtime_dir = strdup(API_DEFAULT_RUNTIME_DIR);
         for (int k = 0; k < _WORKLOAD_CLASS_MAX; k++)
                 c->class_defaults[k] = policy_params_default();
         if (!c->daemon.runtime_dir) {

@@ -10,22 +10,14 @@
 
 #include <stdint.h>
 
-#include "detector-watch.h"
+#include "detector-mode.h"
 #include "diag.h"
+#include "log-level.h"
 #include "policy-params.h"
 #include "workload.h"
 
 #define CONFIG_MAX_WORKLOADS 1024
 #define CONFIG_MAX_DROPINS 256
-
-enum log_level {
-        LOG_LEVEL_ERROR,
-        LOG_LEVEL_WARNING,
-        LOG_LEVEL_NOTICE,
-        LOG_LEVEL_INFO,
-        LOG_LEVEL_DEBUG,
-        _LOG_LEVEL_MAX,
-};
 
 struct daemon_settings {
         char *runtime_dir;
@@ -53,4 +45,3 @@ struct config {
  */
 int config_load(const char *config_dir, struct config **ret_config, struct diag *diag);
 void config_free(struct config *c);
-const char *log_level_to_string(enum log_level l);

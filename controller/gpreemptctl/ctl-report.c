@@ -1,31 +1,29 @@
 /* SPDX-License-Identifier: MIT */
-#include "report.h"
+#include "ctl-report.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-char *report_error(int error, enum gp_op op, pid_t pid, int runtime_state)
-{
-        struct gp_explain_opts opts = {
-                .sz = sizeof(opts),
-                .error = error,
-                .op = op,
-                .pid = pid,
-                .runtime_state = runtime_state,
-        };
-        char *sentence = NULL;
+#include "explain-sentence.h"
 
-        if (gp_explain(&opts, &sentence) < 0) {
-                fprintf(stderr, "gpreemptctl: %s\n", strerror(-error));
+char *ctl_report_error(int error, enum gp_op op, pid_t pid, int runtime_state)
+{
+        return ctl_report_sentence(explain_sentence(error, op, pid, runtime_state, NULL));
+}
+
+char *ctl_report_sentence(char *sentence)
+{
+        if (!sentence) {
+                fputs("gpreemptctl: out of memory.\n", stderr);
                 return NULL;
         }
         fprintf(stderr, "gpreemptctl: %s.\n", sentence);
         return sentence;
 }
 
-int report_usage(const char *verb, const char *format, ...)
+int ctl_report_usage(const char *verb, const char *format, ...)
 {
         va_list ap;
 
@@ -40,20 +38,25 @@ int report_usage(const char *verb, const char *format, ...)
         return CTL_EXIT_USAGE;
 }
 
-void report_log(enum gp_log_level level, const char *message, void *userdata)
+void ctl_report_log(enum gp_log_level level, const char *message, void *userdata)
 {
         fprintf(stderr, "gpreemptctl: %s%s\n", level <= GP_LOG_ERR ? "error: " : "", message);
 }
 
-int open_context(const struct ctl_globals *globals, struct gp_context **ret_context)
+struct gp_context_opts ctl_context_opts(const struct ctl_globals *globals)
 {
-        struct gp_context_opts opts = {
-                .sz = sizeof(opts),
+        return (struct gp_context_opts){
+                .sz = sizeof(struct gp_context_opts),
                 /* Errors reach the user as explained sentences; the raw
                  * library log only with -v. */
-                .log_fn = globals->verbosity > 0 ? report_log : NULL,
+                .log_fn = globals->verbosity > 0 ? ctl_report_log : NULL,
                 .log_level = globals->verbosity > 1 ? GP_LOG_DEBUG : GP_LOG_INFO,
         };
+}
+
+int ctl_open_context(const struct ctl_globals *globals, struct gp_context **ret_context)
+{
+        struct gp_context_opts opts = ctl_context_opts(globals);
 
         return gp_context_new(&opts, ret_context);
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "api-names.h"
 #include "cleanup.h"
 #include "paths.h"
 #include "varlink-client.h"
@@ -16,14 +16,13 @@
 
 /* What RuntimeDirectory= defaults to (gpreemptd.conf(5)); a daemon configured
  * elsewhere is found through $GPREEMPT_RUNTIME_DIR. */
-#define DEFAULT_RUNTIME_DIR "/run/gpreempt"
 
 int daemon_socket_path(char **ret_path)
 {
         struct paths p = { 0 };
         int r = paths_fill_defaults(&p);
 
-        if (r >= 0 && asprintf(ret_path, "%s/" API_SOCKET_NAME, p.runtime_dir ? p.runtime_dir : DEFAULT_RUNTIME_DIR) < 0)
+        if (r >= 0 && asprintf(ret_path, "%s/" API_SOCKET_NAME, p.runtime_dir ? p.runtime_dir : API_DEFAULT_RUNTIME_DIR) < 0)
                 r = -ENOMEM;
         paths_done(&p);
         return r;
@@ -109,7 +108,7 @@ static const char *param_string(struct json_object *params, const char *key)
 static int explain_error(const char *error, struct json_object *params, enum daemon_access access, pid_t pid,
                          bool json)
 {
-        const char *name = strncmp(error, "io.gpreempt.", 12) == 0 ? error + 12 : error;
+        const char *name = strncmp(error, API_QUALIFIED(""), strlen(API_QUALIFIED(""))) == 0 ? error + strlen(API_QUALIFIED("")) : error;
 
         if (strcmp(name, "PermissionDenied") == 0)
                 return access == DAEMON_WRITE
@@ -155,7 +154,7 @@ int daemon_call(struct varlink_client *c, const char *method, struct json_object
         struct json_object *reply = NULL;
         int r;
 
-        if (asprintf(&full, "io.gpreempt.%s", method) < 0)
+        if (asprintf(&full, API_QUALIFIED("%s"), method) < 0)
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "%s", strerror(ENOMEM));
         r = varlink_client_call(c, full, params, DAEMON_CALL_TIMEOUT_MS, &reply, &error);
         if (r == -ETIMEDOUT)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "report.h"
+#include "ctl-report.h"
 #include "verbs.h"
 
 static const struct verb verbs[] = {
@@ -90,18 +90,18 @@ int main(int argc, char **argv)
                         printf("gpreemptctl %s\n", GPREEMPT_VERSION);
                         return CTL_EXIT_OK;
                 default:
-                        return report_usage(NULL, "unknown option");
+                        return ctl_report_usage(NULL, "unknown option");
                 }
         }
         if (optind >= argc)
-                return report_usage(NULL, "no verb given.");
+                return ctl_report_usage(NULL, "no verb given.");
 
         verb = find_verb(argv[optind], &matches);
         if (!verb) {
                 if (matches > 1)
-                        return report_usage(NULL, "'%s' is ambiguous: it starts %d verbs.",
+                        return ctl_report_usage(NULL, "'%s' is ambiguous: it starts %d verbs.",
                                             argv[optind], matches);
-                return report_usage(NULL, "'%s' is not a verb; see 'gpreemptctl --help'.",
+                return ctl_report_usage(NULL, "'%s' is not a verb; see 'gpreemptctl --help'.",
                                     argv[optind]);
         }
         /* Each verb parses its own options from the start (optind 0 resets

@@ -25,20 +25,6 @@ static int parse_unsigned(const char *s, unsigned long long max, unsigned long l
         return 0;
 }
 
-int parse_pid(const char *s, pid_t *ret_pid)
-{
-        unsigned long long v;
-        int r;
-
-        r = parse_unsigned(s, INT_MAX, &v);
-        if (r < 0)
-                return r;
-        if (v == 0)
-                return -ERANGE;
-        *ret_pid = (pid_t)v;
-        return 0;
-}
-
 int parse_u32(const char *s, uint32_t *ret_value)
 {
         unsigned long long v;

@@ -14,10 +14,11 @@
 #include "cleanup.h"
 #include "config.h"
 #include "daemon-client.h"
+#include "parse-pid.h"
 #include "parse.h"
 #include "paths.h"
 #include "process-facts.h"
-#include "report.h"
+#include "ctl-report.h"
 #include "verbs.h"
 #include "workload-match.h"
 
@@ -128,7 +129,7 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
                 case OPT_PID:
                         if (parse_pid(optarg, &pid) < 0) {
                                 paths_done(&paths);
-                                return report_usage("verify-config", "'%s' is not a process id.", optarg);
+                                return ctl_report_usage("verify-config", "'%s' is not a process id.", optarg);
                         }
                         break;
                 case 'h':
@@ -137,12 +138,12 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
                         return CTL_EXIT_OK;
                 default:
                         paths_done(&paths);
-                        return report_usage("verify-config", "unknown option.");
+                        return ctl_report_usage("verify-config", "unknown option.");
                 }
         }
         if (optind != argc) {
                 paths_done(&paths);
-                return report_usage("verify-config", "'%s': give the process with --pid.", argv[optind]);
+                return ctl_report_usage("verify-config", "'%s': give the process with --pid.", argv[optind]);
         }
         r = paths_fill_defaults(&paths);
         if (r < 0) {

@@ -12,8 +12,9 @@
 
 #include "cleanup.h"
 #include "daemon-client.h"
+#include "parse-pid.h"
 #include "parse.h"
-#include "report.h"
+#include "ctl-report.h"
 #include "status-view.h"
 #include "varlink-client.h"
 #include "verbs.h"
@@ -98,24 +99,24 @@ int verb_daemon_pid(const struct ctl_globals *globals, int argc, char **argv)
                 case OPT_ONLINE:
                 case OPT_OFFLINE:
                         if (!is_register)
-                                return report_usage(v->name, "--online and --offline belong to 'register'.");
+                                return ctl_report_usage(v->name, "--online and --offline belong to 'register'.");
                         if (class)
-                                return report_usage(v->name, "give one of --online and --offline, once.");
+                                return ctl_report_usage(v->name, "give one of --online and --offline, once.");
                         class = c == OPT_ONLINE ? "online" : "offline";
                         break;
                 case 'h':
                         print_help(v);
                         return CTL_EXIT_OK;
                 default:
-                        return report_usage(v->name, "unknown option.");
+                        return ctl_report_usage(v->name, "unknown option.");
                 }
         }
         if (is_register && !class)
-                return report_usage(v->name, "say which class: --online or --offline.");
+                return ctl_report_usage(v->name, "say which class: --online or --offline.");
         if (argc - optind != 1)
-                return report_usage(v->name, "expected exactly one PID.");
+                return ctl_report_usage(v->name, "expected exactly one PID.");
         if (parse_pid(argv[optind], &pid) < 0)
-                return report_usage(v->name, "'%s' is not a process id.", argv[optind]);
+                return ctl_report_usage(v->name, "'%s' is not a process id.", argv[optind]);
 
         r = daemon_connect(json, &client);
         if (r != 0)
@@ -171,11 +172,11 @@ int verb_status(const struct ctl_globals *globals, int argc, char **argv)
                                "  -h, --help   show this help\n");
                         return CTL_EXIT_OK;
                 default:
-                        return report_usage("status", "unknown option.");
+                        return ctl_report_usage("status", "unknown option.");
                 }
         }
         if (optind != argc)
-                return report_usage("status", "'%s': status takes no arguments.", argv[optind]);
+                return ctl_report_usage("status", "'%s': status takes no arguments.", argv[optind]);
         r = daemon_connect(json, &client);
         if (r != 0)
                 return r;

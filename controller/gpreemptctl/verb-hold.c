@@ -19,9 +19,9 @@
 #include <systemd/sd-event.h>
 
 #include "cleanup.h"
-#include "diag.h"
+#include "parse-pid.h"
 #include "parse.h"
-#include "report.h"
+#include "ctl-report.h"
 #include "sources.h"
 #include "verbs.h"
 
@@ -96,7 +96,7 @@ static void print_help(void)
 static void held_add_error(struct held *h, int error, enum gp_op op)
 {
         int state = h->target ? (int)gp_target_runtime_state(h->target) : -1;
-        char *sentence = report_error(error, op, h->pid, state);
+        char *sentence = ctl_report_error(error, op, h->pid, state);
 
         if (sentence && h->n_errors < HOLD_MAX_ERRORS)
                 h->errors[h->n_errors++] = sentence;
@@ -552,7 +552,7 @@ static int check_gpu_ids(const uint32_t *ids, size_t n_ids)
                                                         g ? ", " : "", gpus[g].gpu_id, gpus[g].gpu_id);
                 }
                 if (!found)
-                        return report_usage("hold", "no GPU on this node has gpu_id %u; its gpu_ids are %s.",
+                        return ctl_report_usage("hold", "no GPU on this node has gpu_id %u; its gpu_ids are %s.",
                                             ids[i], known);
         }
         return CTL_EXIT_OK;
@@ -577,17 +577,17 @@ int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
                 switch (c) {
                 case OPT_FOR:
                         if (parse_duration(optarg, &duration_usec) < 0)
-                                return report_usage("hold",
+                                return ctl_report_usage("hold",
                                                     "'%s' is not a duration (e.g. 500ms, 30s, "
                                                     "5m, 1h, infinity).",
                                                     optarg);
                         break;
                 case OPT_GPU:
                         if (hold.n_gpu_ids >= HOLD_MAX_GPUS)
-                                return report_usage("hold", "more than %d --gpu options.",
+                                return ctl_report_usage("hold", "more than %d --gpu options.",
                                                     HOLD_MAX_GPUS);
                         if (parse_u32(optarg, &hold.gpu_ids[hold.n_gpu_ids]) < 0)
-                                return report_usage("hold",
+                                return ctl_report_usage("hold",
                                                     "'%s' is not a GPU id (the decimal KFD "
                                                     "gpu_id, see 'gpreemptctl queues').",
                                                     optarg);
@@ -595,7 +595,7 @@ int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
                         break;
                 case OPT_GRACE:
                         if (parse_u32(optarg, &hold.grace_period) < 0)
-                                return report_usage("hold", "'%s' is not a grace period.",
+                                return ctl_report_usage("hold", "'%s' is not a grace period.",
                                                     optarg);
                         break;
                 case OPT_JSON:
@@ -605,11 +605,11 @@ int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
                         print_help();
                         return CTL_EXIT_OK;
                 default:
-                        return report_usage("hold", "unknown option.");
+                        return ctl_report_usage("hold", "unknown option.");
                 }
         }
         if (optind >= argc)
-                return report_usage("hold", "no process id given.");
+                return ctl_report_usage("hold", "no process id given.");
         r = check_gpu_ids(hold.gpu_ids, hold.n_gpu_ids);
         if (r != CTL_EXIT_OK)
                 return r;
@@ -617,27 +617,27 @@ int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
         hold.n_held = (size_t)(argc - optind);
         hold.held = calloc(hold.n_held, sizeof(*hold.held));
         if (!hold.held)
-                return report_usage("hold", "out of memory.");
+                return ctl_report_usage("hold", "out of memory.");
         for (size_t i = 0; i < hold.n_held; i++) {
                 struct held *h = &hold.held[i];
 
                 h->hold = &hold;
                 if (parse_pid(argv[optind + (int)i], &h->pid) < 0) {
                         free(hold.held);
-                        return report_usage("hold", "'%s' is not a process id.",
+                        return ctl_report_usage("hold", "'%s' is not a process id.",
                                             argv[optind + (int)i]);
                 }
                 for (size_t k = 0; k < i; k++)
                         if (hold.held[k].pid == h->pid) {
                                 free(hold.held);
-                                return report_usage("hold", "process %d is given twice.",
+                                return ctl_report_usage("hold", "process %d is given twice.",
                                                     (int)h->pid);
                         }
         }
 
-        r = open_context(globals, &hold.context);
+        r = ctl_open_context(globals, &hold.context);
         if (r < 0) {
-                _cleanup_free_ char *sentence = report_error(r, GP_OP_OPEN, 0, -1);
+                _cleanup_free_ char *sentence = ctl_report_error(r, GP_OP_OPEN, 0, -1);
 
                 if (hold.json) {
                         json_object *root = json_object_new_object();

@@ -20,7 +20,7 @@
 #include "cleanup.h"
 #include "daemon-client.h"
 #include "parse.h"
-#include "report.h"
+#include "ctl-report.h"
 #include "status-view.h"
 #include "varlink-client.h"
 #include "verbs.h"
@@ -143,22 +143,22 @@ int verb_top(const struct ctl_globals *globals, int argc, char **argv)
                 case OPT_INTERVAL:
                         if (parse_duration(optarg, &interval_us) < 0 || interval_us < 1000 ||
                             interval_us > 3600ULL * 1000000)
-                                return report_usage("top", "'%s' is not an interval between 1ms and 1h.", optarg);
+                                return ctl_report_usage("top", "'%s' is not an interval between 1ms and 1h.", optarg);
                         break;
                 case OPT_ITERATIONS:
                         if (parse_u32(optarg, &iterations) < 0)
-                                return report_usage("top", "'%s' is not a number of snapshots.", optarg);
+                                return ctl_report_usage("top", "'%s' is not a number of snapshots.", optarg);
                         iterations_given = true;
                         break;
                 case 'h':
                         print_help();
                         return CTL_EXIT_OK;
                 default:
-                        return report_usage("top", "unknown option.");
+                        return ctl_report_usage("top", "unknown option.");
                 }
         }
         if (optind != argc)
-                return report_usage("top", "'%s': top takes no arguments.", argv[optind]);
+                return ctl_report_usage("top", "'%s': top takes no arguments.", argv[optind]);
         if (!iterations_given && (!tty || json))
                 iterations = TOP_SNAPSHOTS_NOT_A_TTY;
 

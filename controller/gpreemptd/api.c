@@ -8,14 +8,13 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 #include "log.h"
 #include "manager.h"
+#include "parse-pid.h"
 #include "process-facts.h"
 #include "session.h"
 #include "workload-match.h"
-
-#define PID_MAX_LIMIT 4194304
 
 static const char description[] =
         "# gpreemptd: gives online GPU work the GPU by suspending offline processes' queues.\n"
@@ -238,7 +237,7 @@ static pid_t get_pid(struct varlink_call *call, struct json_object *params, bool
                 return 0;
         }
         pid = json_object_get_int64(v);
-        if (!json_object_is_type(v, json_type_int) || pid < 1 || pid > PID_MAX_LIMIT) {
+        if (!json_object_is_type(v, json_type_int) || !pid_in_range(pid)) {
                 invalid_parameter(call, "pid");
                 return -1;
         }
@@ -421,7 +420,7 @@ static const struct varlink_method methods[] = {
 };
 
 const struct varlink_interface api_interface = {
-        .name = "io.gpreempt",
+        .name = API_INTERFACE,
         .description = description,
         .methods = methods,
         .n_methods = ELEMENTSOF(methods),

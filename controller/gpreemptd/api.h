@@ -4,12 +4,10 @@
 
 #include <sys/types.h>
 
+#include "api-names.h"
 #include "varlink-server.h"
 
 struct manager;
-
-/* The control socket's name inside the runtime directory (gpreemptctl connects to it). */
-#define API_SOCKET_NAME "io.gpreempt"
 
 extern const struct varlink_interface api_interface;
 

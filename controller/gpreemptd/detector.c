@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "detector-qptr.h"
+#include "detector.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -34,7 +34,8 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-#include "detector-watch.h"
+#include "detector-mode.h"
+#include "write-watch.h"
 
 /* process_vm_readv takes at most IOV_MAX (1024) remote iovecs: two per queue. */
 #define DETECTOR_QUEUES_PER_READ 512

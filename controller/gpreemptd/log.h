@@ -12,7 +12,7 @@
  */
 #pragma once
 
-#include "config.h"
+#include "log-level.h"
 
 /* The one piece of global state: every object logs, and the level is set once from the config. */
 void log_set_level(enum log_level level);

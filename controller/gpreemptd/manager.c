@@ -11,7 +11,7 @@
 
 #include "cleanup.h"
 #include "discovery.h"
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 #include "log.h"
 #include "monotonic-clock.h"
 #include "online-queues.h"

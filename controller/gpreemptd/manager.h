@@ -16,7 +16,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
-#include "detector-qptr.h"
+#include "detector.h"
 #include "discovery.h"
 #include "paths.h"
 #include "policy.h"

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "detector-qptr.h"
+#include "detector.h"
 
 /* Returns 0 with the compute queues whose addresses are known (maybe none), or -errno. */
 int online_queues_read(const char *sysfs_root, pid_t pid, struct detector_queue_addr **ret_queues,

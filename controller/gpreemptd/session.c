@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 #include "log.h"
 #include "manager.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "detector-watch.h"
+#include "write-watch.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -39,17 +39,6 @@ struct write_watch {
         size_t n_live; /* threads whose fd has not hung up yet */
         bool enabled;
 };
-
-static const char *const mode_names[_DETECTOR_MODE_MAX] = {
-        [DETECTOR_MODE_AUTO] = "auto",
-        [DETECTOR_MODE_BREAKPOINT] = "breakpoint",
-        [DETECTOR_MODE_POLL] = "poll",
-};
-
-const char *detector_mode_to_string(enum detector_mode mode)
-{
-        return mode < _DETECTOR_MODE_MAX ? mode_names[mode] : "unknown";
-}
 
 const char *write_watch_strerror(int error)
 {

@@ -35,16 +35,6 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-/* How online queues are watched (gpreemptd.conf(5) DetectorMode=). */
-enum detector_mode {
-        DETECTOR_MODE_AUTO,       /* breakpoints where the kernel grants them, polling elsewhere */
-        DETECTOR_MODE_BREAKPOINT, /* the same, but a refused breakpoint is a warning */
-        DETECTOR_MODE_POLL,       /* polling only */
-        _DETECTOR_MODE_MAX,
-};
-
-const char *detector_mode_to_string(enum detector_mode mode);
-
 /* x86 has four debug registers per thread: a fifth breakpoint is refused. */
 #define WRITE_WATCH_MAX_PER_THREAD 4
 

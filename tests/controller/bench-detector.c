@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "detector-qptr.h"
+#include "detector.h"
 #include "fake-online-process.h"
 
 #define QUEUES 8

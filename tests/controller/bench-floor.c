@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "detector-watch.h"
+#include "write-watch.h"
 
 #define MAX_EVENTS 200000
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "detector-qptr.h"
+#include "detector.h"
 
 #define FAKE_AMD_QUEUE_SIZE 256
 #define FAKE_WRITE_OFFSET 0x38

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "detector-gpu-status.h"
-#include "detector-qptr.h"
+#include "detector.h"
 #include "fake-online-process.h"
 
 /* Waits for the loop to deliver something are bounded by this many 100 ms turns. */

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "detector-gpu-status.h"
-#include "detector-qptr.h"
+#include "detector.h"
 #include "fake-online-process.h"
 
 struct seen {

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 #include "kfd-abi.h"
 #include "test-support.h"
 

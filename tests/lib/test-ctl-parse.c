@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "parse-pid.h"
 #include "parse.h"
 
 static void test_durations(void **state)
@@ -45,6 +46,9 @@ static void test_pids(void **state)
         assert_int_equal(parse_pid(" 5", &pid), -EINVAL);
         assert_int_equal(parse_pid("5x", &pid), -EINVAL);
         assert_int_equal(parse_pid("99999999999", &pid), -ERANGE);
+        /* one bound everywhere: the kernel's PID_MAX_LIMIT */
+        assert_int_equal(parse_pid("4194304", &pid), 0);
+        assert_int_equal(parse_pid("4194305", &pid), -ERANGE);
 }
 
 static void test_u32(void **state)

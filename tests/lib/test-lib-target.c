@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 #include "kfd-abi.h"
 #include "test-support.h"
 

@@ -136,7 +136,7 @@ static void test_json_real_dumps(void **state)
 static void test_snapshot_failure_is_a_warning(void **state)
 {
         const char *argv[] = { exe, "--json", "--snapshot", "--sysfs-root", "/nonexistent", "--debugfs-root",
-                               "/nonexistent", "2147483646", NULL };
+                               "/nonexistent", "4194304", NULL };
         struct cli_output o;
         assert_int_equal(cli_run(argv, NULL, &o), 0);
         struct json_object *doc = json_tokener_parse(o.out), *warnings, *w, *v;
@@ -147,8 +147,8 @@ static void test_snapshot_failure_is_a_warning(void **state)
         assert_true(json_object_object_get_ex(w, "file", &v));
         assert_string_equal(json_object_get_string(v), "snapshot");
         assert_true(json_object_object_get_ex(w, "message", &v));
-        assert_non_null(strstr(json_object_get_string(v), "pid 2147483646: "));
-        assert_true(strlen(json_object_get_string(v)) > strlen("pid 2147483646: ") + 10);
+        assert_non_null(strstr(json_object_get_string(v), "pid 4194304: "));
+        assert_true(strlen(json_object_get_string(v)) > strlen("pid 4194304: ") + 10);
         json_object_put(doc);
         cli_output_free(&o);
 }

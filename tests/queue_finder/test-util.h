@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "diag.h"
+#include "qf-diag.h"
 
 /* An fd reading exactly these bytes (a memfd), for the parsers. */
 int test_fd_from_bytes(const void *data, size_t len);

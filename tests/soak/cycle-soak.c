@@ -28,7 +28,7 @@
 
 #include "cleanup.h"
 #include "cycle-soak.h"
-#include "gpreempt.h"
+#include <gpreempt/gpreempt.h>
 #include "test-support.h"
 
 #define DEFAULT_CYCLES 100000u
