@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
-// timed-kernels: the evaluation's workload models (scripts/eval/workloads.json)
+// timed-kernels: the evaluation's workload models (scripts/gpreempt_eval/workloads.json)
 // played on a real AMD GPU through the HIP runtime, with the command line and
-// the JSON report of kfdemu-app, so scripts/eval/node_pass.py drives both
+// the JSON report of kfdemu-app, so scripts/gpreempt_eval/node_pass.py drives both
 // alike. A kernel of D us and W workgroups spins each workgroup for D divided
 // by its number of rounds (W over the device's resident workgroups), which is
 // what kfdemu's time model assumes of a kernel.

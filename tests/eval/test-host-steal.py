@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""scripts/eval/host_steal.py: the steal column read from /proc/stat-style
-text, and from this host's. TAP output."""
+"""scripts/gpreempt_eval/host_steal.py: the steal column read from
+/proc/stat-style text, and from this host's. TAP output. The package comes
+from PYTHONPATH (meson test sets it):
+
+  PYTHONPATH=scripts tests/eval/test-host-steal.py
+"""
 import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "eval"))
-import host_steal  # noqa: E402
+from gpreempt_eval import host_steal
 
 results = []
 

@@ -5,11 +5,14 @@ whole duration, sampling the file descriptors and RSS of gpreemptd, the
 kfdemu server and both applications; then the daemon's status and log, its
 SIGTERM, and checks that nothing is left suspended.
 
-Usage: daemon_soak.py SPEC.json RESULT.json  (the spec is written by scripts/soak)
+Usage: PYTHONPATH=scripts python3 tests/soak/daemon_soak.py SPEC.json RESULT.json
+       (scripts/soak writes the spec and starts it so)
 
 The scenario's processes are started and read with the evaluation's pass
-machinery (scripts/eval/node_pass.py), so the soak runs what the evaluation
-measures.
+machinery (scripts/gpreempt_eval/node_pass.py), so the soak runs what the
+evaluation measures. It imports gpreempt_eval from PYTHONPATH, and
+usage_trend from its own directory, the one Python puts first when it runs
+a file.
 """
 import json
 import os
@@ -18,11 +21,8 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "eval"))
-
-import node_pass  # noqa: E402
-import usage_trend  # noqa: E402
+import usage_trend
+from gpreempt_eval import node_pass
 
 # After the daemon is gone the offline job must run again on every queue;
 # one of its kernels lasts ~56 ms, so this leaves it dozens of them.

@@ -7,18 +7,18 @@ import datetime
 import json
 import os
 
-import analysis
-import plots
-import runner
+from . import analysis
+from . import plots
+from . import runner
 
 # Where the online services' per-request logs go, under the results directory.
 REQUESTS_DIR = "requests"
 DEFAULT_POLICY_TEXT = "default: hold-off {hold_off_ms} ms, max suspend {max_suspend_ms} ms, share {min_share_percent}%".format(
     **runner.DEFAULT_POLICY)
 REAL_NOTE = ("Measured on a real AMD GPU node with scripts/real-node/timed-kernels, which plays the "
-             "workload models of scripts/eval/workloads.json; the preemption cost is the hardware's.")
+             "workload models of scripts/gpreempt_eval/workloads.json; the preemption cost is the hardware's.")
 SIMULATED_NOTE = ("All numbers are simulated: kfdemu's GPU time model (an emulated MI308X, "
-                  "tests/kfdemu/gpu/) runs the workload models of scripts/eval/workloads.json; "
+                  "tests/kfdemu/gpu/) runs the workload models of scripts/gpreempt_eval/workloads.json; "
                   "no GPU was used.")
 
 

@@ -2,11 +2,12 @@
 """Runs scenario passes on an emulated node and turns them into rows.
 
 A pass is one scenario, one variant (baseline: without gpreempt; gpreempt:
-with gpreemptd) and one GPU configuration, run by node_pass.py inside
-`kfdemu-run --config`. Everything runs under SCHED_FIFO when the caller may
-(root or CAP_SYS_NICE): the modelled GPU time is exact whatever the host
-does, but the applications' own wake-ups are real and a busy 2-core host
-would otherwise add milliseconds to the latencies they measure.
+with gpreemptd) and one GPU configuration, run by node_pass.py (python3 -m
+gpreempt_eval.node_pass) inside `kfdemu-run --config`. Everything runs under
+SCHED_FIFO when the caller may (root or CAP_SYS_NICE): the modelled GPU time
+is exact whatever the host does, but the applications' own wake-ups are real
+and a busy 2-core host would otherwise add milliseconds to the latencies
+they measure.
 """
 import json
 import math
@@ -17,8 +18,9 @@ import sys
 import tempfile
 import time
 
-import host_steal
-import request_log
+from . import child_env, module_argv
+from . import host_steal
+from . import request_log
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -286,11 +288,11 @@ def run_pass_once(node, workloads, scenario, variant, duration_s, preempt, polic
         spec_path, result_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "result.json")
         with open(spec_path, "w") as f:
             json.dump(spec, f)
-        argv = node.command(tmp, preempt, [sys.executable, os.path.join(HERE, "node_pass.py"), spec_path, result_path])
+        argv = node.command(tmp, preempt, module_argv("node_pass", spec_path, result_path))
         if realtime:
             argv = ["chrt", "-f", str(RT_PRIORITY)] + argv
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 180)
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 180, env=child_env())
             with open(result_path) as f:
                 result = json.load(f)
         except subprocess.TimeoutExpired:

@@ -1,16 +1,16 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """The demo: the high-load scenario of shared/design/evaluation.md on kfdemu
 (ResNet-18 batch 1 at 20 requests/s beside ResNet-50 batch 1024 training),
 first without and then with gpreemptd, printed side by side.
 
-  demo.py [--build DIR] [--seconds S]
+  scripts/demo [--seconds S]
+  PYTHONPATH=scripts python3 -P -m gpreempt_eval.demo [--build DIR] [--seconds S]
 """
 import argparse
 import os
 import sys
 
-import runner
+from . import runner
 
 SCENARIO = "high-load"
 
@@ -52,7 +52,7 @@ def main():
         print("%-28s%18s%17.1f%%" % ("offline time suspended", "-", 100 * gp["suspended_share"]))
     print()
     print("These numbers are simulated: kfdemu's GPU time model ran the workload models of "
-          "scripts/eval/workloads.json (calibrated against the real MI308X column without gpreempt); "
+          "scripts/gpreempt_eval/workloads.json (calibrated against the real MI308X column without gpreempt); "
           "no GPU was used. Latencies are model time (the emulated GPU's timestamps). "
           "'real MI308X' was measured without gpreempt.")
     if problem:

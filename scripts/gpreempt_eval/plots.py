@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import matplotlib.ticker  # noqa: E402
 
-import analysis  # noqa: E402
+from . import analysis  # noqa: E402
 
 SIMULATED = "simulated on kfdemu (emulated MI308X)"
 REAL = "measured on a real node"

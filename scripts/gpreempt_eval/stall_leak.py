@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """How much a stalled host still leaks into the evaluation's latencies.
 
@@ -9,7 +8,8 @@ the online P50/P99/max in model time (GPU timestamps) and on the wall clock.
 Passes are interleaved (quiet, stalled, quiet, ...) so the host's drift
 falls on both.
 
-  stall_leak.py [--build DIR] [--runs N] [--seconds S] [--stall-ms MS] [--every-ms MS]
+  PYTHONPATH=scripts python3 -P -m gpreempt_eval.stall_leak [--build DIR] [--runs N] [--seconds S]
+                                                          [--stall-ms MS] [--every-ms MS]
 """
 import argparse
 import multiprocessing
@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 
-import runner
+from . import runner
 
 HOG_PRIORITY = 50   # above the evaluation's SCHED_FIFO priority (runner.RT_PRIORITY)
 

@@ -1,10 +1,10 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """One pass of one scenario, run *inside* an emulated node (kfdemu-run) or on
 a real GPU node: start the offline job, optionally gpreemptd, then the online
 service for the measured window; collect what each reported.
 
-Usage: node_pass.py SPEC.json RESULT.json  (the spec is written by runner.py)
+Usage: python3 -m gpreempt_eval.node_pass SPEC.json RESULT.json
+       (the spec is written by runner.py, which starts it so)
 
 The offline job's throughput is measured over the online window only (its
 queues' read indices before and after, from SIGUSR1 reports), so warm-up and

@@ -5,7 +5,7 @@ shared/design/evaluation.md section 2."""
 import os
 import statistics
 
-import request_log
+from . import request_log
 
 CALIBRATION_TOLERANCE = 0.15
 # Targets (evaluation.md section 2) for the high-load scenario with gpreemptd.
