@@ -19,16 +19,15 @@
 #include <systemd/sd-event.h>
 
 #include "cleanup.h"
+#include "ctl-report.h"
+#include "held-session.h"
 #include "parse-pid.h"
 #include "parse.h"
-#include "ctl-report.h"
 #include "sources.h"
 #include "verbs.h"
 
 /* --gpu can be given this often; more GPUs than any node has. */
-#define HOLD_MAX_GPUS 64
-/* Queue ids named by events and not yet suspended, per process. */
-#define HOLD_MAX_PENDING_QUEUES 1024
+#define HOLD_MAX_GPUS HELD_SESSION_MAX_GPUS
 #define HOLD_MAX_ERRORS 16
 
 enum held_state {
@@ -43,18 +42,9 @@ struct hold;
 struct held {
         struct hold *hold;
         pid_t pid;
-        struct gp_target *target;
-        sd_event_source *io;
+        struct held_session *session;
         enum held_state state;
-        bool suspend_all;
-        uint32_t pending[HOLD_MAX_PENDING_QUEUES];
-        size_t n_pending;
-        size_t queues_suspended;
-        size_t queues_resumed;
-        size_t queues_not_suspended;
-        size_t retries;
-        size_t new_queues_caught;
-        size_t runtime_events;
+        struct held_session_counts counts; /* as the session left them */
         const char *gone_reason;
         char *errors[HOLD_MAX_ERRORS];
         size_t n_errors;
@@ -95,7 +85,7 @@ static void print_help(void)
 
 static void held_add_error(struct held *h, int error, enum gp_op op)
 {
-        int state = h->target ? (int)gp_target_runtime_state(h->target) : -1;
+        int state = h->session ? (int)held_session_runtime_state(h->session) : -1;
         char *sentence = ctl_report_error(error, op, h->pid, state);
 
         if (sentence && h->n_errors < HOLD_MAX_ERRORS)
@@ -112,145 +102,93 @@ static void held_say(const struct held *h, const char *what)
         fflush(stdout);
 }
 
-static void on_target_event(struct gp_target *target, const struct gp_event *event,
-                            void *userdata)
+/* What the session did: live while it lasts, as it left them after. */
+static const struct held_session_counts *held_counts(const struct held *h)
 {
-        struct held *h = userdata;
-
-        switch (event->type) {
-        case GP_EVENT_QUEUE_NEW:
-                /* Suspended right after this round of events. */
-                if (h->n_pending < HOLD_MAX_PENDING_QUEUES)
-                        h->pending[h->n_pending++] = event->queue_id;
-                else
-                        h->suspend_all = true;
-                break;
-        case GP_EVENT_RUNTIME:
-                h->runtime_events++;
-                if (h->state != HELD_WAITING_RUNTIME)
-                        break;
-                if (event->runtime_state == GP_RUNTIME_ENABLED) {
-                        h->state = HELD_ACTIVE;
-                        h->suspend_all = true;
-                        held_say(h, "runtime enabled debugging; holding its queues from now on");
-                } else if (event->runtime_state == GP_RUNTIME_ENABLED_BUSY) {
-                        /* The deferred activation met another process's
-                         * debug VMID (kfd_dbg_trap_activate). */
-                        held_add_error(h, -GP_ERR_VMID_BUSY, GP_OP_SUSPEND);
-                        h->precondition_failed = true;
-                } else if (event->runtime_state == GP_RUNTIME_ENABLED_ERROR) {
-                        held_add_error(h, -GP_ERR_RUNTIME_ERROR, GP_OP_SUSPEND);
-                        h->precondition_failed = true;
-                }
-                break;
-        case GP_EVENT_EXITED:
-                h->state = HELD_GONE;
-                h->gone_reason = "exited";
-                break;
-        case GP_EVENT_EXECED:
-                h->state = HELD_GONE;
-                h->gone_reason = "exec'd";
-                break;
-        case GP_EVENT_QUEUE_DELETED:
-        case GP_EVENT_STOPPED:
-                break;
-        }
+        return h->session ? held_session_counts(h->session) : &h->counts;
 }
 
-static struct gp_queue_opts held_queue_opts(const struct held *h, const uint32_t *queue_ids,
-                                            size_t n_queue_ids)
-{
-        return (struct gp_queue_opts){
-                .sz = sizeof(struct gp_queue_opts),
-                .gpu_ids = h->hold->n_gpu_ids ? h->hold->gpu_ids : NULL,
-                .n_gpu_ids = h->hold->n_gpu_ids,
-                .grace_period = h->hold->grace_period,
-                .queue_ids = queue_ids,
-                .n_queue_ids = n_queue_ids,
-        };
-}
-
-/* Suspends what events asked for: everything, or the new queues. */
-static void held_suspend_pending(struct held *h)
+/* Suspends every queue on the GPUs asked for; the session then catches the new ones there. */
+static void held_suspend(struct held *h)
 {
         struct gp_queue_report report;
-        struct gp_queue_opts opts;
-        bool all = h->suspend_all;
-        int r;
+        int r = held_session_set_suspended(h->session, h->hold->gpu_ids, h->hold->n_gpu_ids, true, &report);
 
-        if (h->state != HELD_ACTIVE || (!all && h->n_pending == 0))
-                return;
-        opts = held_queue_opts(h, all ? NULL : h->pending, all ? 0 : h->n_pending);
-        h->suspend_all = false;
-        h->n_pending = 0;
-
-        r = gp_target_suspend(h->target, &opts, &report);
-        if (r == -GP_ERR_NO_QUEUES)
-                /* Not yet any queue (on these GPUs), or it is gone already. */
-                return;
         if (r == -GP_ERR_TARGET_GONE)
-                return;
+                return; /* its end is reported next */
         if (r < 0) {
                 held_add_error(h, r, GP_OP_SUSPEND);
                 return;
         }
-        if (all)
-                h->queues_suspended = report.n_done;
-        else {
-                h->queues_suspended += report.n_done;
-                h->new_queues_caught += report.n_done;
-        }
-        h->retries += report.n_retried;
-        h->queues_not_suspended += report.n_invalid + report.n_error;
-        if (!h->hold->json) {
-                if (all)
-                        printf("pid %d: suspended %zu queue%s\n", (int)h->pid, report.n_done,
-                               report.n_done == 1 ? "" : "s");
-                else
-                        printf("pid %d: suspended %zu new queue%s\n", (int)h->pid, report.n_done,
-                               report.n_done == 1 ? "" : "s");
-                fflush(stdout);
+        /* Not yet any queue (on these GPUs): nothing to say until one comes. */
+        if (report.n_queues == 0 || h->hold->json)
+                return;
+        printf("pid %d: suspended %zu queue%s\n", (int)h->pid, report.n_done, report.n_done == 1 ? "" : "s");
+        fflush(stdout);
+}
+
+static void on_queues_changed(struct held_session *s, size_t caught, void *userdata)
+{
+        struct held *h = userdata;
+
+        if (caught == 0 || h->hold->json)
+                return;
+        printf("pid %d: suspended %zu new queue%s\n", (int)h->pid, caught, caught == 1 ? "" : "s");
+        fflush(stdout);
+}
+
+static void on_runtime_changed(struct held_session *s, enum gp_runtime_state state, void *userdata)
+{
+        struct held *h = userdata;
+
+        if (h->state != HELD_WAITING_RUNTIME)
+                return;
+        if (state == GP_RUNTIME_ENABLED) {
+                h->state = HELD_ACTIVE;
+                held_say(h, "runtime enabled debugging; holding its queues from now on");
+                held_suspend(h);
+        } else if (state == GP_RUNTIME_ENABLED_BUSY) {
+                /* The deferred activation met another process's debug VMID (kfd_dbg_trap_activate). */
+                held_add_error(h, -GP_ERR_VMID_BUSY, GP_OP_SUSPEND);
+                h->precondition_failed = true;
+        } else if (state == GP_RUNTIME_ENABLED_ERROR) {
+                held_add_error(h, -GP_ERR_RUNTIME_ERROR, GP_OP_SUSPEND);
+                h->precondition_failed = true;
         }
 }
 
-static void held_after_gone(struct held *h)
+static void on_ended(struct held_session *s, enum held_session_end how, void *userdata)
 {
+        struct held *h = userdata;
         struct hold *hold = h->hold;
         bool any_left = false;
 
-        if (h->io)
-                h->io = sd_event_source_disable_unref(h->io);
+        h->state = HELD_GONE;
+        h->gone_reason = how == HELD_SESSION_EXECED ? "exec'd" : "exited";
         if (!hold->json) {
                 char what[64];
 
-                snprintf(what, sizeof(what), "%s while held; nothing of it is suspended",
-                         h->gone_reason ? h->gone_reason : "went away");
+                snprintf(what, sizeof(what), "%s while held; nothing of it is suspended", h->gone_reason);
                 held_say(h, what);
         }
         /* Nothing left to hold: no reason to wait for --for or a signal. */
         for (size_t i = 0; i < hold->n_held; i++)
-                any_left |= hold->held[i].state == HELD_ACTIVE ||
-                            hold->held[i].state == HELD_WAITING_RUNTIME;
+                any_left |= hold->held[i].state == HELD_ACTIVE || hold->held[i].state == HELD_WAITING_RUNTIME;
         if (!any_left && hold->event)
                 (void)sd_event_exit(hold->event, 0);
 }
 
-static int on_event_fd(sd_event_source *source, int fd, uint32_t revents, void *userdata)
+static void on_session_error(struct held_session *s, int error, enum gp_op op, void *userdata)
 {
-        struct held *h = userdata;
-        int r;
-
-        r = gp_target_process_events(h->target);
-        if (r < 0 && r != -GP_ERR_TARGET_GONE)
-                held_add_error(h, r, GP_OP_EVENTS);
-        if (h->state == HELD_GONE || gp_target_is_gone(h->target)) {
-                h->state = HELD_GONE;
-                held_after_gone(h);
-                return 0;
-        }
-        held_suspend_pending(h);
-        return 0;
+        held_add_error(userdata, error, op);
 }
+
+static const struct held_session_callbacks held_callbacks = {
+        .queues_changed = on_queues_changed,
+        .runtime_changed = on_runtime_changed,
+        .ended = on_ended,
+        .error = on_session_error,
+};
 
 static int on_sigchld(sd_event_source *source, const struct signalfd_siginfo *si, void *userdata)
 {
@@ -259,19 +197,9 @@ static int on_sigchld(sd_event_source *source, const struct signalfd_siginfo *si
         /* SIGCHLD coalesces: look at every target, each until nothing is
          * pending, so no stop is left unserviced (a stopped tracee would
          * wait for us forever). */
-        for (size_t i = 0; i < hold->n_held; i++) {
-                struct held *h = &hold->held[i];
-                enum held_state before = h->state;
-                int r;
-
-                if (!h->target)
-                        continue;
-                r = gp_target_service_ptrace(h->target);
-                if (r < 0)
-                        held_add_error(h, r, GP_OP_PTRACE);
-                if (h->state == HELD_GONE && before != HELD_GONE)
-                        held_after_gone(h);
-        }
+        for (size_t i = 0; i < hold->n_held; i++)
+                if (hold->held[i].session && hold->held[i].state != HELD_GONE)
+                        (void)held_session_service_ptrace(hold->held[i].session);
         return 0;
 }
 
@@ -288,33 +216,22 @@ static int on_timeout(sd_event_source *source, uint64_t usec, void *userdata)
 static void held_attach(struct held *h)
 {
         struct hold *hold = h->hold;
-        const struct gp_queue *queues;
         size_t n_queues;
         int r;
 
-        r = gp_target_attach(hold->context, h->pid,
-                             &(struct gp_attach_opts){ .sz = sizeof(struct gp_attach_opts),
-                                                       .event_fn = on_target_event,
-                                                       .event_userdata = h },
-                             &h->target);
+        r = held_session_attach(hold->context, hold->event, h->pid, hold->grace_period, &held_callbacks, h,
+                                &h->session);
         if (r < 0) {
                 h->state = HELD_FAILED;
                 h->precondition_failed = true;
                 held_add_error(h, r, GP_OP_ATTACH);
                 return;
         }
-        r = sd_event_add_io(hold->event, &h->io, gp_target_event_fd(h->target), EPOLLIN,
-                            on_event_fd, h);
-        if (r < 0) {
-                held_add_error(h, r, GP_OP_EVENTS);
-                return;
-        }
 
-        switch (gp_target_runtime_state(h->target)) {
+        switch (held_session_runtime_state(h->session)) {
         case GP_RUNTIME_ENABLED:
                 h->state = HELD_ACTIVE;
-                h->suspend_all = true;
-                held_suspend_pending(h);
+                held_suspend(h);
                 if (h->n_errors > 0)
                         h->precondition_failed = true;
                 return;
@@ -323,9 +240,8 @@ static void held_attach(struct held *h)
                  * process that has queues and no enabled runtime never will
                  * have one (a runtime older than ROCm 5.7). Let SUSPEND say so
                  * in the kernel's words. */
-                r = gp_target_snapshot(h->target, &queues, &n_queues);
-                if (r >= 0 && n_queues > 0) {
-                        r = gp_target_suspend(h->target, NULL, NULL);
+                if (held_session_count_queues(h->session, &n_queues) >= 0 && n_queues > 0) {
+                        r = held_session_set_suspended(h->session, NULL, 0, true, NULL);
                         if (r < 0) {
                                 h->precondition_failed = true;
                                 held_add_error(h, r, GP_OP_SUSPEND);
@@ -341,26 +257,22 @@ static void held_attach(struct held *h)
         }
 }
 
+/* Resumes what is held and ends the session; its counts stay for the report. */
 static void held_release(struct held *h)
 {
-        struct gp_queue_report report;
-        struct gp_queue_opts opts = held_queue_opts(h, NULL, 0);
         int r;
 
-        if (!h->target)
+        if (!h->session)
                 return;
-        if (h->state == HELD_ACTIVE && h->queues_suspended > 0) {
-                r = gp_target_resume(h->target, &opts, &report);
-                if (r >= 0)
-                        h->queues_resumed = report.n_done;
-                else if (r != -GP_ERR_NO_QUEUES && r != -GP_ERR_TARGET_GONE)
+        if (h->state == HELD_ACTIVE && held_counts(h)->queues_suspended > 0) {
+                r = held_session_set_suspended(h->session, h->hold->gpu_ids, h->hold->n_gpu_ids, false, NULL);
+                /* -EIO: some stay suspended in the scheduler; ending the session resumes them */
+                if (r < 0 && r != -GP_ERR_TARGET_GONE && r != -EIO)
                         held_add_error(h, r, GP_OP_RESUME);
         }
-        if (h->io)
-                h->io = sd_event_source_disable_unref(h->io);
-        /* DISABLE resumes whatever is still suspended. */
-        r = gp_target_detach(h->target);
-        h->target = NULL;
+        h->counts = *held_session_counts(h->session);
+        r = held_session_end(h->session);
+        h->session = NULL;
         if (r < 0)
                 held_add_error(h, r, GP_OP_DETACH);
 }
@@ -394,16 +306,16 @@ static void print_results_json(const struct hold *hold)
                 json_object_object_add(p, "pid", json_object_new_int64(h->pid));
                 json_object_object_add(p, "state", json_object_new_string(held_state_name(h)));
                 json_object_object_add(p, "queues_suspended",
-                                       json_object_new_uint64(h->queues_suspended));
+                                       json_object_new_uint64(held_counts(h)->queues_suspended));
                 json_object_object_add(p, "queues_resumed",
-                                       json_object_new_uint64(h->queues_resumed));
+                                       json_object_new_uint64(held_counts(h)->queues_resumed));
                 json_object_object_add(p, "queues_not_suspended",
-                                       json_object_new_uint64(h->queues_not_suspended));
-                json_object_object_add(p, "retries", json_object_new_uint64(h->retries));
+                                       json_object_new_uint64(held_counts(h)->queues_not_suspended));
+                json_object_object_add(p, "retries", json_object_new_uint64(held_counts(h)->retries));
                 json_object_object_add(p, "new_queues_caught",
-                                       json_object_new_uint64(h->new_queues_caught));
+                                       json_object_new_uint64(held_counts(h)->new_queues_caught));
                 json_object_object_add(p, "runtime_events",
-                                       json_object_new_uint64(h->runtime_events));
+                                       json_object_new_uint64(held_counts(h)->runtime_events));
                 for (size_t e = 0; e < h->n_errors; e++)
                         json_object_array_add(errors, json_object_new_string(h->errors[e]));
                 json_object_object_add(p, "errors", errors);
@@ -426,10 +338,10 @@ static void print_results_text(const struct hold *hold)
                 printf("pid %d: %s; %zu queue%s suspended (%zu caught while held, %zu retried, "
                        "%zu not suspendable), %zu resumed, %zu runtime event%s acknowledged, "
                        "%zu error%s\n",
-                       (int)h->pid, held_state_name(h), h->queues_suspended,
-                       h->queues_suspended == 1 ? "" : "s", h->new_queues_caught, h->retries,
-                       h->queues_not_suspended, h->queues_resumed, h->runtime_events,
-                       h->runtime_events == 1 ? "" : "s", h->n_errors,
+                       (int)h->pid, held_state_name(h), held_counts(h)->queues_suspended,
+                       held_counts(h)->queues_suspended == 1 ? "" : "s", held_counts(h)->new_queues_caught, held_counts(h)->retries,
+                       held_counts(h)->queues_not_suspended, held_counts(h)->queues_resumed, held_counts(h)->runtime_events,
+                       held_counts(h)->runtime_events == 1 ? "" : "s", h->n_errors,
                        h->n_errors == 1 ? "" : "s");
         }
 }
@@ -445,7 +357,7 @@ static int hold_exit_code(const struct hold *hold)
                         n_precondition++;
                 else if (h->n_errors > 0)
                         n_failed++;
-                else if (h->queues_not_suspended > 0)
+                else if (held_counts(h)->queues_not_suspended > 0)
                         n_partial++;
         }
         if (n_precondition == hold->n_held)
@@ -510,10 +422,7 @@ static void hold_done(struct hold *hold)
         for (size_t i = 0; i < hold->n_held; i++) {
                 struct held *h = &hold->held[i];
 
-                if (h->io)
-                        sd_event_source_disable_unref(h->io);
-                if (h->target)
-                        (void)gp_target_detach(h->target);
+                (void)held_session_end(h->session);
                 for (size_t e = 0; e < h->n_errors; e++)
                         free(h->errors[e]);
         }

@@ -7,13 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cleanup.h"
 #include <gpreempt/gpreempt.h>
+
+#include "cleanup.h"
+#include "detector.h"
+#include "held-session.h"
 #include "log.h"
 #include "manager.h"
 #include "parse-pid.h"
 #include "process-facts.h"
-#include "session.h"
 #include "workload-match.h"
 
 static const char description[] =
@@ -138,9 +140,9 @@ static struct json_object *process_json(const struct manager *m, const struct tr
         uint32_t suspended[MANAGER_MAX_GPUS];
         size_t n_suspended = 0;
 
-        for (size_t i = 0; p->session && i < p->n_gpu_ids; i++)
-                if (session_is_suspended(p->session, p->gpu_ids[i]))
-                        suspended[n_suspended++] = p->gpu_ids[i];
+        for (size_t i = 0; p->session && i < p->queues.n_gpu_ids; i++)
+                if (held_session_is_suspended(p->session, p->queues.gpu_ids[i]))
+                        suspended[n_suspended++] = p->queues.gpu_ids[i];
         json_object_object_add(o, "pid", json_object_new_int(p->pid));
         json_object_object_add(o, "managed", json_object_new_boolean(p->managed));
         add_string_or_null(o, "class", p->managed ? workload_class_to_string(p->class) : NULL);
@@ -148,19 +150,19 @@ static struct json_object *process_json(const struct manager *m, const struct tr
         json_object_object_add(o, "registered", json_object_new_boolean(p->registered));
         json_object_object_add(o, "held", json_object_new_boolean(p->held));
         json_object_object_add(o, "terminating", json_object_new_boolean(p->terminating));
-        json_object_object_add(o, "gpus", int_array(p->gpu_ids, p->n_gpu_ids));
-        json_object_object_add(o, "queues", json_object_new_int64((int64_t)p->n_queues));
+        json_object_object_add(o, "gpus", int_array(p->queues.gpu_ids, p->queues.n_gpu_ids));
+        json_object_object_add(o, "queues", json_object_new_int64((int64_t)p->queues.n_queues));
         json_object_object_add(o, "watched_queues", json_object_new_int64((int64_t)p->n_watched_queues));
         json_object_object_add(o, "online_queues", online_queues_json(m->detector, p));
         json_object_object_add(o, "attached", json_object_new_boolean(p->session != NULL));
         add_string_or_null(o, "runtime",
-                           p->session ? gp_runtime_state_to_string(session_runtime_state(p->session)) : NULL);
+                           p->session ? gp_runtime_state_to_string(held_session_runtime_state(p->session)) : NULL);
         add_string_or_null(o, "attach_error", p->session_error);
         json_object_object_add(o, "suspended_gpus", int_array(suspended, n_suspended));
         json_object_object_add(o, "suspends",
-                               json_object_new_int64(p->session ? (int64_t)session_suspend_count(p->session) : 0));
+                               json_object_new_int64(p->session ? (int64_t)held_session_counts(p->session)->suspends : 0));
         json_object_object_add(o, "resumes",
-                               json_object_new_int64(p->session ? (int64_t)session_resume_count(p->session) : 0));
+                               json_object_new_int64(p->session ? (int64_t)held_session_counts(p->session)->resumes : 0));
         return o;
 }
 

@@ -5,51 +5,91 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
-#include "manager.h"
 #include "monotonic-clock.h"
 #include "sources.h"
 
-static void kfd_root(const struct manager *m, char *buf, size_t size)
+/*
+ * How long one step of a pass goes on looking at listed processes while no
+ * GPU is watched closely; while one is, a step is one process, so a look due
+ * every BusyPollIntervalUs waits for one process at most. One process a step
+ * throughout cost the idle daemon more in loop iterations than whole scans,
+ * and a shorter budget throughout made the gaps between two busy looks that
+ * held discovery longer (docs/benchmarks/daemon-internals.md). An idle
+ * GPU's look, every IdlePollIntervalUs, can wait this long.
+ */
+#define DISCOVERY_IDLE_STEP_US 100
+
+/* What a pass compares with the last one, per listed pid (sorted by pid). */
+struct known_pid {
+        pid_t pid;
+        uint64_t kfd_identity;
+        uint64_t queue_dir_signature;
+};
+
+struct discovery {
+        const struct discovery_callbacks *callbacks;
+        void *userdata;
+        sd_event *event;
+        char *kfd_root;
+        uint64_t interval_us;
+        sd_event_source *timer; /* the next pass */
+        sd_event_source *step;  /* a pass under way: a few listed processes per dispatch */
+        pid_t *pids;            /* the listing the pass walks */
+        size_t n_pids, next;
+        bool under_way;
+        bool listing_failed;    /* warned about it already */
+        struct known_pid *known;
+        size_t n_known;
+};
+
+static int compare_known(const void *key, const void *element)
 {
-        snprintf(buf, size, "%s/class/kfd/kfd", m->paths.sysfs_root);
+        pid_t pid = *(const pid_t *)key;
+        const struct known_pid *k = element;
+
+        return pid < k->pid ? -1 : pid > k->pid;
 }
 
-void discovery_refresh_process(struct manager *m, struct tracked_process *p)
+static struct known_pid *find_known(struct discovery *d, pid_t pid)
 {
-        struct qf_sysfs_process sysfs = { 0 };
-        struct qf_diags diags = { 0 };
-        uint64_t signature = 1469598103934665603ull; /* FNV-1a over (queue id, gpu id) */
-        char root[512];
+        return d->n_known ? bsearch(&pid, d->known, d->n_known, sizeof(*d->known), compare_known) : NULL;
+}
 
-        kfd_root(m, root, sizeof(root));
-        if (qf_sysfs_read_process(root, p->pid, &diags, &sysfs) < 0) {
-                qf_diags_clear(&diags);
-                return;
-        }
-        p->n_gpu_ids = 0;
-        p->n_compute_queues = 0;
-        for (size_t i = 0; i < sysfs.n_queues; i++) {
-                const struct qf_sysfs_queue *q = &sysfs.queues[i];
-                bool known = false;
+static void remove_known(struct discovery *d, struct known_pid *k)
+{
+        size_t i = (size_t)(k - d->known);
 
-                p->n_compute_queues += q->type == QF_SYSFS_QUEUE_COMPUTE;
-                signature = (signature ^ q->queue_id) * 1099511628211ull;
-                signature = (signature ^ q->gpu_id) * 1099511628211ull;
-                for (size_t g = 0; g < p->n_gpu_ids; g++)
-                        known = known || p->gpu_ids[g] == q->gpu_id;
-                if (!known && p->n_gpu_ids < MANAGER_MAX_GPUS) {
-                        p->gpu_ids[p->n_gpu_ids++] = q->gpu_id;
-                        manager_gpu(m, q->gpu_id);
-                }
-        }
-        p->n_queues = sysfs.n_queues;
-        p->queue_signature = signature;
-        qf_sysfs_process_clear(&sysfs);
-        qf_diags_clear(&diags);
+        memmove(k, k + 1, (d->n_known - i - 1) * sizeof(*k));
+        d->n_known--;
+}
+
+static int add_known(struct discovery *d, pid_t pid, uint64_t identity)
+{
+        struct known_pid *grown = realloc(d->known, (d->n_known + 1) * sizeof(*grown));
+        size_t i = 0;
+
+        if (!grown)
+                return -ENOMEM;
+        d->known = grown;
+        while (i < d->n_known && d->known[i].pid < pid)
+                i++;
+        memmove(&d->known[i + 1], &d->known[i], (d->n_known - i) * sizeof(*d->known));
+        d->known[i] = (struct known_pid){ .pid = pid, .kfd_identity = identity };
+        d->n_known++;
+        return 0;
+}
+
+void discovery_forget(struct discovery *d, pid_t pid)
+{
+        struct known_pid *k = d ? find_known(d, pid) : NULL;
+
+        if (k)
+                remove_known(d, k);
 }
 
 /*
@@ -59,8 +99,8 @@ void discovery_refresh_process(struct manager *m, struct tracked_process *p)
  * (kfd-interface.md §6 (c)). The directory's inode number tells the two
  * apart, which neither the pid, the start time nor /proc/<pid>/exe does (a
  * launcher may exec the same binary). kernfs does not hand an inode number
- * out again at once, nor does kfdemu's tmpfs. One stat per process and scan,
- * beside the queue directory read each scan anyway. 0 when the entry is gone.
+ * out again at once, nor does kfdemu's tmpfs. One stat per process and pass,
+ * beside the queue directory read each pass anyway. 0 when the entry is gone.
  */
 static uint64_t kfd_process_identity(const char *root, pid_t pid)
 {
@@ -76,23 +116,22 @@ static uint64_t kfd_process_identity(const char *root, pid_t pid)
  * getdents returns them: a queue created or destroyed changes it, and so
  * does a queue id reused for a new queue (a new directory, a new inode).
  * Each entry is hashed alone and the hashes summed, so the order the
- * directory lists them in does not matter. A scan reads this instead of
- * three files per queue and the GPUs' cu_occupancy, which at 64 processes of
- * 8 queues every 100 ms was most of the idle daemon's CPU. 0 when the
- * directory cannot be read.
+ * directory lists them in does not matter. A pass reads this instead of
+ * three files per queue and the GPUs' cu_occupancy. 0 when the directory
+ * cannot be read.
  */
 static uint64_t queue_dir_signature(const char *root, pid_t pid)
 {
         char path[600];
         uint64_t sum = 0;
         struct dirent *e;
-        DIR *d;
+        DIR *dir;
 
         snprintf(path, sizeof(path), "%s/proc/%d/queues", root, (int)pid);
-        d = opendir(path);
-        if (!d)
+        dir = opendir(path);
+        if (!dir)
                 return 0;
-        while ((e = readdir(d))) {
+        while ((e = readdir(dir))) {
                 uint64_t h = 1469598103934665603ull; /* FNV-1a */
 
                 if (e->d_name[0] == '.')
@@ -102,30 +141,20 @@ static uint64_t queue_dir_signature(const char *root, pid_t pid)
                 h = (h ^ (uint64_t)e->d_ino) * 1099511628211ull;
                 sum += h;
         }
-        closedir(d);
+        closedir(dir);
         return sum + 1;
-}
-
-/* Re-reads p's queues; true if they differ from what was seen before. */
-static bool queues_changed(struct manager *m, struct tracked_process *p)
-{
-        uint64_t before = p->queue_signature;
-        size_t n_before = p->n_queues;
-
-        discovery_refresh_process(m, p);
-        return p->queue_signature != before || p->n_queues != n_before;
 }
 
 /*
  * The pids listed under proc/, sorted; none when there is no proc/ (no KFD
- * process at all). Another error (EMFILE, ENOMEM) returns -errno: the scan
+ * process at all). Another error (EMFILE, ENOMEM) returns -errno: the pass
  * is skipped, since an empty listing would forget, and so detach from,
  * every tracked process. Warns at the first failure and says when the
  * listing works again.
  */
-static int list_processes(struct discovery *d, const char *root, pid_t **ret_pids, size_t *ret_n)
+static int list_processes(struct discovery *d, pid_t **ret_pids, size_t *ret_n)
 {
-        int r = qf_sysfs_list_pids(root, ret_pids, ret_n);
+        int r = qf_sysfs_list_pids(d->kfd_root, ret_pids, ret_n);
 
         if (r < 0) {
                 *ret_pids = NULL;
@@ -134,79 +163,74 @@ static int list_processes(struct discovery *d, const char *root, pid_t **ret_pid
         if (r < 0 && r != -ENOENT) {
                 if (!d->listing_failed)
                         log_warning_errno(r, "Cannot list %s/proc: the processes found so far are kept, and new "
-                                             "ones are not found until it can be listed again", root);
+                                             "ones are not found until it can be listed again", d->kfd_root);
                 d->listing_failed = true;
                 return r;
         }
         if (d->listing_failed)
-                log_notice("%s/proc can be listed again", root);
+                log_notice("%s/proc can be listed again", d->kfd_root);
         d->listing_failed = false;
         return 0;
 }
 
-/* Forgets the tracked processes a listing no longer has: they closed /dev/kfd without exiting. */
-static void forget_unlisted(struct manager *m, const pid_t *pids, size_t n)
+static bool is_listed(const pid_t *pids, size_t n, pid_t pid)
 {
-        for (size_t i = 0; i < m->n_processes;) {
-                struct tracked_process *p = m->processes[i];
-                bool listed = false;
+        return bsearch(&pid, pids, n, sizeof(*pids), compare_known) != NULL;
+}
 
-                for (size_t j = 0; j < n && !listed; j++)
-                        listed = pids[j] == p->pid;
-                if (!listed) {
-                        manager_remove_process(m, p);
+/* The known pids a listing no longer has: they closed /dev/kfd without exiting. */
+static void forget_unlisted(struct discovery *d, const pid_t *pids, size_t n)
+{
+        for (size_t i = 0; i < d->n_known;) {
+                pid_t pid = d->known[i].pid;
+
+                if (is_listed(pids, n, pid)) {
+                        i++;
                         continue;
                 }
-                i++;
+                remove_known(d, &d->known[i]);
+                d->callbacks->pid_vanished(pid, d->userdata);
         }
 }
 
-/* One listed pid: a new process, an exec, or changed queues. It may be gone by now. */
-static void scan_process(struct manager *m, const char *root, pid_t pid)
+/* One listed pid: a new process, an exec, or maybe changed queues. It may be gone by now. */
+static void look_at_pid(struct discovery *d, pid_t pid)
 {
-        struct tracked_process *p;
-        uint64_t identity, dir_signature;
-        bool listed_differently;
+        struct known_pid *k;
+        uint64_t identity, signature;
+        bool relisted;
 
         if (pid == getpid())
-                return; /* the daemon's own kfd process */
-        /* before the process facts are read, so an exec in between is seen at the next scan */
-        identity = kfd_process_identity(root, pid);
+                return; /* the daemon's own KFD process */
+        identity = kfd_process_identity(d->kfd_root, pid);
         if (identity == 0)
-                return; /* gone since the listing: the next scan forgets it */
-        p = manager_find_process(m, pid);
-        if (p && p->kfd_identity != identity) {
-                manager_forget_exec(m, p);
-                p = NULL;
+                return; /* gone since the listing: the next pass forgets it */
+        k = find_known(d, pid);
+        if (k && k->kfd_identity != identity) {
+                remove_known(d, k);
+                d->callbacks->pid_replaced(pid, d->userdata);
+                k = NULL;
         }
-        if (!p) {
-                p = manager_add_process(m, pid);
-                if (p)
-                        p->kfd_identity = identity;
+        if (!k) {
+                if (d->callbacks->pid_appeared(pid, d->userdata) && add_known(d, pid, identity) < 0)
+                        log_warning("Process %d: out of memory; it is found again by the next pass", (int)pid);
                 return;
         }
-        dir_signature = queue_dir_signature(root, p->pid);
-        listed_differently = dir_signature != p->queue_dir_signature;
-        p->queue_dir_signature = dir_signature;
-        /* debugfs can lag sysfs: keep looking until every compute queue is watched */
-        if ((listed_differently && queues_changed(m, p)) ||
-            (p->managed && p->class == WORKLOAD_CLASS_ONLINE && p->n_watched_queues < p->n_compute_queues))
-                manager_process_queues_changed(m, p);
+        signature = queue_dir_signature(d->kfd_root, pid);
+        relisted = signature != k->queue_dir_signature;
+        k->queue_dir_signature = signature;
+        d->callbacks->pid_seen(pid, relisted, d->userdata);
 }
 
-void discovery_scan(struct manager *m)
+static void schedule_next_pass(struct discovery *d)
 {
-        pid_t *pids;
-        size_t n;
-        char root[512];
+        uint64_t now = 0;
 
-        kfd_root(m, root, sizeof(root));
-        if (list_processes(&m->discovery, root, &pids, &n) < 0)
-                return;
-        forget_unlisted(m, pids, n);
-        for (size_t j = 0; j < n; j++)
-                scan_process(m, root, pids[j]);
-        free(pids);
+        if (d->under_way)
+                return; /* its end sets the timer */
+        sd_event_now(d->event, CLOCK_MONOTONIC, &now);
+        sd_event_source_set_time(d->timer, now + d->interval_us);
+        sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
 }
 
 /* Ends the pass under way, if any. */
@@ -219,67 +243,61 @@ static void pass_end(struct discovery *d)
         d->under_way = false;
 }
 
-/*
- * How long one step of a pass goes on looking at listed processes while no
- * GPU is on a fast cadence; while one is, a step is one process, so a look
- * due every 20 µs waits for one process at most. At scale one process a
- * step throughout cost the idle daemon 0.1-0.2 % of a core more than whole
- * scans, in loop iterations, and a 20 µs budget throughout made the gaps
- * between two busy looks that held discovery twice as long at p90 (117
- * against 55 µs). An idle GPU's look, every IdlePollIntervalUs, can wait
- * this long.
- */
-#define DISCOVERY_IDLE_STEP_US 100
-
-static int on_discovery_step(sd_event_source *s, void *userdata)
+static int on_step(sd_event_source *s, void *userdata)
 {
-        struct manager *m = userdata;
-        struct discovery *d = &m->discovery;
-        uint64_t start = monotonic_clock_us(), budget = manager_fast_cadence(m) ? 0 : DISCOVERY_IDLE_STEP_US;
-        char root[512];
+        struct discovery *d = userdata;
+        uint64_t start = monotonic_clock_us();
+        uint64_t budget = d->callbacks->busy(d->userdata) ? 0 : DISCOVERY_IDLE_STEP_US;
 
-        (void)s;
-        kfd_root(m, root, sizeof(root));
         while (d->next < d->n_pids) {
-                scan_process(m, root, d->pids[d->next++]);
+                look_at_pid(d, d->pids[d->next++]);
                 if (d->next < d->n_pids && monotonic_clock_us() - start >= budget)
                         return 0;
         }
         pass_end(d);
-        discovery_reconfigure(m);
+        schedule_next_pass(d);
         return 0;
 }
 
 /* Lists the processes and starts a pass over them; the next timer is set when it ends. */
-static int on_discovery_timer(sd_event_source *s, uint64_t usec, void *userdata)
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
-        struct manager *m = userdata;
-        struct discovery *d = &m->discovery;
-        char root[512];
+        struct discovery *d = userdata;
 
-        (void)s;
-        (void)usec;
-        kfd_root(m, root, sizeof(root));
-        if (list_processes(d, root, &d->pids, &d->n_pids) < 0) {
-                discovery_reconfigure(m);
+        if (list_processes(d, &d->pids, &d->n_pids) < 0) {
+                schedule_next_pass(d);
                 return 0;
         }
-        forget_unlisted(m, d->pids, d->n_pids);
+        forget_unlisted(d, d->pids, d->n_pids);
         d->under_way = true;
         sd_event_source_set_enabled(d->step, SD_EVENT_ON);
         return 0;
 }
 
-int discovery_start(struct manager *m)
+int discovery_new(sd_event *event, const char *sysfs_root, uint64_t interval_us,
+                  const struct discovery_callbacks *callbacks, void *userdata, struct discovery **ret_discovery)
 {
-        struct discovery *d = &m->discovery;
-        int r = sd_event_add_time(m->event, &d->timer, CLOCK_MONOTONIC, manager_now(m), 1000, on_discovery_timer, m);
+        struct discovery *d = calloc(1, sizeof(*d));
+        int r;
 
-        if (r < 0)
+        if (!d)
+                return -ENOMEM;
+        d->callbacks = callbacks;
+        d->userdata = userdata;
+        d->event = sd_event_ref(event);
+        d->interval_us = interval_us;
+        if (asprintf(&d->kfd_root, "%s/class/kfd/kfd", sysfs_root) < 0) {
+                d->kfd_root = NULL;
+                discovery_free(d);
+                return -ENOMEM;
+        }
+        r = sd_event_add_time(event, &d->timer, CLOCK_MONOTONIC, 0, 1000, on_timer, d);
+        if (r >= 0)
+                r = sd_event_add_defer(event, &d->step, on_step, d);
+        if (r < 0) {
+                discovery_free(d);
                 return r;
-        r = sd_event_add_defer(m->event, &d->step, on_discovery_step, m);
-        if (r < 0)
-                return r;
+        }
         /*
          * Below every other source: sd-event ranks sources of one priority by
          * when they became pending, and a defer source stays pending from its
@@ -288,26 +306,41 @@ int discovery_start(struct manager *m)
          */
         sd_event_source_set_priority(d->step, SD_EVENT_PRIORITY_IDLE);
         sd_event_source_set_enabled(d->step, SD_EVENT_OFF);
-        discovery_scan(m);
-        discovery_reconfigure(m);
+        sd_event_source_set_enabled(d->timer, SD_EVENT_OFF);
+        *ret_discovery = d;
         return 0;
 }
 
-void discovery_reconfigure(struct manager *m)
+void discovery_start(struct discovery *d)
 {
-        struct discovery *d = &m->discovery;
+        pid_t *pids;
+        size_t n;
 
-        if (d->under_way)
-                return; /* its end sets the timer */
-        sd_event_source_set_time(d->timer, manager_now(m) + m->config->daemon.discovery_interval_us);
-        sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+        if (list_processes(d, &pids, &n) >= 0) {
+                forget_unlisted(d, pids, n);
+                for (size_t i = 0; i < n; i++)
+                        look_at_pid(d, pids[i]);
+                free(pids);
+        }
+        schedule_next_pass(d);
 }
 
-void discovery_stop(struct manager *m)
+void discovery_set_interval(struct discovery *d, uint64_t interval_us)
 {
-        struct discovery *d = &m->discovery;
+        d->interval_us = interval_us;
+        schedule_next_pass(d);
+}
 
+struct discovery *discovery_free(struct discovery *d)
+{
+        if (!d)
+                return NULL;
         pass_end(d);
-        d->timer = sd_event_source_disable_unref(d->timer);
-        d->step = sd_event_source_disable_unref(d->step);
+        sd_event_source_disable_unref(d->timer);
+        sd_event_source_disable_unref(d->step);
+        sd_event_unref(d->event);
+        free(d->known);
+        free(d->kfd_root);
+        free(d);
+        return NULL;
 }

@@ -1,45 +1,51 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Noticing processes as they start using the GPU: every process that opens
- * /dev/kfd gets a directory under /sys/class/kfd/kfd/proc/ (named by its
- * host pid, so container processes are covered). sysfs has no change
- * notification, so the directory is listed every DiscoveryIntervalMs; a
- * listing of a few hundred entries costs tens of microseconds. Exits are
- * noticed at once through each process's pidfd (manager.c).
+ * Noticing processes as they start and stop using the GPU: every process
+ * that opens /dev/kfd gets a directory under /sys/class/kfd/kfd/proc/ (named
+ * by its host pid, so container processes are covered). sysfs has no change
+ * notification, so the directory is listed every DiscoveryIntervalMs.
  *
- * Each listed process then costs a stat and a read of its queue directory.
- * At 72 processes on the loaded 2-CPU test VM a whole scan took 1.1-6.6 ms
- * (median 2.7) every 100 ms, and an online write landing in it waited for
- * the rest of it: part of the scale case's reaction tail. So a scan after
- * the first is a pass over the listing in steps at the lowest priority: one
- * process each while a GPU is on a fast cadence, up to ~100 us otherwise.
- * The detector's looks, which are due every 20 us while a GPU is busy, and
+ * Each listed process then costs a stat and a read of its queue directory,
+ * and an online write landing in a long scan would wait for the rest of it.
+ * So a pass after the first goes over the listing in steps at the lowest
+ * priority: one process a step while the owner says a GPU is watched
+ * closely, up to DISCOVERY_IDLE_STEP_US otherwise. The detector's looks and
  * every other event go between any two.
+ *
+ * Discovery keeps only what tells a pass's findings apart (each pid's KFD
+ * identity and queue-directory signature) and reports them upward; the
+ * owner decides what to track. Exits are noticed by the owner at once
+ * through each process's pidfd.
  */
 #pragma once
 
 #include <stdbool.h>
-#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-struct manager;
-struct tracked_process;
-
-struct discovery {
-        sd_event_source *timer; /* the next pass */
-        sd_event_source *step;  /* a pass under way: a few listed processes per dispatch */
-        pid_t *pids;            /* the listing the pass walks */
-        size_t n_pids, next;
-        bool under_way;
-        bool listing_failed;    /* warned about it already */
+struct discovery_callbacks {
+        /* A process opened /dev/kfd (or exec'd into a new KFD process). Returns whether it is tracked. */
+        bool (*pid_appeared)(pid_t pid, void *userdata);
+        /* Its KFD process is another one now: it exec'd, and the old one is gone. pid_appeared follows. */
+        void (*pid_replaced)(pid_t pid, void *userdata);
+        /* It is no longer listed: it closed /dev/kfd without exiting. */
+        void (*pid_vanished)(pid_t pid, void *userdata);
+        /* A tracked process seen again; relisted: its sysfs queue directories changed since the last pass. */
+        void (*pid_seen)(pid_t pid, bool relisted, void *userdata);
+        /* Whether a GPU is watched closely now: a pass then takes one process a step. */
+        bool (*busy)(void *userdata);
 };
 
-int discovery_start(struct manager *m);
-void discovery_stop(struct manager *m);
-/* The interval may have changed with a reload. */
-void discovery_reconfigure(struct manager *m);
-/* Looks for new and vanished processes and queue changes now, in one go. */
-void discovery_scan(struct manager *m);
-/* Re-reads p's queues from sysfs (GPUs, count, signature). */
-void discovery_refresh_process(struct manager *m, struct tracked_process *p);
+struct discovery;
+
+/* sysfs_root: where /sys is (tests point it elsewhere). Nothing is looked at before discovery_start(). */
+int discovery_new(sd_event *event, const char *sysfs_root, uint64_t interval_us,
+                  const struct discovery_callbacks *callbacks, void *userdata, struct discovery **ret_discovery);
+struct discovery *discovery_free(struct discovery *d);
+/* The first pass, whole and at once, so the processes are known before the daemon says it is ready; the next in interval_us. */
+void discovery_start(struct discovery *d);
+/* A reload may have changed the interval. */
+void discovery_set_interval(struct discovery *d, uint64_t interval_us);
+/* The owner stopped tracking pid on its own: a later listing reports it as appearing again. */
+void discovery_forget(struct discovery *d, pid_t pid);

@@ -22,7 +22,6 @@
 #include "log.h"
 #include "manager.h"
 #include "paths.h"
-#include "session.h"
 #include "varlink-server.h"
 
 #define STATUS_INTERVAL_US (5u * 1000000u)

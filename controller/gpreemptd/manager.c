@@ -5,18 +5,19 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "detector.h"
 #include "discovery.h"
-#include <gpreempt/gpreempt.h>
+#include "explain-sentence.h"
+#include "held-session.h"
 #include "log.h"
 #include "monotonic-clock.h"
 #include "online-queues.h"
 #include "process-facts.h"
-#include "session.h"
 #include "workload-match.h"
 
 uint64_t manager_now(const struct manager *m)
@@ -35,82 +36,56 @@ struct tracked_process *manager_find_process(struct manager *m, pid_t pid)
         return NULL;
 }
 
-static bool process_uses_gpu(const struct tracked_process *p, uint32_t gpu_id)
+static bool is_offline_attached(const struct tracked_process *p)
 {
-        for (size_t i = 0; i < p->n_gpu_ids; i++)
-                if (p->gpu_ids[i] == gpu_id)
-                        return true;
-        return false;
+        return p->managed && p->class == WORKLOAD_CLASS_OFFLINE && p->session;
 }
 
-/*
- * A GPU's policy combines the workloads that have queues on it: the most
- * patient online hold-off and coalescing, the strictest offline bounds.
- */
+/* ---- the per-GPU policies ---- */
+
 static struct policy_params gpu_params(struct manager *m, uint32_t gpu_id)
 {
-        struct policy_params online = m->config->class_defaults[WORKLOAD_CLASS_ONLINE];
-        struct policy_params offline = m->config->class_defaults[WORKLOAD_CLASS_OFFLINE];
-        bool any_online = false, any_offline = false;
+        struct policy_params_mix mix;
 
+        policy_params_mix_init(&mix, &m->config->class_defaults[WORKLOAD_CLASS_ONLINE],
+                               &m->config->class_defaults[WORKLOAD_CLASS_OFFLINE]);
         for (size_t i = 0; i < m->n_processes; i++) {
                 const struct tracked_process *p = m->processes[i];
-                const struct policy_params *pp = &p->policy;
 
-                if (!p->managed || !process_uses_gpu(p, gpu_id))
-                        continue;
-                if (p->class == WORKLOAD_CLASS_ONLINE) {
-                        if (!any_online)
-                                online.hold_off_us = online.coalesce_us = 0;
-                        any_online = true;
-                        if (pp->hold_off_us > online.hold_off_us)
-                                online.hold_off_us = pp->hold_off_us;
-                        if (pp->coalesce_us > online.coalesce_us)
-                                online.coalesce_us = pp->coalesce_us;
-                } else {
-                        if (!any_offline) {
-                                offline.max_suspend_us = offline.share_window_us = UINT64_MAX;
-                                offline.min_offline_share_percent = 0;
-                        }
-                        any_offline = true;
-                        if (pp->max_suspend_us < offline.max_suspend_us)
-                                offline.max_suspend_us = pp->max_suspend_us;
-                        if (pp->share_window_us < offline.share_window_us)
-                                offline.share_window_us = pp->share_window_us;
-                        if (pp->min_offline_share_percent > offline.min_offline_share_percent)
-                                offline.min_offline_share_percent = pp->min_offline_share_percent;
-                }
+                if (p->managed && process_queues_on_gpu(&p->queues, gpu_id))
+                        policy_params_mix_add(&mix, p->class, &p->policy);
         }
-        return (struct policy_params){
-                .hold_off_us = online.hold_off_us,
-                .coalesce_us = online.coalesce_us,
-                .max_suspend_us = offline.max_suspend_us,
-                .share_window_us = offline.share_window_us,
-                .min_offline_share_percent = offline.min_offline_share_percent,
-        };
+        return policy_params_mix_result(&mix);
 }
 
-struct gpu *manager_gpu(struct manager *m, uint32_t gpu_id)
+static struct gpu *find_gpu(struct manager *m, uint32_t gpu_id)
 {
-        struct policy_params params;
-
         for (size_t i = 0; i < m->n_gpus; i++)
                 if (m->gpus[i].gpu_id == gpu_id)
                         return &m->gpus[i];
-        if (m->n_gpus >= MANAGER_MAX_GPUS)
-                return NULL;
-        params = gpu_params(m, gpu_id);
-        m->gpus[m->n_gpus].gpu_id = gpu_id;
-        policy_gpu_init(&m->gpus[m->n_gpus].policy, &params, manager_now(m));
-        return &m->gpus[m->n_gpus++];
+        return NULL;
 }
 
-bool manager_gpu_suspended(struct manager *m, uint32_t gpu_id)
+/* The GPU's policy, made when a process first has queues there. NULL past MANAGER_MAX_GPUS. */
+static struct gpu *get_gpu(struct manager *m, uint32_t gpu_id)
 {
-        for (size_t i = 0; i < m->n_gpus; i++)
-                if (m->gpus[i].gpu_id == gpu_id)
-                        return m->gpus[i].policy.suspended;
-        return false;
+        struct gpu *g = find_gpu(m, gpu_id);
+        struct policy_params params;
+
+        if (g || m->n_gpus >= MANAGER_MAX_GPUS)
+                return g;
+        params = gpu_params(m, gpu_id);
+        g = &m->gpus[m->n_gpus++];
+        g->gpu_id = gpu_id;
+        policy_gpu_init(&g->policy, &params, manager_now(m));
+        return g;
+}
+
+static bool gpu_suspended(struct manager *m, uint32_t gpu_id)
+{
+        const struct gpu *g = find_gpu(m, gpu_id);
+
+        return g && g->policy.suspended;
 }
 
 static void refresh_gpu_params(struct manager *m)
@@ -123,6 +98,47 @@ static void refresh_gpu_params(struct manager *m)
         }
 }
 
+/* ---- carrying out suspensions on the sessions ---- */
+
+/*
+ * Suspends or resumes p's queues on gpu_id (0: every GPU); logs what failed
+ * in a sentence. Returns 0 or -errno, -EIO for a resumption some queues
+ * failed in the hardware scheduler.
+ */
+static int session_suspend(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend)
+{
+        struct gp_queue_report report;
+        int r = held_session_set_suspended(p->session, gpu_id ? &gpu_id : NULL, gpu_id ? 1 : 0, suspend, &report);
+
+        if (r < 0 && r != -EIO) {
+                _cleanup_free_ char *why = explain_sentence(r, suspend ? GP_OP_SUSPEND : GP_OP_RESUME, p->pid,
+                                                            (int)held_session_runtime_state(p->session), m->gp);
+
+                log_error("Process %d: %s", (int)p->pid, why ? why : "failed");
+                return r;
+        }
+        if (report.n_error)
+                log_error("Process %d: %zu queues failed to %s in the hardware scheduler", (int)p->pid,
+                          report.n_error, suspend ? "suspend" : "resume");
+        /* every transition, possibly hundreds a second: counted in Status, logged only for debugging */
+        log_debug("Process %d: %zu queues %s on %s%u", (int)p->pid, report.n_done,
+                  suspend ? "suspended" : "resumed", gpu_id ? "GPU " : "all GPUs", gpu_id);
+        return r;
+}
+
+static void end_session(struct tracked_process *p)
+{
+        int r;
+
+        if (!p->session)
+                return;
+        r = held_session_end(p->session);
+        p->session = NULL;
+        if (r < 0)
+                log_warning_errno(r, "Process %d: detaching failed; the kernel resumes its queues when gpreemptd exits",
+                                  (int)p->pid);
+}
+
 /*
  * A resume that fails leaves the queues suspended past every bound; ending
  * the session makes the kernel resume them all (DISABLE,
@@ -130,17 +146,35 @@ static void refresh_gpu_params(struct manager *m)
  */
 static int resume_or_let_go(struct manager *m, struct tracked_process *p, uint32_t gpu_id)
 {
-        int r = session_set_suspended(p->session, gpu_id, false);
+        int r = session_suspend(m, p, gpu_id, false);
 
         if (r >= 0 || r == -GP_ERR_TARGET_GONE)
                 return r;
         log_error("Process %d: detaching, which makes the kernel resume its queues", (int)p->pid);
-        session_stop(p->session);
+        end_session(p);
         p->held = false;
         free(p->session_error);
         p->session_error = strdup("a resume failed; detached so that its queues run (reload to manage it again)");
         refresh_gpu_params(m);
         return r;
+}
+
+/*
+ * Suspends p on every GPU of its whose policy wants offline work suspended
+ * and where its session does not hold it yet. Returns on how many GPUs.
+ */
+static size_t suspend_where_suspended(struct manager *m, struct tracked_process *p)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < p->queues.n_gpu_ids; i++) {
+                uint32_t gpu_id = p->queues.gpu_ids[i];
+
+                if (gpu_suspended(m, gpu_id) && !held_session_is_suspended(p->session, gpu_id) &&
+                    session_suspend(m, p, gpu_id, true) >= 0)
+                        n++;
+        }
+        return n;
 }
 
 /* Carries out what the policy decided for one GPU on every offline process there. */
@@ -165,11 +199,10 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
                  * suspended by the GPU's, a suspension begun in a hold's slice
                  * would last until the hold's next resume, past MaxSuspendMs.
                  */
-                if (!p->managed || p->class != WORKLOAD_CLASS_OFFLINE || !p->session ||
-                    !process_uses_gpu(p, g->gpu_id) || p->terminating || p->held)
+                if (!is_offline_attached(p) || !process_queues_on_gpu(&p->queues, g->gpu_id) || p->terminating ||
+                    p->held)
                         continue;
-                if (suspend ? session_set_suspended(p->session, g->gpu_id, true) >= 0
-                            : resume_or_let_go(m, p, g->gpu_id) >= 0)
+                if (suspend ? session_suspend(m, p, g->gpu_id, true) >= 0 : resume_or_let_go(m, p, g->gpu_id) >= 0)
                         done++;
         }
         if (issued.tv_sec)
@@ -180,7 +213,8 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
                 policy_action_failed(&g->policy, action, manager_now(m));
                 return;
         }
-        log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id, suspend ? "suspended" : "resumed", done, manager_now(m) / 1000.0);
+        log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id, suspend ? "suspended" : "resumed",
+                  done, manager_now(m) / 1000.0);
 }
 
 /* A held process's own bounds: its slices, and the suspension after each. */
@@ -188,8 +222,7 @@ static void hold_apply(struct manager *m, struct tracked_process *p, enum policy
 {
         if (action == POLICY_ACTION_NONE || !p->session)
                 return;
-        if (action == POLICY_ACTION_SUSPEND ? session_set_suspended(p->session, 0, true) < 0
-                                            : resume_or_let_go(m, p, 0) < 0)
+        if (action == POLICY_ACTION_SUSPEND ? session_suspend(m, p, 0, true) < 0 : resume_or_let_go(m, p, 0) < 0)
                 return;
         /* MaxSuspendMs or the share's budget in its window ended this part of the hold */
         if (action == POLICY_ACTION_RESUME)
@@ -197,21 +230,7 @@ static void hold_apply(struct manager *m, struct tracked_process *p, enum policy
                          (int)p->pid, (double)p->policy.max_suspend_us / 1000.0, p->policy.min_offline_share_percent);
 }
 
-static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        struct manager *m = userdata;
-        uint64_t now = manager_now(m);
-
-        for (size_t i = 0; i < m->n_gpus; i++)
-                gpu_apply(m, &m->gpus[i], policy_tick(&m->gpus[i].policy, now));
-        for (size_t i = 0; i < m->n_processes; i++)
-                if (m->processes[i]->held)
-                        hold_apply(m, m->processes[i], policy_tick(&m->processes[i]->hold_policy, now));
-        manager_rearm_policy(m);
-        return 0;
-}
-
-void manager_rearm_policy(struct manager *m)
+static void rearm_policy(struct manager *m)
 {
         uint64_t next = POLICY_NEVER;
 
@@ -234,17 +253,125 @@ void manager_rearm_policy(struct manager *m)
         sd_event_source_set_enabled(m->policy_timer, SD_EVENT_ONESHOT);
 }
 
-static void arm_detector(struct manager *m, uint64_t now);
+static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct manager *m = userdata;
+        uint64_t now = manager_now(m);
+
+        for (size_t i = 0; i < m->n_gpus; i++)
+                gpu_apply(m, &m->gpus[i], policy_tick(&m->gpus[i].policy, now));
+        for (size_t i = 0; i < m->n_processes; i++)
+                if (m->processes[i]->held)
+                        hold_apply(m, m->processes[i], policy_tick(&m->processes[i]->hold_policy, now));
+        rearm_policy(m);
+        return 0;
+}
+
+/* ---- the detector and its cadence ---- */
+
+static size_t cadence_gpus(struct cadence_gpu *out, size_t max, void *userdata)
+{
+        struct manager *m = userdata;
+        struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
+        size_t n = detector_gpus(m->detector, gpus, max < DETECTOR_MAX_GPUS ? max : DETECTOR_MAX_GPUS);
+
+        for (size_t i = 0; i < n; i++)
+                out[i] = (struct cadence_gpu){ .gpu_id = gpus[i].gpu_id, .needs_poll = gpus[i].needs_poll,
+                                               .last_poll_us = gpus[i].last_poll_us };
+        return n;
+}
+
+static bool gpu_has_offline_work(const struct manager *m, uint32_t gpu_id)
+{
+        for (size_t i = 0; i < m->n_processes; i++) {
+                const struct tracked_process *p = m->processes[i];
+
+                if (is_offline_attached(p) && !p->terminating && process_queues_on_gpu(&p->queues, gpu_id))
+                        return true;
+        }
+        return false;
+}
+
+static void cadence_gpu_state(uint32_t gpu_id, uint64_t now, struct cadence_gpu_state *ret, void *userdata)
+{
+        struct manager *m = userdata;
+        const struct gpu *g = find_gpu(m, gpu_id);
+
+        *ret = (struct cadence_gpu_state){ .offline_running = g && gpu_has_offline_work(m, gpu_id) };
+        if (!ret->offline_running)
+                return;
+        ret->suspended = g->policy.suspended;
+        ret->hold_off_us = g->policy.params.hold_off_us;
+        ret->recently_busy = detector_gpu_recently_busy(m->detector, gpu_id, now, CADENCE_RECENT_BUSY_US);
+}
+
+static void cadence_quick_look(uint32_t gpu_id, uint64_t now, void *userdata)
+{
+        struct manager *m = userdata;
+
+        detector_quick_look_gpu(m->detector, gpu_id, now);
+}
+
+static bool cadence_look_until(uint32_t gpu_id, uint64_t now, uint64_t give_way_at, void *userdata)
+{
+        struct manager *m = userdata;
+
+        return detector_poll_gpu_until(m->detector, gpu_id, now, give_way_at);
+}
+
+static uint64_t cadence_clock_us(void *userdata)
+{
+        return monotonic_clock_us();
+}
+
+static uint64_t cadence_thread_cpu_ns(void *userdata)
+{
+        return loop_thread_cpu_ns();
+}
+
+static const struct cadence_ops cadence_ops = {
+        .gpus = cadence_gpus,
+        .gpu_state = cadence_gpu_state,
+        .quick_look = cadence_quick_look,
+        .look_until = cadence_look_until,
+        .clock_us = cadence_clock_us,
+        .thread_cpu_ns = cadence_thread_cpu_ns,
+};
+
+/* One timer, set for the earliest look due; no wakeups at all when no GPU needs looking at. */
+static void arm_detector(struct manager *m, uint64_t now)
+{
+        uint64_t next = cadence_next_due(&m->cadence, &cadence_ops, m, now);
+
+        if (next == UINT64_MAX) {
+                sd_event_source_set_enabled(m->detector_timer, SD_EVENT_OFF);
+                return;
+        }
+        sd_event_source_set_time(m->detector_timer, next);
+        sd_event_source_set_enabled(m->detector_timer, SD_EVENT_ONESHOT);
+}
+
+static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct manager *m = userdata;
+        /* the time of this wakeup, not the one scheduled: after a slow suspend ioctl they differ */
+        uint64_t now = manager_now(m);
+
+        cadence_wakeup(&m->cadence, &cadence_ops, m, now);
+        rearm_policy(m);
+        arm_detector(m, now);
+        return 0;
+}
 
 static void on_gpu_busy(uint32_t gpu_id, uint64_t now, void *userdata)
 {
         struct manager *m = userdata;
-        struct gpu *g = manager_gpu(m, gpu_id);
+        struct gpu *g = get_gpu(m, gpu_id);
 
         /* act first, log after: the suspension is what online work waits for */
         if (g)
                 gpu_apply(m, g, policy_online_busy(&g->policy, now));
-        /* a breakpoint's trap: this GPU is polled from now on, until its queues drain */
+        /* a breakpoint's trap: this GPU is looked at from now on, until its queues drain */
         arm_detector(m, now);
         log_debug("GPU %u: online work seen at %.3f ms", gpu_id, now / 1000.0);
 }
@@ -252,7 +379,7 @@ static void on_gpu_busy(uint32_t gpu_id, uint64_t now, void *userdata)
 static void on_gpu_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *userdata)
 {
         struct manager *m = userdata;
-        struct gpu *g = manager_gpu(m, gpu_id);
+        struct gpu *g = get_gpu(m, gpu_id);
 
         log_debug("GPU %u: online idle since %.3f ms (now %.3f ms)", gpu_id, since / 1000.0, now / 1000.0);
         if (g)
@@ -266,203 +393,6 @@ static void on_online_gone(pid_t pid, void *userdata)
 
         if (p)
                 p->n_watched_queues = 0;
-}
-
-static bool gpu_has_offline_work(const struct manager *m, uint32_t gpu_id)
-{
-        for (size_t i = 0; i < m->n_processes; i++) {
-                const struct tracked_process *p = m->processes[i];
-
-                if (p->managed && p->class == WORKLOAD_CLASS_OFFLINE && p->session && !p->terminating &&
-                    process_uses_gpu(p, gpu_id))
-                        return true;
-        }
-        return false;
-}
-
-/*
- * The idle cadence: IdlePollIntervalUs, stretched so that the daemon spends
- * at most IdlePollCpuPercent of a core while every GPU is idle. Each look reads every polled
- * online process (one process_vm_readv each), so at 64 processes a 1 ms
- * cadence alone cost ~24% of a core; the budget trades that for a slower
- * first reaction on the queues that have no breakpoint, up to
- * MANAGER_IDLE_STRETCH_MAX times IdlePollIntervalUs.
- */
-static uint64_t idle_poll_interval(const struct manager *m)
-{
-        const struct daemon_settings *d = &m->config->daemon;
-        uint64_t budgeted, longest = d->idle_poll_interval_us * MANAGER_IDLE_STRETCH_MAX;
-
-        if (d->idle_poll_cpu_percent == 0)
-                return d->idle_poll_interval_us;
-        budgeted = m->idle_look_cpu_ns / 10 / d->idle_poll_cpu_percent; /* ns * 100 / percent, in us */
-        if (budgeted < d->idle_poll_interval_us)
-                return d->idle_poll_interval_us;
-        return budgeted < longest ? budgeted : longest;
-}
-
-/*
- * A GPU's poll interval is set by what a late look would cost. Fast polling
- * (BusyPollIntervalUs) only where it buys online latency: a GPU with offline
- * work running and online work seen recently. A suspended GPU only waits
- * for the end of online work, which the hold-off makes a millisecond-scale
- * question. Everything else gets IdlePollIntervalUs. A GPU whose queues are
- * all under armed write breakpoints is not polled at all (detector_gpus()).
- */
-static uint64_t gpu_poll_interval(struct manager *m, uint32_t gpu_id, uint64_t now)
-{
-        const struct daemon_settings *d = &m->config->daemon;
-        const struct gpu *g = NULL;
-        uint64_t idle = idle_poll_interval(m), want;
-
-        for (size_t i = 0; i < m->n_gpus && !g; i++)
-                if (m->gpus[i].gpu_id == gpu_id)
-                        g = &m->gpus[i];
-        if (!g || !gpu_has_offline_work(m, gpu_id))
-                return idle;
-        if (g->policy.suspended)
-                want = g->policy.params.hold_off_us / MANAGER_HOLD_OFF_POLLS;
-        else if (detector_gpu_recently_busy(m->detector, gpu_id, now, MANAGER_RECENT_BUSY_US))
-                want = d->busy_poll_interval_us;
-        else
-                return idle;
-        if (want < d->busy_poll_interval_us)
-                want = d->busy_poll_interval_us;
-        return want < d->idle_poll_interval_us ? want : d->idle_poll_interval_us;
-}
-
-bool manager_fast_cadence(struct manager *m)
-{
-        uint64_t now = manager_now(m), idle = idle_poll_interval(m);
-
-        for (size_t i = 0; i < m->n_gpus; i++)
-                if (gpu_poll_interval(m, m->gpus[i].gpu_id, now) < idle)
-                        return true;
-        return false;
-}
-
-/*
- * Each GPU is polled on its own cadence with its own queues, so a write on
- * one GPU never waits for a poll of the others. One timer, set for the
- * earliest look due; no wakeups at all when no GPU needs polling.
- */
-static void arm_detector(struct manager *m, uint64_t now)
-{
-        struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
-        size_t n = detector_gpus(m->detector, gpus, DETECTOR_MAX_GPUS);
-        uint64_t next = UINT64_MAX;
-
-        for (size_t i = 0; i < n; i++)
-                if (gpus[i].needs_poll) {
-                        uint64_t due = gpus[i].last_poll_us + gpu_poll_interval(m, gpus[i].gpu_id, now);
-
-                        if (due < next)
-                                next = due;
-                }
-        if (next == UINT64_MAX) {
-                sd_event_source_set_enabled(m->detector_timer, SD_EVENT_OFF);
-                return;
-        }
-        sd_event_source_set_time(m->detector_timer, next);
-        sd_event_source_set_enabled(m->detector_timer, SD_EVENT_ONESHOT);
-}
-
-/* Longest ago first: after a series of idle looks gave way, the next wakeup goes on with the most overdue GPUs. */
-static int compare_last_poll(const void *a, const void *b)
-{
-        const struct detector_gpu_status *x = a, *y = b;
-
-        return x->last_poll_us < y->last_poll_us ? -1 : x->last_poll_us > y->last_poll_us;
-}
-
-static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        struct manager *m = userdata;
-        /* the time of this wakeup, not the one scheduled: after a slow suspend ioctl they differ */
-        uint64_t now = manager_now(m);
-        struct detector_gpu_status gpus[DETECTOR_MAX_GPUS];
-        size_t n = detector_gpus(m->detector, gpus, DETECTOR_MAX_GPUS);
-
-        uint64_t idle = idle_poll_interval(m), fast_due = UINT64_MAX;
-        uint64_t interval[DETECTOR_MAX_GPUS];
-        bool only_idle = true, polled = false, idle_looked = false, cut = false;
-
-        qsort(gpus, n, sizeof(*gpus), compare_last_poll);
-        /* each GPU's cadence as this wakeup found it: a GPU that a fast look
-         * turns idle is not looked at again as an idle one */
-        for (size_t i = 0; i < n; i++)
-                interval[i] = gpu_poll_interval(m, gpus[i].gpu_id, now);
-        /* GPUs on the fast cadence first, with a quick look: they are what online work waits for */
-        for (size_t i = 0; i < n; i++) {
-                uint64_t due = gpus[i].last_poll_us + interval[i];
-
-                if (interval[i] >= idle || !gpus[i].needs_poll)
-                        continue;
-                if (due <= now + interval[i] / 2) {
-                        detector_quick_look_gpu(m->detector, gpus[i].gpu_id, now);
-                        polled = true;
-                        only_idle = false;
-                        due = now + interval[i];
-                }
-                if (due < fast_due)
-                        fast_due = due;
-        }
-        /*
-         * Then the idle GPUs due within half their interval: they fall into
-         * step and share one wakeup, which is what idle CPU is made of. But
-         * the series gives way once a fast GPU is due again, between two GPUs
-         * and within a GPU's look between two processes; what is left stays
-         * due and the next wakeup goes on with it. At 64 online processes on
-         * 8 GPUs the whole series took ~0.3 ms, and writes on the busy GPU
-         * landing in it made the scale case's reaction p99 16 times the small
-         * case's; giving way between GPUs only, one GPU's look (8 processes,
-         * ~40 µs) still made it twice the small case's.
-         */
-        for (size_t i = 0; i < n; i++) {
-                if (interval[i] < idle || !gpus[i].needs_poll ||
-                    gpus[i].last_poll_us + interval[i] > now + interval[i] / 2)
-                        continue;
-                if (idle_looked && monotonic_clock_us() >= fast_due) {
-                        cut = true;
-                        break;
-                }
-                idle_looked = true;
-                polled = true;
-                if (!detector_poll_gpu_until(m->detector, gpus[i].gpu_id, now, fast_due)) {
-                        cut = true;
-                        break;
-                }
-                /* idle after the look too: a look that found work also paid for the suspend */
-                only_idle = only_idle && gpu_poll_interval(m, gpus[i].gpu_id, now) >= idle;
-        }
-        /*
-         * The budget is for idle looks (a busy GPU's polls buy online
-         * latency): what the thread spent from the end of the last idle look
-         * to the end of this one, the look itself, the wakeup and whatever
-         * else ran between, so that it bounds the daemon's idle CPU, not only
-         * the reads. A series that gave way is one look: it is sampled where
-         * it ends, unless a busy GPU was looked at on the way, which makes
-         * the next sample start afresh (the busy looks' CPU is not the idle
-         * looks' cost). The thread's CPU clock is a system call: not read at
-         * the busy cadence, where nothing uses it.
-         */
-        if (polled && !cut) {
-                if (only_idle) {
-                        uint64_t cpu_now = loop_thread_cpu_ns();
-
-                        if (m->last_look_idle) {
-                                uint64_t cost = cpu_now - m->last_look_cpu_ns;
-
-                                m->idle_look_cpu_ns = m->idle_look_cpu_ns ? (7 * m->idle_look_cpu_ns + cost) / 8 : cost;
-                        }
-                        m->last_look_cpu_ns = cpu_now;
-                }
-                m->last_look_idle = only_idle;
-        } else if (cut && !only_idle)
-                m->last_look_idle = false;
-        manager_rearm_policy(m);
-        arm_detector(m, now);
-        return 0;
 }
 
 static void watch_online(struct manager *m, struct tracked_process *p)
@@ -490,6 +420,110 @@ static void watch_online(struct manager *m, struct tracked_process *p)
         arm_detector(m, manager_now(m));
 }
 
+/* ---- processes ---- */
+
+static void remove_process(struct manager *m, struct tracked_process *p);
+
+/* Re-reads p's queues from sysfs; makes the policies of GPUs it is new on. */
+static void read_queues(struct manager *m, struct tracked_process *p)
+{
+        if (process_queues_read(m->paths.sysfs_root, p->pid, &p->queues) < 0)
+                return;
+        for (size_t i = 0; i < p->queues.n_gpu_ids; i++)
+                get_gpu(m, p->queues.gpu_ids[i]);
+}
+
+/* p's queues (read afresh) changed: what the detector watches, the GPUs' parameters, the suspensions. */
+static void queues_changed(struct manager *m, struct tracked_process *p)
+{
+        if (p->managed && p->class == WORKLOAD_CLASS_ONLINE)
+                watch_online(m, p);
+        refresh_gpu_params(m);
+        /* its first queue on a GPU that is suspended already: the session does not hold that GPU yet */
+        if (is_offline_attached(p) && !p->held && !p->terminating && suspend_where_suspended(m, p))
+                log_info("Process %d: new queue on a suspended GPU suspended", (int)p->pid);
+}
+
+static void on_session_queue_created(struct held_session *s, uint32_t gpu_id, uint32_t queue_id, bool suspended,
+                                     void *userdata)
+{
+        struct tracked_process *p = userdata;
+
+        if (suspended)
+                log_info("Process %d: new queue %u on suspended GPU %u suspended", (int)p->pid, queue_id, gpu_id);
+}
+
+static void on_session_queues_changed(struct held_session *s, size_t caught, void *userdata)
+{
+        struct tracked_process *p = userdata;
+
+        read_queues(p->manager, p);
+        queues_changed(p->manager, p);
+}
+
+static void on_session_runtime_changed(struct held_session *s, enum gp_runtime_state state, void *userdata)
+{
+        struct tracked_process *p = userdata;
+
+        log_notice("Process %d: GPU runtime now %s", (int)p->pid, gp_runtime_state_to_string(state));
+}
+
+static void on_session_ended(struct held_session *s, enum held_session_end how, void *userdata)
+{
+        struct tracked_process *p = userdata;
+
+        remove_process(p->manager, p);
+}
+
+static void on_session_error(struct held_session *s, int error, enum gp_op op, void *userdata)
+{
+        struct tracked_process *p = userdata;
+
+        if (op == GP_OP_SUSPEND)
+                log_warning_errno(error, "Process %d: could not suspend its new queues", (int)p->pid);
+        else
+                log_warning_errno(error, "Process %d: %s failed", (int)p->pid,
+                                  op == GP_OP_EVENTS ? "reading its debug events" : "servicing its ptrace stops");
+}
+
+static const struct held_session_callbacks session_callbacks = {
+        .queue_created = on_session_queue_created,
+        .queues_changed = on_session_queues_changed,
+        .runtime_changed = on_session_runtime_changed,
+        .ended = on_session_ended,
+        .error = on_session_error,
+};
+
+static void log_from_library(enum gp_log_level level, const char *message, void *userdata)
+{
+        if (level <= GP_LOG_ERR)
+                log_error("libgpreempt: %s", message);
+        else if (level <= GP_LOG_WARNING)
+                log_warning("libgpreempt: %s", message);
+        else if (level <= GP_LOG_INFO)
+                log_info("libgpreempt: %s", message);
+        else
+                log_debug("libgpreempt: %s", message);
+}
+
+static int open_gp_context(struct manager *m, char **ret_error)
+{
+        struct gp_context_opts opts = {
+                .sz = sizeof(opts),
+                .log_fn = log_from_library,
+                .log_level = log_get_level() >= LOG_LEVEL_DEBUG ? GP_LOG_DEBUG : GP_LOG_INFO,
+                .kfd_path = m->paths.kfd_device,
+        };
+        int r;
+
+        if (m->gp)
+                return 0;
+        r = gp_context_new(&opts, &m->gp);
+        if (r < 0)
+                *ret_error = explain_sentence(r, GP_OP_OPEN, 0, -1, NULL);
+        return r;
+}
+
 static void start_session(struct manager *m, struct tracked_process *p)
 {
         _cleanup_free_ char *why = NULL;
@@ -497,20 +531,25 @@ static void start_session(struct manager *m, struct tracked_process *p)
 
         free(p->session_error);
         p->session_error = NULL;
-        r = session_start(m, p, &why);
+        r = open_gp_context(m, &why);
+        if (r >= 0) {
+                r = held_session_attach(m->gp, m->event, p->pid, m->config->daemon.grace_period, &session_callbacks,
+                                        p, &p->session);
+                if (r < 0)
+                        why = explain_sentence(r, GP_OP_ATTACH, p->pid, -1, m->gp);
+        }
         if (r < 0) {
                 log_error("Process %d: cannot manage it: %s", (int)p->pid, why ? why : strerror(-r));
-                p->session_error = TAKE_PTR(why);
-                if (!p->session_error)
-                        p->session_error = strdup(strerror(-r));
+                p->session_error = why ? TAKE_PTR(why) : strdup(strerror(-r));
                 return;
         }
+        log_notice("Process %d: attached (GPU runtime %s)", (int)p->pid,
+                   gp_runtime_state_to_string(held_session_runtime_state(p->session)));
         /* its GPUs may be suspended already (a held process follows its hold alone) */
-        for (size_t i = 0; i < p->n_gpu_ids && !p->held; i++)
-                if (manager_gpu_suspended(m, p->gpu_ids[i]))
-                        session_set_suspended(p->session, p->gpu_ids[i], true);
-        if (p->held && p->hold_policy.suspended)
-                session_set_suspended(p->session, 0, true);
+        if (!p->held)
+                suspend_where_suspended(m, p);
+        else if (p->hold_policy.suspended)
+                session_suspend(m, p, 0, true);
 }
 
 /* Puts p into effect for its class: watched if online, attached if offline, neither if unmanaged. */
@@ -519,8 +558,8 @@ static void apply_class(struct manager *m, struct tracked_process *p)
         bool want_watch = p->managed && p->class == WORKLOAD_CLASS_ONLINE;
         bool want_session = p->managed && p->class == WORKLOAD_CLASS_OFFLINE;
 
-        if (!want_session && p->session)
-                session_stop(p->session);
+        if (!want_session)
+                end_session(p);
         if (!want_watch && p->n_watched_queues) {
                 detector_unwatch(m->detector, p->pid);
                 p->n_watched_queues = 0;
@@ -532,7 +571,8 @@ static void apply_class(struct manager *m, struct tracked_process *p)
         refresh_gpu_params(m);
 }
 
-void manager_classify(struct manager *m, struct tracked_process *p)
+/* (Re)classifies p from the configuration, unless gpreemptctl registered it. */
+static void classify(struct manager *m, struct tracked_process *p)
 {
         struct process_facts facts;
         const struct workload *w = NULL;
@@ -564,7 +604,7 @@ int manager_register(struct manager *m, struct tracked_process *p, bool register
                 p->class = class;
                 p->policy = m->config->class_defaults[class];
         } else {
-                manager_classify(m, p);
+                classify(m, p);
         }
         log_notice("Process %d: %s", (int)p->pid,
                    p->managed ? workload_class_to_string(p->class) : "no longer managed");
@@ -586,21 +626,21 @@ int manager_hold(struct manager *m, struct tracked_process *p, bool hold)
                  */
                 policy_gpu_init(&p->hold_policy, &p->policy, manager_now(m));
                 if (policy_online_busy(&p->hold_policy, manager_now(m)) == POLICY_ACTION_SUSPEND) {
-                        r = session_set_suspended(p->session, 0, true);
+                        r = session_suspend(m, p, 0, true);
                         if (r < 0)
                                 return r;
                 }
                 p->held = true;
-                manager_rearm_policy(m);
+                rearm_policy(m);
                 return 0;
         }
         p->held = false;
-        manager_rearm_policy(m);
+        rearm_policy(m);
         /* back under the policy: resume only where the policy does not want it suspended */
         r = resume_or_let_go(m, p, 0);
-        for (size_t i = 0; r >= 0 && i < p->n_gpu_ids; i++)
-                if (manager_gpu_suspended(m, p->gpu_ids[i]))
-                        r = session_set_suspended(p->session, p->gpu_ids[i], true);
+        for (size_t i = 0; r >= 0 && i < p->queues.n_gpu_ids; i++)
+                if (gpu_suspended(m, p->queues.gpu_ids[i]))
+                        r = session_suspend(m, p, p->queues.gpu_ids[i], true);
         return r < 0 ? r : 0;
 }
 
@@ -608,11 +648,12 @@ static int on_process_exit(sd_event_source *s, int fd, uint32_t revents, void *u
 {
         struct tracked_process *p = userdata;
 
-        manager_remove_process(p->manager, p);
+        remove_process(p->manager, p);
         return 0;
 }
 
-struct tracked_process *manager_add_process(struct manager *m, pid_t pid)
+/* A process discovery found; NULL and a log line if it cannot be tracked. */
+static struct tracked_process *add_process(struct manager *m, pid_t pid)
 {
         struct tracked_process *p, **grown;
         int r;
@@ -649,21 +690,13 @@ struct tracked_process *manager_add_process(struct manager *m, pid_t pid)
                 return NULL;
         }
         m->processes[m->n_processes++] = p;
-        manager_classify(m, p);
-        discovery_refresh_process(m, p);
+        classify(m, p);
+        read_queues(m, p);
         log_notice("Process %d uses the GPU: %s%s%s", (int)pid,
                    p->managed ? workload_class_to_string(p->class) : "unmanaged",
                    p->workload ? ", workload " : "", p->workload ? p->workload : "");
         apply_class(m, p);
         return p;
-}
-
-void manager_process_queues_changed(struct manager *m, struct tracked_process *p)
-{
-        discovery_refresh_process(m, p);
-        if (p->managed && p->class == WORKLOAD_CLASS_ONLINE)
-                watch_online(m, p);
-        refresh_gpu_params(m);
 }
 
 static void forget_process(struct manager *m, struct tracked_process *p)
@@ -673,8 +706,9 @@ static void forget_process(struct manager *m, struct tracked_process *p)
                         m->processes[i] = m->processes[--m->n_processes];
                         break;
                 }
-        if (p->session)
-                session_stop(p->session);
+        /* seen again, it is a new process to discovery too */
+        discovery_forget(m->discovery, p->pid);
+        end_session(p);
         detector_unwatch(m->detector, p->pid);
         sd_event_source_disable_unref(p->exit_source);
         close(p->pidfd);
@@ -684,18 +718,77 @@ static void forget_process(struct manager *m, struct tracked_process *p)
         refresh_gpu_params(m);
 }
 
-void manager_remove_process(struct manager *m, struct tracked_process *p)
+static void remove_process(struct manager *m, struct tracked_process *p)
 {
         log_notice("Process %d no longer uses the GPU", (int)p->pid);
         forget_process(m, p);
 }
 
-void manager_forget_exec(struct manager *m, struct tracked_process *p)
+/* ---- what discovery reports ---- */
+
+static bool on_pid_appeared(pid_t pid, void *userdata)
 {
+        return add_process(userdata, pid) != NULL;
+}
+
+static void on_pid_replaced(pid_t pid, void *userdata)
+{
+        struct manager *m = userdata;
+        struct tracked_process *p = manager_find_process(m, pid);
+
+        if (!p)
+                return;
         /* a registration or hold named the old program; the kernel ended its debug session too */
-        log_notice("Process %d exec'd into a new GPU process: classifying it afresh", (int)p->pid);
+        log_notice("Process %d exec'd into a new GPU process: classifying it afresh", (int)pid);
         forget_process(m, p);
 }
+
+static void on_pid_vanished(pid_t pid, void *userdata)
+{
+        struct manager *m = userdata;
+        struct tracked_process *p = manager_find_process(m, pid);
+
+        if (p)
+                remove_process(m, p);
+}
+
+static void on_pid_seen(pid_t pid, bool relisted, void *userdata)
+{
+        struct manager *m = userdata;
+        struct tracked_process *p = manager_find_process(m, pid);
+        uint64_t signature;
+        size_t n_queues;
+
+        if (!p)
+                return;
+        signature = p->queues.signature;
+        n_queues = p->queues.n_queues;
+        if (relisted) {
+                read_queues(m, p);
+                relisted = p->queues.signature != signature || p->queues.n_queues != n_queues;
+        }
+        /* debugfs can lag sysfs: keep looking until every compute queue is watched */
+        if (relisted ||
+            (p->managed && p->class == WORKLOAD_CLASS_ONLINE && p->n_watched_queues < p->queues.n_compute_queues))
+                queues_changed(m, p);
+}
+
+static bool on_discovery_busy(void *userdata)
+{
+        struct manager *m = userdata;
+
+        return cadence_any_fast(&m->cadence, &cadence_ops, m, manager_now(m));
+}
+
+static const struct discovery_callbacks discovery_callbacks = {
+        .pid_appeared = on_pid_appeared,
+        .pid_replaced = on_pid_replaced,
+        .pid_vanished = on_pid_vanished,
+        .pid_seen = on_pid_seen,
+        .busy = on_discovery_busy,
+};
+
+/* ---- the loop ---- */
 
 static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
@@ -704,11 +797,10 @@ static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, voi
         for (size_t i = 0; i < m->n_processes;) {
                 struct tracked_process *p = m->processes[i];
 
-                if (p->session && !session_service_ptrace(p->session)) {
-                        manager_remove_process(m, p);
+                /* a session that ended was removed, and another process took its place */
+                if (p->session && !held_session_service_ptrace(p->session))
                         continue;
-                }
-                if (p->session && session_is_terminating(p->session) && !p->terminating) {
+                if (p->session && held_session_is_terminating(p->session) && !p->terminating) {
                         p->terminating = true;
                         p->held = false;
                         resume_or_let_go(m, p, 0);
@@ -720,6 +812,15 @@ static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, voi
         return 0;
 }
 
+static struct cadence_settings cadence_settings(const struct config *c)
+{
+        return (struct cadence_settings){
+                .idle_poll_interval_us = c->daemon.idle_poll_interval_us,
+                .idle_poll_cpu_percent = c->daemon.idle_poll_cpu_percent,
+                .busy_poll_interval_us = c->daemon.busy_poll_interval_us,
+        };
+}
+
 int manager_new(sd_event *event, struct paths *paths, struct config *config, struct manager **ret_manager)
 {
         static const struct detector_callbacks callbacks = {
@@ -727,6 +828,7 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
                 .gpu_idle = on_gpu_idle,
                 .process_gone = on_online_gone,
         };
+        struct cadence_settings settings = cadence_settings(config);
         struct manager *m = calloc(1, sizeof(*m));
         int r;
 
@@ -737,7 +839,11 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
         *paths = (struct paths){ 0 };
         m->config = config;
         m->started_us = manager_now(m);
+        cadence_init(&m->cadence, &settings);
         r = detector_new(&callbacks, m, event, config->daemon.detector_mode, &m->detector);
+        if (r >= 0)
+                r = discovery_new(event, m->paths.sysfs_root, config->daemon.discovery_interval_us,
+                                  &discovery_callbacks, m, &m->discovery);
         if (r >= 0)
                 r = sd_event_add_time(event, &m->detector_timer, CLOCK_MONOTONIC, 0, 1, on_detector_timer, m);
         if (r >= 0)
@@ -751,15 +857,15 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
                 return r;
         }
         /* within the "recently busy" window the busy cadence catches work: breakpoints after it */
-        detector_set_arm_delay(m->detector, MANAGER_RECENT_BUSY_US);
-        /* the hot path: a detector poll that sees work must not wait behind the rest */
+        detector_set_arm_delay(m->detector, CADENCE_RECENT_BUSY_US);
+        /* the hot path: a detector look that sees work must not wait behind the rest */
         sd_event_source_set_priority(m->detector_timer, SD_EVENT_PRIORITY_IMPORTANT);
         /*
          * The bounds and exits are kept at the detector's priority. sd-event
          * runs one source per iteration, the most important first; when the
          * loop runs late the detector's next look is due at every iteration,
          * and a source below it would wait as long as that lasts (an offline
-         * process once stayed suspended 4.7 s under MaxSuspendMs=500). At
+         * process once stayed suspended for seconds past MaxSuspendMs). At
          * equal priority the source pending longer goes first.
          */
         sd_event_source_set_priority(m->policy_timer, SD_EVENT_PRIORITY_IMPORTANT);
@@ -774,12 +880,14 @@ int manager_start(struct manager *m)
 {
         loop_scheduling_apply(&m->scheduling, m->config->daemon.realtime_priority,
                               m->config->daemon.realtime_cpu_percent);
-        return discovery_start(m);
+        discovery_start(m->discovery);
+        return 0;
 }
 
 int manager_reload(struct manager *m, struct diag *diag)
 {
         struct config *fresh = NULL;
+        struct cadence_settings settings;
         int r;
 
         r = config_load(m->paths.config_dir, &fresh, diag);
@@ -792,6 +900,8 @@ int manager_reload(struct manager *m, struct diag *diag)
         }
         config_free(m->config);
         m->config = fresh;
+        settings = cadence_settings(fresh);
+        cadence_set(&m->cadence, &settings);
         log_set_level(fresh->daemon.log_level);
         loop_scheduling_apply(&m->scheduling, fresh->daemon.realtime_priority, fresh->daemon.realtime_cpu_percent);
         detector_set_mode(m->detector, fresh->daemon.detector_mode);
@@ -801,13 +911,15 @@ int manager_reload(struct manager *m, struct diag *diag)
                 bool was_managed = p->managed;
                 enum workload_class was = p->class;
 
-                manager_classify(m, p);
+                if (p->session)
+                        held_session_set_grace_period(p->session, fresh->daemon.grace_period);
+                classify(m, p);
                 if (p->managed != was_managed || p->class != was)
                         log_notice("Process %d: now %s", (int)p->pid,
                                    p->managed ? workload_class_to_string(p->class) : "unmanaged");
                 apply_class(m, p);
         }
-        discovery_reconfigure(m);
+        discovery_set_interval(m->discovery, fresh->daemon.discovery_interval_us);
         log_notice("Configuration reloaded: %zu workloads", fresh->n_workloads);
         return 0;
 }
@@ -816,10 +928,9 @@ void manager_free(struct manager *m)
 {
         if (!m)
                 return;
-        m->stopping = true;
-        discovery_stop(m);
+        m->discovery = discovery_free(m->discovery);
         while (m->n_processes)
-                manager_remove_process(m, m->processes[0]);
+                remove_process(m, m->processes[0]);
         free(m->processes);
         m->gp = m->gp ? gp_context_free(m->gp) : NULL;
         sd_event_source_disable_unref(m->detector_timer);

@@ -173,3 +173,47 @@ uint64_t policy_suspended_us(const struct policy_gpu *g, uint64_t now_us)
 {
         return g->stats.suspended_us + (g->suspended ? now_us - g->suspended_since : 0);
 }
+
+void policy_params_mix_init(struct policy_params_mix *mix, const struct policy_params *online_defaults,
+                            const struct policy_params *offline_defaults)
+{
+        *mix = (struct policy_params_mix){ .online = *online_defaults, .offline = *offline_defaults };
+}
+
+void policy_params_mix_add(struct policy_params_mix *mix, enum workload_class class, const struct policy_params *p)
+{
+        struct policy_params *online = &mix->online, *offline = &mix->offline;
+
+        if (class == WORKLOAD_CLASS_ONLINE) {
+                if (!mix->any_online)
+                        online->hold_off_us = online->coalesce_us = 0;
+                mix->any_online = true;
+                if (p->hold_off_us > online->hold_off_us)
+                        online->hold_off_us = p->hold_off_us;
+                if (p->coalesce_us > online->coalesce_us)
+                        online->coalesce_us = p->coalesce_us;
+                return;
+        }
+        if (!mix->any_offline) {
+                offline->max_suspend_us = offline->share_window_us = UINT64_MAX;
+                offline->min_offline_share_percent = 0;
+        }
+        mix->any_offline = true;
+        if (p->max_suspend_us < offline->max_suspend_us)
+                offline->max_suspend_us = p->max_suspend_us;
+        if (p->share_window_us < offline->share_window_us)
+                offline->share_window_us = p->share_window_us;
+        if (p->min_offline_share_percent > offline->min_offline_share_percent)
+                offline->min_offline_share_percent = p->min_offline_share_percent;
+}
+
+struct policy_params policy_params_mix_result(const struct policy_params_mix *mix)
+{
+        return (struct policy_params){
+                .hold_off_us = mix->online.hold_off_us,
+                .coalesce_us = mix->online.coalesce_us,
+                .max_suspend_us = mix->offline.max_suspend_us,
+                .share_window_us = mix->offline.share_window_us,
+                .min_offline_share_percent = mix->offline.min_offline_share_percent,
+        };
+}

@@ -77,3 +77,18 @@ void policy_action_failed(struct policy_gpu *g, enum policy_action a, uint64_t n
 uint64_t policy_suspended_us(const struct policy_gpu *g, uint64_t now_us);
 /* How long offline work runs after MaxSuspendMs forced a resume. */
 uint64_t policy_offline_slice_us(const struct policy_params *p);
+
+/*
+ * A GPU's parameters combine the workloads that have queues on it: the most
+ * patient online hold-off and coalescing, the strictest offline bounds.
+ * Classes without a workload there keep their defaults.
+ */
+struct policy_params_mix {
+        struct policy_params online, offline;
+        bool any_online, any_offline;
+};
+
+void policy_params_mix_init(struct policy_params_mix *mix, const struct policy_params *online_defaults,
+                            const struct policy_params *offline_defaults);
+void policy_params_mix_add(struct policy_params_mix *mix, enum workload_class class, const struct policy_params *p);
+struct policy_params policy_params_mix_result(const struct policy_params_mix *mix);

@@ -217,6 +217,43 @@ static void test_random_traffic_keeps_every_bound(void **state)
         }
 }
 
+/* A GPU's parameters: the most patient online side, the strictest offline bounds, defaults for a class absent. */
+static void test_params_mix(void **state)
+{
+        struct policy_params online_default = params(), offline_default = params(), a = params(), b = params();
+        struct policy_params_mix mix;
+        struct policy_params r;
+
+        online_default.hold_off_us = 7 * MS;
+        offline_default.max_suspend_us = 900 * MS;
+        policy_params_mix_init(&mix, &online_default, &offline_default);
+        r = policy_params_mix_result(&mix);
+        assert_int_equal(r.hold_off_us, 7 * MS);
+        assert_int_equal(r.max_suspend_us, 900 * MS);
+
+        a.hold_off_us = 1 * MS;
+        a.coalesce_us = 3 * MS;
+        b.hold_off_us = 4 * MS;
+        b.coalesce_us = 2 * MS;
+        policy_params_mix_add(&mix, WORKLOAD_CLASS_ONLINE, &a);
+        policy_params_mix_add(&mix, WORKLOAD_CLASS_ONLINE, &b);
+        a.max_suspend_us = 300 * MS;
+        a.share_window_us = 2000 * MS;
+        a.min_offline_share_percent = 5;
+        b.max_suspend_us = 600 * MS;
+        b.share_window_us = 500 * MS;
+        b.min_offline_share_percent = 20;
+        policy_params_mix_add(&mix, WORKLOAD_CLASS_OFFLINE, &a);
+        policy_params_mix_add(&mix, WORKLOAD_CLASS_OFFLINE, &b);
+        r = policy_params_mix_result(&mix);
+        /* online workloads there replace the defaults, even a more patient default */
+        assert_int_equal(r.hold_off_us, 4 * MS);
+        assert_int_equal(r.coalesce_us, 3 * MS);
+        assert_int_equal(r.max_suspend_us, 300 * MS);
+        assert_int_equal(r.share_window_us, 500 * MS);
+        assert_int_equal(r.min_offline_share_percent, 20);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -230,6 +267,7 @@ int main(void)
                 cmocka_unit_test(test_failed_suspend_is_forgotten),
                 cmocka_unit_test(test_new_params_apply),
                 cmocka_unit_test(test_random_traffic_keeps_every_bound),
+                cmocka_unit_test(test_params_mix),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
