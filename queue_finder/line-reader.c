@@ -13,16 +13,16 @@
 
 /* Large enough that syscalls cost little next to scanning (a 2.6 GB log is
  * ~10 000 reads), small enough that what the reading thread just copied is
- * still in a cache the parsing thread reaches when it splits the lines: on
- * a quiet 2-core VM, 4 x 256 KiB took the 13 M-line benchmark from 0.79 s to
- * 0.52-0.59 s against 3 x 1 MiB (scripts/bench-queue-finder's file, four
- * runs each); 128-192 KiB and 512 KiB were slower. */
+ * still in a cache the parsing thread reaches when it splits the lines.
+ * Larger and smaller chunks were both slower (docs/benchmarks/queue-finder.md,
+ * "the line-by-line parser"). */
 #define READ_SIZE (256 * 1024)
 
 /* Regular files are read by a helper thread into a ring of chunks, so the
- * kernel's copy into our memory (a quarter of the time on a cached log)
- * overlaps with parsing. Each chunk has QF_LINE_MAX bytes of headroom in
- * front, where the unfinished line of the previous chunk is carried over. */
+ * kernel's copy into our memory, a large part of the time even on a cached
+ * log (docs/benchmarks/queue-finder.md), overlaps with parsing. Each chunk
+ * has QF_LINE_MAX bytes of headroom in front, where the unfinished line of
+ * the previous chunk is carried over. */
 #define N_CHUNKS 4
 
 struct chunk {

@@ -10,10 +10,11 @@
  *   "dw"  created hardware queue
  * and the one warning about a line's content, binary data, needs a NUL
  * byte. A window yields a bit per byte for newlines and one for those
- * marks; the parser reads in full only the lines with a mark (about 10 %
- * of a real log's lines, none of them in its API trace) and counts the
- * others. test-log-window.c checks that every message amdlog.c parses is
- * marked, and the vector code against the byte loop.
+ * marks; the parser reads in full only the lines with a mark (few of a
+ * real log's lines, none of them in its API trace:
+ * docs/benchmarks/queue-finder.md) and counts the others. test-log-window.c
+ * checks that every message amdlog.c parses is marked, and the vector code
+ * against the byte loop.
  *
  * The pairs are compared as 16-bit lanes, at even offsets in the bytes and
  * at odd ones in the bytes one further on, so a pair at i marks bits i and

@@ -4,8 +4,8 @@
  *
  * Each reader fills one of these plain structures from one source; none of
  * them knows about the others. join.h combines them per process and queue.
- * Facts about the formats: shared/reference/kfd-interface.md §8 and
- * rocm-userspace.md §6-8.
+ * Facts about the formats: docs/reference/kfd-interface.md §8 and
+ * docs/reference/rocm-userspace.md §6-8.
  */
 #pragma once
 

@@ -599,14 +599,15 @@ static struct config *config_new(void)
                 .idle_poll_cpu_percent = 2,
                 .busy_poll_interval_us = 20,
                 .grace_period = 0,
-                /* ahead of normal threads only: what brings the reaction's p99 under
-                 * 50 µs on a loaded node (controller/gpreemptd/README.md, "The loop
-                 * at SCHED_FIFO") */
+                /* ahead of normal threads only: the loop's wake-up for an online
+                 * request then does not wait behind them on a loaded node
+                 * (docs/benchmarks/reaction.md, "RealtimePriority= 0 against 1") */
                 .realtime_priority = 1,
                 /* a loop that cannot keep its busy cadence never sleeps: at three
                  * quarters of a core at most it leaves room for the node's other
-                 * threads, above the 48-52 % the busy cadence costs at 64
-                 * online processes on a 2-core VM */
+                 * threads, and stays above what the busy cadence costs at scale,
+                 * where a cap it crosses alternates the loop between priorities
+                 * (docs/benchmarks/reaction.md, "the CPU cap's default") */
                 .realtime_cpu_percent = 75,
         };
         c->daemon.runtime_dir = strdup(API_DEFAULT_RUNTIME_DIR);

@@ -529,8 +529,9 @@ static ssize_t read_process(struct watched_process *p, size_t first_queue, size_
 /*
  * p's queues on gpu_id: [*first, *end), empty when it has none there. They
  * are sorted by GPU, so most processes, outside the GPU's range, are passed
- * over at once: at 72 processes a look at the busy cadence scanned every
- * queue of each, twice, 11 % of the loop's time.
+ * over at once: a look at the busy cadence otherwise scans every queue of
+ * every process, twice, which at scale was a visible share of the loop's
+ * time (docs/benchmarks/daemon-internals.md, "Looks at the online queues").
  */
 static void gpu_range(const struct watched_process *p, uint32_t gpu_id, size_t *first, size_t *end)
 {
@@ -599,10 +600,10 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
  * write index moved, or is ahead of the read index). A quick look reads the
  * processes that were active within the arm delay and, of the quiet ones,
  * only the one read longest ago; the others count as they were at their last
- * read. At 8 online processes per GPU, reading them all at the busy cadence
- * cost 42% of a core in process_vm_readv (64 processes on 8 GPUs, one of
- * them serving), and a write landing early in such a look waited for the
- * whole of it.
+ * read. Reading them all at the busy cadence costs a process_vm_readv per
+ * online process on the GPU at every look, a large share of a core at scale
+ * (docs/benchmarks/daemon-internals.md, "Looks at the online queues"), and a
+ * write landing early in such a look waited for the whole of it.
  *
  * The first process found with work is acted on at once (gpu_saw_work),
  * before the others are read. Processes whose queues moved go to the front,

@@ -107,8 +107,8 @@ void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
  * them returns true and reports the transitions. The GPU's last_poll_us is
  * when a look began, set once it is complete, so a GPU whose look gave way
  * stays due. A look that finds work does not give way. An idle GPU's look
- * reads every online process on it (8 at scale, ~40 µs): a write on a busy
- * GPU landing in it waited for all of it.
+ * reads every online process on it (8 at scale): a write on a busy GPU
+ * landing in it waited for all of it (docs/benchmarks/daemon-internals.md).
  */
 bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us);
 /*

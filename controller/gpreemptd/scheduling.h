@@ -3,10 +3,11 @@
  * The event loop's CPU scheduling (RealtimePriority=, RealtimeCpuPercent=).
  * What an online request waits for is the loop waking up: on a node busy
  * with other work a SCHED_OTHER thread waits behind it for a slice, which
- * made the p99 of the reaction twice the p50 (controller/gpreemptd/README.md,
- * Figures). At SCHED_FIFO, though, a loop that cannot keep its busy cadence
- * never sleeps and keeps normal threads off its CPU; the cap puts it back at
- * normal priority while it uses more than its share of a core.
+ * shows in the reaction's tail (docs/benchmarks/reaction.md,
+ * "RealtimePriority= 0 against 1"). At SCHED_FIFO, though, a loop that
+ * cannot keep its busy cadence never sleeps and keeps normal threads off its
+ * CPU; the cap puts it back at normal priority while it uses more than its
+ * share of a core.
  */
 #pragma once
 
@@ -17,12 +18,14 @@
 /*
  * The cap's window of wall time. It bounds the harm: a saturated loop holds
  * a core at SCHED_FIFO for at most two windows before it is demoted (the one
- * it starts saturating in may end under the cap). It also
- * sets the check's cost: a wake-up and a read of the thread's CPU clock (a
- * system call) per window, ~5 µs every 100 ms, where checking at every
- * iteration (~20 µs apart at the busy cadence) would cost a system call
- * each. 100 ms is long next to that and short next to the ~1 s at which a
- * starved process's own timeouts and watchdogs start to fail.
+ * it starts saturating in may end under the cap). It also sets the check's
+ * cost: one wake-up and one read of the thread's CPU clock (a system call)
+ * per window, where checking at every iteration (BusyPollIntervalUs= apart
+ * at the busy cadence) would add a system call to each
+ * (docs/benchmarks/daemon-internals.md, "The loop's scheduling and bounds").
+ * 100 ms makes that cost negligible and is still short next to how long a
+ * starved process's own timeouts and watchdogs wait before they fail: of
+ * the order of a second, an estimate, not a measurement.
  */
 #define LOOP_CPU_CAP_WINDOW_US 100000u
 /* The window's end may move this much to share a wake-up with other timers; the share is of the time that passed. */

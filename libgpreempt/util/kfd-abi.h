@@ -8,7 +8,7 @@
  * included without libdrm's include path) and has neither
  * AMDKFD_IOC_RUNTIME_ENABLE (0x25) nor AMDKFD_IOC_DBG_TRAP (0x26). The
  * definitions below are written from the layouts documented in
- * shared/reference/kfd-interface.md §1-2 (read from include/uapi/linux/
+ * docs/reference/kfd-interface.md §1-2 (read from include/uapi/linux/
  * kfd_ioctl.h at torvalds/linux 100c85421b52) and use the upstream names, so
  * code compiles unchanged against a newer system header.
  *

@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: MIT
 """From pass rows to what the evaluation reports: medians and spreads over
 runs, the calibration error against the real node, and the targets of
-shared/design/evaluation.md section 2."""
+docs/evaluation.md §2."""
 import os
 import statistics
 
 from . import request_log
 
 CALIBRATION_TOLERANCE = 0.15
-# Targets (evaluation.md section 2) for the high-load scenario with gpreemptd.
+# Targets (docs/evaluation.md §2) for the high-load scenario with gpreemptd.
 TARGET_P99_FACTOR = 1.10
 TARGET_P99_CAP_MS = 10.0
 TARGET_OFFLINE_SHARE = 0.85
@@ -89,7 +89,7 @@ def online_alone_p99(rows, scenario):
 
 
 def targets(rows, scenario, preempt_total_us, variant_rows=None):
-    """The section 2 targets for one scenario with gpreemptd at one preemption cost."""
+    """The targets of docs/evaluation.md §2 for one scenario with gpreemptd at one preemption cost."""
     with_gp = summary_of(variant_rows or rows, scenario=scenario, variant="gpreempt",
                          preempt_total_us=preempt_total_us)
     base = summary_of(rows, scenario=scenario, variant="baseline")

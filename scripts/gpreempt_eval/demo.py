@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The demo: the high-load scenario of shared/design/evaluation.md on kfdemu
+"""The demo: the high-load scenario of docs/evaluation.md §1 on kfdemu
 (ResNet-18 batch 1 at 20 requests/s beside ResNet-50 batch 1024 training),
 first without and then with gpreemptd, printed side by side.
 

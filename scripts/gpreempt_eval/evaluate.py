@@ -64,9 +64,9 @@ def parse_args():
     p.add_argument("--runs", type=int, help="repeat each scenario this many times")
     p.add_argument("--only", action="append", help="run only this scenario (repeatable)")
     p.add_argument("--gate", choices=("all", "ci"), default="all",
-                   help="what decides the exit status: all = calibration and every target of evaluation.md "
-                        "section 2; ci = calibration, online P99 <= 10 ms and offline >= 85%% (the 1.10 x "
-                        "bound is still reported)")
+                   help="what decides the exit status: all = calibration and every target of "
+                        "docs/evaluation.md §2; ci = calibration, online P99 <= 10 ms and offline >= 85%% "
+                        "(the 1.10 x bound is still reported)")
     p.add_argument("--report-only", action="store_true",
                    help="run nothing: rewrite the tables and plots from OUT/passes.json")
     args = p.parse_args()

@@ -211,7 +211,7 @@ def write_all(out, rows, workloads, plan, realtime, daemon_problem, emulated=Tru
         + calibration_table(cal),
         "## Scenarios\n\n" + scenario_table(rows, workloads, cost),
         ("## With gpreemptd\n\n**The passes with gpreemptd did not run: %s.**" % daemon_problem) if daemon_problem
-        else "## Targets of evaluation.md section 2 (with gpreemptd)\n\n" + (targets_table(tgts) if tgts else "none run"),
+        else "## Targets of docs/evaluation.md §2 (with gpreemptd)\n\n" + (targets_table(tgts) if tgts else "none run"),
         "\n\n".join("## The tail with gpreemptd: %s\n\n%s" % (name, tail_table(t)) for name, t in tails if t),
         ("## Daemon policy sweep (high-load)\n\n" + policy_table(rows, cost))
         if any(r["policy"] != "default" for r in rows) else "",

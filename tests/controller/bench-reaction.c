@@ -14,9 +14,9 @@
  *                  [--gpus G] [--mode auto|breakpoint|poll] [--realtime-priority N]
  *                  [--realtime-cpu-percent N] [--daemon-setting KEY=VALUE]... [--json]
  * P idle online processes of Q queues each, spread over G GPUs, and one offline
- * process per GPU are running throughout (64 × 8 over 8 is evaluation.md's
- * scale case; run under kfdemu-run --gpus 8). The idle phase measures the
- * daemon's CPU over S seconds (0: skipped); the reaction phase then sends
+ * process per GPU are running throughout (64 × 8 over 8 is the scale case of
+ * docs/evaluation.md §2; run under kfdemu-run --gpus 8). The idle phase measures
+ * the daemon's CPU over S seconds (0: skipped); the reaction phase then sends
  * requests at R per second from one more online process on GPU 0 until N
  * suspensions reached the emulator (0: skipped). --mode is the daemon's
  * DetectorMode=, --realtime-priority and --realtime-cpu-percent its

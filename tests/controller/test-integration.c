@@ -25,8 +25,8 @@
 
 /*
  * RealtimeCpuPercent= of the cap's test: above the idle daemon's share, far
- * below the busy cadence's (about 1% and 30% of a core on a 2-core VM, with
- * or without sanitizers).
+ * below the busy cadence's, with or without sanitizers
+ * (docs/benchmarks/daemon-internals.md).
  */
 #define BUSY_TEST_CAP_PERCENT "5"
 
@@ -386,8 +386,8 @@ static bool loop_demoted_again(struct json_object *status, void *userdata)
 /*
  * RealtimeCpuPercent=: requests that leave the online queues idle between
  * them keep the detector on the busy cadence (a look every
- * BusyPollIntervalUs for 200 ms after each), which costs the loop tens of
- * percent of a core here; above the cap the loop runs at normal priority.
+ * BusyPollIntervalUs for 200 ms after each), which costs the loop far more
+ * than the cap here; above the cap the loop runs at normal priority.
  * Before the online work, the same daemon watching an offline process alone
  * stays within it.
  */

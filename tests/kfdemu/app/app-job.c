@@ -77,10 +77,10 @@ static bool worker_should_stop(struct app_worker *w)
  * Sleeps until `when` or a stop request, whichever comes first; false if
  * stopped. One wakeup per request: an idle worker (a rate of one request an
  * hour) does not wake while it waits, as a real application's thread
- * blocked on its next request would not. Waking every 20 ms instead cost 64
- * idle processes of 8 queues 0.8 of a core on a 2-CPU VM, in the
- * scheduler and (breakpoints armed on their threads) the debug registers'
- * switching, which is load a real node does not have.
+ * blocked on its next request would not. Waking at a fixed period instead
+ * (it was 20 ms) loaded the host at scale, in the scheduler and
+ * (breakpoints armed on their threads) the debug registers' switching: load
+ * a real node does not have (docs/benchmarks/kfdemu.md).
  */
 static bool sleep_until(struct app_worker *w, int64_t when)
 {

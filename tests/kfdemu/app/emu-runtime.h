@@ -32,7 +32,7 @@
 #define EMU_QUEUE_MIN_PACKETS 16u
 #define EMU_QUEUE_MAX_PACKETS (1u << 20) /* 64 MiB of ring */
 #define EMU_QUEUE_DEFAULT_PACKETS 1024u
-/* The priority the real MI308X node showed on every queue (evaluation.md). */
+/* The priority the real MI308X node showed on every queue (docs/evaluation.md §1). */
 #define EMU_QUEUE_DEFAULT_PRIORITY 7u
 
 struct emu_runtime;

@@ -47,7 +47,7 @@ void emu_gpu_config_default(unsigned index, struct emu_gpu_config *ret)
                 .mes = false,                    /* gfx9 parts use the HWS */
                 .debug_firmware = true,
                 .cwsr_workaround = false,        /* GC 11.0.0-11.0.3 only */
-                /* Time model: to be calibrated against evaluation.md §1.
+                /* Time model: to be calibrated against docs/evaluation.md §1.
                  * The starting points: XSched measures 500-800 us per
                  * preemption on MI308X, which these three add up to. */
                 .preempt_us = 200,

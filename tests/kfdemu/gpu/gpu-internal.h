@@ -14,7 +14,8 @@
 #include "gpu.h"
 
 /* Hardware contexts (a doorbell frame, per process and GPU) the aperture
- * holds: 64 processes on 16 GPUs, the scale target of evaluation.md §2. */
+ * holds: 64 processes on 16 GPUs, more than the scale case of
+ * docs/evaluation.md §2 (64 processes on 8 GPUs). */
 #define EMU_MAX_FRAMES 1024u
 #define EMU_PAGE_SIZE 4096u
 

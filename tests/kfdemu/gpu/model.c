@@ -103,9 +103,10 @@ static uint64_t round_end(const struct emu_model *m, const struct emu_model_queu
 /* The CP has the next packet of a queue in hand when the dispatch before
  * it ends, so the slots that dispatch frees go to it before anybody else's
  * next round of workgroups. Without this every kernel of a multi-kernel
- * request would wait again behind the offline job: on the real MI308X the
- * ~50-kernel ResNet-18 request only went from 2.7 ms to 7.6 ms (P50) beside
- * ResNet-50 training (evaluation.md §1), i.e. it waited about once. */
+ * request would wait again behind the offline job. On the real MI308X the
+ * ~50-kernel ResNet-18 request waited about once beside ResNet-50
+ * training: its P50 there is only a few milliseconds above its P99 alone
+ * (docs/evaluation.md §1). */
 static bool inherits_slots(const struct emu_model *m, const struct emu_model_queue *q, double fair)
 {
         return q->finished_at == m->now && q->finished_slots + DONE_EPSILON_NS >= fmin((double)q->demand, fair);

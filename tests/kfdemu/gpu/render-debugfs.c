@@ -195,7 +195,8 @@ static uint64_t queue_key(const struct emu_queue *q)
 
 /* A piece of debugfs text, kept until what it shows changes: suspend and
  * resume rewrite hqds on every call, and formatting every GPU's registers
- * and every queue's MQDs each time would cost milliseconds per ioctl. */
+ * and every queue's MQDs each time would make every ioctl pay for text
+ * nobody reads (docs/benchmarks/kfdemu.md). */
 struct text {
         char *data;
         size_t len;

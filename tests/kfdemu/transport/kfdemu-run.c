@@ -162,8 +162,9 @@ static bool usable_parent(const char *dir)
 
 /* Where the private directory goes without --root. The server renders
  * sysfs/debugfs files there while an ioctl waits: on a disk-backed /tmp
- * under I/O load a suspend took 5-15 ms instead of 0.5 ms, so a tmpfs
- * (the user's runtime directory, else /dev/shm) comes first. */
+ * under I/O load a suspend took many times its usual time
+ * (docs/benchmarks/kfdemu.md), so a tmpfs (the user's runtime directory,
+ * else /dev/shm) comes first. */
 static const char *private_dir_parent(void)
 {
         const char *runtime = getenv("XDG_RUNTIME_DIR");

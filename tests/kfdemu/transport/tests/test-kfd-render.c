@@ -25,8 +25,9 @@
 
 /* The per-process limit of gfx942 (GC 9.4.3): 255 queues per device. */
 #define QUEUES_PER_GPU 255
-/* Before queues were rendered one by one, 510 queues took minutes; linear
- * rendering takes about a second, a few under sanitizers on a loaded host. */
+/* Far above what rendering the queues one by one takes, even under
+ * sanitizers on a loaded host, and far below what re-rendering everything
+ * at each queue took (docs/benchmarks/kfdemu.md). */
 #define CREATE_DESTROY_BUDGET_S 20
 
 struct queue_memory {
