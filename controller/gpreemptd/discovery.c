@@ -173,9 +173,16 @@ static int list_processes(struct discovery *d, pid_t **ret_pids, size_t *ret_n)
         return 0;
 }
 
+static int compare_pids(const void *a, const void *b)
+{
+        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
 static bool is_listed(const pid_t *pids, size_t n, pid_t pid)
 {
-        return bsearch(&pid, pids, n, sizeof(*pids), compare_known) != NULL;
+        return n && bsearch(&pid, pids, n, sizeof(*pids), compare_pids);
 }
 
 /* The known pids a listing no longer has: they closed /dev/kfd without exiting. */
