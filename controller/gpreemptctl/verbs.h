@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpreemptctl is a table of verbs; each verb group lives in its own
- * verb-*.c file and adds its entries to verbs[] in main.c.
+ * verb-*.c file and adds its entries to verbs[] in gpreemptctl.c.
  */
 #pragma once
 

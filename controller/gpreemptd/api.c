@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "api.h"
 
+#include <errno.h>
 #include <grp.h>
 #include <json.h>
 #include <stdio.h>
@@ -227,32 +228,39 @@ static void error_with_pid(struct varlink_call *call, const char *error, pid_t p
         varlink_call_error(call, error, p);
 }
 
-/* Returns the pid parameter, or 0 after answering with InvalidParameter. */
-static pid_t get_pid(struct varlink_call *call, struct json_object *params, bool required)
+/*
+ * Reads the pid parameter into *ret_pid (0 when absent and not required).
+ * Returns 0, or -EINVAL after answering the call with InvalidParameter.
+ */
+static int get_pid(struct varlink_call *call, struct json_object *params, bool required, pid_t *ret_pid)
 {
         struct json_object *v;
         int64_t pid;
 
         if (!json_object_object_get_ex(params, "pid", &v) || json_object_is_type(v, json_type_null)) {
-                if (required)
+                if (required) {
                         invalid_parameter(call, "pid");
+                        return -EINVAL;
+                }
+                *ret_pid = 0;
                 return 0;
         }
         pid = json_object_get_int64(v);
         if (!json_object_is_type(v, json_type_int) || !pid_in_range(pid)) {
                 invalid_parameter(call, "pid");
-                return -1;
+                return -EINVAL;
         }
-        return (pid_t)pid;
+        *ret_pid = (pid_t)pid;
+        return 0;
 }
 
 /* Finds the tracked process named by the pid parameter, or answers with an error and returns NULL. */
 static struct tracked_process *get_process(struct varlink_call *call, struct manager *m, struct json_object *params)
 {
-        pid_t pid = get_pid(call, params, true);
         struct tracked_process *p;
+        pid_t pid;
 
-        if (pid <= 0)
+        if (get_pid(call, params, true, &pid) < 0)
                 return NULL;
         p = manager_find_process(m, pid);
         if (!p)
@@ -352,11 +360,11 @@ static void method_verify_config(struct varlink_call *call, struct json_object *
         struct config *c = NULL;
         struct process_facts facts;
         struct diag d = { 0 };
-        pid_t pid = get_pid(call, params, false);
         const struct workload *chosen = NULL;
+        pid_t pid;
         int r;
 
-        if (pid < 0)
+        if (get_pid(call, params, false, &pid) < 0)
                 return;
         reply = json_object_new_object();
         r = config_load(m->paths.config_dir, &c, &d);

@@ -12,7 +12,7 @@
  * with one process_vm_readv.
  *
  * Where the kernel grants it, a queue's write index also carries a hardware
- * write breakpoint (detector-watch.h), armed only while its GPU's online side
+ * write breakpoint (write-watch.h), armed only while its GPU's online side
  * is idle: the store that starts new work wakes the loop at once, and a GPU
  * whose every queue is armed needs no polling at all until then. On that
  * first trap the GPU's breakpoints are disarmed (the online process would
@@ -24,7 +24,7 @@
  * queue the kernel refuses a breakpoint for, are polled.
  *
  * Polls are per GPU (detector_poll_gpu): the caller decides each GPU's
- * cadence (manager.c: gpu_poll_interval()).
+ * cadence (cadence.c: cadence_gpu_interval()).
  */
 #pragma once
 

@@ -187,7 +187,7 @@ static int listen_control_socket(struct varlink_server *server, const char *runt
 
 /*
  * Each write breakpoint takes two fds per thread of the online process
- * (detector-watch.c); 1024, the usual soft limit, is soon reached at scale.
+ * (write-watch.c); 1024, the usual soft limit, is soon reached at scale.
  * Nothing here uses select(), so the soft limit can go up to the hard one.
  * (Under the shipped unit, LimitNOFILE= has done it and @resources is
  * filtered: the call fails harmlessly.)

@@ -7,7 +7,7 @@
  *
  * The breakpoint costs the target a debug trap on every store to the word,
  * so it is opened disabled and the caller enables it only while it waits for
- * the idle -> busy edge (detector-qptr.c).
+ * the idle -> busy edge (detector.c).
  *
  * Kernel facts this relies on (linux kernel/events/, checked against 6.18):
  *  - hw_breakpoint.c reserve_bp_slot()/toggle_bp_slot(): a task has as many
