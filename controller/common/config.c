@@ -15,6 +15,7 @@
 #include "api-names.h"
 #include "cleanup.h"
 #include "ini-reader.h"
+#include "parse-decimal.h"
 #include "parse-pid.h"
 
 #define MAIN_FILE "gpreemptd.conf"
@@ -98,14 +99,12 @@ struct parse_state {
 
 static int parse_unsigned(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
 {
-        char *end;
-        unsigned long long v;
+        uint64_t v;
+        int r = parse_decimal(s, max, &v);
 
-        if (*s < '0' || *s > '9')
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno || *end || v < min || v > max)
+        if (r < 0)
+                return r;
+        if (v < min)
                 return -ERANGE;
         *ret = v;
         return 0;

@@ -17,7 +17,7 @@ static bool has_suffix(const char *s, size_t len, const char *suffix)
         return len >= n && memcmp(s + len - n, suffix, n) == 0;
 }
 
-char *cgroup_path_unit(const char *cgroup)
+char *workload_match_cgroup_unit(const char *cgroup)
 {
         const char *best = NULL;
         size_t best_len = 0;
@@ -127,7 +127,7 @@ static char *join_values(const struct match_rule *rule)
 
 bool workload_match(const struct workload *w, const struct process_facts *p, char **ret_reason)
 {
-        _cleanup_free_ char *unit = cgroup_path_unit(p->cgroup ? p->cgroup : "");
+        _cleanup_free_ char *unit = workload_match_cgroup_unit(p->cgroup ? p->cgroup : "");
         _cleanup_free_ char *matched = NULL;
 
         for (int k = 0; k < _MATCH_KEY_MAX; k++) {
@@ -167,7 +167,7 @@ bool workload_match(const struct workload *w, const struct process_facts *p, cha
         return true;
 }
 
-const struct workload *config_classify(const struct config *c, const struct process_facts *p)
+const struct workload *workload_match_first(const struct config *c, const struct process_facts *p)
 {
         for (size_t i = 0; i < c->n_workloads; i++)
                 if (workload_match(&c->workloads[i], p, NULL))

@@ -29,7 +29,7 @@ struct json_object;
 struct json_object *workload_match_to_json(const struct workload *w, bool matched, const char *reason);
 
 /* Returns the first matching workload, or NULL. */
-const struct workload *config_classify(const struct config *c, const struct process_facts *p);
+const struct workload *workload_match_first(const struct config *c, const struct process_facts *p);
 
 /* The systemd unit a cgroup path belongs to: its innermost .service or .scope component, or NULL. */
-char *cgroup_path_unit(const char *cgroup);
+char *workload_match_cgroup_unit(const char *cgroup);

@@ -28,7 +28,7 @@ int daemon_socket_path(char **ret_path)
         return r;
 }
 
-void print_json_object(struct json_object *o)
+void daemon_print_json(struct json_object *o)
 {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
@@ -47,7 +47,7 @@ __attribute__((format(printf, 4, 0))) static int vfail(bool json, int exit_code,
                 json_object_object_add(o, "error", json_object_new_string(message ? message : strerror(ENOMEM)));
                 if (varlink_error)
                         json_object_object_add(o, "varlink_error", json_object_new_string(varlink_error));
-                print_json_object(o);
+                daemon_print_json(o);
                 json_object_put(o);
         }
         return exit_code;

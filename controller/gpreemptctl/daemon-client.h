@@ -46,4 +46,4 @@ int daemon_fail(bool json, int exit_code, const char *varlink_error, const char 
         __attribute__((format(printf, 4, 5)));
 
 /* Prints o as pretty JSON on stdout. */
-void print_json_object(struct json_object *o);
+void daemon_print_json(struct json_object *o);

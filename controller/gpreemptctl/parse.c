@@ -2,35 +2,18 @@
 #include "parse.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_unsigned(const char *s, unsigned long long max, unsigned long long *ret_value)
-{
-        unsigned long long v;
-        char *end;
-
-        /* strtoull accepts "-1" and leading spaces: refuse anything but digits. */
-        if (!s || *s < '0' || *s > '9')
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno == ERANGE || v > max)
-                return -ERANGE;
-        if (*end != '\0')
-                return -EINVAL;
-        *ret_value = v;
-        return 0;
-}
+#include "parse-decimal.h"
 
 int parse_u32(const char *s, uint32_t *ret_value)
 {
-        unsigned long long v;
+        uint64_t v;
         int r;
 
-        r = parse_unsigned(s, UINT32_MAX, &v);
+        r = parse_decimal(s, UINT32_MAX, &v);
         if (r < 0)
                 return r;
         *ret_value = (uint32_t)v;

@@ -191,7 +191,7 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
                         explain(config, &facts, json, result);
         }
         if (json)
-                print_json_object(result);
+                daemon_print_json(result);
         diag_clear(&d);
         process_facts_done(&facts);
         paths_done(&paths);

@@ -134,7 +134,7 @@ int verb_daemon_pid(const struct ctl_globals *globals, int argc, char **argv)
                 json_object_object_add(result, "done", json_object_new_string(v->name));
                 if (class)
                         json_object_object_add(result, "class", json_object_new_string(class));
-                print_json_object(result);
+                daemon_print_json(result);
         } else
                 printf("Process %d %s%s%s%s\n", (int)pid, v->done, class ? " " : "", class ? class : "",
                        class ? "." : "");
@@ -184,7 +184,7 @@ int verb_status(const struct ctl_globals *globals, int argc, char **argv)
         if (r != 0)
                 return r;
         if (json)
-                print_json_object(status);
+                daemon_print_json(status);
         else
                 status_view_print(stdout, status, NULL);
         return CTL_EXIT_OK;

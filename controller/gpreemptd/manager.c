@@ -582,7 +582,7 @@ static void classify(struct manager *m, struct tracked_process *p)
                 return;
         r = process_facts_read(m->paths.proc_root, p->pid, &facts);
         if (r >= 0) {
-                w = config_classify(m->config, &facts);
+                w = workload_match_first(m->config, &facts);
                 process_facts_done(&facts);
         }
         free(p->workload);

@@ -28,7 +28,7 @@
 #include "paths.h"
 #include "policy.h"
 #include "process-queues.h"
-#include "scheduling.h"
+#include "loop-scheduling.h"
 
 #define MANAGER_MAX_PROCESSES 1024
 #define MANAGER_MAX_GPUS PROCESS_QUEUES_MAX_GPUS

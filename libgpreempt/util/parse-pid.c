@@ -2,7 +2,8 @@
 #include "parse-pid.h"
 
 #include <errno.h>
-#include <stdlib.h>
+
+#include "parse-decimal.h"
 
 bool pid_in_range(long long v)
 {
@@ -11,17 +12,12 @@ bool pid_in_range(long long v)
 
 int parse_pid(const char *s, pid_t *ret_pid)
 {
-        unsigned long long v;
-        char *end;
+        uint64_t v;
+        int r = parse_decimal(s, GP_PID_MAX_LIMIT, &v);
 
-        /* strtoull accepts "-1", "+1" and leading spaces: refuse anything but digits. */
-        if (!s || *s < '0' || *s > '9')
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (*end != '\0')
-                return -EINVAL;
-        if (errno == ERANGE || v > GP_PID_MAX_LIMIT || v == 0)
+        if (r < 0)
+                return r;
+        if (v == 0)
                 return -ERANGE;
         *ret_pid = (pid_t)v;
         return 0;

@@ -530,7 +530,7 @@ int main(int argc, char **argv)
                 n_outside = reactions_outside_resumes(writes, n_writes, entered, n_issued, resume_start, resume_end,
                                                       n_resumes, outside, &n_waited);
         }
-        /* how often RealtimeCpuPercent= put the loop at normal priority (scheduling.c's two messages) */
+        /* how often RealtimeCpuPercent= put the loop at normal priority (loop-scheduling.c's two messages) */
         {
                 FILE *log = fopen(log_path, "re");
 

@@ -30,7 +30,7 @@
 
 #include "daemon-harness.h"
 #include "daemon-status.h"
-#include "scheduling.h"
+#include "loop-scheduling.h"
 #include "varlink-client.h"
 
 static const char *binary;

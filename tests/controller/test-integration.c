@@ -21,7 +21,7 @@
 #include "daemon-harness.h"
 #include "daemon-status.h"
 #include "emulated-app.h"
-#include "scheduling.h"
+#include "loop-scheduling.h"
 
 /*
  * RealtimeCpuPercent= of the cap's test: above the idle daemon's share, far

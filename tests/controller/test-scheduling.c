@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "scheduling.h"
+#include "loop-scheduling.h"
 
 #define WINDOW LOOP_CPU_CAP_WINDOW_US
 #define START_US 5000000u      /* an arbitrary monotonic time */

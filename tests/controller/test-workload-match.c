@@ -85,7 +85,7 @@ static void test_facts_and_first_match_wins(void **state)
         assert_string_equal(reason, "matches by MatchContainer=");
         free(reason);
         assert_true(workload_match(&c->workloads[3], &p, NULL));
-        assert_ptr_equal(config_classify(c, &p), &c->workloads[2]);
+        assert_ptr_equal(workload_match_first(c, &p), &c->workloads[2]);
 
         process_facts_done(&p);
         config_free(c);
@@ -96,14 +96,14 @@ static void test_unit_of_cgroup(void **state)
 {
         char *u;
 
-        u = cgroup_path_unit("/system.slice/web-1.service");
+        u = workload_match_cgroup_unit("/system.slice/web-1.service");
         assert_string_equal(u, "web-1.service");
         free(u);
-        u = cgroup_path_unit("/user.slice/user-0.slice/session-3.scope/x");
+        u = workload_match_cgroup_unit("/user.slice/user-0.slice/session-3.scope/x");
         assert_string_equal(u, "session-3.scope");
         free(u);
-        assert_null(cgroup_path_unit("/"));
-        assert_null(cgroup_path_unit(""));
+        assert_null(workload_match_cgroup_unit("/"));
+        assert_null(workload_match_cgroup_unit(""));
 }
 
 int main(void)

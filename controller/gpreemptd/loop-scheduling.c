@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "scheduling.h"
+#include "loop-scheduling.h"
 
 #include <errno.h>
 #include <sched.h>
