@@ -14,6 +14,14 @@ struct new_queue {
         uint32_t queue_id;
 };
 
+/* What one round of events (one gp_target_process_events()) named. */
+struct round {
+        struct new_queue new_queues[HELD_SESSION_MAX_NEW_QUEUES];
+        size_t n_new_queues;
+        bool overflowed; /* more new queues than new_queues holds */
+        bool deleted;
+};
+
 struct held_session {
         struct gp_target *target;
         sd_event_source *event_source;
@@ -25,11 +33,7 @@ struct held_session {
         uint32_t suspended_gpus[HELD_SESSION_MAX_GPUS];
         size_t n_suspended_gpus;
         bool all_suspended;
-        /* what the round of events under way named */
-        struct new_queue new_queues[HELD_SESSION_MAX_NEW_QUEUES];
-        size_t n_new_queues;
-        bool new_queues_overflowed;
-        bool queues_deleted;
+        struct round pending; /* the round of events under way */
         bool ended;
         bool end_reported;
         enum held_session_end end;
@@ -90,13 +94,13 @@ static void on_target_event(struct gp_target *target, const struct gp_event *e, 
         switch (e->type) {
         case GP_EVENT_QUEUE_NEW:
                 /* acted on once the round is read: one suspension for all of them */
-                if (s->n_new_queues < HELD_SESSION_MAX_NEW_QUEUES)
-                        s->new_queues[s->n_new_queues++] = (struct new_queue){ e->gpu_id, e->queue_id };
+                if (s->pending.n_new_queues < HELD_SESSION_MAX_NEW_QUEUES)
+                        s->pending.new_queues[s->pending.n_new_queues++] = (struct new_queue){ e->gpu_id, e->queue_id };
                 else
-                        s->new_queues_overflowed = true;
+                        s->pending.overflowed = true;
                 break;
         case GP_EVENT_QUEUE_DELETED:
-                s->queues_deleted = true;
+                s->pending.deleted = true;
                 break;
         case GP_EVENT_RUNTIME:
                 s->counts.runtime_events++;
@@ -124,6 +128,28 @@ static int suspend_queues(struct held_session *s, const struct gp_queue_opts *op
         return r;
 }
 
+/*
+ * A suspension of these GPUs (n_gpu_ids 0: all) covers the new queues of the
+ * round under way there: they are not suspended, nor counted, twice.
+ */
+static void forget_new_queues_on(struct held_session *s, const uint32_t *gpu_ids, size_t n_gpu_ids)
+{
+        struct round *round = &s->pending;
+        size_t kept = 0;
+
+        for (size_t i = 0; i < round->n_new_queues; i++) {
+                bool covered = n_gpu_ids == 0;
+
+                for (size_t g = 0; g < n_gpu_ids && !covered; g++)
+                        covered = gpu_ids[g] == round->new_queues[i].gpu_id;
+                if (!covered)
+                        round->new_queues[kept++] = round->new_queues[i];
+        }
+        round->n_new_queues = kept;
+        if (n_gpu_ids == 0)
+                round->overflowed = false;
+}
+
 /* Whether the queue is among those the report says are suspended. */
 static bool reported_done(const struct gp_queue_report *report, uint32_t queue_id)
 {
@@ -136,18 +162,20 @@ static bool reported_done(const struct gp_queue_report *report, uint32_t queue_i
 /*
  * The new queues of a round on held GPUs, suspended by their ids so that the
  * others are not preempted again; after an overflow, every held GPU again.
+ * suspended[i] says whether round->new_queues[i] was.
  */
-static size_t catch_new_queues(struct held_session *s, struct gp_queue_report *report)
+static size_t catch_new_queues(struct held_session *s, const struct round *round, bool *suspended)
 {
         uint32_t ids[HELD_SESSION_MAX_NEW_QUEUES];
         struct gp_queue_opts opts = { .sz = sizeof(opts), .grace_period = s->grace_period };
+        struct gp_queue_report report = { 0 };
         size_t n = 0;
         int r;
 
-        for (size_t i = 0; i < s->n_new_queues; i++)
-                if (held_session_is_suspended(s, s->new_queues[i].gpu_id))
-                        ids[n++] = s->new_queues[i].queue_id;
-        if (s->new_queues_overflowed && (s->all_suspended || s->n_suspended_gpus)) {
+        for (size_t i = 0; i < round->n_new_queues; i++)
+                if (held_session_is_suspended(s, round->new_queues[i].gpu_id))
+                        ids[n++] = round->new_queues[i].queue_id;
+        if (round->overflowed && (s->all_suspended || s->n_suspended_gpus)) {
                 opts.gpu_ids = s->all_suspended ? NULL : s->suspended_gpus;
                 opts.n_gpu_ids = s->all_suspended ? 0 : s->n_suspended_gpus;
         } else if (n) {
@@ -156,35 +184,42 @@ static size_t catch_new_queues(struct held_session *s, struct gp_queue_report *r
         } else {
                 return 0;
         }
-        r = suspend_queues(s, &opts, report);
+        r = suspend_queues(s, &opts, &report);
         if (r == -GP_ERR_NO_QUEUES || r == -GP_ERR_TARGET_GONE)
                 return 0; /* destroyed already, or the target is gone: the round says so */
         if (r < 0) {
                 report_error(s, r, GP_OP_SUSPEND);
                 return 0;
         }
-        s->counts.queues_suspended += report->n_done;
-        s->counts.new_queues_caught += report->n_done;
-        return report->n_done;
+        /* read now: the report holds only until the next call on the target */
+        for (size_t i = 0; i < round->n_new_queues; i++)
+                suspended[i] = held_session_is_suspended(s, round->new_queues[i].gpu_id) &&
+                               (round->overflowed || reported_done(&report, round->new_queues[i].queue_id));
+        s->counts.queues_suspended += report.n_done;
+        s->counts.new_queues_caught += report.n_done;
+        return report.n_done;
 }
 
-/* What a round of events asked for: the new queues suspended where held, then the owner told. */
+/*
+ * What a round of events asked for: the new queues suspended where held,
+ * then the owner told. The owner may suspend or resume from its callbacks:
+ * the round is taken off the session first.
+ */
 static void finish_round(struct held_session *s)
 {
-        struct gp_queue_report report = { 0 };
-        size_t caught = catch_new_queues(s, &report);
-        bool changed = s->n_new_queues || s->new_queues_overflowed || s->queues_deleted;
+        struct round round;
+        bool suspended[HELD_SESSION_MAX_NEW_QUEUES] = { false };
+        size_t caught;
 
-        for (size_t i = 0; i < s->n_new_queues && s->callbacks->queue_created; i++) {
-                const struct new_queue *q = &s->new_queues[i];
-                bool suspended = caught && held_session_is_suspended(s, q->gpu_id) &&
-                                 (s->new_queues_overflowed || reported_done(&report, q->queue_id));
-
-                s->callbacks->queue_created(s, q->gpu_id, q->queue_id, suspended, s->userdata);
-        }
-        s->n_new_queues = 0;
-        s->new_queues_overflowed = s->queues_deleted = false;
-        if (changed && s->callbacks->queues_changed)
+        if (!s->pending.n_new_queues && !s->pending.overflowed && !s->pending.deleted)
+                return; /* runtime events only, the usual round */
+        round = s->pending;
+        s->pending = (struct round){ 0 };
+        caught = catch_new_queues(s, &round, suspended);
+        for (size_t i = 0; i < round.n_new_queues && s->callbacks->queue_created; i++)
+                s->callbacks->queue_created(s, round.new_queues[i].gpu_id, round.new_queues[i].queue_id, suspended[i],
+                                            s->userdata);
+        if (s->callbacks->queues_changed)
                 s->callbacks->queues_changed(s, caught, s->userdata);
 }
 
@@ -263,6 +298,8 @@ int held_session_set_suspended(struct held_session *s, const uint32_t *gpu_ids, 
         if (!report)
                 report = &local;
         *report = (struct gp_queue_report){ 0 };
+        if (suspend)
+                forget_new_queues_on(s, gpu_ids, n_gpu_ids);
         r = suspend ? suspend_queues(s, &opts, report) : gp_target_resume(s->target, &opts, report);
         if (r < 0 && r != -GP_ERR_NO_QUEUES)
                 return r;
@@ -315,8 +352,7 @@ bool held_session_service_ptrace(struct held_session *s)
 {
         int r;
 
-        if (s->ended)
-                return false;
+        /* an ended target too: its exit is ours to reap, or its parent waits for it */
         if (is_termination_signal(pending_stop_signal(s->pid)))
                 s->terminating = true;
         r = gp_target_service_ptrace(s->target);

@@ -196,9 +196,10 @@ static int on_sigchld(sd_event_source *source, const struct signalfd_siginfo *si
 
         /* SIGCHLD coalesces: look at every target, each until nothing is
          * pending, so no stop is left unserviced (a stopped tracee would
-         * wait for us forever). */
+         * wait for us forever), and a target that exited is reaped (its
+         * parent waits for the tracer to). */
         for (size_t i = 0; i < hold->n_held; i++)
-                if (hold->held[i].session && hold->held[i].state != HELD_GONE)
+                if (hold->held[i].session)
                         (void)held_session_service_ptrace(hold->held[i].session);
         return 0;
 }

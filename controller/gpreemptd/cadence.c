@@ -53,18 +53,6 @@ static uint64_t gpu_interval(const struct cadence *c, const struct cadence_ops *
         return cadence_gpu_interval(c, &state);
 }
 
-bool cadence_any_fast(const struct cadence *c, const struct cadence_ops *ops, void *userdata, uint64_t now_us)
-{
-        struct cadence_gpu gpus[CADENCE_MAX_GPUS];
-        size_t n = ops->gpus(gpus, CADENCE_MAX_GPUS, userdata);
-        uint64_t idle = cadence_idle_interval(c);
-
-        for (size_t i = 0; i < n; i++)
-                if (gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us) < idle)
-                        return true;
-        return false;
-}
-
 uint64_t cadence_next_due(const struct cadence *c, const struct cadence_ops *ops, void *userdata, uint64_t now_us)
 {
         struct cadence_gpu gpus[CADENCE_MAX_GPUS];

@@ -88,8 +88,6 @@ void cadence_set(struct cadence *c, const struct cadence_settings *settings);
 /* IdlePollIntervalUs as the idle CPU budget stretches it. */
 uint64_t cadence_idle_interval(const struct cadence *c);
 uint64_t cadence_gpu_interval(const struct cadence *c, const struct cadence_gpu_state *g);
-/* Whether any GPU is looked at faster than the idle cadence. */
-bool cadence_any_fast(const struct cadence *c, const struct cadence_ops *ops, void *userdata, uint64_t now_us);
 
 /* One wakeup at now_us: the looks that are due. */
 void cadence_wakeup(struct cadence *c, const struct cadence_ops *ops, void *userdata, uint64_t now_us);

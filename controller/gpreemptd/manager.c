@@ -159,22 +159,12 @@ static int resume_or_let_go(struct manager *m, struct tracked_process *p, uint32
         return r;
 }
 
-/*
- * Suspends p on every GPU of its whose policy wants offline work suspended
- * and where its session does not hold it yet. Returns on how many GPUs.
- */
-static size_t suspend_where_suspended(struct manager *m, struct tracked_process *p)
+/* Suspends a newly attached p on every GPU of its whose policy has offline work suspended. */
+static void suspend_where_suspended(struct manager *m, struct tracked_process *p)
 {
-        size_t n = 0;
-
-        for (size_t i = 0; i < p->queues.n_gpu_ids; i++) {
-                uint32_t gpu_id = p->queues.gpu_ids[i];
-
-                if (gpu_suspended(m, gpu_id) && !held_session_is_suspended(p->session, gpu_id) &&
-                    session_suspend(m, p, gpu_id, true) >= 0)
-                        n++;
-        }
-        return n;
+        for (size_t i = 0; i < p->queues.n_gpu_ids; i++)
+                if (gpu_suspended(m, p->queues.gpu_ids[i]))
+                        session_suspend(m, p, p->queues.gpu_ids[i], true);
 }
 
 /* Carries out what the policy decided for one GPU on every offline process there. */
@@ -433,22 +423,30 @@ static void read_queues(struct manager *m, struct tracked_process *p)
                 get_gpu(m, p->queues.gpu_ids[i]);
 }
 
-/* p's queues (read afresh) changed: what the detector watches, the GPUs' parameters, the suspensions. */
+/* p's queues (read afresh) changed: what the detector watches, the GPUs' parameters. */
 static void queues_changed(struct manager *m, struct tracked_process *p)
 {
         if (p->managed && p->class == WORKLOAD_CLASS_ONLINE)
                 watch_online(m, p);
         refresh_gpu_params(m);
-        /* its first queue on a GPU that is suspended already: the session does not hold that GPU yet */
-        if (is_offline_attached(p) && !p->held && !p->terminating && suspend_where_suspended(m, p))
-                log_info("Process %d: new queue on a suspended GPU suspended", (int)p->pid);
 }
 
+/*
+ * A queue created on a suspended GPU runs until suspended (kfd-interface.md
+ * §4.4). The session suspended it already where it holds the GPU; where it
+ * does not (the process's first queue there), the GPU's policy decides. A
+ * held process follows its hold alone, and a terminating one is never
+ * suspended again.
+ */
 static void on_session_queue_created(struct held_session *s, uint32_t gpu_id, uint32_t queue_id, bool suspended,
                                      void *userdata)
 {
         struct tracked_process *p = userdata;
+        struct manager *m = p->manager;
 
+        if (!suspended && !p->held && !p->terminating && gpu_suspended(m, gpu_id) &&
+            !held_session_is_suspended(s, gpu_id))
+                suspended = session_suspend(m, p, gpu_id, true) >= 0;
         if (suspended)
                 log_info("Process %d: new queue %u on suspended GPU %u suspended", (int)p->pid, queue_id, gpu_id);
 }
@@ -658,6 +656,9 @@ static struct tracked_process *add_process(struct manager *m, pid_t pid)
         struct tracked_process *p, **grown;
         int r;
 
+        p = manager_find_process(m, pid);
+        if (p)
+                return p; /* discovery lost track of it (out of memory): it is tracked already */
         if (m->n_processes >= MANAGER_MAX_PROCESSES) {
                 log_warning("Process %d uses the GPU, but %d processes are tracked already; ignoring it",
                             (int)pid, MANAGER_MAX_PROCESSES);
@@ -773,11 +774,20 @@ static void on_pid_seen(pid_t pid, bool relisted, void *userdata)
                 queues_changed(m, p);
 }
 
+/* Whether any GPU is looked at faster than the idle cadence. */
 static bool on_discovery_busy(void *userdata)
 {
         struct manager *m = userdata;
+        uint64_t now = manager_now(m), idle = cadence_idle_interval(&m->cadence);
 
-        return cadence_any_fast(&m->cadence, &cadence_ops, m, manager_now(m));
+        for (size_t i = 0; i < m->n_gpus; i++) {
+                struct cadence_gpu_state state;
+
+                cadence_gpu_state(m->gpus[i].gpu_id, now, &state, m);
+                if (cadence_gpu_interval(&m->cadence, &state) < idle)
+                        return true;
+        }
+        return false;
 }
 
 static const struct discovery_callbacks discovery_callbacks = {
@@ -853,6 +863,7 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
         if (r >= 0)
                 r = loop_scheduling_init(&m->scheduling, event);
         if (r < 0) {
+                m->config = NULL; /* the caller's until this succeeds */
                 manager_free(m);
                 return r;
         }

@@ -188,12 +188,7 @@ static void test_next_due_skips_gpus_under_breakpoints(void **state)
         add_gpu(&w, 2, true, 5 * MS, idle_gpu);
         add_gpu(&w, 3, true, 5 * MS + 100, busy_gpu);
         assert_int_equal(cadence_next_due(&c, &ops, &w, 5 * MS), 5 * MS + 100 + BUSY_US);
-        assert_true(cadence_any_fast(&c, &ops, &w, 5 * MS));
-        /* a busy GPU under breakpoints counts as fast too: discovery then takes small steps */
         w.gpus[2].state = idle_gpu;
-        assert_true(cadence_any_fast(&c, &ops, &w, 5 * MS));
-        w.gpus[0].state = idle_gpu;
-        assert_false(cadence_any_fast(&c, &ops, &w, 5 * MS));
         assert_int_equal(cadence_next_due(&c, &ops, &w, 5 * MS), 6 * MS);
 }
 

@@ -253,6 +253,8 @@ static void test_late_queue_is_suspended(void **state)
         if (!strstr(daemon_harness_log(&f->h), "suspended"))
                 fail_msg("the late queue was not suspended; daemon log:\n%s", daemon_harness_log(&f->h));
         assert_non_null(strstr(daemon_harness_log(&f->h), "new queue"));
+        /* the line a suspended new queue gets, not a failure's */
+        assert_non_null(strstr(daemon_harness_log(&f->h), "on suspended GPU"));
         daemon_call_pid(&f->h, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
         emulated_app_stop(&f->a);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);

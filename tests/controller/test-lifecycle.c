@@ -266,6 +266,46 @@ static void test_only_the_busy_gpu_is_suspended_and_only_while_busy(void **state
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+/*
+ * A queue created on a GPU that online work keeps suspended is suspended
+ * too: by the session, where it holds that GPU already, and by the
+ * manager, for a process whose first queue there it is.
+ */
+static void test_late_queue_on_a_suspended_gpu_is_suspended(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000",
+                                                "--late-queue-after", "4", NULL };
+        /* its first queue on GPU 1, where nothing online runs; the late one on GPU 0 */
+        static const char *const offline10[] = { "--continuous", "--gpu", "1", "--gpu", "0", "--kernel-us", "1000",
+                                                 "--late-queue-after", "4", NULL };
+        struct fixture *f = *state;
+        struct emulated_app second = { 0 };
+        char held_gpu[64], new_gpu[64];
+        const char *line;
+
+        start_daemon(&f->h, no_slices, two_classes);
+        emulated_app_start(&f->offline, app_path, offline0);
+        emulated_app_start(&second, app_path, offline10);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        daemon_status_wait_process(&f->h, second.pid, is_attached_offline, "attached", 5000);
+        int64_t alone = assert_running(f, &f->offline, "has GPU 0 to itself");
+
+        start_busy_online(f, "10");
+        assert_kept_off(f, &f->offline, alone, "shares GPU 0 with busy online work");
+        snprintf(held_gpu, sizeof(held_gpu), "Process %d: new queue", (int)f->offline.pid);
+        snprintf(new_gpu, sizeof(new_gpu), "Process %d: new queue", (int)second.pid);
+        wait_log(&f->h, held_gpu);
+        wait_log(&f->h, new_gpu);
+        line = strstr(daemon_harness_log(&f->h), new_gpu);
+        if (!strstr(line, "on suspended GPU"))
+                fail_msg("pid %d's first queue on the suspended GPU was not suspended; daemon log:\n%s",
+                         (int)second.pid, daemon_harness_log(&f->h));
+        assert_kept_off(f, &f->offline, alone, "shares GPU 0 with busy online work, with its late queue too");
+        emulated_app_stop(&second);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 /* A queue created while its process is held is held too. */
 static void test_late_queue_of_a_held_process_is_held(void **state)
 {
@@ -414,6 +454,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_exec_ends_the_online_watch, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_only_the_busy_gpu_is_suspended_and_only_while_busy, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_late_queue_on_a_suspended_gpu_is_suspended, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_queue_of_a_held_process_is_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_keeps_a_held_session, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_bound_beside_busy_online, setup, teardown),

@@ -481,6 +481,29 @@ static void test_no_such_process(void **state)
         assert_output_has(&f->ctl, "no such process");
 }
 
+/* One of two held processes exits: it is reaped at once, so that its parent's wait does not last until the hold ends. */
+static void test_exited_target_of_a_longer_hold_is_reaped(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "1", NULL };
+        int status;
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        assert_int_equal(app_spawn(app_path, args, &f->app2), 0);
+        spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), pid_arg(f->app2.pid), NULL });
+        assert_int_equal(child_wait_line(&f->ctl, "holding", 5000, NULL, 0), 0);
+        kill(f->app.pid, SIGKILL);
+        assert_int_equal(child_wait_exit(&f->app, 3000, &status), 0);
+        assert_true(WIFSIGNALED(status));
+        /* the hold goes on for the other until it is ended */
+        assert_int_equal(kill(f->ctl.pid, 0), 0);
+        kill(f->ctl.pid, SIGTERM);
+        assert_int_equal(child_run_to_end(&f->ctl, 5000, &status), 0);
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_output_has(&f->ctl, "exited while held");
+        assert_left_running(&f->app2);
+}
+
 static void test_usage_errors(void **state)
 {
         struct fixture *f = *state;
@@ -496,6 +519,10 @@ static void test_usage_errors(void **state)
          * would suspend nothing while reporting success. */
         assert_int_equal(run_ctl(&c, (const char *[]){ "hold", "12", "--gpu", "0", NULL }), 1);
         assert_output_has(&c, "no GPU on this node has gpu_id 0");
+        child_kill(&c);
+        /* above the kernel's PID_MAX_LIMIT: no process can have it, and the daemon's API refuses it too */
+        assert_int_equal(run_ctl(&c, (const char *[]){ "queues", "99999999", NULL }), 1);
+        assert_output_has(&c, "not a process id");
         child_kill(&c);
         assert_int_equal(run_ctl(&c, (const char *[]){ "frobnicate", NULL }), 1);
         assert_output_has(&c, "not a verb");
@@ -566,6 +593,7 @@ int main(int argc, char **argv)
                 T(test_strace_traced_target_is_refused),
                 T(test_runtime_never_enabled),
                 T(test_no_such_process),
+                T(test_exited_target_of_a_longer_hold_is_reaped),
                 T(test_usage_errors),
         };
         const struct CMUnitTest nohws_tests[] = { T(test_nohws) };
