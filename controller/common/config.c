@@ -92,6 +92,8 @@ struct parse_state {
         unsigned section_line;
         /* line on which each key of the current section was set, to refuse duplicates */
         unsigned key_line[SECTION_KEYS_MAX];
+        /* line of each one-of-a-kind section's header: a second one would escape that rule */
+        unsigned header_line[SECTION_WORKLOAD];
         struct workload *workload; /* the [Workload] being read, already in config->workloads */
         bool class_set;
         bool too_many_reported;
@@ -236,6 +238,7 @@ static void finish_workload(struct parse_state *st, const char *file)
 static void on_section(void *userdata, const char *file, unsigned line, const char *name)
 {
         struct parse_state *st = userdata;
+        enum section_kind kind;
         struct workload *grown;
 
         finish_workload(st, file);
@@ -272,14 +275,23 @@ static void on_section(void *userdata, const char *file, unsigned line, const ch
                 return;
         }
         if (strcmp(name, "Daemon") == 0)
-                st->section = SECTION_DAEMON;
+                kind = SECTION_DAEMON;
         else if (strcmp(name, "Online") == 0)
-                st->section = SECTION_ONLINE;
+                kind = SECTION_ONLINE;
         else if (strcmp(name, "Offline") == 0)
-                st->section = SECTION_OFFLINE;
-        else
+                kind = SECTION_OFFLINE;
+        else {
                 diag_add(st->diag, file, line,
                          "unknown section [%s]; expected [Daemon], [Online], [Offline] or [Workload]", name);
+                return;
+        }
+        if (st->header_line[kind]) {
+                diag_add(st->diag, file, line, "[%s] is already given on line %u: give its settings in one [%s] section",
+                         name, st->header_line[kind], name);
+                return;
+        }
+        st->header_line[kind] = line;
+        st->section = kind;
 }
 
 static int add_match_value(struct match_rule *rule, const char *value)

@@ -118,6 +118,11 @@ static const struct malformed_case malformed[] = {
         { "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=99999999999999999999999\n", 2, "whole number" },
         { "gpreemptd.conf", "[Daemon]\nGracePeriod=4294967296\n", 2, "GracePeriod=" },
         { "gpreemptd.conf", "[Daemon]\nLogLevel=info\nLogLevel=debug\n", 3, "already set on line 2" },
+        /* a section given twice would bypass the rule above */
+        { "gpreemptd.conf", "[Daemon]\nLogLevel=info\n[Online]\n[Daemon]\nLogLevel=debug\n", 4,
+          "[Daemon] is already given on line 1" },
+        { "gpreemptd.conf", "[Offline]\nMaxSuspendMs=100\n[Offline]\nMaxSuspendMs=900\n", 3,
+          "[Offline] is already given on line 1" },
         { "gpreemptd.conf", "[Online]\nMaxSuspendMs=5\n", 2, "belongs in [Offline]" },
         { "gpreemptd.conf", "[Offline]\nHoldOffMs=5\n", 2, "belongs in [Online]" },
         { "gpreemptd.conf", "[Offline]\nMinOfflineSharePercent=95\n", 2, "from 0 to 90" },
