@@ -232,6 +232,9 @@ static void test_dispatch_and_errors(void **state)
         call_expect(fd, "{\"method\":\"com.example.X.Y\"}", VARLINK_ERROR_INTERFACE_NOT_FOUND);
         call_expect(fd, "{\"method\":\"NoDot\"}", VARLINK_ERROR_INTERFACE_NOT_FOUND);
         call_expect(fd, "{\"method\":\"org.varlink.service.Nope\"}", VARLINK_ERROR_METHOD_NOT_FOUND);
+        /* valid UTF-8 beyond ASCII passes, and is echoed back as JSON */
+        call_expect(fd, "{\"method\":\"io.gpreempt.Test.\xc3\x9cmlaut\xe2\x82\xac\xf0\x9f\x98\x80\"}",
+                    VARLINK_ERROR_METHOD_NOT_FOUND);
         /* a oneway call gets no reply: the next reply is the next call's */
         static const char oneway[] = "{\"method\":\"io.gpreempt.Test.Echo\",\"oneway\":true}";
         raw_send(fd, oneway, sizeof(oneway));
@@ -248,6 +251,12 @@ static void test_garbage_gets_errors_and_connection_survives(void **state)
                 "{\"method\":\"io.gpreempt.Test.Echo\",\"upgrade\":true}",
                 "{\"method\":\"io.gpreempt.Test.Echo\"} trailing", "{'method':'x'}",
                 "{\"method\":\"io.gpreempt.Test.Echo\"}{\"method\":\"x\"}", "\xff\xfe\x80",
+                /* invalid UTF-8 inside strings: an error reply echoing it would not be JSON */
+                "{\"method\":\"io.gpreempt.Test.\xff\xfe\"}",
+                "{\"method\":\"io.gpreempt.\xc3\x28.Echo\"}",
+                "{\"method\":\"io.gpreempt.Test.Echo\",\"parameters\":{\"\xed\xa0\x80\":1}}", /* a surrogate */
+                "{\"method\":\"io.gpreempt.Test.\xc0\xaf\"}",                                    /* overlong '/' */
+                "{\"method\":\"io.gpreempt.Test.\xf4\x90\x80\x80\"}",                           /* above U+10FFFF */
         };
         int fd = raw_connect();
 
