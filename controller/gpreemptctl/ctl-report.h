@@ -2,6 +2,7 @@
 /* How the verbs tell the user about errors and library messages. */
 #pragma once
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -13,8 +14,16 @@
 char *ctl_report_error(int error, enum gp_op op, pid_t pid, int runtime_state);
 /* The same for a sentence in hand (malloc'd, taken over; NULL: out of memory). */
 char *ctl_report_sentence(char *sentence);
-/* A usage error: prints the message and a pointer to --help. */
+/* A usage error: prints the message and a pointer to --help (and {"error": ...} on stdout under --json). */
 int ctl_report_usage(const char *verb, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* Whether the command line asked for --json: usage errors are JSON too then. */
+void ctl_report_usage_as_json(bool json);
+/*
+ * getopt_long() returned '?' (the caller sets opterr to 0): names the
+ * argument that was wrong, an unknown option, an option without its value,
+ * or a negative number where a process id was meant.
+ */
+int ctl_report_bad_option(const char *verb, int argc, char *const *argv, const struct option *options);
 /* The library's log callback: messages to stderr, by -v level. */
 void ctl_report_log(enum gp_log_level level, const char *message, void *userdata);
 /* The KFD context's options: ctl_report_log installed as -v asks. */

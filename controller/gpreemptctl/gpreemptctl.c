@@ -64,6 +64,15 @@ static const struct verb *find_verb(const char *name, int *ret_matches)
         return matches == 1 ? found : NULL;
 }
 
+/* Whether the verb's arguments include --json (before a "--"). */
+static bool asks_for_json(int argc, char *const *argv)
+{
+        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+                if (strcmp(argv[i], "--json") == 0)
+                        return true;
+        return false;
+}
+
 int main(int argc, char **argv)
 {
         enum { OPT_VERSION = 0x100 };
@@ -77,6 +86,8 @@ int main(int argc, char **argv)
         const struct verb *verb;
         int c, matches, first;
 
+        /* the messages name the wrong argument themselves (ctl_report_bad_option) */
+        opterr = 0;
         /* '+': stop at the verb; its options are its own. */
         while ((c = getopt_long(argc, argv, "+vh", options, NULL)) >= 0) {
                 switch (c) {
@@ -90,7 +101,7 @@ int main(int argc, char **argv)
                         printf("gpreemptctl %s\n", GPREEMPT_VERSION);
                         return CTL_EXIT_OK;
                 default:
-                        return ctl_report_usage(NULL, "unknown option");
+                        return ctl_report_bad_option(NULL, argc, argv, options);
                 }
         }
         if (optind >= argc)
@@ -107,6 +118,7 @@ int main(int argc, char **argv)
         /* Each verb parses its own options from the start (optind 0 resets
          * getopt completely). */
         first = optind;
+        ctl_report_usage_as_json(asks_for_json(argc - first, argv + first));
         argv[first] = (char *)verb->name;
         optind = 0;
         return verb->run(&globals, argc - first, argv + first);

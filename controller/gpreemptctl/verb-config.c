@@ -138,7 +138,7 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
                         return CTL_EXIT_OK;
                 default:
                         paths_done(&paths);
-                        return ctl_report_usage("verify-config", "unknown option.");
+                        return ctl_report_bad_option("verify-config", argc, argv, options);
                 }
         }
         if (optind != argc) {

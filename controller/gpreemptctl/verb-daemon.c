@@ -108,7 +108,7 @@ int verb_daemon_pid(const struct ctl_globals *globals, int argc, char **argv)
                         print_help(v);
                         return CTL_EXIT_OK;
                 default:
-                        return ctl_report_usage(v->name, "unknown option.");
+                        return ctl_report_bad_option(v->name, argc, argv, options);
                 }
         }
         if (is_register && !class)
@@ -172,7 +172,7 @@ int verb_status(const struct ctl_globals *globals, int argc, char **argv)
                                "  -h, --help   show this help\n");
                         return CTL_EXIT_OK;
                 default:
-                        return ctl_report_usage("status", "unknown option.");
+                        return ctl_report_bad_option("status", argc, argv, options);
                 }
         }
         if (optind != argc)

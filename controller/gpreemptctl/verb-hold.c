@@ -515,7 +515,7 @@ int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
                         print_help();
                         return CTL_EXIT_OK;
                 default:
-                        return ctl_report_usage("hold", "unknown option.");
+                        return ctl_report_bad_option("hold", argc, argv, options);
                 }
         }
         if (optind >= argc)

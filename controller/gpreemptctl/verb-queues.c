@@ -123,7 +123,7 @@ int verb_queues(const struct ctl_globals *globals, int argc, char **argv)
                         print_help();
                         return CTL_EXIT_OK;
                 default:
-                        return ctl_report_usage("queues", "unknown option.");
+                        return ctl_report_bad_option("queues", argc, argv, options);
                 }
         }
         if (argc - optind != 1)

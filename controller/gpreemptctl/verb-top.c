@@ -154,7 +154,7 @@ int verb_top(const struct ctl_globals *globals, int argc, char **argv)
                         print_help();
                         return CTL_EXIT_OK;
                 default:
-                        return ctl_report_usage("top", "unknown option.");
+                        return ctl_report_bad_option("top", argc, argv, options);
                 }
         }
         if (optind != argc)

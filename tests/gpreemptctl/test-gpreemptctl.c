@@ -524,6 +524,17 @@ static void test_usage_errors(void **state)
         assert_int_equal(run_ctl(&c, (const char *[]){ "queues", "99999999", NULL }), 1);
         assert_output_has(&c, "not a process id");
         child_kill(&c);
+        /* a negative pid is not taken for a cluster of options */
+        assert_int_equal(run_ctl(&c, (const char *[]){ "suspend", "-42", NULL }), 1);
+        assert_output_has(&c, "'-42' is not a process id");
+        child_kill(&c);
+        /* under --json, a usage error is JSON too, wherever --json stands */
+        assert_int_equal(run_ctl(&c, (const char *[]){ "suspend", "abc", "--json", NULL }), 1);
+        assert_output_has(&c, "\"error\":\"'abc' is not a process id.\"");
+        child_kill(&c);
+        assert_int_equal(run_ctl(&c, (const char *[]){ "hold", "12", "--for", NULL }), 1);
+        assert_output_has(&c, "'--for' needs a value");
+        child_kill(&c);
         assert_int_equal(run_ctl(&c, (const char *[]){ "frobnicate", NULL }), 1);
         assert_output_has(&c, "not a verb");
         child_kill(&c);
