@@ -250,6 +250,19 @@ int explain_format(const struct explain_facts *f, char **ret_sentence)
                              "the tracer thread; make every call from the attaching thread",
                              verb, f->pid) < 0)
                         s = NULL;
+        } else if (-f->error == GP_ERR_SELF && f->op == GP_OP_ATTACH) {
+                if (asprintf(&s,
+                             "Cannot %s process %d: it is this very process, and a process cannot "
+                             "hold or debug itself; give the PID of another process",
+                             verb, f->pid) < 0)
+                        s = NULL;
+        } else if (-f->error == GP_ERR_NOT_GPU_PROCESS && f->op == GP_OP_ATTACH) {
+                if (asprintf(&s,
+                             "Cannot %s process %d: it does not use the GPU (it has not opened "
+                             "/dev/kfd), and attaching would make the kernel create GPU state for "
+                             "it; check the PID, or wait until the process has started using the GPU",
+                             verb, f->pid) < 0)
+                        s = NULL;
         } else if (-f->error == ESRCH)
                 s = gone_cause(f, verb);
         else if (f->op == GP_OP_ATTACH && -f->error == EPERM)

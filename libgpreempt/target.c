@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "target.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -156,6 +159,33 @@ static int runtime_state_to_error(enum gp_runtime_state state)
         }
 }
 
+/* Where KFD lists its processes (kfd-interface.md §8.1). */
+#define KFD_SYSFS_ROOT "/sys/class/kfd/kfd"
+
+/*
+ * Whether pid is a process that attaching may touch: another process, one
+ * that uses the GPU unless the caller means to attach before it does. ENABLE makes the kernel create a KFD process for a
+ * target that never opened /dev/kfd (kfd-interface.md §3, step 4), which
+ * would then stay and be listed as a GPU process; a process with a KFD
+ * process has a /sys/class/kfd/kfd/proc/<pid> directory (§8.1). Where no
+ * KFD sysfs can be seen at all (no /sys/class/kfd/kfd), nothing can be
+ * told, and ENABLE decides.
+ */
+static int check_target(pid_t pid, bool before_gpu_use)
+{
+        char path[64];
+
+        if (pid == getpid())
+                return -GP_ERR_SELF;
+        /* no such process: the same answer PTRACE_SEIZE would give */
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+                return -ESRCH;
+        if (before_gpu_use || access(KFD_SYSFS_ROOT, F_OK) < 0)
+                return 0;
+        snprintf(path, sizeof(path), KFD_SYSFS_ROOT "/proc/%d", (int)pid);
+        return access(path, F_OK) == 0 ? 0 : -GP_ERR_NOT_GPU_PROCESS;
+}
+
 GP_EXPORT int gp_target_attach(struct gp_context *context, pid_t pid,
                                const struct gp_attach_opts *opts, struct gp_target **ret_target)
 {
@@ -167,6 +197,11 @@ GP_EXPORT int gp_target_attach(struct gp_context *context, pid_t pid,
         if (!context || pid <= 0 || !ret_target || !OPTS_VALID(opts))
                 return -EINVAL;
         logger = &context->logger;
+        r = check_target(pid, OPTS_GET(opts, before_gpu_use, false));
+        if (r < 0) {
+                log_err(logger, "pid %d: not attached: %s", pid, strerror(-r));
+                return r;
+        }
 
         target = calloc(1, sizeof(*target));
         if (!target)

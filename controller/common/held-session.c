@@ -240,11 +240,12 @@ static int on_event_fd(sd_event_source *source, int fd, uint32_t revents, void *
         return 0;
 }
 
-int held_session_attach(struct gp_context *gp, sd_event *event, pid_t pid, uint32_t grace_period,
+int held_session_attach(struct gp_context *gp, sd_event *event, pid_t pid, uint32_t grace_period, bool before_gpu_use,
                         const struct held_session_callbacks *callbacks, void *userdata,
                         struct held_session **ret_session)
 {
-        struct gp_attach_opts opts = { .sz = sizeof(opts), .event_fn = on_target_event };
+        struct gp_attach_opts opts = { .sz = sizeof(opts), .event_fn = on_target_event,
+                                       .before_gpu_use = before_gpu_use };
         struct held_session *s = calloc(1, sizeof(*s));
         int r;
 

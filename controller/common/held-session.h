@@ -69,9 +69,10 @@ struct held_session_counts {
 
 /*
  * Attaches to pid and services it on event. grace_period: wave time before
- * the context save, in ~1000 GPU clocks. Returns 0 or the library's -errno.
+ * the context save, in ~1000 GPU clocks. before_gpu_use: pid may not have
+ * opened /dev/kfd yet (gp_attach_opts). Returns 0 or the library's -errno.
  */
-int held_session_attach(struct gp_context *gp, sd_event *event, pid_t pid, uint32_t grace_period,
+int held_session_attach(struct gp_context *gp, sd_event *event, pid_t pid, uint32_t grace_period, bool before_gpu_use,
                         const struct held_session_callbacks *callbacks, void *userdata,
                         struct held_session **ret_session);
 /* Detaches (the kernel resumes whatever is still suspended) and frees. Returns the detach's -errno or 0. */

@@ -11,7 +11,7 @@
 #include "verbs.h"
 
 static const struct verb verbs[] = {
-        { "hold", "PID... [--for DURATION] [--gpu ID]... [--grace-period N] [--json]",
+        { "hold", "PID... [--for DURATION] [--gpu ID]... [--grace-period N] [--wait-for-gpu] [--json]",
           "suspend processes' GPU queues until a duration ends or a signal comes", verb_hold },
         { "queues", "PID [--json]", "list a process's GPU queues", verb_queues },
         /* Verbs that ask gpreemptd (verb-daemon.c, verb-top.c, verb-config.c). */

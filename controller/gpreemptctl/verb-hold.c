@@ -59,23 +59,28 @@ struct hold {
         uint32_t gpu_ids[HOLD_MAX_GPUS];
         size_t n_gpu_ids;
         uint32_t grace_period;
+        bool before_gpu_use; /* --wait-for-gpu */
         bool json;
 };
 
 static void print_help(void)
 {
-        printf("Usage: gpreemptctl hold PID... [--for DURATION] [--gpu ID]... [--json]\n"
+        printf("Usage: gpreemptctl hold PID... [--for DURATION] [--gpu ID]... [--wait-for-gpu] [--json]\n"
                "\n"
                "Suspend the GPU queues of the processes and keep them suspended, also the\n"
                "queues they create meanwhile, until DURATION has passed or SIGINT/SIGTERM\n"
                "arrives; then resume them and detach. A process whose ROCm runtime has not\n"
-               "started yet is held from the moment it does.\n"
+               "started yet is held from the moment it does. A process that does not use\n"
+               "the GPU is refused, unless --wait-for-gpu.\n"
                "\n"
                "  --for DURATION       how long to hold: 500ms, 30s, 5m, 1h (default: until\n"
                "                       interrupted)\n"
                "  --gpu ID             only queues on this GPU (KFD gpu_id); repeatable\n"
                "  --grace-period N     wave time before the context save, in ~1000 GPU\n"
                "                       clocks (default 0)\n"
+               "  --wait-for-gpu       the processes have not opened the GPU yet: attach now\n"
+               "                       and hold each from when its runtime starts (the kernel\n"
+               "                       then keeps GPU state for it even if it never uses the GPU)\n"
                "  --json               print the result as JSON\n"
                "  -h, --help           show this help\n"
                "\n"
@@ -220,7 +225,8 @@ static void held_attach(struct held *h)
         size_t n_queues;
         int r;
 
-        r = held_session_attach(hold->context, hold->event, h->pid, hold->grace_period, &held_callbacks, h,
+        r = held_session_attach(hold->context, hold->event, h->pid, hold->grace_period, hold->before_gpu_use,
+                                &held_callbacks, h,
                                 &h->session);
         if (r < 0) {
                 h->state = HELD_FAILED;
@@ -470,11 +476,12 @@ static int check_gpu_ids(const uint32_t *ids, size_t n_ids)
 
 int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
 {
-        enum { OPT_FOR = 0x100, OPT_GPU, OPT_GRACE, OPT_JSON };
+        enum { OPT_FOR = 0x100, OPT_GPU, OPT_GRACE, OPT_WAIT_FOR_GPU, OPT_JSON };
         static const struct option options[] = {
                 { "for", required_argument, NULL, OPT_FOR },
                 { "gpu", required_argument, NULL, OPT_GPU },
                 { "grace-period", required_argument, NULL, OPT_GRACE },
+                { "wait-for-gpu", no_argument, NULL, OPT_WAIT_FOR_GPU },
                 { "json", no_argument, NULL, OPT_JSON },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -507,6 +514,9 @@ int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
                         if (parse_u32(optarg, &hold.grace_period) < 0)
                                 return ctl_report_usage("hold", "'%s' is not a grace period.",
                                                     optarg);
+                        break;
+                case OPT_WAIT_FOR_GPU:
+                        hold.before_gpu_use = true;
                         break;
                 case OPT_JSON:
                         hold.json = true;

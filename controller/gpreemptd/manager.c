@@ -531,8 +531,9 @@ static void start_session(struct manager *m, struct tracked_process *p)
         p->session_error = NULL;
         r = open_gp_context(m, &why);
         if (r >= 0) {
-                r = held_session_attach(m->gp, m->event, p->pid, m->config->daemon.grace_period, &session_callbacks,
-                                        p, &p->session);
+                /* discovery found it in KFD's own list: it uses the GPU */
+                r = held_session_attach(m->gp, m->event, p->pid, m->config->daemon.grace_period, false,
+                                        &session_callbacks, p, &p->session);
                 if (r < 0)
                         why = explain_sentence(r, GP_OP_ATTACH, p->pid, -1, m->gp);
         }

@@ -315,7 +315,8 @@ static void test_hold_waits_for_the_runtime_and_acknowledges_it(void **state)
                  asan && *asan ? ":" : "");
         assert_int_equal(child_spawn(argv, false, &f->app), 0);
         assert_int_equal(child_wait_line(&f->app, "WAITING", 5000, NULL, 0), 0);
-        spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), NULL });
+        /* it has not opened /dev/kfd yet: holding it is asked for explicitly */
+        spawn_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), "--wait-for-gpu", NULL });
         assert_int_equal(child_wait_line(&f->ctl, "pid ", 5000, NULL, 0), 0);
         /* Its runtime enables (blocks until acknowledged), then disables
          * (blocks again) and the process exits: hold must ack both and end. */
@@ -481,6 +482,34 @@ static void test_no_such_process(void **state)
         assert_output_has(&f->ctl, "no such process");
 }
 
+/*
+ * Processes that cannot be held say why: one that does not use the GPU
+ * (holding it would leave it GPU state), and gpreemptctl itself.
+ */
+static void test_hold_refuses_a_process_without_gpu_use_and_itself(void **state)
+{
+        struct fixture *f = *state;
+        char *sleeper[] = { (char *)"/bin/sleep", (char *)"30", NULL };
+        char self[512];
+        char *shell[] = { (char *)"/bin/sh", (char *)"-c", self, NULL };
+        char kfd_process[64];
+        int status;
+
+        assert_int_equal(child_spawn(sleeper, false, &f->app), 0);
+        assert_int_equal(run_ctl(&f->ctl, (const char *[]){ "hold", pid_arg(f->app.pid), NULL }), 2);
+        assert_output_has(&f->ctl, "does not use the GPU");
+        snprintf(kfd_process, sizeof(kfd_process), "/sys/class/kfd/kfd/proc/%d", (int)f->app.pid);
+        assert_int_equal(access(kfd_process, F_OK), -1);
+        assert_left_running(&f->app);
+
+        /* the shell's pid becomes gpreemptctl's by exec */
+        snprintf(self, sizeof(self), "exec %s hold $$ --for 1s", ctl_path);
+        assert_int_equal(child_spawn(shell, true, &f->helper), 0);
+        assert_int_equal(child_run_to_end(&f->helper, 10000, &status), 0);
+        assert_int_equal(WEXITSTATUS(status), 2);
+        assert_output_has(&f->helper, "this very process");
+}
+
 /* One of two held processes exits: it is reaped at once, so that its parent's wait does not last until the hold ends. */
 static void test_exited_target_of_a_longer_hold_is_reaped(void **state)
 {
@@ -605,6 +634,7 @@ int main(int argc, char **argv)
                 T(test_runtime_never_enabled),
                 T(test_no_such_process),
                 T(test_exited_target_of_a_longer_hold_is_reaped),
+                T(test_hold_refuses_a_process_without_gpu_use_and_itself),
                 T(test_usage_errors),
         };
         const struct CMUnitTest nohws_tests[] = { T(test_nohws) };

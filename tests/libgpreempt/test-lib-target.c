@@ -109,14 +109,19 @@ static int teardown(void **state)
         return 0;
 }
 
+static int attach_with(struct fixture *f, pid_t pid, bool before_gpu_use)
+{
+        return gp_target_attach(f->context, pid,
+                                &(struct gp_attach_opts){ .sz = sizeof(struct gp_attach_opts),
+                                                          .event_fn = on_event,
+                                                          .event_userdata = &f->seen,
+                                                          .before_gpu_use = before_gpu_use },
+                                &f->target);
+}
+
 static void attach(struct fixture *f, pid_t pid)
 {
-        int r = gp_target_attach(f->context, pid,
-                                 &(struct gp_attach_opts){ .sz = sizeof(struct gp_attach_opts),
-                                                           .event_fn = on_event,
-                                                           .event_userdata = &f->seen },
-                                 &f->target);
-        assert_int_equal(r, 0);
+        assert_int_equal(attach_with(f, pid, false), 0);
 }
 
 /* Services the target (ptrace stops and debug events) for ms milliseconds,
@@ -415,9 +420,10 @@ static void test_runtime_enable_and_disable_are_acknowledged(void **state)
                  asan && *asan ? ":" : "");
         assert_int_equal(child_spawn(argv, false, &f->app), 0);
         assert_int_equal(child_wait_line(&f->app, "WAITING", 5000, NULL, 0), 0);
-        /* Attached before its runtime starts: ENABLE reports DISABLED and
-         * the runtime's enable will block until acknowledged. */
-        attach(f, f->app.pid);
+        /* Attached before its runtime starts (it has not opened /dev/kfd
+         * yet): ENABLE reports DISABLED and the runtime's enable will block
+         * until acknowledged. */
+        assert_int_equal(attach_with(f, f->app.pid, true), 0);
         assert_int_equal(gp_target_runtime_state(f->target), GP_RUNTIME_DISABLED);
         assert_int_equal(gp_target_suspend(f->target, NULL, NULL), -GP_ERR_NO_QUEUES);
 
@@ -604,6 +610,33 @@ static void test_already_debugged_target_is_refused(void **state)
         waitpid(debugger, NULL, 0);
 }
 
+/*
+ * The calling process is refused, and so is a process that does not use
+ * the GPU: ENABLE would leave it a KFD process (kfd-interface.md §3, step 4).
+ */
+static void test_self_and_a_process_without_gpu_use_are_refused(void **state)
+{
+        struct fixture *f = *state;
+        char *argv[] = { (char *)"/bin/sleep", (char *)"30", NULL };
+        char kfd_process[64], *sentence;
+
+        assert_int_equal(attach_with(f, getpid(), false), -GP_ERR_SELF);
+        sentence = explain(-GP_ERR_SELF, GP_OP_ATTACH, getpid(), -1);
+        assert_non_null(strstr(sentence, "this very process"));
+        free(sentence);
+
+        assert_int_equal(child_spawn(argv, false, &f->app), 0);
+        assert_true(process_state(f->app.pid) != 'Z');
+        assert_int_equal(attach_with(f, f->app.pid, false), -GP_ERR_NOT_GPU_PROCESS);
+        assert_null(f->target);
+        snprintf(kfd_process, sizeof(kfd_process), "/sys/class/kfd/kfd/proc/%d", (int)f->app.pid);
+        assert_int_equal(access(kfd_process, F_OK), -1);
+        assert_int_equal(tracer_of(f->app.pid), 0);
+        sentence = explain(-GP_ERR_NOT_GPU_PROCESS, GP_OP_ATTACH, f->app.pid, -1);
+        assert_non_null(strstr(sentence, "does not use the GPU"));
+        free(sentence);
+}
+
 static void test_runtime_never_enabled_is_explained(void **state)
 {
         struct fixture *f = *state;
@@ -684,6 +717,8 @@ int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_held_app_stops_and_continues, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_self_and_a_process_without_gpu_use_are_refused, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_queue_created_while_held_is_suspended, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_online_app_keeps_running, setup, teardown),

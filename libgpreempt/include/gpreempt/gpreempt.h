@@ -28,6 +28,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -51,6 +52,11 @@ extern "C" {
 #define GP_ERR_KFD_TOO_OLD EPROTONOSUPPORT
 /* The target exited, or exec'd (which ends its kfd debug session). */
 #define GP_ERR_TARGET_GONE ESRCH
+/* The target is the calling process: ptrace cannot trace its own thread group. */
+#define GP_ERR_SELF EDEADLK
+/* The target does not use the GPU (it never opened /dev/kfd): attaching would
+ * make the kernel create a KFD process for it, so gp_target_attach refuses. */
+#define GP_ERR_NOT_GPU_PROCESS ENOTCONN
 
 enum gp_log_level {
         GP_LOG_ERR = 3,     /* an operation failed */
@@ -130,6 +136,11 @@ struct gp_attach_opts {
         size_t sz;
         gp_event_fn event_fn;
         void *event_userdata;
+        /* Attach to a process that has not opened /dev/kfd yet (to hold it
+         * from the moment its runtime starts). The kernel then creates a KFD
+         * process for it, which stays even if it never uses the GPU; without
+         * this, such a target is refused with GP_ERR_NOT_GPU_PROCESS. */
+        bool before_gpu_use;
 };
 
 /*
@@ -140,6 +151,8 @@ struct gp_attach_opts {
  *
  * A target whose runtime is not enabled yet (GP_RUNTIME_DISABLED) is
  * attached: its GP_EVENT_RUNTIME comes through gp_target_process_events().
+ * The calling process itself is refused (GP_ERR_SELF), and so is a process
+ * that does not use the GPU unless opts->before_gpu_use.
  */
 int gp_target_attach(struct gp_context *context, pid_t pid, const struct gp_attach_opts *opts,
                      struct gp_target **ret_target);
