@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "api-names.h"
 #include "cleanup.h"
@@ -505,20 +508,62 @@ static void on_entry(void *userdata, const char *file, unsigned line, const char
         }
 }
 
+/*
+ * Opens a configuration file for reading, never blocking: O_NONBLOCK makes
+ * opening a FIFO without a writer return at once, and anything but a
+ * regular file of a bounded size is refused with its path. Loading runs in
+ * the daemon's only loop on a reload; a read that blocked there would stop
+ * every suspension from ending. Returns -ENOENT quietly, other errors in diag.
+ */
+static int open_config_file(struct parse_state *st, const char *path, FILE **ret_file)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        struct stat sb;
+        FILE *f;
+
+        if (fd < 0 || fstat(fd, &sb) < 0) {
+                int r = -errno;
+
+                if (r != -ENOENT)
+                        diag_add(st->diag, path, 0, "cannot be read: %s", strerror(-r));
+                return r;
+        }
+        if (!S_ISREG(sb.st_mode)) {
+                diag_add(st->diag, path, 0,
+                         "is not a regular file (a FIFO, directory, device or socket); configuration files must be "
+                         "regular files");
+                return -EINVAL;
+        }
+        if (sb.st_size > CONFIG_MAX_FILE_BYTES) {
+                diag_add(st->diag, path, 0, "is larger than %d bytes, more than any configuration needs",
+                         CONFIG_MAX_FILE_BYTES);
+                return -EFBIG;
+        }
+        f = fdopen(fd, "re");
+        if (!f) {
+                int r = -errno;
+
+                diag_add(st->diag, path, 0, "cannot be read: %s", strerror(-r));
+                return r;
+        }
+        TAKE_FD(fd); /* the FILE closes it */
+        *ret_file = f;
+        return 0;
+}
+
 static int read_file(struct parse_state *st, const char *path, bool main_file)
 {
         static const struct ini_handler handler = { .section = on_section, .entry = on_entry };
         _cleanup_fclose_ FILE *f = NULL;
         int r;
 
-        f = fopen(path, "re");
-        if (!f) {
-                if (main_file && errno == ENOENT)
-                        return 0; /* every setting has a default */
-                r = -errno;
-                diag_add(st->diag, path, 0, "cannot be read: %s", strerror(errno));
+        r = open_config_file(st, path, &f);
+        if (r == -ENOENT && main_file)
+                return 0; /* every setting has a default */
+        if (r == -ENOENT)
+                diag_add(st->diag, path, 0, "cannot be read: %s", strerror(ENOENT));
+        if (r < 0)
                 return r;
-        }
         st->main_file = main_file;
         st->section = SECTION_NONE;
         r = ini_read(f, path, &handler, st, st->diag);

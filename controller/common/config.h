@@ -18,6 +18,8 @@
 
 #define CONFIG_MAX_WORKLOADS 1024
 #define CONFIG_MAX_DROPINS 256
+/* Far more than any configuration file needs; a file is read whole, so its size is bounded. */
+#define CONFIG_MAX_FILE_BYTES (1024 * 1024)
 
 struct daemon_settings {
         char *runtime_dir;

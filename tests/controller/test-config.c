@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
+
+#include "cleanup.h"
 
 #include "config-fixture.h"
 #include "config.h"
@@ -249,6 +252,63 @@ static void test_too_many_workloads(void **state)
         config_fixture_cleanup(&f);
 }
 
+/*
+ * A FIFO, a directory or any other file that is not a regular one, named
+ * like a configuration file, is refused with its path at once: reading it
+ * could block, at start or on a reload in the daemon's only loop. SIGALRM
+ * ends the test if loading blocks.
+ */
+static void test_non_regular_files_are_refused_without_blocking(void **state)
+{
+        static const struct {
+                const char *name;
+                const char *make;
+        } cases[] = {
+                { "workloads.d/10-fifo.conf", "mkfifo" },
+                { "gpreemptd.conf", "mkfifo" },
+                { "workloads.d/20-dir.conf", "mkdir" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct config_fixture f;
+                struct config *c = NULL;
+                struct diag d = { 0 };
+                char command[256];
+
+                config_fixture_init(&f);
+                snprintf(command, sizeof(command), "%s '%s/%s'", cases[i].make, f.dir, cases[i].name);
+                assert_int_equal(system(command), 0);
+                alarm(10);
+                assert_int_equal(config_load(f.dir, &c, &d), -EINVAL);
+                alarm(0);
+                assert_int_equal(d.n_messages, 1);
+                assert_non_null(strstr(d.messages[0], cases[i].name));
+                assert_non_null(strstr(d.messages[0], "not a regular file"));
+                diag_clear(&d);
+                config_fixture_cleanup(&f);
+        }
+}
+
+/* A configuration file is read whole into memory: one larger than any real one is refused. */
+static void test_oversized_file_is_refused(void **state)
+{
+        struct config_fixture f;
+        struct config *c = NULL;
+        struct diag d = { 0 };
+        char command[256];
+
+        config_fixture_init(&f);
+        snprintf(command, sizeof(command), "truncate -s %d '%s/workloads.d/big.conf'", CONFIG_MAX_FILE_BYTES + 1,
+                 f.dir);
+        assert_int_equal(system(command), 0);
+        assert_int_equal(config_load(f.dir, &c, &d), -EINVAL);
+        assert_int_equal(d.n_messages, 1);
+        assert_non_null(strstr(d.messages[0], "big.conf"));
+        assert_non_null(strstr(d.messages[0], "larger than"));
+        diag_clear(&d);
+        config_fixture_cleanup(&f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -258,6 +318,8 @@ int main(void)
                 cmocka_unit_test(test_long_line_is_refused_and_counted),
                 cmocka_unit_test(test_all_errors_reported_at_once),
                 cmocka_unit_test(test_too_many_workloads),
+                cmocka_unit_test(test_non_regular_files_are_refused_without_blocking),
+                cmocka_unit_test(test_oversized_file_is_refused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
