@@ -104,6 +104,15 @@ static const char *param_string(struct json_object *params, const char *key)
         return "";
 }
 
+static int param_int(struct json_object *params, const char *key)
+{
+        struct json_object *v;
+
+        if (params && json_object_object_get_ex(params, key, &v) && json_object_is_type(v, json_type_int))
+                return json_object_get_int(v);
+        return 0;
+}
+
 /* The daemon's error reply as a sentence and an exit code. */
 static int explain_error(const char *error, struct json_object *params, enum daemon_access access, pid_t pid,
                          bool json)
@@ -118,6 +127,11 @@ static int explain_error(const char *error, struct json_object *params, enum dae
                         : daemon_fail(json, CTL_EXIT_PRECONDITION, error,
                                       "permission denied: reading gpreemptd's state needs root or membership "
                                       "of the gpreempt group (usermod -aG gpreempt USER, then log in again)");
+        if (strcmp(name, "TooManyConnections") == 0)
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                   "gpreemptd refused the connection: this user holds %d connections to it already, "
+                                   "as many as a user may; close the others (idle ones close after a minute)",
+                                   param_int(params, "limit"));
         if (strcmp(name, "NoSuchProcess") == 0)
                 return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
                                    "process %d is not known to gpreemptd: it does not exist or has not used the "

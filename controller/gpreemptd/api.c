@@ -92,6 +92,8 @@ static const char description[] =
         "\n"
         "error PermissionDenied ()\n"
         "error InternalError ()\n"
+        "# This user holds its share of connections already (idle ones close after a minute).\n"
+        "error TooManyConnections (limit: int)\n"
         "error NoSuchProcess (pid: int)\n"
         "error NotOffline (pid: int)\n"
         "error NotAttached (pid: int, reason: string)\n"

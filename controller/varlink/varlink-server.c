@@ -48,6 +48,7 @@ struct connection {
         sd_event_source *timer;
         struct ucred peer;
         bool can_read;
+        bool refused; /* over its budget: its first call is answered TooManyConnections */
         bool close_after_flush;
         struct varlink_buffer in;
         struct varlink_buffer out;
@@ -64,7 +65,8 @@ struct varlink_server {
         sd_event_source *listeners[LISTENERS_MAX];
         size_t n_listeners;
         struct connection *connections;
-        size_t n_connections;
+        size_t n_connections; /* refused ones included */
+        size_t n_refused;
 };
 
 struct varlink_call {
@@ -84,6 +86,7 @@ static void connection_free(struct connection *c)
         if (c->next)
                 c->next->prev = c->prev;
         s->n_connections--;
+        s->n_refused -= c->refused;
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timer);
         if (c->fd >= 0)
@@ -104,7 +107,9 @@ static uint64_t now_usec(struct varlink_server *s)
 /* Re-arms the connection's single timer to whichever limit comes first. */
 static void connection_arm_timer(struct connection *c)
 {
-        uint64_t deadline = c->last_call + VARLINK_SERVER_IDLE_TIMEOUT_USEC;
+        /* a refused connection has a call's worth of time to ask, and is told why */
+        uint64_t deadline = c->last_call + (c->refused ? VARLINK_SERVER_PARTIAL_TIMEOUT_USEC
+                                                       : VARLINK_SERVER_IDLE_TIMEOUT_USEC);
 
         if (c->partial_since && c->partial_since + VARLINK_SERVER_PARTIAL_TIMEOUT_USEC < deadline)
                 deadline = c->partial_since + VARLINK_SERVER_PARTIAL_TIMEOUT_USEC;
@@ -254,6 +259,18 @@ static int handle_message(struct connection *c, const char *text, size_t len)
         size_t iface_len;
         int r;
 
+        if (c->refused) {
+                struct json_object *limit = json_object_new_object();
+                _cleanup_free_ char *error = NULL;
+
+                c->close_after_flush = true;
+                if (!limit || asprintf(&error, "%s.TooManyConnections", c->server->iface->name) < 0) {
+                        json_object_put(limit);
+                        return -ENOMEM;
+                }
+                json_object_object_add(limit, "limit", json_object_new_int(VARLINK_SERVER_CONNECTIONS_PER_UID));
+                return send_reply(c, error, limit);
+        }
         if (varlink_parse_message(text, len, &msg) < 0)
                 return invalid_parameter(c, "message");
         if (!json_object_object_get_ex(msg, "method", &m) || !json_object_is_type(m, json_type_string)) {
@@ -439,12 +456,28 @@ static bool peer_in_group(int fd, gid_t primary, gid_t wanted)
         return false;
 }
 
+/* Whether a new connection of c's peer fits its budget (c is not counted yet). */
+static bool within_budget(const struct varlink_server *s, const struct connection *c)
+{
+        size_t same_uid = 0, accepted = s->n_connections - s->n_refused;
+
+        if (accepted >= VARLINK_SERVER_CONNECTIONS_MAX)
+                return false;
+        if (c->peer.uid == 0)
+                return true;
+        for (const struct connection *o = s->connections; o; o = o->next)
+                same_uid += !o->refused && o->peer.uid == c->peer.uid;
+        if (same_uid >= VARLINK_SERVER_CONNECTIONS_PER_UID)
+                return false;
+        return c->can_read || accepted < VARLINK_SERVER_CONNECTIONS_MAX - VARLINK_SERVER_CONNECTIONS_RESERVED;
+}
+
 static void accept_one(struct varlink_server *s, int fd)
 {
         socklen_t len = sizeof(struct ucred);
         struct connection *c;
 
-        if (s->n_connections >= VARLINK_SERVER_CONNECTIONS_MAX) {
+        if (s->n_connections >= VARLINK_SERVER_CONNECTIONS_MAX + VARLINK_SERVER_CONNECTIONS_REFUSED_MAX) {
                 close(fd);
                 return;
         }
@@ -459,16 +492,24 @@ static void accept_one(struct varlink_server *s, int fd)
         /* one reply plus slack: the reply is complete before the limit is checked */
         c->out.limit = VARLINK_SERVER_OUTPUT_MAX + VARLINK_MESSAGE_MAX;
         c->last_call = now_usec(s);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) < 0) {
+                close(fd);
+                free(c);
+                return;
+        }
+        c->can_read = c->peer.uid == 0 || peer_in_group(fd, c->peer.gid, s->read_gid);
+        c->refused = !within_budget(s, c);
+        if (c->refused && s->n_refused >= VARLINK_SERVER_CONNECTIONS_REFUSED_MAX) {
+                close(fd);
+                free(c);
+                return;
+        }
         c->next = s->connections;
         if (c->next)
                 c->next->prev = c;
         s->connections = c;
         s->n_connections++;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) < 0) {
-                connection_free(c);
-                return;
-        }
-        c->can_read = c->peer.uid == 0 || peer_in_group(fd, c->peer.gid, s->read_gid);
+        s->n_refused += c->refused;
         if (sd_event_add_io(s->event, &c->io, fd, EPOLLIN, on_connection_io, c) < 0 ||
             sd_event_add_time(s->event, &c->timer, CLOCK_MONOTONIC, 0, 0, on_connection_timer, c) < 0) {
                 connection_free(c);

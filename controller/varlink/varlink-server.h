@@ -21,7 +21,18 @@ struct varlink_server;
 struct varlink_call;
 
 /* Connections beyond this are closed at once. */
+/*
+ * Connections: at most _MAX at once. A user other than root holds at most
+ * _PER_UID of them, and users who may not read the server's state (neither
+ * root nor the read group) share all but _RESERVED: one local user can
+ * never lock root or the read group out. A connection over its budget is
+ * answered TooManyConnections at its first call, then closed; such
+ * connections are few (_REFUSED_MAX) and short-lived.
+ */
 #define VARLINK_SERVER_CONNECTIONS_MAX 64
+#define VARLINK_SERVER_CONNECTIONS_PER_UID 8
+#define VARLINK_SERVER_CONNECTIONS_RESERVED 16
+#define VARLINK_SERVER_CONNECTIONS_REFUSED_MAX 16
 /* A started message must be completed within this. */
 #define VARLINK_SERVER_PARTIAL_TIMEOUT_USEC (2u * 1000000u)
 /* A connection with no call for this long is closed. */
@@ -49,7 +60,8 @@ struct varlink_method {
 
 struct varlink_interface {
         const char *name;        /* e.g. "io.gpreempt" */
-        const char *description; /* the Varlink IDL text; must declare PermissionDenied and InternalError */
+        const char *description; /* the Varlink IDL text; must declare PermissionDenied, InternalError and
+                                  * TooManyConnections (limit: int) */
         const struct varlink_method *methods;
         size_t n_methods;
 };

@@ -56,7 +56,8 @@ static const struct varlink_method methods[] = {
 
 static const struct varlink_interface iface = {
         .name = "io.gpreempt.Test",
-        .description = "interface io.gpreempt.Test\nmethod Echo() -> ()\n",
+        .description = "interface io.gpreempt.Test\nmethod Echo() -> ()\nerror PermissionDenied ()\n"
+                       "error InternalError ()\nerror TooManyConnections (limit: int)\n",
         .methods = methods,
         .n_methods = sizeof(methods) / sizeof(methods[0]),
 };
@@ -318,8 +319,9 @@ static void test_connection_limit(void **state)
                 fds[i] = raw_connect();
                 call_expect(fds[i], "{\"method\":\"io.gpreempt.Test.Echo\"}", "");
         }
+        /* one more is told why it is refused, then hung up on */
         extra = raw_connect();
-        raw_send(extra, "{\"method\":\"io.gpreempt.Test.Echo\"}", sizeof("{\"method\":\"io.gpreempt.Test.Echo\"}"));
+        call_expect(extra, "{\"method\":\"io.gpreempt.Test.Echo\"}", "io.gpreempt.Test.TooManyConnections");
         assert_null(raw_reply(extra, 5000));
         close(extra);
         for (int i = 0; i < VARLINK_SERVER_CONNECTIONS_MAX; i++)
@@ -398,6 +400,111 @@ static void test_authorisation(void **state)
         as_user(0, 0, "io.gpreempt.Test.Change", "");
 }
 
+/* Connections one user holds, from a child running as that user, until released. */
+struct holder {
+        pid_t pid;
+        int report_fd;  /* the child writes: how many it holds, whether the next was told why not */
+        int release_fd; /* a byte written there lets the child exit */
+};
+
+static void hold_connections(struct holder *h, gid_t gid, uid_t uid, int tries)
+{
+        static const char get_info[] = "{\"method\":\"org.varlink.service.GetInfo\"}";
+        int report[2], release[2];
+
+        assert_int_equal(pipe(report), 0);
+        assert_int_equal(pipe(release), 0);
+        h->pid = fork();
+        assert_true(h->pid >= 0);
+        if (h->pid == 0) {
+                int held = 0, told = 0;
+                char c;
+
+                close(report[0]);
+                close(release[1]);
+                if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+                        _exit(2);
+                for (int i = 0; i < tries; i++) {
+                        int fd = raw_connect();
+                        const char *got;
+
+                        raw_send(fd, get_info, sizeof(get_info));
+                        got = raw_reply(fd, 5000);
+                        if (got && strcmp(got, "") == 0) {
+                                held++; /* kept open */
+                                continue;
+                        }
+                        told = got && strcmp(got, "io.gpreempt.Test.TooManyConnections") == 0;
+                        close(fd);
+                        break;
+                }
+                if (write(report[1], (int[]){ held, told }, 2 * sizeof(int)) != 2 * sizeof(int))
+                        _exit(3);
+                (void)!read(release[0], &c, 1);
+                _exit(0);
+        }
+        close(report[1]);
+        close(release[0]);
+        h->report_fd = report[0];
+        h->release_fd = release[1];
+}
+
+/* How many connections the holder got; *told: whether the one after was refused with TooManyConnections. */
+static int held_connections(struct holder *h, bool *told)
+{
+        int got[2];
+
+        assert_int_equal(read(h->report_fd, got, sizeof(got)), (ssize_t)sizeof(got));
+        *told = got[1];
+        return got[0];
+}
+
+static void release_connections(struct holder *h)
+{
+        int status;
+
+        /* a byte, not the pipe's end: the holders forked later hold copies of this one's */
+        assert_int_equal(write(h->release_fd, "x", 1), 1);
+        close(h->release_fd);
+        close(h->report_fd);
+        assert_int_equal(waitpid(h->pid, &status, 0), h->pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
+ * One local user cannot lock root or the read group out of the socket:
+ * each user holds at most its budget, and users who may not read share
+ * all but the reserved slots. A connection over budget is told why.
+ */
+static void test_one_user_cannot_lock_others_out(void **state)
+{
+        enum { USERS = 7, FIRST_UID = 60100 };
+        struct holder one, many[USERS];
+        int fd, total = 0;
+        bool told;
+
+        hold_connections(&one, NOBODY, NOBODY, VARLINK_SERVER_CONNECTIONS_MAX);
+        assert_int_equal(held_connections(&one, &told), VARLINK_SERVER_CONNECTIONS_PER_UID);
+        assert_true(told);
+        fd = raw_connect();
+        call_expect(fd, "{\"method\":\"io.gpreempt.Test.Echo\"}", "");
+        close(fd);
+        as_user(READ_GID, FIRST_UID - 1, "io.gpreempt.Test.Echo", "");
+        release_connections(&one);
+
+        for (int i = 0; i < USERS; i++) {
+                hold_connections(&many[i], FIRST_UID + i, FIRST_UID + i, VARLINK_SERVER_CONNECTIONS_PER_UID);
+                total += held_connections(&many[i], &told);
+        }
+        assert_int_equal(total, VARLINK_SERVER_CONNECTIONS_MAX - VARLINK_SERVER_CONNECTIONS_RESERVED);
+        fd = raw_connect();
+        call_expect(fd, "{\"method\":\"io.gpreempt.Test.Echo\"}", "");
+        close(fd);
+        as_user(READ_GID, FIRST_UID - 1, "io.gpreempt.Test.Echo", "");
+        for (int i = 0; i < USERS; i++)
+                release_connections(&many[i]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -410,6 +517,8 @@ int main(void)
                 cmocka_unit_test(test_connection_limit),
                 cmocka_unit_test(test_client_that_never_reads),
                 cmocka_unit_test(test_authorisation),
+                /* last: the server sees the holders' hang-ups only some time after */
+                cmocka_unit_test(test_one_user_cannot_lock_others_out),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
