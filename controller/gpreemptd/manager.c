@@ -20,6 +20,11 @@
 #include "process-facts.h"
 #include "workload-match.h"
 
+/* An attach that may work later is tried again after this, doubling up to the most. */
+#define ATTACH_RETRY_FIRST_US 500000u
+#define ATTACH_RETRY_MAX_US 30000000u
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
 uint64_t manager_now(const struct manager *m)
 {
         uint64_t now = 0;
@@ -36,9 +41,14 @@ struct tracked_process *manager_find_process(struct manager *m, pid_t pid)
         return NULL;
 }
 
+static bool is_offline_managed(const struct tracked_process *p)
+{
+        return p->managed && p->class == WORKLOAD_CLASS_OFFLINE;
+}
+
 static bool is_offline_attached(const struct tracked_process *p)
 {
-        return p->managed && p->class == WORKLOAD_CLASS_OFFLINE && p->session;
+        return is_offline_managed(p) && p->session;
 }
 
 /* ---- the per-GPU policies ---- */
@@ -522,9 +532,27 @@ static int open_gp_context(struct manager *m, char **ret_error)
         return r;
 }
 
+/*
+ * Whether an attach that failed so may work later: another tracer or
+ * debugger had the process (EPERM from PTRACE_SEIZE, EALREADY from ENABLE),
+ * or another process held the GPU's only debug VMID. Those leave; other
+ * failures (an old GPU, a GWS queue, the scheduler's mode) do not, and each
+ * attempt costs the GPU a runlist refresh (kfd-interface.md §9.6).
+ */
+static bool attach_may_work_later(int error)
+{
+        return error == -EPERM || error == -EALREADY || error == -GP_ERR_VMID_BUSY;
+}
+
+/*
+ * Attaches to p. A failure that may pass is tried again after
+ * ATTACH_RETRY_FIRST_US, doubling up to ATTACH_RETRY_MAX_US (discovery's
+ * passes give the occasions: on_pid_seen); only the first is logged as an error.
+ */
 static void start_session(struct manager *m, struct tracked_process *p)
 {
         _cleanup_free_ char *why = NULL;
+        bool retrying = p->attach_retry_us > 0;
         int r;
 
         free(p->session_error);
@@ -538,10 +566,19 @@ static void start_session(struct manager *m, struct tracked_process *p)
                         why = explain_sentence(r, GP_OP_ATTACH, p->pid, -1, m->gp);
         }
         if (r < 0) {
-                log_error("Process %d: cannot manage it: %s", (int)p->pid, why ? why : strerror(-r));
+                if (retrying)
+                        log_debug("Process %d: still cannot manage it: %s", (int)p->pid, why ? why : strerror(-r));
+                else
+                        log_error("Process %d: cannot manage it: %s%s", (int)p->pid, why ? why : strerror(-r),
+                                  attach_may_work_later(r) ? " (gpreemptd tries again)" : "");
                 p->session_error = why ? TAKE_PTR(why) : strdup(strerror(-r));
+                p->attach_retry_us = !attach_may_work_later(r) ? 0
+                                     : !retrying                ? ATTACH_RETRY_FIRST_US
+                                                                : MIN(2 * p->attach_retry_us, ATTACH_RETRY_MAX_US);
+                p->attach_retry_at = manager_now(m) + p->attach_retry_us;
                 return;
         }
+        p->attach_retry_us = 0;
         log_notice("Process %d: attached (GPU runtime %s)", (int)p->pid,
                    gp_runtime_state_to_string(held_session_runtime_state(p->session)));
         /* its GPUs may be suspended already (a held process follows its hold alone) */
@@ -763,6 +800,8 @@ static void on_pid_seen(pid_t pid, bool relisted, void *userdata)
 
         if (!p)
                 return;
+        if (p->attach_retry_us && !p->session && is_offline_managed(p) && manager_now(m) >= p->attach_retry_at)
+                start_session(m, p);
         signature = p->queues.signature;
         n_queues = p->queues.n_queues;
         if (relisted) {

@@ -58,6 +58,8 @@ struct tracked_process {
         size_t n_watched_queues;  /* online: queues the detector reads */
         struct held_session *session; /* offline: the debug session */
         char *session_error;      /* offline: why there is no session */
+        uint64_t attach_retry_us; /* offline, not attached: the wait before the next try; 0: no more tries */
+        uint64_t attach_retry_at; /* when the next try is due (CLOCK_MONOTONIC) */
         bool held;                /* gpreemptctl suspend: kept suspended until resume, within the bounds */
         struct policy_gpu hold_policy; /* a hold's bounds: online work that never ends */
         bool terminating;         /* got a termination signal: never suspended again */

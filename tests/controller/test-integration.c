@@ -93,6 +93,63 @@ static int teardown(void **state)
         return 0;
 }
 
+/* The pid of a tracer of pid's (0 for none), from /proc/<pid>/status. */
+static pid_t tracer_of(pid_t pid)
+{
+        char path[64], line[256];
+        pid_t tracer = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        f = fopen(path, "re");
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "TracerPid: %d", &tracer) == 1)
+                        break;
+        fclose(f);
+        return tracer;
+}
+
+/*
+ * An offline process that another debugger (here strace) traces when the
+ * daemon first sees it is managed once that debugger has left, without a
+ * reload: the daemon tries again.
+ */
+static void test_offline_process_traced_by_another_is_managed_once_free(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        struct fixture *f = *state;
+        char pid_arg[16];
+        pid_t strace;
+        int status;
+
+        emulated_app_start(&f->a, app_path, offline0);
+        snprintf(pid_arg, sizeof(pid_arg), "%d", (int)f->a.pid);
+        strace = fork();
+        assert_true(strace >= 0);
+        if (strace == 0) {
+                execl("/usr/bin/strace", "strace", "-o", "/dev/null", "-p", pid_arg, (char *)NULL);
+                _exit(127);
+        }
+        for (int i = 0; i < 2500 && tracer_of(f->a.pid) != strace; i++)
+                usleep(2000);
+        assert_int_equal(tracer_of(f->a.pid), strace);
+
+        start_daemon(&f->h);
+        for (int i = 0; i < 500 && !strstr(daemon_harness_log(&f->h), "tries again"); i++)
+                usleep(10000);
+        if (!strstr(daemon_harness_log(&f->h), "tries again"))
+                fail_msg("the daemon did not find the traced process unmanageable; its log:\n%s",
+                         daemon_harness_log(&f->h));
+        /* strace detaches on SIGTERM */
+        kill(strace, SIGTERM);
+        assert_int_equal(waitpid(strace, &status, 0), strace);
+        wait_attached(&f->h, f->a.pid);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 static void test_online_work_suspends_offline_on_its_gpu_only(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--queues", "2", "--gpu", "0", "--kernel-us", "3000", NULL };
@@ -517,6 +574,8 @@ int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_online_work_suspends_offline_on_its_gpu_only, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_offline_process_traced_by_another_is_managed_once_free, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_hold_register_and_sigkill_failsafe, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sigterm_resumes_and_detaches, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_offline_exit_while_suspended, setup, teardown),
