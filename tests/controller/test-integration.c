@@ -22,6 +22,7 @@
 #include "daemon-status.h"
 #include "emulated-app.h"
 #include "loop-scheduling.h"
+#include "test-support.h"
 
 /*
  * RealtimeCpuPercent= of the cap's test: above the idle daemon's share, far
@@ -91,24 +92,6 @@ static int teardown(void **state)
         daemon_harness_cleanup(&f->h);
         free(f);
         return 0;
-}
-
-/* The pid of a tracer of pid's (0 for none), from /proc/<pid>/status. */
-static pid_t tracer_of(pid_t pid)
-{
-        char path[64], line[256];
-        pid_t tracer = 0;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        f = fopen(path, "re");
-        if (!f)
-                return 0;
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "TracerPid: %d", &tracer) == 1)
-                        break;
-        fclose(f);
-        return tracer;
 }
 
 /*
