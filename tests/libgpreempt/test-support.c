@@ -161,6 +161,29 @@ void child_kill(struct child *c)
         c->stdout_fd = c->stdin_fd = -1;
 }
 
+int cycler_spawn(const char *cycler_path, struct child *ret_child)
+{
+        /*
+         * LeakSanitizer cannot work in a traced process (it stops the world
+         * with ptrace), and the cycler exits while traced: under the
+         * sanitizers its leak check must be off.
+         */
+        const char *asan = getenv("ASAN_OPTIONS");
+        char asan_env[512];
+        char *argv[] = { (char *)"/usr/bin/env", asan_env, (char *)cycler_path, NULL };
+        int r;
+
+        snprintf(asan_env, sizeof(asan_env), "ASAN_OPTIONS=%s%sdetect_leaks=0", asan ? asan : "",
+                 asan && *asan ? ":" : "");
+        r = child_spawn(argv, false, ret_child);
+        if (r < 0)
+                return r;
+        r = child_wait_line(ret_child, "WAITING", 5000, NULL, 0);
+        if (r < 0)
+                child_kill(ret_child);
+        return r;
+}
+
 int app_spawn(const char *app_path, const char *const args[], struct child *ret_child)
 {
         char *argv[32];

@@ -30,6 +30,8 @@ int child_wait_exit(struct child *c, int timeout_ms, int *ret_status);
 void child_kill(struct child *c);
 /* Spawns kfdemu-app with args and waits for its READY line. */
 int app_spawn(const char *app_path, const char *const args[], struct child *ret_child);
+/* Spawns runtime-cycler (tests/libgpreempt) and waits for its WAITING line. */
+int cycler_spawn(const char *cycler_path, struct child *ret_child);
 
 uint64_t now_usec(void);
 /* CLOCK_MONOTONIC in nanoseconds, for benchmarks. */
