@@ -119,6 +119,8 @@ int emu_render_printf(const char *root, const char *relpath, const char *fmt, ..
         __attribute__((format(printf, 3, 4)));
 int emu_render_remove_tree(const char *root, const char *relpath);
 int emu_render_symlink(const char *root, const char *relpath, const char *target);
+/* An empty directory (and its parents). */
+int emu_render_dir(const char *root, const char *relpath);
 
 /* render-sysfs.c */
 int emu_render_topology(struct emu_node *node);

@@ -49,6 +49,19 @@ static int mkdir_parents(char *path)
         return 0;
 }
 
+int emu_render_dir(const char *root, const char *relpath)
+{
+        char path[PATH_MAX];
+        int r = join_path(root, relpath, path);
+
+        if (r < 0)
+                return r;
+        r = mkdir_parents(path);
+        if (r < 0)
+                return r;
+        return mkdir(path, 0755) < 0 && errno != EEXIST ? NEG_ERRNO() : 0;
+}
+
 static int write_all(int fd, const char *data, size_t len)
 {
         while (len > 0) {

@@ -136,6 +136,10 @@ int emu_render_topology(struct emu_node *node)
         r = emu_render_symlink(root, "sys/class/kfd/kfd", "../../devices/virtual/kfd/kfd");
         if (r < 0)
                 return r;
+        /* kfd_init() -> kfd_procfs_init(): proc/ exists from module load, before any process opens /dev/kfd. */
+        r = emu_render_dir(root, KFD_DIR "/proc");
+        if (r < 0)
+                return r;
         /* generation_count: 1 for the CPU node, +1 per GPU added. */
         r = emu_render_printf(root, KFD_DIR "/topology/generation_id", "%u\n", node->n_gpus + 1);
         if (r < 0)
