@@ -138,7 +138,14 @@ static void print_processes(FILE *out, struct json_object *status)
 {
         struct json_object *procs = get_array(status, "processes");
         size_t n = procs ? json_object_array_length(procs) : 0;
+        struct json_object *kfd_present;
 
+        if (n == 0 && json_object_object_get_ex(status, "kfd_present", &kfd_present) &&
+            !json_object_get_boolean(kfd_present)) {
+                fprintf(out, "No KFD on this node (amdgpu is not loaded, or there is no AMD GPU): "
+                             "nothing to manage until it appears.\n");
+                return;
+        }
         if (n == 0) {
                 fprintf(out, "No process is using the GPU.\n");
                 return;

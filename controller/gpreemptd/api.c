@@ -12,6 +12,7 @@
 
 #include "cleanup.h"
 #include "detector.h"
+#include "discovery.h"
 #include "held-session.h"
 #include "log.h"
 #include "manager.h"
@@ -71,7 +72,9 @@ static const char description[] =
         "# realtime_cpu_percent: RealtimeCpuPercent=, the share of a core the loop may use\n"
         "# at SCHED_FIFO before it is put at normal priority until it uses less;\n"
         "# realtime_demotions: how many times that happened since the daemon started.\n"
-        "method Status() -> (processes: []Process, gpus: []Gpu, workloads: int, reloads: int, uptime_usec: int,\n"
+        "# kfd_present: false on a node without KFD (amdgpu not loaded, or no AMD GPU).\n"
+        "method Status() -> (processes: []Process, gpus: []Gpu, kfd_present: bool, workloads: int, reloads: int,\n"
+        "                    uptime_usec: int,\n"
         "                    realtime_priority: int, realtime_wanted: int, realtime_error: ?string,\n"
         "                    realtime_cpu_percent: int, realtime_demotions: int)\n"
         "\n"
@@ -199,6 +202,7 @@ static void method_status(struct varlink_call *call, struct json_object *params,
                 json_object_array_add(gpus, gpu_json(m, &m->gpus[i]));
         json_object_object_add(reply, "processes", procs);
         json_object_object_add(reply, "gpus", gpus);
+        json_object_object_add(reply, "kfd_present", json_object_new_boolean(discovery_kfd_present(m->discovery)));
         json_object_object_add(reply, "workloads", json_object_new_int64((int64_t)m->config->n_workloads));
         json_object_object_add(reply, "reloads", json_object_new_int64((int64_t)m->reloads));
         json_object_object_add(reply, "uptime_usec", json_object_new_int64((int64_t)(manager_now(m) - m->started_us)));

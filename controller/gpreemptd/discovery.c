@@ -43,6 +43,7 @@ struct discovery {
         size_t n_pids, next;
         bool under_way;
         bool listing_failed;    /* warned about it already */
+        bool kfd_missing;       /* no KFD sysfs at the last listing; said so already */
         struct known_pid *known;
         size_t n_known;
 };
@@ -170,6 +171,15 @@ static int list_processes(struct discovery *d, pid_t **ret_pids, size_t *ret_n)
         if (d->listing_failed)
                 log_notice("%s/proc can be listed again", d->kfd_root);
         d->listing_failed = false;
+        /* A node without KFD (amdgpu not loaded yet, or no AMD GPU) is not an
+         * error: there is nothing to manage until it appears, and the next
+         * passes look again. */
+        if (r == -ENOENT && !d->kfd_missing)
+                log_notice("No KFD on this node (%s is missing: amdgpu is not loaded, or there is no AMD GPU); "
+                           "nothing to manage until it appears", d->kfd_root);
+        else if (r != -ENOENT && d->kfd_missing)
+                log_notice("KFD appeared (%s): managing the processes that use it", d->kfd_root);
+        d->kfd_missing = r == -ENOENT;
         return 0;
 }
 
@@ -279,6 +289,11 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
         d->under_way = true;
         sd_event_source_set_enabled(d->step, SD_EVENT_ON);
         return 0;
+}
+
+bool discovery_kfd_present(const struct discovery *d)
+{
+        return !d->kfd_missing;
 }
 
 int discovery_new(sd_event *event, const char *sysfs_root, uint64_t interval_us,

@@ -47,5 +47,7 @@ struct discovery *discovery_free(struct discovery *d);
 void discovery_start(struct discovery *d);
 /* A reload may have changed the interval. */
 void discovery_set_interval(struct discovery *d, uint64_t interval_us);
+/* Whether the last listing found KFD's sysfs at all (no: amdgpu not loaded, or no AMD GPU). */
+bool discovery_kfd_present(const struct discovery *d);
 /* The owner stopped tracking pid on its own: a later listing reports it as appearing again. */
 void discovery_forget(struct discovery *d, pid_t pid);

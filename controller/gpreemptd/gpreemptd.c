@@ -18,6 +18,7 @@
 
 #include "api.h"
 #include "cleanup.h"
+#include "discovery.h"
 #include "config.h"
 #include "log.h"
 #include "manager.h"
@@ -129,6 +130,10 @@ static void notify_status(struct manager *m)
                         offline++;
         for (size_t i = 0; i < m->n_gpus; i++)
                 suspended += m->gpus[i].policy.suspended;
+        if (!discovery_kfd_present(m->discovery)) {
+                sd_notify(false, "STATUS=No KFD on this node (amdgpu not loaded, or no AMD GPU): nothing to manage");
+                return;
+        }
         sd_notifyf(false, "STATUS=%zu online and %zu offline processes, offline work suspended on %zu of %zu GPUs",
                    online, offline, suspended, m->n_gpus);
 }

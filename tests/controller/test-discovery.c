@@ -231,16 +231,24 @@ static void test_refused_process_is_offered_again(void **state)
         assert_string_equal(f->log, "relisted 700001");
 }
 
-static void test_no_kfd_process_at_all(void **state)
+/* proc/ exists from amdkfd's load on (kfd-interface.md §8.1): without it there is no KFD at all. */
+static void test_kfd_gone_and_back(void **state)
 {
         struct fixture *f = *state;
 
         add_process(f, PID_A);
         discovery_start(f->discovery);
-        /* no proc/ directory: every process closed /dev/kfd */
-        run("rm -rf %s", f->proc);
+        assert_true(discovery_kfd_present(f->discovery));
+        run("rm -rf %s/class", f->root);
         next_pass(f);
         assert_string_equal(f->log, "vanished 700001");
+        assert_false(discovery_kfd_present(f->discovery));
+        /* amdgpu loaded later: an empty proc/, then a process */
+        run("mkdir -p %s", f->proc);
+        add_process(f, PID_B);
+        next_pass(f);
+        assert_string_equal(f->log, "appeared 700002");
+        assert_true(discovery_kfd_present(f->discovery));
 }
 
 int main(void)
@@ -251,7 +259,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_exec_replaces_and_appears_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unlisted_vanishes_and_forgotten_appears_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_process_is_offered_again, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_no_kfd_process_at_all, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_kfd_gone_and_back, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
