@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: MIT
+"""What the tests that run gpreempt under a real systemd share: TAP results,
+polling, and a booted systemd-nspawn container driven with nsenter (no
+systemd runs on the host, so machinectl and systemctl -M cannot reach it).
+"""
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+
+class Tap:
+    """Checks collected as they run, printed as TAP at the end."""
+
+    def __init__(self):
+        self.results = []
+
+    def check(self, name, ok, detail=""):
+        self.results.append((name, bool(ok), detail))
+        return bool(ok)
+
+    def finish(self, extra_failure=None):
+        if extra_failure:
+            self.results.append((extra_failure, False, ""))
+        print("1..%d" % len(self.results))
+        for i, (name, ok, detail) in enumerate(self.results, 1):
+            print("%s %d - %s" % ("ok" if ok else "not ok", i, name))
+            if detail and not ok:
+                for line in detail.rstrip().splitlines():
+                    print("#   " + line)
+        sys.stdout.flush()
+        sys.exit(0 if all(ok for _, ok, _ in self.results) else 1)
+
+
+def wait_for(predicate, timeout, step=0.05):
+    """Poll until predicate() is true (returned); None after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(step)
+
+
+def require_root_and_tools(tap, tools):
+    if os.geteuid() != 0:
+        tap.finish("runs as root: it boots a container (systemd-nspawn)")
+    for tool in tools:
+        if subprocess.run(["sh", "-c", "command -v " + tool], capture_output=True).returncode != 0:
+            tap.finish("%s is missing: scripts/setup installs what the tests need" % tool)
+
+
+class Container:
+    """A booted systemd-nspawn container.
+
+    root "/" boots this machine's own /usr on a throw-away root (--volatile);
+    any other root is booted as it is. extra: further nspawn options.
+    """
+
+    def __init__(self, root, name, log_path, extra=(), kernel_args=()):
+        self.log = open(log_path, "w")
+        cmd = ["systemd-nspawn", "-D", root, "--register=no", "--keep-unit", "--private-network",
+               "-M", name, "--console=passive"]
+        if root == "/":
+            cmd.append("--volatile=yes")
+        cmd += list(extra)
+        cmd += ["-b", "systemd.firstboot=off"] + list(kernel_args)
+        self.nspawn = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+        self.pid1 = wait_for(self._find_pid1, 20)
+        if not self.pid1:
+            raise RuntimeError("systemd-nspawn started no systemd (see %s)" % log_path)
+        booted = wait_for(lambda: self.run("systemctl is-system-running")[1].strip()
+                          in ("running", "degraded"), 30, step=0.2)
+        if not booted:
+            raise RuntimeError("the container did not finish booting")
+
+    def _find_pid1(self):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[1]) == self.nspawn.pid and stat[stat.index("(") + 1:stat.rindex(")")] == "systemd":
+                return int(entry)
+        if self.nspawn.poll() is not None:
+            raise RuntimeError("systemd-nspawn exited with %d" % self.nspawn.returncode)
+        return None
+
+    def run(self, command, timeout=30, check_rc=False, cwd="/"):
+        """Run a shell command inside the container; (rc, stdout, stderr)."""
+        p = subprocess.run(["nsenter", "-t", str(self.pid1), "-a", "--", "/bin/sh", "-c",
+                            "cd %s && %s" % (shlex.quote(cwd), command)],
+                           capture_output=True, text=True, timeout=timeout)
+        if check_rc and p.returncode != 0:
+            raise RuntimeError("%s: exit %d\n%s%s" % (command, p.returncode, p.stdout, p.stderr))
+        return p.returncode, p.stdout, p.stderr
+
+    def out(self, command, timeout=30):
+        return self.run(command, timeout, check_rc=True)[1]
+
+    def show(self, unit, prop):
+        return self.out("systemctl show -p %s --value %s" % (prop, unit)).strip()
+
+    def journal(self, unit, lines=30):
+        return self.run("journalctl -u %s --no-pager -n %d -o cat" % (unit, lines))[1]
+
+    def stop(self):
+        if self.nspawn.poll() is None:
+            os.killpg(self.nspawn.pid, signal.SIGTERM)
+            try:
+                self.nspawn.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.nspawn.pid, signal.SIGKILL)
+                self.nspawn.wait()
+        self.log.close()
+
+
+class EmulatedNode:
+    """kfdemu inside a container, standing in for the GPU, and the
+    emulated applications that use it. build: the build directory, bound
+    into the container at the same path."""
+
+    def __init__(self, c, build):
+        self.c = c
+        self.build = build
+        self.env = {
+            "LD_PRELOAD": os.path.join(build, "tests/kfdemu/transport/libkfdemu-preload.so"),
+            "KFDEMU_SOCKET": "/run/kfdemu/kfdemu.sock",
+            "KFDEMU_ROOT": "/run/kfdemu",
+        }
+        asan = os.environ.get("ASAN_OPTIONS")
+        if asan:
+            # a sanitizer build: its runtime then comes after the preload
+            self.env["ASAN_OPTIONS"] = asan
+            self.env["UBSAN_OPTIONS"] = os.environ.get("UBSAN_OPTIONS", "")
+
+    def start(self, dropin_dir="/run/systemd/system/gpreemptd.service.d"):
+        """The emulated kernel as a service of its own, /dev/kfd, and a drop-in
+        that gives gpreemptd the preload's environment."""
+        run = os.path.join(self.build, "tests/kfdemu/transport/kfdemu-run")
+        self.c.out("systemd-run -q --unit=kfdemu %s --root /run/kfdemu --gpus 1 -- sleep infinity" % run)
+        wait_for(lambda: self.c.run("test -S /run/kfdemu/kfdemu.sock")[0] == 0, 10)
+        # udev gives /dev/kfd mode 0666 on Debian; kfdemu's socket, the way
+        # in, is the root's only until made so. The empty /dev/kfd stands for
+        # the device node (the preload serves opens of that path).
+        self.c.out("chmod 0755 /run/kfdemu && chmod 0666 /run/kfdemu/kfdemu.sock && touch /dev/kfd")
+        env = " ".join("%s=%s" % kv for kv in self.env.items())
+        self.c.out("mkdir -p %s && printf '[Service]\\nEnvironment=%s\\n' > %s/50-kfdemu.conf"
+                   " && systemctl daemon-reload" % (dropin_dir, env, dropin_dir))
+
+    def start_app(self, unit, kernel_name, args, user=None):
+        """kfdemu-app as a transient service; its dispatches are counted in /run/apps/<unit>."""
+        props = " ".join("-E %s=%s" % kv for kv in self.env.items())
+        if user:
+            props += " -p User=%s" % user
+        app = os.path.join(self.build, "tests/kfdemu/app/kfdemu-app")
+        self.c.out("mkdir -p -m 1777 /run/apps && systemd-run -q --unit=%s %s %s --kernel-name %s "
+                   "--report none --dispatch-times /run/apps/%s %s"
+                   % (unit, props, app, kernel_name, unit, args))
+        return wait_for(lambda: int(self.c.show(unit, "MainPID") or 0), 10)
+
+    def dispatches(self, unit):
+        rc, out, _ = self.c.run("wc -l < /run/apps/%s" % unit)
+        return int(out) if rc == 0 and out.strip() else 0
+
+    def progress(self, unit, seconds):
+        before = self.dispatches(unit)
+        time.sleep(seconds)
+        return self.dispatches(unit) - before
+
+
+def daemon_status(c):
+    """gpreemptctl status --json inside the container; None if it fails."""
+    rc, out, _ = c.run("gpreemptctl status --json", timeout=15)
+    if rc != 0:
+        return None
+    try:
+        return json.loads(out)
+    except ValueError:
+        return None
+
+
+def status_process(c, pid):
+    for p in (daemon_status(c) or {}).get("processes", []):
+        if p.get("pid") == pid:
+            return p
+    return None
+
+
+def status_gpu(c):
+    gpus = (daemon_status(c) or {}).get("gpus", [])
+    return gpus[0] if gpus else None
