@@ -17,6 +17,11 @@ bool qf_parse_decimal_name(const char *name, uint64_t max, uint64_t *ret)
         return qf_scan_dec(&s, max, ret) && qf_scan_at_end(&s);
 }
 
+bool qf_parse_entry_name(const char *name, uint64_t max, uint64_t *ret)
+{
+        return (name[0] != '0' || name[1] == '\0') && qf_parse_decimal_name(name, max, ret);
+}
+
 int qf_for_each_numbered_entry(const char *dir, uint64_t max, qf_numbered_entry_fn fn, void *userdata)
 {
         _cleanup_closedir_ DIR *d = opendir(dir);
@@ -25,7 +30,7 @@ int qf_for_each_numbered_entry(const char *dir, uint64_t max, qf_numbered_entry_
 
         for (struct dirent *de; (de = readdir(d));) {
                 uint64_t number;
-                if (!qf_parse_decimal_name(de->d_name, max, &number))
+                if (!qf_parse_entry_name(de->d_name, max, &number))
                         continue;
                 int r = fn(dir, number, userdata);
                 if (r != 0)

@@ -22,12 +22,18 @@ static inline void qf_closedirp(DIR **d)
 }
 #define _cleanup_closedir_ __attribute__((cleanup(qf_closedirp)))
 
-/* true when name is a plain decimal number of at most max: how sysfs and
- * procfs name pids, queue ids and topology nodes. */
+/* true when name is a plain decimal number of at most max, leading zeros
+ * allowed, as a user may write a pid (queue_finder --pid-ns). */
 bool qf_parse_decimal_name(const char *name, uint64_t max, uint64_t *ret);
 
+/* The same for the name of a directory entry, as sysfs and procfs name pids,
+ * queue ids and topology nodes: also false for a leading zero, which the
+ * kernel never prints (%d, %u). The readers open an entry again by its
+ * number, so "094314" would be read as "94314", listed twice. */
+bool qf_parse_entry_name(const char *name, uint64_t max, uint64_t *ret);
+
 /* Calls fn for each entry of dir named by a decimal number of at most max
- * (qf_parse_decimal_name), in readdir order. fn returns 0 to go on, > 0 to
+ * (qf_parse_entry_name), in readdir order. fn returns 0 to go on, > 0 to
  * stop (the walk then returns 0), or -errno, which the walk returns. -errno
  * from opendir when dir cannot be listed. */
 typedef int (*qf_numbered_entry_fn)(const char *dir, uint64_t number, void *userdata);

@@ -97,7 +97,7 @@ static int read_occupancy(const char *proc_dir, struct qf_diags *diags, struct q
                 return -errno;
         for (struct dirent *de; (de = readdir(d));) {
                 uint64_t gpu_id, cus;
-                if (strncmp(de->d_name, "stats_", 6) != 0 || !qf_parse_decimal_name(de->d_name + 6, UINT32_MAX, &gpu_id))
+                if (strncmp(de->d_name, "stats_", 6) != 0 || !qf_parse_entry_name(de->d_name + 6, UINT32_MAX, &gpu_id))
                         continue;
                 char path[PATH_MAX];
                 int r = qf_pathf(path, sizeof(path), "%s/%s/cu_occupancy", proc_dir, de->d_name);

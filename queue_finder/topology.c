@@ -94,11 +94,19 @@ static int read_node(const char *nodes_dir, unsigned node, struct qf_diags *diag
                 return -ENODEV; /* a CPU node */
 
         struct qf_gpu g = { .node = node, .gpu_id = (uint32_t) gpu_id, .drm_render_minor = -1 };
+        char name[sizeof(g.name)];
         size_t len;
-        if (qf_pathf(path, sizeof(path), "%s/%u/name", nodes_dir, node) == 0 &&
-            qf_read_file(path, g.name, sizeof(g.name), &len) == 0) {
-                while (len > 0 && (g.name[len - 1] == '\n' || g.name[len - 1] == ' '))
-                        g.name[--len] = 0;
+        /* Read aside: a failed read leaves part of the file in the buffer,
+         * and a name too long for it must be left out, not cut short. */
+        r = qf_pathf(path, sizeof(path), "%s/%u/name", nodes_dir, node);
+        if (r >= 0)
+                r = qf_read_file(path, name, sizeof(name), &len);
+        if (r >= 0) {
+                while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == ' '))
+                        len--;
+                memcpy(g.name, name, len);
+        } else if (r != -ENOENT) {
+                qf_diag_add(diags, path, 0, "cannot read the node's name: %s", strerror(-r));
         }
 
         _cleanup_free_ char *props = malloc(PROPERTIES_MAX);

@@ -150,11 +150,87 @@ static void test_topology(void **state)
         qf_diags_clear(&d);
 }
 
+/* Entries named with a leading zero, which the kernel never prints, are
+ * not KFD's and are skipped: each reader opens an entry again by its number,
+ * so "01234" would be read as "1234" and listed twice. */
+static void test_leading_zeros(void **state)
+{
+        char kfd[PATH_MAX + 16];
+        snprintf(kfd, sizeof(kfd), "%s/zeros", root);
+        put("zeros/proc/1234/pasid", "32770\n");
+        put("zeros/proc/1234/queues/7/size", "4096");
+        put("zeros/proc/1234/queues/7/type", "0");
+        put("zeros/proc/1234/queues/7/gpuid", "63420");
+        put("zeros/proc/1234/queues/07/size", "4096");
+        put("zeros/proc/1234/queues/07/type", "0");
+        put("zeros/proc/1234/queues/07/gpuid", "63420");
+        put("zeros/proc/1234/stats_63420/cu_occupancy", "12\n");
+        put("zeros/proc/1234/stats_063420/cu_occupancy", "12\n");
+        put("zeros/proc/01234/pasid", "32770\n");
+        put("zeros/proc/0/pasid", "1\n");
+        put("zeros/topology/nodes/1/gpu_id", "63420\n");
+        put("zeros/topology/nodes/1/properties", "gfx_target_version 90402\n");
+        put("zeros/topology/nodes/01/gpu_id", "63420\n");
+        put("zeros/topology/nodes/01/properties", "gfx_target_version 90402\n");
+
+        pid_t *pids;
+        size_t n;
+        assert_int_equal(qf_sysfs_list_pids(kfd, &pids, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(pids[0], 1234);
+        free(pids);
+
+        struct qf_diags d = { 0 };
+        struct qf_sysfs_process p;
+        assert_int_equal(qf_sysfs_read_process(kfd, 1234, &d, &p), 0);
+        assert_int_equal(p.n_queues, 1);
+        assert_int_equal(p.queues[0].queue_id, 7);
+        assert_int_equal(p.n_occupancy, 1);
+        qf_sysfs_process_clear(&p);
+
+        struct qf_gpu *gpus;
+        assert_int_equal(qf_topology_read(kfd, &d, &gpus, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(gpus[0].node, 1);
+        free(gpus);
+        assert_int_equal(d.n, 0);
+        qf_diags_clear(&d);
+}
+
+/* A name longer than the buffer is reported and left out, not cut short to
+ * the first bytes the failed read left in the buffer. */
+static void test_long_name(void **state)
+{
+        char kfd[PATH_MAX + 16], name[200];
+        snprintf(kfd, sizeof(kfd), "%s/longname", root);
+        memset(name, 'x', sizeof(name) - 2);
+        name[sizeof(name) - 2] = '\n';
+        name[sizeof(name) - 1] = 0;
+        put("longname/topology/nodes/1/gpu_id", "63420\n");
+        put("longname/topology/nodes/1/name", name);
+        put("longname/topology/nodes/1/properties", "gfx_target_version 90402\n");
+
+        struct qf_diags d = { 0 };
+        struct qf_gpu *gpus;
+        size_t n;
+        assert_int_equal(qf_topology_read(kfd, &d, &gpus, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(gpus[0].name, "");
+        assert_string_equal(gpus[0].gfx, "gfx942");
+        free(gpus);
+        assert_int_equal(d.n, 1);
+        assert_non_null(strstr(d.items[0].file, "nodes/1/name"));
+        assert_true(test_has_warning(&d, 0, "cannot read the node's name"));
+        qf_diags_clear(&d);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_process),
                 cmocka_unit_test(test_topology),
+                cmocka_unit_test(test_leading_zeros),
+                cmocka_unit_test(test_long_name),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
