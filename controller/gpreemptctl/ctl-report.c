@@ -10,6 +10,7 @@
 
 #include "cleanup.h"
 #include "explain-sentence.h"
+#include "printable.h"
 
 /*
  * Whether usage errors are printed as JSON too. main() sets it once from
@@ -30,23 +31,29 @@ char *ctl_report_error(int error, enum gp_op op, pid_t pid, int runtime_state)
 
 char *ctl_report_sentence(char *sentence)
 {
-        if (!sentence) {
+        char *printable = sentence ? printable_dup(sentence) : NULL;
+
+        /* a sentence can name another user's tracer (its comm) or echo an argument */
+        free(sentence);
+        if (!printable) {
                 fputs("gpreemptctl: out of memory.\n", stderr);
                 return NULL;
         }
-        fprintf(stderr, "gpreemptctl: %s.\n", sentence);
-        return sentence;
+        fprintf(stderr, "gpreemptctl: %s.\n", printable);
+        return printable;
 }
 
 int ctl_report_usage(const char *verb, const char *format, ...)
 {
-        _cleanup_free_ char *message = NULL;
+        _cleanup_free_ char *raw = NULL, *message = NULL;
         va_list ap;
 
         va_start(ap, format);
-        if (vasprintf(&message, format, ap) < 0)
-                message = NULL;
+        if (vasprintf(&raw, format, ap) < 0)
+                raw = NULL;
         va_end(ap);
+        /* the message quotes the command line, which may hold any bytes */
+        message = raw ? printable_dup(raw) : NULL;
         fprintf(stderr, "gpreemptctl: %s\nTry 'gpreemptctl %s%s--help'.\n", message ? message : "out of memory",
                 verb ? verb : "", verb ? " " : "");
         if (usage_as_json) {

@@ -10,7 +10,8 @@
 #include "verbs.h"
 
 /* Prints "gpreemptctl: <sentence>" on stderr and returns the sentence
- * (malloc'd) for --json output; NULL only when out of memory. */
+ * (malloc'd, made printable: printable.h) for --json output; NULL only when
+ * out of memory. */
 char *ctl_report_error(int error, enum gp_op op, pid_t pid, int runtime_state);
 /* The same for a sentence in hand (malloc'd, taken over; NULL: out of memory). */
 char *ctl_report_sentence(char *sentence);

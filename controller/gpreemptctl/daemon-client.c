@@ -2,17 +2,23 @@
 #include "daemon-client.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <json.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api-names.h"
 #include "cleanup.h"
 #include "paths.h"
+#include "printable.h"
 #include "varlink-client.h"
+#include "varlink-protocol.h"
 #include "verbs.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct varlink_client *, varlink_client_free);
 
 /* What RuntimeDirectory= defaults to (gpreemptd.conf(5)); a daemon configured
  * elsewhere is found through $GPREEMPT_RUNTIME_DIR. */
@@ -36,10 +42,12 @@ void daemon_print_json(struct json_object *o)
 __attribute__((format(printf, 4, 0))) static int vfail(bool json, int exit_code, const char *varlink_error,
                                                        const char *format, va_list ap)
 {
-        _cleanup_free_ char *message = NULL;
+        _cleanup_free_ char *raw = NULL, *message = NULL;
 
-        if (vasprintf(&message, format, ap) < 0)
-                message = NULL;
+        if (vasprintf(&raw, format, ap) < 0)
+                raw = NULL;
+        /* a reason from the daemon can quote another user's process (a tracer's name) */
+        message = raw ? printable_dup(raw) : NULL;
         fprintf(stderr, "gpreemptctl: %s\n", message ? message : strerror(ENOMEM));
         if (json) {
                 struct json_object *o = json_object_new_object();
@@ -64,6 +72,30 @@ int daemon_fail(bool json, int exit_code, const char *varlink_error, const char 
         return r;
 }
 
+static void on_alarm(int sig)
+{
+}
+
+/*
+ * varlink_client_connect(), bounded in time. A daemon whose loop is stuck
+ * accepts nothing, and once its queue of pending connections is full
+ * (listen()'s backlog), connect() waits until there is room: without
+ * bound. SIGALRM, without SA_RESTART, ends that wait with -EINTR.
+ */
+static int connect_bounded(const char *path, struct varlink_client **ret_client)
+{
+        struct sigaction sa = { .sa_handler = on_alarm }, old;
+        int r;
+
+        if (sigaction(SIGALRM, &sa, &old) < 0)
+                return varlink_client_connect(path, ret_client);
+        alarm(DAEMON_CALL_TIMEOUT_MS / 1000);
+        r = varlink_client_connect(path, ret_client);
+        alarm(0);
+        (void)sigaction(SIGALRM, &old, NULL);
+        return r;
+}
+
 int daemon_connect(bool json, struct varlink_client **ret_client)
 {
         _cleanup_free_ char *path = NULL;
@@ -72,10 +104,15 @@ int daemon_connect(bool json, struct varlink_client **ret_client)
         r = daemon_socket_path(&path);
         if (r < 0)
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "%s", strerror(-r));
-        r = varlink_client_connect(path, ret_client);
+        r = connect_bounded(path, ret_client);
         switch (r) {
         case 0:
                 return 0;
+        case -EINTR:
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
+                                   "gpreemptd did not accept the connection within %d s, and its queue of "
+                                   "connections is full: its loop may be stuck; see journalctl -u gpreemptd",
+                                   DAEMON_CALL_TIMEOUT_MS / 1000);
         case -ENOENT:
         case -ECONNREFUSED:
                 return daemon_fail(json, CTL_EXIT_PRECONDITION, NULL,
@@ -127,11 +164,19 @@ static int explain_error(const char *error, struct json_object *params, enum dae
                         : daemon_fail(json, CTL_EXIT_PRECONDITION, error,
                                       "permission denied: reading gpreemptd's state needs root or membership "
                                       "of the gpreempt group (usermod -aG gpreempt USER, then log in again)");
+        /* The daemon refuses a user over its own share, and anyone once every
+         * connection it serves is taken; root has no share of its own. */
         if (strcmp(name, "TooManyConnections") == 0)
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                   "gpreemptd refused the connection: this user holds %d connections to it already, "
-                                   "as many as a user may; close the others (idle ones close after a minute)",
-                                   param_int(params, "limit"));
+                return geteuid() == 0
+                        ? daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                      "gpreemptd refused the connection: it serves as many connections as it can "
+                                      "at once, held by other users or processes; close some (idle ones close "
+                                      "after a minute) and try again")
+                        : daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                      "gpreemptd refused the connection: this user holds as many connections to "
+                                      "it as one user may (%d), or all users together hold as many as it serves; "
+                                      "close the others (idle ones close after a minute) and try again",
+                                      param_int(params, "limit"));
         if (strcmp(name, "NoSuchProcess") == 0)
                 return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
                                    "process %d is not known to gpreemptd: it does not exist or has not used the "
@@ -161,29 +206,90 @@ static int explain_error(const char *error, struct json_object *params, enum dae
         return daemon_fail(json, CTL_EXIT_FAILURE, error, "gpreemptd answered with the error %s", error);
 }
 
-int daemon_call(struct varlink_client *c, const char *method, struct json_object *params,
-                enum daemon_access access, pid_t pid, bool json, struct json_object **ret_reply)
+/*
+ * The daemon closed the connection before answering. It does that when it
+ * exits, and to a connection beyond what it serves: past a user's share, a
+ * few connections are answered TooManyConnections, and the ones past those
+ * (VARLINK_SERVER_CONNECTIONS_REFUSED_MAX) are closed unanswered
+ * (varlink-server.c, accept_one()). A second connection tells which, so that
+ * a refusal is not reported as an exit.
+ */
+static int explain_hangup(const char *method, bool json)
 {
-        _cleanup_free_ char *full = NULL, *error = NULL;
+        _cleanup_(varlink_client_freep) struct varlink_client *probe = NULL;
+        _cleanup_free_ char *path = NULL, *error = NULL;
         struct json_object *reply = NULL;
         int r;
 
-        if (asprintf(&full, API_QUALIFIED("%s"), method) < 0)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "%s", strerror(ENOMEM));
-        r = varlink_client_call(c, full, params, DAEMON_CALL_TIMEOUT_MS, &reply, &error);
+        r = daemon_socket_path(&path);
+        if (r >= 0)
+                r = connect_bounded(path, &probe);
+        if (r == -ENOENT || r == -ECONNREFUSED)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
+                                   "gpreemptd closed the connection during %s and no longer accepts connections: "
+                                   "it has exited; see journalctl -u gpreemptd",
+                                   method);
+        if (r == -EINTR)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
+                                   "gpreemptd closed the connection during %s, and did not accept another within "
+                                   "%d s: its loop may be stuck; see journalctl -u gpreemptd",
+                                   method, DAEMON_CALL_TIMEOUT_MS / 1000);
+        if (r < 0)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
+                                   "gpreemptd closed the connection during %s, and connecting again failed: %s; "
+                                   "see journalctl -u gpreemptd",
+                                   method, strerror(-r));
+        /* GetInfo: answered to any caller, so only a refusal keeps it from an answer */
+        r = varlink_client_call(probe, VARLINK_SERVICE_INTERFACE ".GetInfo", NULL, DAEMON_CALL_TIMEOUT_MS, &reply,
+                                &error);
+        if (r >= 0 && error) {
+                r = explain_error(error, reply, DAEMON_READ, 0, json);
+                json_object_put(reply);
+                return r;
+        }
+        json_object_put(reply);
+        if (r >= 0)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
+                                   "gpreemptd closed the connection during %s unanswered, but answers a new one: "
+                                   "it had as many connections as it serves, or it restarted meanwhile; try again",
+                                   method);
+        if (r == -ECONNRESET || r == -EPIPE)
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, NULL,
+                                   "gpreemptd is running but closes new connections unanswered: %s as many "
+                                   "connections as it serves; close some (idle ones close after a minute) and "
+                                   "try again",
+                                   geteuid() == 0 ? "other users and processes hold"
+                                                  : "this user, or all users together, hold");
+        if (r == -ETIMEDOUT)
+                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
+                                   "gpreemptd closed the connection during %s, and did not answer another within "
+                                   "%d s: its loop may be stuck; see journalctl -u gpreemptd",
+                                   method, DAEMON_CALL_TIMEOUT_MS / 1000);
+        return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
+                           "gpreemptd closed the connection during %s, and a second call failed: %s; "
+                           "see journalctl -u gpreemptd",
+                           method, strerror(-r));
+}
+
+/* One call's outcome, explained as daemon_call() promises. */
+static int finish_call(int r, const char *method, char *error, struct json_object *reply,
+                       enum daemon_access access, pid_t pid, bool json, struct json_object **ret_reply)
+{
         if (r == -ETIMEDOUT)
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
                                    "gpreemptd did not answer %s within %d s: its loop may be stuck; "
                                    "see journalctl -u gpreemptd",
                                    method, DAEMON_CALL_TIMEOUT_MS / 1000);
         if (r == -ECONNRESET || r == -EPIPE)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                                   "gpreemptd closed the connection during %s: it may have exited; "
-                                   "see journalctl -u gpreemptd",
-                                   method);
+                return explain_hangup(method, json);
+        /* the client cannot tell these apart: a reply that is not JSON, not UTF-8 (a string the daemon
+         * passed on from another process or a file), or larger than a message may be */
         if (r == -EBADMSG)
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                                   "the answer to %s is not a Varlink message: is the socket gpreemptd's?", method);
+                                   "the answer to %s is not a Varlink message (JSON text in UTF-8, within the "
+                                   "size limit): the socket may not be gpreemptd's, or gpreemptd passed on bytes "
+                                   "that are not UTF-8; see journalctl -u gpreemptd",
+                                   method);
         if (r < 0)
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "calling gpreemptd's %s failed: %s", method,
                                    strerror(-r));
@@ -197,4 +303,42 @@ int daemon_call(struct varlink_client *c, const char *method, struct json_object
         else
                 json_object_put(reply);
         return 0;
+}
+
+static int call(struct varlink_client *c, const char *method, struct json_object *params,
+                struct json_object **ret_reply, char **ret_error)
+{
+        _cleanup_free_ char *full = NULL;
+
+        if (asprintf(&full, API_QUALIFIED("%s"), method) < 0)
+                return -ENOMEM;
+        return varlink_client_call(c, full, params, DAEMON_CALL_TIMEOUT_MS, ret_reply, ret_error);
+}
+
+int daemon_call(struct varlink_client *c, const char *method, struct json_object *params,
+                enum daemon_access access, pid_t pid, bool json, struct json_object **ret_reply)
+{
+        _cleanup_free_ char *error = NULL;
+        struct json_object *reply = NULL;
+        int r = call(c, method, params, &reply, &error);
+
+        return finish_call(r, method, error, reply, access, pid, json, ret_reply);
+}
+
+int daemon_call_read_again(struct varlink_client **c, const char *method, bool json,
+                           struct json_object **ret_reply)
+{
+        _cleanup_free_ char *error = NULL;
+        struct json_object *reply = NULL;
+        int r = call(*c, method, NULL, &reply, &error);
+
+        if (r == -ECONNRESET || r == -EPIPE) {
+                varlink_client_free(*c);
+                *c = NULL;
+                r = daemon_connect(json, c);
+                if (r != 0)
+                        return r;
+                r = call(*c, method, NULL, &reply, &error);
+        }
+        return finish_call(r, method, error, reply, DAEMON_READ, 0, json, ret_reply);
 }

@@ -35,10 +35,21 @@ int daemon_connect(bool json, struct varlink_client **ret_client);
  * Calls io.gpreempt.<method>. On success returns 0 and the reply's parameters
  * in *ret_reply (NULL allowed: dropped). On a transport or daemon error prints
  * the explained error as daemon_connect() does and returns the ctl_exit code.
+ * A connection closed unanswered is told apart by a second one: the daemon
+ * gone, or refusing connections beyond what it serves.
  * pid is the process the call is about (0: none), for the sentence.
  */
 int daemon_call(struct varlink_client *c, const char *method, struct json_object *params,
                 enum daemon_access access, pid_t pid, bool json, struct json_object **ret_reply);
+
+/*
+ * daemon_call() of a method that only reads (Status), without parameters, on
+ * a connection kept between calls (top's): if the daemon closed it before
+ * answering (it closes a connection idle for a minute, a restart closes them
+ * all), *c is connected again and the call made once more.
+ */
+int daemon_call_read_again(struct varlink_client **c, const char *method, bool json,
+                           struct json_object **ret_reply);
 
 /* Prints "gpreemptctl: <message>" on stderr and, with json, {"error": message}
  * on stdout; returns exit_code. */

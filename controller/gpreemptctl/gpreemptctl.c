@@ -3,9 +3,12 @@
  * gpreemptctl: the command-line front end of gpreempt. Verbs are looked up in
  * a table and accept any unambiguous prefix ("q" for "queues").
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl-report.h"
 #include "verbs.h"
@@ -64,13 +67,57 @@ static const struct verb *find_verb(const char *name, int *ret_matches)
         return matches == 1 ? found : NULL;
 }
 
-/* Whether the verb's arguments include --json (before a "--"). */
+/* Whether the verb's arguments include --json (before a "--"), or a prefix
+ * of it that getopt_long() takes for it ("--js"): no verb has another option
+ * starting with 'j'. */
 static bool asks_for_json(int argc, char *const *argv)
 {
         for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-                if (strcmp(argv[i], "--json") == 0)
+                if (strlen(argv[i]) >= strlen("--j") && strncmp("--json", argv[i], strlen(argv[i])) == 0)
                         return true;
         return false;
+}
+
+/*
+ * A standard descriptor the caller closed (gpreemptctl ... >&-) would be
+ * taken by the next file opened, the daemon's socket or /dev/kfd, and the
+ * output written there. Each closed one gets /dev/null, read-only, so that
+ * writing to it fails and is reported rather than sent somewhere else.
+ */
+static void fill_standard_fds(void)
+{
+        for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+                int null;
+
+                if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+                        continue;
+                /* the lowest free descriptor: fd itself, as those below it are open */
+                null = open("/dev/null", O_RDONLY | O_NOCTTY);
+                if (null >= 0 && null != fd) {
+                        (void)dup2(null, fd);
+                        close(null);
+                }
+        }
+}
+
+/*
+ * The output is the result (a script reads --json from it): one that could
+ * not be written all (a full disk, a closed descriptor) fails the command,
+ * as a result that was lost. What the verb did stands.
+ */
+static int finish_output(int exit_code)
+{
+        int r;
+
+        errno = 0;
+        r = fflush(stdout);
+        if (r == 0 && !ferror(stdout))
+                return exit_code;
+        if (r != 0 && errno != 0)
+                fprintf(stderr, "gpreemptctl: cannot write the output: %s.\n", strerror(errno));
+        else
+                fprintf(stderr, "gpreemptctl: cannot write the output: a write to standard output failed.\n");
+        return exit_code == CTL_EXIT_OK ? CTL_EXIT_FAILURE : exit_code;
 }
 
 int main(int argc, char **argv)
@@ -86,6 +133,7 @@ int main(int argc, char **argv)
         const struct verb *verb;
         int c, matches, first;
 
+        fill_standard_fds();
         /* the messages name the wrong argument themselves (ctl_report_bad_option) */
         opterr = 0;
         /* '+': stop at the verb; its options are its own. */
@@ -96,10 +144,10 @@ int main(int argc, char **argv)
                         break;
                 case 'h':
                         print_help();
-                        return CTL_EXIT_OK;
+                        return finish_output(CTL_EXIT_OK);
                 case OPT_VERSION:
                         printf("gpreemptctl %s\n", GPREEMPT_VERSION);
-                        return CTL_EXIT_OK;
+                        return finish_output(CTL_EXIT_OK);
                 default:
                         return ctl_report_bad_option(NULL, argc, argv, options);
                 }
@@ -121,5 +169,5 @@ int main(int argc, char **argv)
         ctl_report_usage_as_json(asks_for_json(argc - first, argv + first));
         argv[first] = (char *)verb->name;
         optind = 0;
-        return verb->run(&globals, argc - first, argv + first);
+        return finish_output(verb->run(&globals, argc - first, argv + first));
 }

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "printable.h"
+
 static int64_t get_int(struct json_object *o, const char *key)
 {
         struct json_object *v;
@@ -190,7 +192,16 @@ static void print_loop_scheduling(FILE *out, struct json_object *status)
 
 void status_view_print(FILE *out, struct json_object *status, struct json_object *previous)
 {
+        struct json_object *shown = NULL;
         char uptime[24];
+
+        /* The reply's strings can quote other users' processes (attach_error
+         * names a tracer by its comm, which its owner chooses): print them inert. */
+        if (json_object_deep_copy(status, &shown, NULL) == 0) {
+                printable_json(shown, true);
+                status = shown;
+        } else
+                status = NULL; /* out of memory: the tables say nothing rather than print raw text */
 
         format_usec(uptime, sizeof(uptime), get_int(status, "uptime_usec"));
         fprintf(out, "gpreemptd: up %s, %" PRId64 " workloads configured, %" PRId64 " reloads, ", uptime,
@@ -200,4 +211,5 @@ void status_view_print(FILE *out, struct json_object *status, struct json_object
         print_gpus(out, status, previous);
         fputc('\n', out);
         print_processes(out, status);
+        json_object_put(shown);
 }

@@ -4,12 +4,17 @@
  * workload matcher, run here without a daemon, so a configuration can be
  * checked before it is installed or reloaded.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <json.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "config.h"
@@ -17,6 +22,7 @@
 #include "parse-pid.h"
 #include "parse.h"
 #include "paths.h"
+#include "printable.h"
 #include "process-facts.h"
 #include "ctl-report.h"
 #include "verbs.h"
@@ -24,6 +30,7 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct config *, config_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put);
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
 static void print_help(void)
 {
@@ -41,10 +48,18 @@ static void print_help(void)
                "  -h, --help        show this help\n");
 }
 
+/* Prints s made printable: a file's contents, a file name, a process's command line may hold any bytes. */
+static void print_printable(FILE *out, const char *before, const char *s, const char *after)
+{
+        _cleanup_free_ char *p = printable_dup(s);
+
+        fprintf(out, "%s%s%s", before, p ? p : "", after);
+}
+
 static void diag_print(const struct diag *d)
 {
         for (size_t i = 0; i < d->n_messages; i++)
-                fprintf(stderr, "%s\n", d->messages[i]);
+                print_printable(stderr, "", d->messages[i], "\n");
         if (d->n_dropped)
                 fprintf(stderr, "... and %zu more problems\n", d->n_dropped);
 }
@@ -58,6 +73,52 @@ static struct json_object *diag_json(const struct diag *d)
         return a;
 }
 
+/*
+ * The first of the files gpreemptd reads (gpreemptd.conf(5): gpreemptd.conf,
+ * workloads.d/ and its *.conf) that this user may not read, in *ret_path:
+ * returns 1, or 0 when there is none, or -ENOMEM. The daemon reads them as
+ * root; verify-config run by another user cannot judge such a file.
+ */
+static int find_unreadable(const char *config_dir, char **ret_path)
+{
+        _cleanup_free_ char *main_file = NULL, *dropins = NULL;
+        _cleanup_(closedirp) DIR *dir = NULL;
+        struct dirent *de;
+
+        if (asprintf(&main_file, "%s/gpreemptd.conf", config_dir) < 0) {
+                main_file = NULL;
+                return -ENOMEM;
+        }
+        if (asprintf(&dropins, "%s/workloads.d", config_dir) < 0) {
+                dropins = NULL;
+                return -ENOMEM;
+        }
+        if (access(main_file, R_OK) < 0 && errno == EACCES) {
+                *ret_path = TAKE_PTR(main_file);
+                return 1;
+        }
+        if (access(dropins, R_OK | X_OK) < 0 && errno == EACCES) {
+                *ret_path = TAKE_PTR(dropins);
+                return 1;
+        }
+        dir = opendir(dropins);
+        while (dir && (de = readdir(dir))) {
+                _cleanup_free_ char *path = NULL;
+
+                if (de->d_name[0] == '.' || fnmatch("*.conf", de->d_name, 0) != 0)
+                        continue;
+                if (asprintf(&path, "%s/%s", dropins, de->d_name) < 0) {
+                        path = NULL;
+                        return -ENOMEM;
+                }
+                if (access(path, R_OK) < 0 && errno == EACCES) {
+                        *ret_path = TAKE_PTR(path);
+                        return 1;
+                }
+        }
+        return 0;
+}
+
 /* Judges every workload against the process; returns the one gpreemptd picks (the first match). */
 static const struct workload *explain(const struct config *c, const struct process_facts *facts, bool json,
                                       struct json_object *result)
@@ -65,8 +126,14 @@ static const struct workload *explain(const struct config *c, const struct proce
         struct json_object *matches = json_object_new_array();
         const struct workload *chosen = NULL;
 
-        if (!json)
-                printf("\nProcess %d (%s):\n", (int)facts->pid, facts->exe ? facts->exe : facts->cmdline);
+        if (!json) {
+                printf("\nProcess %d ", (int)facts->pid);
+                if (facts->exe || facts->cmdline[0])
+                        print_printable(stdout, "(", facts->exe ? facts->exe : facts->cmdline, "):\n");
+                else
+                        printf("(no executable, no command line: a kernel thread, or a process that has "
+                               "exited):\n");
+        }
         for (size_t i = 0; i < c->n_workloads; i++) {
                 const struct workload *w = &c->workloads[i];
                 _cleanup_free_ char *reason = NULL;
@@ -75,7 +142,8 @@ static const struct workload *explain(const struct config *c, const struct proce
                 if (matched && !chosen)
                         chosen = w;
                 if (!json) {
-                        printf("  %-3s %s: %s\n", matched ? "yes" : "no", w->name, reason ? reason : "");
+                        printf("  %-3s %s: ", matched ? "yes" : "no", w->name);
+                        print_printable(stdout, "", reason ? reason : "", "\n");
                         continue;
                 }
                 json_object_array_add(matches, workload_match_to_json(w, matched, reason));
@@ -123,6 +191,11 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
                         json = true;
                         break;
                 case OPT_CONFIG_DIR:
+                        /* "" would make the files /gpreemptd.conf and /workloads.d */
+                        if (!*optarg) {
+                                paths_done(&paths);
+                                return ctl_report_usage("verify-config", "--config-dir needs a directory.");
+                        }
                         free(paths.config_dir);
                         paths.config_dir = strdup(optarg);
                         break;
@@ -161,6 +234,20 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
         }
 
         r = config_load(paths.config_dir, &config, &d);
+        if (r < 0 && geteuid() != 0) {
+                _cleanup_free_ char *unreadable = NULL;
+
+                if (find_unreadable(paths.config_dir, &unreadable) > 0) {
+                        exit_code = daemon_fail(json, CTL_EXIT_PRECONDITION, NULL,
+                                                "cannot check the configuration in %s: this user may not read "
+                                                "%s, which gpreemptd reads as root; run verify-config as root",
+                                                paths.config_dir, unreadable);
+                        diag_clear(&d);
+                        process_facts_done(&facts);
+                        paths_done(&paths);
+                        return exit_code;
+                }
+        }
         result = json_object_new_object();
         json_object_object_add(result, "config_dir", json_object_new_string(paths.config_dir));
         json_object_object_add(result, "valid", json_object_new_boolean(r >= 0));
@@ -168,30 +255,42 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
         if (r < 0) {
                 if (!json)
                         diag_print(&d);
-                fprintf(stderr, "gpreemptctl: the configuration in %s is not valid (%zu problem%s)%s\n",
-                        paths.config_dir, diag_count(&d), diag_count(&d) == 1 ? "" : "s",
+                print_printable(stderr, "gpreemptctl: the configuration in ", paths.config_dir, " is not valid");
+                fprintf(stderr, " (%zu problem%s)%s\n", diag_count(&d), diag_count(&d) == 1 ? "" : "s",
                         d.n_messages ? "; see above" : "");
                 exit_code = CTL_EXIT_PRECONDITION;
         } else {
                 struct json_object *names = json_object_new_array();
 
-                if (!json)
-                        printf("The configuration in %s is valid: %zu workload%s in match order:\n",
-                               paths.config_dir, config->n_workloads, config->n_workloads == 1 ? "" : "s");
+                if (!json) {
+                        print_printable(stdout, "The configuration in ", paths.config_dir, " is valid");
+                        printf(": %zu workload%s in match order:\n", config->n_workloads,
+                               config->n_workloads == 1 ? "" : "s");
+                }
                 for (size_t i = 0; i < config->n_workloads; i++) {
                         const struct workload *w = &config->workloads[i];
 
                         json_object_array_add(names, json_object_new_string(w->name));
-                        if (!json)
-                                printf("  %-20s %-8s %s:%u\n", w->name, workload_class_to_string(w->class),
-                                       w->file, w->line);
+                        if (!json) {
+                                printf("  %-20s %-8s ", w->name, workload_class_to_string(w->class));
+                                print_printable(stdout, "", w->file, "");
+                                printf(":%u\n", w->line);
+                        }
                 }
                 json_object_object_add(result, "workloads", names);
                 if (pid > 0)
                         explain(config, &facts, json, result);
+                /* valid as gpreemptd sees it, every setting a default; but a typo more likely than meant */
+                if (access(paths.config_dir, F_OK) < 0 && errno == ENOENT)
+                        print_printable(stderr, "gpreemptctl: note: ", paths.config_dir,
+                                        " does not exist; gpreemptd would run with every default and no "
+                                        "workload.\n");
         }
-        if (json)
+        if (json) {
+                /* JSON is UTF-8; a command line or a configuration file need not be */
+                printable_json(result, false);
                 daemon_print_json(result);
+        }
         diag_clear(&d);
         process_facts_done(&facts);
         paths_done(&paths);

@@ -180,7 +180,8 @@ int verb_top(const struct ctl_globals *globals, int argc, char **argv)
         for (uint32_t i = 0; iterations == 0 || i < iterations; i++) {
                 struct json_object *status = NULL;
 
-                r = daemon_call(client, "Status", NULL, DAEMON_READ, 0, json, &status);
+                /* the wait between snapshots may outlast the daemon's idle timeout, or a restart */
+                r = daemon_call_read_again(&client, "Status", json, &status);
                 if (r != 0)
                         break;
                 if (json) {

@@ -23,15 +23,14 @@ static void slurp(int fd, char *buf, size_t size)
         close(fd);
 }
 
-void ctl_run(const char *binary, const char *const *env, uid_t as_uid, const char *const *args,
-             struct ctl_result *ret)
+void ctl_start(const char *binary, const char *const *env, uid_t as_uid, const char *const *args,
+               struct ctl_process *ret)
 {
         /* memfds rather than pipes: the child can print any amount without
          * waiting for the parent to read. */
         int out = memfd_create("ctl-out", MFD_CLOEXEC), err = memfd_create("ctl-err", MFD_CLOEXEC);
         const char *argv[32] = { binary };
         size_t n = 1;
-        int status;
         pid_t pid;
 
         assert_true(out >= 0 && err >= 0);
@@ -54,8 +53,25 @@ void ctl_run(const char *binary, const char *const *env, uid_t as_uid, const cha
                 execv(binary, (char *const *)argv);
                 _exit(127);
         }
-        assert_int_equal(waitpid(pid, &status, 0), pid);
+        *ret = (struct ctl_process){ .pid = pid, .out = out, .err = err };
+}
+
+void ctl_finish(struct ctl_process *p, struct ctl_result *ret)
+{
+        int status;
+
+        assert_int_equal(waitpid(p->pid, &status, 0), p->pid);
         ret->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        slurp(out, ret->out, sizeof(ret->out));
-        slurp(err, ret->err, sizeof(ret->err));
+        slurp(p->out, ret->out, sizeof(ret->out));
+        slurp(p->err, ret->err, sizeof(ret->err));
+        p->pid = 0;
+}
+
+void ctl_run(const char *binary, const char *const *env, uid_t as_uid, const char *const *args,
+             struct ctl_result *ret)
+{
+        struct ctl_process p;
+
+        ctl_start(binary, env, as_uid, args, &p);
+        ctl_finish(&p, ret);
 }

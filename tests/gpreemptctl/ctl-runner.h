@@ -18,3 +18,14 @@ struct ctl_result {
  */
 void ctl_run(const char *binary, const char *const *env, uid_t as_uid, const char *const *args,
              struct ctl_result *ret);
+
+/* ctl_run() in two halves, for a gpreemptctl that runs while the test does something else. */
+struct ctl_process {
+        pid_t pid;
+        int out, err;
+};
+
+void ctl_start(const char *binary, const char *const *env, uid_t as_uid, const char *const *args,
+               struct ctl_process *ret);
+/* Waits for it to exit and fills ret as ctl_run() does. */
+void ctl_finish(struct ctl_process *p, struct ctl_result *ret);

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* gpreemptctl's command-line value parsers. */
+/* gpreemptctl's command-line value parsers, and how it prints text from outside. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
+#include <json.h>
 
 #include "parse-pid.h"
 #include "parse.h"
+#include "printable.h"
 
 static void test_durations(void **state)
 {
@@ -61,12 +65,63 @@ static void test_u32(void **state)
         assert_int_equal(parse_u32("", &v), -EINVAL);
 }
 
+static void assert_printable_as(const char *s, const char *want)
+{
+        char *got = printable_dup(s);
+
+        assert_non_null(got);
+        assert_string_equal(got, want);
+        assert_true(printable_is(got));
+        assert_int_equal(printable_is(s), strcmp(s, want) == 0);
+        free(got);
+}
+
+/*
+ * What another user chooses (a process's command line, a tracer's name)
+ * reaches the terminal inert, and JSON as UTF-8: control characters and
+ * bytes that are not UTF-8 become \xNN; other text is kept as it is.
+ */
+static void test_printable(void **state)
+{
+        struct json_object *o;
+
+        assert_printable_as("train.py --epochs 3", "train.py --epochs 3");
+        assert_printable_as("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+        assert_printable_as("\033[2J\033]0;title\007", "\\x1b[2J\\x1b]0;title\\x07");
+        assert_printable_as("a\nb\tc\x7f", "a\\x0ab\\x09c\\x7f");
+        /* C1 controls (U+009B is a CSI to some terminals), whole */
+        assert_printable_as("\xc2\x9b" "2J", "\\xc2\\x9b2J");
+        /* not UTF-8: a stray byte, a cut sequence, an overlong '/', a surrogate, beyond U+10FFFF */
+        assert_printable_as("\xff", "\\xff");
+        assert_printable_as("\xe2\x82", "\\xe2\\x82");
+        assert_printable_as("\xc0\xaf", "\\xc0\\xaf");
+        assert_printable_as("\xed\xa0\x80", "\\xed\\xa0\\x80");
+        assert_printable_as("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80");
+        assert_true(printable_is_utf8("tab\there"));
+        assert_false(printable_is_utf8("\xff"));
+
+        /* JSON output: only what is not UTF-8 changes (JSON escapes control characters) */
+        o = json_object_new_object();
+        json_object_object_add(o, "a", json_object_new_string("ok\033"));
+        json_object_object_add(o, "b", json_object_new_array());
+        json_object_array_add(json_object_object_get(o, "b"), json_object_new_string("x\xff"));
+        printable_json(o, false);
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "a")), "ok\033");
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(json_object_object_get(o, "b"), 0)),
+                            "x\\xff");
+        /* for text, the control character too */
+        printable_json(o, true);
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "a")), "ok\\x1b");
+        json_object_put(o);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_durations),
                 cmocka_unit_test(test_pids),
                 cmocka_unit_test(test_u32),
+                cmocka_unit_test(test_printable),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,11 +2,17 @@
 /*
  * gpreemptctl's daemon verbs against the real gpreemptd on an emulated node
  * (run under kfdemu-run --gpus 1): what each verb prints and exits with,
- * its errors, and callers the daemon must refuse.
+ * its errors, and callers the daemon must refuse. Where a daemon that
+ * misbehaves is wanted (stuck, answering garbage), a socket of the test's
+ * own stands in its place.
  *
  *   test-ctl PATH-TO-GPREEMPTCTL PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <json.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -15,13 +21,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "ctl-runner.h"
 #include "daemon-harness.h"
 #include "emulated-app.h"
+#include "varlink-server.h"
+
+#define ELEMENTS(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *ctl_path, *gpreemptd_path, *app_path;
 
@@ -31,6 +45,7 @@ static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchComm
 struct fixture {
         struct daemon_harness h;
         struct emulated_app offline;
+        pid_t others[4]; /* other processes a test started, killed at teardown */
         char runtime_env[192], config_env[128];
         const char *env[3];
         struct ctl_result r;
@@ -57,6 +72,11 @@ static int teardown(void **state)
         struct fixture *f = *state;
 
         emulated_app_stop(&f->offline);
+        for (size_t i = 0; i < ELEMENTS(f->others); i++)
+                if (f->others[i] > 0) {
+                        kill(f->others[i], SIGKILL);
+                        waitpid(f->others[i], NULL, 0);
+                }
         daemon_harness_cleanup(&f->h);
         free(f);
         return 0;
@@ -88,6 +108,12 @@ static void assert_contains(const char *text, const char *part)
                 fail_msg("\"%s\" not in:\n%s", part, text);
 }
 
+static void assert_lacks(const char *text, const char *part)
+{
+        if (strstr(text, part))
+                fail_msg("\"%s\" in:\n%s", part, text);
+}
+
 /* stdout parsed as JSON (the caller puts it). */
 static struct json_object *json_out(const struct ctl_result *r)
 {
@@ -96,6 +122,13 @@ static struct json_object *json_out(const struct ctl_result *r)
         if (!o)
                 fail_msg("not JSON:\n%s", r->out);
         return o;
+}
+
+static uid_t nobody_uid(void)
+{
+        struct passwd *nobody = getpwnam("nobody");
+
+        return nobody ? nobody->pw_uid : 65534;
 }
 
 static struct json_object *status_process(struct fixture *f, pid_t pid)
@@ -156,6 +189,7 @@ static void test_usage_errors_and_help(void **state)
         static const char *const verbs[] = { "status", "suspend", "resume", "register", "unregister", "top",
                                              "verify-config" };
         struct fixture *f = *state;
+        struct json_object *o;
 
         for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
                 assert_contains(ctl(f, 0, verbs[i], "--help")->out, "Usage: gpreemptctl");
@@ -167,13 +201,19 @@ static void test_usage_errors_and_help(void **state)
         assert_contains(ctl(f, 1, "status", "extra")->err, "no arguments");
         assert_contains(ctl(f, 1, "top", "--interval", "0")->err, "not an interval");
         assert_contains(ctl(f, 1, "verify-config", "--pid", "-3")->err, "not a process id");
+        /* getopt_long takes --js for --json: the usage error is JSON then too; the argument, printed inert */
+        o = json_out(ctl(f, 1, "suspend", "\033[2J\xff", "--js"));
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "error")),
+                            "'\\x1b[2J\\xff' is not a process id.");
+        json_object_put(o);
+        assert_lacks(f->r.err, "\033");
 }
 
 static void test_verify_config_without_daemon(void **state)
 {
         struct fixture *f = *state;
         struct json_object *o;
-        char pid[16];
+        char pid[16], path[256];
 
         snprintf(pid, sizeof(pid), "%d", (int)getpid());
         assert_contains(ctl(f, 0, "verify-config")->out, "is valid: 2 workloads");
@@ -185,6 +225,20 @@ static void test_verify_config_without_daemon(void **state)
         assert_int_equal(json_object_array_length(json_object_object_get(o, "matches")), 2);
         assert_null(json_object_object_get(o, "workload"));
         json_object_put(o);
+
+        /* a user who may not read a file cannot judge it: that is said, rather than "not valid" */
+        snprintf(path, sizeof(path), "%s/gpreemptd.conf", f->h.config.dir);
+        assert_int_equal(chmod(f->h.config.dir, 0711), 0);
+        assert_int_equal(chmod(path, 0600), 0);
+        assert_contains(ctl_as(f, nobody_uid(), 2, "verify-config", (const char *)NULL)->err,
+                        "this user may not read");
+        assert_contains(f->r.err, "gpreemptd.conf, which gpreemptd reads as root");
+        assert_lacks(f->r.err, "not valid");
+        assert_int_equal(chmod(path, 0644), 0);
+        /* a directory that does not exist is valid as gpreemptd sees it, with a note */
+        assert_contains(ctl(f, 0, "verify-config", "--config-dir", "/nonexistent/gpreempt")->err,
+                        "/nonexistent/gpreempt does not exist");
+        assert_contains(ctl(f, 1, "verify-config", "--config-dir", "")->err, "needs a directory");
 
         config_fixture_write(&f->h.config, "workloads.d/60-bad.conf", "[Workload]\nName=x\nClass=sometimes\n");
         assert_contains(ctl(f, 2, "verify-config")->err, "60-bad.conf:3");
@@ -279,6 +333,394 @@ static void test_unauthorised_callers_refused(void **state)
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+static void start_daemon_alone(struct fixture *f)
+{
+        daemon_harness_start(&f->h, gpreemptd_path, NULL);
+        if (!daemon_harness_wait_notify(&f->h, "READY=1", 10000))
+                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(&f->h));
+}
+
+/* Connections a user holds, from a child running as that user, until released. */
+struct holder {
+        pid_t pid;
+        int release_fd; /* a byte written there lets the child exit */
+};
+
+/* Connects to path; waits up to 5 s for an answer to GetInfo when call. Returns the fd, or -1. */
+static int holder_connect(const char *path, bool call)
+{
+        static const char get_info[] = "{\"method\":\"org.varlink.service.GetInfo\"}";
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        char reply[4096];
+        size_t len = 0;
+
+        strcpy(sa.sun_path, path);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return -1;
+        if (!call)
+                return fd;
+        if (send(fd, get_info, sizeof(get_info), MSG_NOSIGNAL) != sizeof(get_info))
+                return -1;
+        while (!memchr(reply, '\0', len)) {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                ssize_t n;
+
+                if (len == sizeof(reply) || poll(&pfd, 1, 5000) != 1 ||
+                    (n = recv(fd, reply + len, sizeof(reply) - len, 0)) <= 0)
+                        return -1;
+                len += (size_t)n;
+        }
+        /* an answer, not an error (TooManyConnections): the daemon counts it in the user's share */
+        return strstr(reply, "\"error\"") ? -1 : fd;
+}
+
+/*
+ * As uid: `answered` connections, each with a call answered, so that the
+ * daemon counts them in the user's share; then `silent` ones that call
+ * nothing. Past the share, the daemon keeps those as refusals, answered
+ * TooManyConnections at a first call, for VARLINK_SERVER_PARTIAL_TIMEOUT_USEC
+ * (2 s) at most. Returns once they are all open.
+ */
+static void hold_connections(struct holder *h, const char *path, uid_t uid, int answered, int silent)
+{
+        int ready[2], release[2];
+        char c;
+
+        assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(release, O_CLOEXEC), 0);
+        h->pid = fork();
+        assert_true(h->pid >= 0);
+        if (h->pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                close(ready[0]);
+                close(release[1]);
+                if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+                        _exit(2);
+                for (int i = 0; i < answered + silent; i++)
+                        if (holder_connect(path, i < answered) < 0)
+                                _exit(3);
+                if (write(ready[1], "x", 1) != 1)
+                        _exit(4);
+                (void)!read(release[0], &c, 1);
+                _exit(0);
+        }
+        close(ready[1]);
+        close(release[0]);
+        if (read(ready[0], &c, 1) != 1) {
+                int status = 0;
+
+                waitpid(h->pid, &status, 0);
+                fail_msg("the holder could not open its connections (exit %d)", WEXITSTATUS(status));
+        }
+        close(ready[0]);
+        h->release_fd = release[1];
+}
+
+static void release_connections(struct holder *h)
+{
+        int status;
+
+        /* a byte, not the pipe's end: a holder forked later holds a copy of it */
+        assert_int_equal(write(h->release_fd, "x", 1), 1);
+        close(h->release_fd);
+        assert_int_equal(waitpid(h->pid, &status, 0), h->pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
+ * A user that holds as many connections to the daemon as one user may is
+ * told so, in text and JSON. Past its share the daemon answers a few
+ * connections TooManyConnections, and closes the ones past those
+ * unanswered: that, too, is a refusal, and must not be reported as the
+ * daemon having exited (it is running, and answers root).
+ */
+static void test_connection_limits_are_explained(void **state)
+{
+        struct fixture *f = *state;
+        uid_t uid = nobody_uid();
+        struct holder share, refusals;
+        struct json_object *o;
+
+        start_daemon_alone(f);
+        /* as in test_unauthorised_callers_refused: the caller reaches the socket */
+        assert_int_equal(chmod(f->h.config.dir, 0711), 0);
+        assert_int_equal(chmod(f->h.runtime_dir, 0711), 0);
+
+        hold_connections(&share, f->h.socket_path, uid, VARLINK_SERVER_CONNECTIONS_PER_UID, 0);
+        assert_contains(ctl_as(f, uid, 2, "status", (const char *)NULL)->err,
+                        "gpreemptd refused the connection: this user holds");
+        assert_contains(f->r.err, "(idle ones close after a minute)");
+        assert_lacks(f->r.err, "exited");
+        o = json_out(ctl_as(f, uid, 2, "status", "--json", (const char *)NULL));
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "varlink_error")),
+                            "io.gpreempt.TooManyConnections");
+        assert_non_null(strstr(json_object_get_string(json_object_object_get(o, "error")), "this user holds"));
+        json_object_put(o);
+
+        /* the answered refusals taken too; both runs fit in their 2 s */
+        hold_connections(&refusals, f->h.socket_path, uid, 0, VARLINK_SERVER_CONNECTIONS_REFUSED_MAX);
+        assert_contains(ctl_as(f, uid, 2, "status", (const char *)NULL)->err,
+                        "gpreemptd is running but closes new connections unanswered: this user, or all users "
+                        "together, hold as many connections as it serves");
+        assert_lacks(f->r.err, "exited");
+        o = json_out(ctl_as(f, uid, 2, "top", "--json", (const char *)NULL));
+        assert_non_null(strstr(json_object_get_string(json_object_object_get(o, "error")),
+                               "closes new connections unanswered"));
+        json_object_put(o);
+
+        /* root has no share of its own */
+        ctl(f, 0, "status");
+        release_connections(&refusals);
+        release_connections(&share);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* Waits up to 10 s for the running gpreemptctl to have printed something. */
+static void wait_for_output(const struct ctl_process *p)
+{
+        struct stat st;
+
+        for (int i = 0; i < 1000; i++) {
+                assert_int_equal(fstat(p->out, &st), 0);
+                if (st.st_size > 0)
+                        return;
+                usleep(10000);
+        }
+        fail_msg("gpreemptctl printed nothing within 10 s");
+}
+
+/*
+ * top keeps one connection from snapshot to snapshot. The daemon closing it
+ * in between, when it restarts (or when the wait is longer than its idle
+ * timeout, a minute) is no reason to stop, nor to say that the daemon exited.
+ */
+static void test_top_outlives_a_closed_connection(void **state)
+{
+        struct fixture *f = *state;
+        struct ctl_process p;
+        struct json_object *o;
+        char *second;
+
+        start_daemon_alone(f);
+        ctl_start(ctl_path, f->env, 0,
+                  (const char *[]){ "top", "--interval", "3s", "--iterations", "2", "--json", NULL }, &p);
+        wait_for_output(&p);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        start_daemon_alone(f);
+        ctl_finish(&p, &f->r);
+        if (f->r.exit_code != 0)
+                fail_msg("top: exit %d\nstdout:\n%s\nstderr:\n%s", f->r.exit_code, f->r.out, f->r.err);
+        /* one Status per line: the second from the new daemon */
+        second = strchr(f->r.out, '\n');
+        assert_non_null(second);
+        o = json_tokener_parse(second + 1);
+        assert_non_null(o);
+        assert_non_null(json_object_object_get(o, "processes"));
+        json_object_put(o);
+}
+
+/*
+ * A daemon whose loop is stuck accepts nothing, and once its queue of
+ * pending connections is full, connect() itself waits for room. gpreemptctl
+ * gives up within its call timeout and says why, rather than wait forever.
+ * The daemon here is a socket that listens with a queue of one and never
+ * accepts.
+ */
+static void test_stuck_daemon_with_a_full_queue(void **state)
+{
+        struct fixture *f = *state;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct ctl_process p;
+        int listener, queued[8];
+        siginfo_t info = { 0 };
+        size_t n = 0;
+
+        assert_true(mkdir(f->h.runtime_dir, 0755) == 0 || errno == EEXIST);
+        strcpy(sa.sun_path, f->h.socket_path);
+        listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(listener >= 0);
+        assert_int_equal(bind(listener, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(listen(listener, 0), 0);
+        /* fill the queue: a connect() that would have to wait fails with EAGAIN here */
+        for (; n < ELEMENTS(queued); n++) {
+                queued[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                assert_true(queued[n] >= 0);
+                if (connect(queued[n], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                        assert_int_equal(errno, EAGAIN);
+                        close(queued[n]);
+                        break;
+                }
+        }
+        assert_true(n < ELEMENTS(queued));
+
+        ctl_start(ctl_path, f->env, 0, (const char *[]){ "status", NULL }, &p);
+        for (int i = 0; i < 1500 && info.si_pid == 0; i++) {
+                assert_int_equal(waitid(P_PID, (id_t)p.pid, &info, WEXITED | WNOHANG | WNOWAIT), 0);
+                if (info.si_pid == 0)
+                        usleep(10000);
+        }
+        if (info.si_pid == 0) {
+                kill(p.pid, SIGKILL);
+                ctl_finish(&p, &f->r);
+                fail_msg("gpreemptctl status still waited to connect after 15 s");
+        }
+        ctl_finish(&p, &f->r);
+        assert_int_equal(f->r.exit_code, 4);
+        assert_contains(f->r.err, "gpreemptd did not accept the connection within 5 s");
+        for (size_t i = 0; i < n; i++)
+                close(queued[i]);
+        close(listener);
+}
+
+/*
+ * An answer that is not a Varlink message is not always a foreign socket:
+ * a reply with bytes that are not UTF-8 (a daemon passing on another
+ * process's name) is refused too, and the sentence says both. The
+ * "daemon" here answers one call with such a reply.
+ */
+static void test_answer_not_utf8_is_explained(void **state)
+{
+        static const char reply[] = "{\"parameters\":{\"processes\":[],\"name\":\"\xff\"}}";
+        struct fixture *f = *state;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int listener;
+
+        assert_true(mkdir(f->h.runtime_dir, 0755) == 0 || errno == EEXIST);
+        strcpy(sa.sun_path, f->h.socket_path);
+        listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(listener >= 0);
+        assert_int_equal(bind(listener, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(listen(listener, 4), 0);
+        f->others[3] = fork();
+        assert_true(f->others[3] >= 0);
+        if (f->others[3] == 0) {
+                int fd = accept(listener, NULL, NULL);
+                char call[4096];
+
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (fd < 0 || recv(fd, call, sizeof(call), 0) <= 0 ||
+                    send(fd, reply, sizeof(reply), MSG_NOSIGNAL) != sizeof(reply))
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        close(listener);
+        assert_contains(ctl(f, 4, "status")->err, "the answer to Status is not a Varlink message");
+        assert_contains(f->r.err, "or gpreemptd passed on bytes that are not UTF-8");
+}
+
+/*
+ * Starts app (an offline workload's command line) traced by a process named
+ * tracer_name, as a debugger another user runs would be; returns the app's
+ * pid. The tracer is in f->others[0], the app in f->others[1].
+ */
+static pid_t start_traced_app(struct fixture *f, const char *tracer_name)
+{
+        int report[2];
+        pid_t app = 0;
+
+        assert_int_equal(pipe2(report, O_CLOEXEC), 0);
+        f->others[0] = fork();
+        assert_true(f->others[0] >= 0);
+        if (f->others[0] == 0) {
+                pid_t child;
+
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                child = fork();
+                if (child == 0) {
+                        int null = open("/dev/null", O_WRONLY);
+
+                        /* its READY line is not for the test's output */
+                        if (null >= 0)
+                                dup2(null, STDOUT_FILENO);
+                        ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+                        execl(app_path, app_path, "--continuous", "--gpu", "0", "--kernel-us", "2000", "--report",
+                              "none", (char *)NULL);
+                        _exit(127);
+                }
+                prctl(PR_SET_NAME, tracer_name);
+                if (write(report[1], &child, sizeof(child)) != sizeof(child))
+                        _exit(3);
+                /* a debugger that lets its tracee run: every stop continued, signals passed on */
+                for (;;) {
+                        int status;
+                        pid_t w = waitpid(-1, &status, __WALL);
+
+                        if (w < 0)
+                                _exit(0);
+                        if (WIFSTOPPED(status))
+                                ptrace(PTRACE_CONT, w, NULL,
+                                       (void *)(long)(WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status)));
+                }
+        }
+        close(report[1]);
+        assert_int_equal(read(report[0], &app, sizeof(app)), (ssize_t)sizeof(app));
+        close(report[0]);
+        f->others[1] = app;
+        return app;
+}
+
+/*
+ * Text other users choose reaches the administrator's terminal inert, and
+ * JSON output stays UTF-8: a process's command line (verify-config --pid),
+ * and the name of a tracer, which the daemon quotes when it cannot attach
+ * (status, suspend).
+ */
+static void test_text_from_other_users_is_printed_inert(void **state)
+{
+        struct fixture *f = *state;
+        const char *tracer_name = "\033[2J\033]0;x\007"; /* clear the screen, set the title */
+        struct json_object *o, *p = NULL;
+        char pid[16];
+        pid_t sleeper, app;
+
+        /* a command line: clears the screen, sets the title, and is not UTF-8 */
+        sleeper = fork();
+        assert_true(sleeper >= 0);
+        if (sleeper == 0) {
+                execl("/bin/sleep", "\033[2J\033]0;owned\007\xff", "30", (char *)NULL);
+                _exit(127);
+        }
+        f->others[2] = sleeper;
+        snprintf(pid, sizeof(pid), "%d", (int)sleeper);
+        for (int i = 0; i < 500; i++) {
+                ctl(f, 0, "verify-config", "--pid", pid);
+                if (strstr(f->r.out, "owned"))
+                        break;
+                usleep(10000); /* until it has exec'd */
+        }
+        assert_contains(f->r.out, "command line is \"\\x1b[2J\\x1b]0;owned\\x07\\xff 30\"");
+        assert_lacks(f->r.out, "\033");
+        assert_lacks(f->r.out, "\xff");
+        o = json_out(ctl(f, 0, "verify-config", "--pid", pid, "--json"));
+        assert_lacks(f->r.out, "\xff");
+        assert_non_null(strstr(json_object_get_string(json_object_object_get(
+                                       json_object_array_get_idx(json_object_object_get(o, "matches"), 0), "reason")),
+                               "\\xff 30"));
+        json_object_put(o);
+
+        /* a tracer's name, through the daemon */
+        start_daemon_alone(f);
+        app = start_traced_app(f, tracer_name);
+        snprintf(pid, sizeof(pid), "%d", (int)app);
+        for (int i = 0; i < 500 && !(p && json_object_get_string(json_object_object_get(p, "attach_error"))); i++) {
+                json_object_put(p);
+                usleep(10000);
+                p = status_process(f, app);
+        }
+        if (!p || !json_object_get_string(json_object_object_get(p, "attach_error")))
+                fail_msg("the daemon never said why it cannot attach; its log:\n%s", daemon_harness_log(&f->h));
+        json_object_put(p);
+        assert_contains(ctl(f, 0, "status")->out, "not attached: Cannot attach to process");
+        assert_contains(f->r.out, "traced by \\x1b[2J\\x1b]0;x\\x07");
+        assert_lacks(f->r.out, "\033");
+        assert_contains(ctl(f, 2, "suspend", pid)->err, "no debug session");
+        assert_contains(f->r.err, "traced by \\x1b[2J");
+        assert_lacks(f->r.err, "\033");
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -287,6 +729,11 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_verify_config_without_daemon, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_verbs_against_the_daemon, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unauthorised_callers_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_connection_limits_are_explained, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_top_outlives_a_closed_connection, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stuck_daemon_with_a_full_queue, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_answer_not_utf8_is_explained, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_text_from_other_users_is_printed_inert, setup, teardown),
         };
 
         if (argc != 4) {

@@ -567,6 +567,54 @@ static void test_usage_errors(void **state)
         assert_output_has(&f->ctl, "hold");
 }
 
+/* Runs `sh -c script` to its end; returns its exit code, its output in c. */
+static int run_shell(struct child *c, const char *script)
+{
+        char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)script, NULL };
+        int status;
+
+        assert_int_equal(child_spawn(argv, true, c), 0);
+        assert_int_equal(child_run_to_end(c, 20000, &status), 0);
+        assert_true(WIFEXITED(status));
+        return WEXITSTATUS(status);
+}
+
+static void assert_output_lacks(const struct child *c, const char *text)
+{
+        if (memmem(c->output, c->output_len, text, strlen(text)))
+                fail_msg("gpreemptctl's output has \"%s\":\n%.*s", text, (int)c->output_len, c->output);
+}
+
+/*
+ * A result that cannot be written (a full disk) fails the command rather
+ * than being lost with exit status 0. A standard output the caller closed
+ * is not taken by the next file opened: `hold >&-` would write its report
+ * into /dev/kfd (kfdemu's stand-in then ends the session, so the release
+ * fails), and says instead that it could not write.
+ */
+static void test_output_that_cannot_be_written(void **state)
+{
+        struct fixture *f = *state;
+        const char *args[] = { "--queues", "1", NULL };
+        struct queue_addresses q;
+        char script[1024];
+
+        assert_int_equal(app_spawn(app_path, args, &f->app), 0);
+        snprintf(script, sizeof(script), "exec %s queues %d --json >/dev/full", ctl_path, (int)f->app.pid);
+        assert_int_equal(run_shell(&f->ctl, script), 4);
+        assert_output_has(&f->ctl, "cannot write the output: No space left on device");
+        child_kill(&f->ctl);
+
+        snprintf(script, sizeof(script), "exec %s hold %d --for 300ms >&-", ctl_path, (int)f->app.pid);
+        assert_int_equal(run_shell(&f->ctl, script), 4);
+        assert_output_has(&f->ctl, "cannot write the output");
+        assert_output_lacks(&f->ctl, "Cannot resume");
+        assert_output_lacks(&f->ctl, "Cannot detach");
+        assert_left_running(&f->app);
+        list_queues(f->app.pid, &q);
+        assert_true(progresses_within(f->app.pid, &q, 0, 5000));
+}
+
 /* --- other nodes ------------------------------------------------------- */
 
 static void test_nohws(void **state)
@@ -629,6 +677,7 @@ int main(int argc, char **argv)
                 T(test_exited_target_of_a_longer_hold_is_reaped),
                 T(test_hold_refuses_a_process_without_gpu_use_and_itself),
                 T(test_usage_errors),
+                T(test_output_that_cannot_be_written),
         };
         const struct CMUnitTest nohws_tests[] = { T(test_nohws) };
         const struct CMUnitTest old_kfd_tests[] = { T(test_old_kfd) };
