@@ -200,3 +200,10 @@ def status_process(c, pid):
 def status_gpu(c):
     gpus = (daemon_status(c) or {}).get("gpus", [])
     return gpus[0] if gpus else None
+
+
+def held_back(held, held_s, free, free_s):
+    """Whether an offline job made at most 30 % of its free rate while held:
+    a suspension is not total, since the offline bounds (MinOfflineSharePercent=
+    10 % of every ShareWindowMs=, MaxSuspendMs=) give it slices."""
+    return free >= 20 and held / held_s <= 0.3 * free / free_s

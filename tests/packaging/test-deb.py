@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The Debian packages, built, checked and installed as an operator would.
+TAP output; run by meson test:
+
+  tests/packaging/test-deb.py --source SOURCE_DIR --build BUILD_DIR
+
+1. dpkg-buildpackage -us -uc -b on a copy of the tree; lintian --pedantic
+   finds nothing (what it would find and is accepted is overridden, with the
+   reason, in debian/*.lintian-overrides).
+2. A fresh Debian 12 root (debootstrap, kept in BUILD_DIR between runs and
+   copied for each) boots under systemd-nspawn, its systemd as PID 1.
+3. Installed there without /dev/kfd: nothing starts, the units are enabled,
+   the files are where the units and man pages say, and purging removes them.
+4. README.md's "On a GPU node" commands, run as written (sudo dropped: the
+   test is root) on the emulated node (kfdemu from BUILD_DIR, as in
+   tests/systemd): the online service makes gpreemptd suspend the offline
+   job; the undo commands leave nothing suspended.
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "systemd"))
+from nspawn import (Container, EmulatedNode, Tap, held_back, require_root_and_tools,  # noqa: E402
+                    status_gpu, status_process, wait_for)
+
+tap = Tap()
+check = tap.check
+
+# What the root needs beyond minbase: systemd to boot, and the libraries the
+# packages and kfdemu link (the container has no network for apt to fetch them).
+ROOT_PACKAGES = ["systemd", "systemd-sysv", "dbus", "libjson-c5", "libdrm-amdgpu1", "libinih1"]
+
+
+def copy_tree(source, dest):
+    """The files of the tree (git's list when there is one), no build output."""
+    if os.path.isdir(os.path.join(source, ".git")):
+        files = subprocess.run(["git", "-C", source, "ls-files", "-co", "--exclude-standard"],
+                               check=True, capture_output=True, text=True).stdout.splitlines()
+    else:
+        files = [os.path.relpath(os.path.join(d, f), source) for d, _, fs in os.walk(source) for f in fs]
+    for rel in files:
+        if rel.split("/")[0].startswith("build"):
+            continue
+        src = os.path.join(source, rel)
+        if not os.path.lexists(src):
+            continue  # deleted in the work tree
+        os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+        shutil.copy2(src, os.path.join(dest, rel), follow_symlinks=False)
+
+
+def build_packages(source, work):
+    src = os.path.join(work, "src")
+    copy_tree(source, src)
+    env = dict(os.environ, DEB_BUILD_OPTIONS="nocheck parallel=2")
+    for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LD_PRELOAD"):
+        env.pop(var, None)
+    p = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=src, env=env,
+                       capture_output=True, text=True)
+    debs = sorted(glob.glob(os.path.join(work, "*.deb")))
+    check("dpkg-buildpackage -us -uc -b builds %d packages" % len(debs), p.returncode == 0 and debs,
+          (p.stdout + p.stderr)[-4000:])
+    return debs
+
+
+def run_lintian(work):
+    changes = glob.glob(os.path.join(work, "*.changes"))
+    p = subprocess.run(["lintian", "--pedantic", "-I", "--fail-on", "none"] + changes,
+                       capture_output=True, text=True)
+    tags = [line for line in p.stdout.splitlines() if re.match(r"^[EWIPX]: ", line)]
+    check("lintian --pedantic: no tag left that is not overridden with a reason",
+          p.returncode == 0 and changes and not tags, "\n".join(tags) + p.stderr[-2000:])
+
+
+def debian_mirror():
+    for path in ["/etc/apt/sources.list"] + glob.glob("/etc/apt/sources.list.d/*.sources"):
+        try:
+            text = open(path).read()
+        except OSError:
+            continue
+        for uri in re.findall(r"(?:URIs:\s*|deb\s+)(\S+)", text):
+            if "/debian" in uri and "security" not in uri:
+                return uri
+    return "http://deb.debian.org/debian"
+
+
+def fresh_root(build, work):
+    """A copy of a debootstrapped Debian 12 root (made once per build dir)."""
+    cache = os.path.join(build, "tests", "packaging", "debian-root")
+    if not os.path.exists(os.path.join(cache, ".complete")):
+        shutil.rmtree(cache, ignore_errors=True)
+        os.makedirs(cache)
+        p = subprocess.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(ROOT_PACKAGES),
+                            "bookworm", cache, debian_mirror()], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError("debootstrap failed:\n" + (p.stdout + p.stderr)[-3000:])
+        open(os.path.join(cache, ".complete"), "w").close()
+    root = os.path.join(work, "root")
+    subprocess.run(["cp", "-a", cache, root], check=True)
+    return root
+
+
+def fenced_block(readme, marker):
+    """The commands of the code block after <!-- marker... --> in README.md."""
+    text = open(readme).read()
+    at = text.index("<!-- " + marker)
+    block = text[text.index("```", at) + 3:]
+    return block[block.index("\n") + 1:block.index("```")]
+
+
+def as_root(commands):
+    """The block as root runs it (no sudo), stopping at the first failure."""
+    return "set -e\n" + re.sub(r"^sudo ", "", commands, flags=re.M)
+
+
+def test_install_without_kfd(c):
+    rc, out, err = c.run("cd /debs/src && apt-get install -y ../gpreempt_*_amd64.deb ../libgpreempt0_*_amd64.deb "
+                         "../libgpreempt-dev_*_amd64.deb ../gpreempt-queue-finder_*_amd64.deb", timeout=120)
+    check("the packages install into a fresh Debian 12 with nothing fetched", rc == 0, out[-3000:] + err)
+    states = {u: (c.run("systemctl is-enabled " + u)[1].strip(), c.show(u, "ActiveState"))
+              for u in ("gpreemptd.socket", "gpreemptd.service")}
+    check("without /dev/kfd, installing enables the units and starts nothing: %s" % states,
+          all(s == ("enabled", "inactive") for s in states.values()))
+    check("the gpreempt group and /run/gpreempt exist (sysusers, tmpfiles)",
+          c.run("getent group gpreempt && test -d /run/gpreempt")[0] == 0)
+    exec_start = c.show("gpreemptd.service", "ExecStart")
+    binary = re.search(r"path=(\S+)", exec_start)
+    check("ExecStart= names the installed daemon (%s)" % (binary.group(1) if binary else exec_start),
+          binary and c.run("test -x " + binary.group(1))[0] == 0)
+    docs = c.out("systemctl show -p Documentation --value gpreemptd.service gpreemptd.socket").split()
+    pages = [d.strip('"')[4:] for d in docs if d.strip('"').startswith("man:")]
+    missing = [p for p in pages if c.run("test -f /usr/share/man/man%s/%s.%s.gz" % (p[-2], p[:-3], p[-2]))[0]]
+    check("each man page the units name is installed", pages and not missing, " ".join(missing))
+    check("gpreemptctl and queue_finder run, the header and pkg-config file are there",
+          c.run("gpreemptctl --help && queue_finder --help && test -f /usr/include/gpreempt/gpreempt.h && "
+                "grep -q '^Libs:.* -lgpreempt' /usr/lib/x86_64-linux-gnu/pkgconfig/libgpreempt.pc")[0] == 0,
+          c.run("gpreemptctl --help; queue_finder --help")[2])
+    rc, out, err = c.run("gpreemptctl status")
+    check("gpreemptctl status then says the daemon is not running, and how to start it",
+          rc != 0 and "systemctl start" in err, out + err)
+    rc, out, err = c.run("systemctl start gpreemptd.socket && gpreemptctl status")
+    check("started by hand, the daemon says the node has no KFD", rc == 0 and "No KFD" in out, out + err)
+    rc, out, err = c.run("systemctl stop gpreemptd.service gpreemptd.socket && "
+                         "apt-get purge -y gpreempt libgpreempt0 libgpreempt-dev gpreempt-queue-finder", timeout=120)
+    left = c.run("ls /lib/systemd/system/gpreemptd.* /etc/gpreempt /usr/sbin/gpreemptd 2>/dev/null")[1]
+    check("purging removes the units, the daemon and /etc/gpreempt", rc == 0 and not left.strip(),
+          out[-2000:] + err + left)
+
+
+def test_readme_on_node(c, build, readme):
+    # the operator answers apt's questions with yes
+    c.out("echo 'APT::Get::Assume-Yes \"true\";' > /etc/apt/apt.conf.d/90-operator-says-yes")
+    node = EmulatedNode(c, build)
+    # the drop-in goes where it outlives daemon-reloads and the package
+    node.start(dropin_dir="/etc/systemd/system/gpreemptd.service.d")
+    # the jobs the README's workload files describe, on the emulated GPU
+    # (their command lines hold the patterns: kfdemu-app ... --kernel-name <name>)
+    off = node.start_app("training", "train.py", "--continuous --kernel-us 2000", user="nobody")
+    on = node.start_app("inference", "serve.py", "--continuous --kernel-us 1000")
+    rc, out, err = c.run(as_root(fenced_block(readme, "node-quickstart")), timeout=180, cwd="/debs/src")
+    check("README 'On a GPU node': every command succeeds", rc == 0, out[-3000:] + err[-3000:])
+    check("... its last gpreemptctl status lists both jobs by the README's workload names",
+          "inference" in out and "training" in out, out[-2000:])
+    suspended = wait_for(lambda: (status_gpu(c) or {}).get("offline_suspended"), 10)
+    held = node.progress("training", 1.0)
+    c.out("systemctl stop inference")
+    resumed = wait_for(lambda: not (status_gpu(c) or {}).get("offline_suspended", True), 10)
+    free = node.progress("training", 1.0)
+    check("... and the offline job is held back while the online one has work, and runs once it is idle "
+          "(%d, then %d kernels a second)" % (held, free),
+          suspended and resumed and held_back(held, 1.0, free, 1.0), str(status_process(c, off)))
+    node.start_app("inference2", "serve.py", "--continuous --kernel-us 1000")
+    wait_for(lambda: (status_gpu(c) or {}).get("offline_suspended"), 10)
+    rc, out, err = c.run(as_root(fenced_block(readme, "node-undo")), timeout=120, cwd="/debs/src")
+    moved = node.progress("training", 0.5)
+    check("README's undo commands succeed and leave nothing suspended (%d kernels in 0.5 s)" % moved,
+          rc == 0 and moved >= 20 and c.run("test -e /usr/sbin/gpreemptd")[0] != 0,
+          out[-2000:] + err[-2000:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--source", required=True, help="the source tree")
+    ap.add_argument("--build", required=True, help="the meson build directory (kfdemu; the root's cache)")
+    args = ap.parse_args()
+    source, build = os.path.realpath(args.source), os.path.realpath(args.build)
+    require_root_and_tools(tap, ("dpkg-buildpackage", "lintian", "debootstrap", "systemd-nspawn", "nsenter"))
+
+    with tempfile.TemporaryDirectory(prefix="gpreempt-deb-") as work:
+        c = None
+        try:
+            debs = build_packages(source, work)
+            if not debs:
+                tap.finish()
+            run_lintian(work)
+            root = fresh_root(build, work)
+            os.makedirs(os.path.join(root, "debs", "src"))
+            for deb in debs:
+                shutil.copy(deb, os.path.join(root, "debs"))
+            c = Container(root, "gpreempt-deb-%d" % os.getpid(), os.path.join(work, "nspawn.log"),
+                          extra=["--capability=CAP_PERFMON", "--system-call-filter=perf_event_open pidfd_getfd",
+                                 "--bind-ro=%s" % build])
+            test_install_without_kfd(c)
+            test_readme_on_node(c, build, os.path.join(source, "README.md"))
+        except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as e:
+            check("the test ran to its end", False, str(e) + ("\n" + c.journal("gpreemptd") if c else ""))
+        finally:
+            if c:
+                c.stop()
+    tap.finish()
+
+
+if __name__ == "__main__":
+    main()
