@@ -28,8 +28,8 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "systemd"))
-from nspawn import (Container, EmulatedNode, Tap, held_back, require_root_and_tools,  # noqa: E402
-                    status_gpu, status_process, wait_for)
+from nspawn import (Container, EmulatedNode, Tap, build_bind, held_back,  # noqa: E402
+                    require_root_and_tools, status_gpu, status_process, wait_for)
 
 tap = Tap()
 check = tap.check
@@ -154,10 +154,10 @@ def test_install_without_kfd(c):
           out[-2000:] + err + left)
 
 
-def test_readme_on_node(c, build, readme):
+def test_readme_on_node(c, readme):
     # the operator answers apt's questions with yes
     c.out("echo 'APT::Get::Assume-Yes \"true\";' > /etc/apt/apt.conf.d/90-operator-says-yes")
-    node = EmulatedNode(c, build)
+    node = EmulatedNode(c)
     # the drop-in goes where it outlives daemon-reloads and the package
     node.start(dropin_dir="/etc/systemd/system/gpreemptd.service.d")
     # the jobs the README's workload files describe, on the emulated GPU
@@ -206,9 +206,9 @@ def main():
                 shutil.copy(deb, os.path.join(root, "debs"))
             c = Container(root, "gpreempt-deb-%d" % os.getpid(), os.path.join(work, "nspawn.log"),
                           extra=["--capability=CAP_PERFMON", "--system-call-filter=perf_event_open pidfd_getfd",
-                                 "--bind-ro=%s" % build])
+                                 build_bind(build)])
             test_install_without_kfd(c)
-            test_readme_on_node(c, build, os.path.join(source, "README.md"))
+            test_readme_on_node(c, os.path.join(source, "README.md"))
         except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as e:
             check("the test ran to its end", False, str(e) + ("\n" + c.journal("gpreemptd") if c else ""))
         finally:

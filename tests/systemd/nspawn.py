@@ -125,14 +125,24 @@ class Container:
         self.log.close()
 
 
+# Where the containers see the build directory (kfdemu and its preload).
+# Not its own path: gpreemptd's unit hides /tmp (PrivateTmp=) and /home and
+# /root (ProtectHome=), where a checkout may well be.
+BUILD_MOUNT = "/opt/gpreempt-build"
+
+
+def build_bind(build):
+    return "--bind-ro=%s:%s" % (build, BUILD_MOUNT)
+
+
 class EmulatedNode:
     """kfdemu inside a container, standing in for the GPU, and the
-    emulated applications that use it. build: the build directory, bound
-    into the container at the same path."""
+    emulated applications that use it. The container binds the build
+    directory with build_bind()."""
 
-    def __init__(self, c, build):
+    def __init__(self, c):
         self.c = c
-        self.build = build
+        build = self.build = BUILD_MOUNT
         self.env = {
             "LD_PRELOAD": os.path.join(build, "tests/kfdemu/transport/libkfdemu-preload.so"),
             "KFDEMU_SOCKET": "/run/kfdemu/kfdemu.sock",
@@ -148,7 +158,8 @@ class EmulatedNode:
         """The emulated kernel as a service of its own, /dev/kfd, and a drop-in
         that gives gpreemptd the preload's environment."""
         run = os.path.join(self.build, "tests/kfdemu/transport/kfdemu-run")
-        self.c.out("systemd-run -q --unit=kfdemu %s --root /run/kfdemu --gpus 1 -- sleep infinity" % run)
+        self.c.out("systemd-run -q --unit=kfdemu -E KFDEMU_PRELOAD=%s %s --root /run/kfdemu --gpus 1 -- "
+                   "sleep infinity" % (self.env["LD_PRELOAD"], run))
         wait_for(lambda: self.c.run("test -S /run/kfdemu/kfdemu.sock")[0] == 0, 10)
         # udev gives /dev/kfd mode 0666 on Debian; kfdemu's socket, the way
         # in, is the root's only until made so. The empty /dev/kfd stands for

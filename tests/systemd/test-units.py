@@ -24,8 +24,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nspawn import (Container, EmulatedNode, Tap, daemon_status, held_back, require_root_and_tools,  # noqa: E402
-                    status_gpu, status_process, wait_for)
+from nspawn import (Container, EmulatedNode, Tap, build_bind, daemon_status, held_back,  # noqa: E402
+                    require_root_and_tools, status_gpu, status_process, wait_for)
 
 tap = Tap()
 check = tap.check
@@ -263,7 +263,7 @@ def main():
                                "--quiet"], capture_output=True, text=True)
         if inst.returncode != 0:
             tap.finish("meson install failed: " + inst.stderr.strip())
-        binds = [(stage + prefix, prefix), (build, build)]
+        binds = [(stage + prefix, prefix)]
         c = None
         try:
             c = Container("/", "gpreempt-test-%d" % os.getpid(), os.path.join(tmp, "nspawn.log"), extra=[
@@ -274,7 +274,7 @@ def main():
                 # these two (@debug) unless asked: the daemon's breakpoints and
                 # kfdemu's copy of a debugger's event fd need them.
                 "--system-call-filter=perf_event_open pidfd_getfd"]
-                + ["--bind-ro=%s:%s" % b for b in binds],
+                + ["--bind-ro=%s:%s" % b for b in binds] + [build_bind(build)],
                 # basic.target: the machine's own installed services stay down
                 kernel_args=["systemd.unit=basic.target"])
             # what an operator does after installing into /usr/local
@@ -284,7 +284,7 @@ def main():
             check("the package presets enable gpreemptd.socket, listening at boot",
                   c.show("gpreemptd.socket", "ActiveState") == "active")
             test_no_kfd(c)
-            node = EmulatedNode(c, build)
+            node = EmulatedNode(c)
             node.start()
             c.out("mkdir -p /etc/gpreempt/workloads.d && printf '"
                   "[Workload]\\nName=online\\nClass=online\\nMatchCommandLine=*--kernel-name sd-online*\\n\\n"
