@@ -2,6 +2,7 @@
 #include "explain.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,9 @@
 #include "kfd.h"
 #include "opts.h"
 #include "proc-status.h"
+
+/* A kernel thread's task flag (include/linux/sched.h), in /proc/<pid>/stat's flags. */
+#define PF_KTHREAD 0x00200000u
 
 /* Fixed by the kernel (amdgpu_drv.c: KFD_SCHED_POLICY_NO_HWS). */
 #define AMDGPU_SCHED_POLICY_NO_HWS 2
@@ -83,6 +87,43 @@ static char *open_cause(const struct explain_facts *f)
         return r < 0 ? NULL : s;
 }
 
+/*
+ * A kernel thread or a zombie, which no debugger can ever have, whatever
+ * the error said (ptrace's EPERM, or no KFD process): ptrace_attach
+ * refuses a kernel thread (PF_KTHREAD) and a task that has exited
+ * (exit_state), and amdkfd debugs a process only through the tracer of its
+ * main thread (kfd-interface.md §3 step 5).
+ */
+static char *untraceable_cause(const struct explain_facts *f, const char *verb)
+{
+        char *s = NULL;
+        int r;
+
+        if (f->target_kernel_thread)
+                r = asprintf(&s,
+                             "Cannot %s process %d: it is a kernel thread, which cannot be traced "
+                             "and has no GPU queues; give the PID of a user process",
+                             verb, f->pid);
+        else if (f->target_state == 'Z' && f->target_threads > 1)
+                r = asprintf(&s,
+                             "Cannot %s process %d: its main thread has exited while its other "
+                             "threads run on, and the kernel lets a debugger in only through its "
+                             "main thread; such a process cannot be held",
+                             verb, f->pid);
+        else if (f->target_state == 'Z' && f->target_parent > 0)
+                r = asprintf(&s,
+                             "Cannot %s process %d: it has exited, and is a zombie until its "
+                             "parent (pid %d) collects its exit status; it has no GPU queues "
+                             "left to hold",
+                             verb, f->pid, (int)f->target_parent);
+        else
+                r = asprintf(&s,
+                             "Cannot %s process %d: it has exited, and is a zombie until its "
+                             "parent collects its exit status; it has no GPU queues left to hold",
+                             verb, f->pid);
+        return r < 0 ? NULL : s;
+}
+
 static char *not_traced_cause(const struct explain_facts *f, const char *verb)
 {
         char *s = NULL;
@@ -95,6 +136,13 @@ static char *not_traced_cause(const struct explain_facts *f, const char *verb)
                              "again",
                              verb, f->pid, f->tracer_comm ? f->tracer_comm : "another process",
                              f->tracer_pid);
+        else if (f->op == GP_OP_ATTACH && f->caller_has_cap_sys_ptrace)
+                r = asprintf(&s,
+                             "Cannot %s process %d: the kernel does not let this program trace it "
+                             "although it has CAP_SYS_PTRACE; check /proc/sys/kernel/yama/ptrace_scope "
+                             "(3 forbids tracing to everyone) and the security modules (SELinux, "
+                             "AppArmor)",
+                             verb, f->pid);
         else if (f->op == GP_OP_ATTACH)
                 r = asprintf(&s,
                              "Cannot %s process %d: not allowed to trace it; run as root (or "
@@ -243,6 +291,8 @@ int explain_format(const struct explain_facts *f, char **ret_sentence)
 
         if (f->op == GP_OP_OPEN)
                 s = open_cause(f);
+        else if (f->op == GP_OP_ATTACH && (f->target_kernel_thread || f->target_state == 'Z'))
+                s = untraceable_cause(f, verb);
         else if (-f->error == GP_ERR_WRONG_THREAD) {
                 if (asprintf(&s,
                              "Cannot %s process %d: called from another thread than the one "
@@ -323,6 +373,16 @@ static bool in_child_pid_namespace(void)
         return stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != PROC_PID_INIT_INO;
 }
 
+/* Whether CAP_SYS_PTRACE is in this thread's effective set (/proc/self/status CapEff, in hex). */
+static bool has_cap_sys_ptrace(void)
+{
+        _cleanup_free_ char *caps = NULL;
+
+        if (proc_status_field(0, "CapEff", &caps) < 0)
+                return false;
+        return (strtoull(caps, NULL, 16) >> CAP_SYS_PTRACE) & 1;
+}
+
 static void query_kfd_version(uint32_t *ret_major, uint32_t *ret_minor)
 {
         _cleanup_close_ int fd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
@@ -335,6 +395,7 @@ GP_EXPORT int gp_explain(const struct gp_explain_opts *opts, char **ret_sentence
 {
         _cleanup_free_ char *tracer = NULL, *tracer_comm = NULL, *target_nspid = NULL;
         struct explain_facts facts = { .tracer_pid = -1, .runtime_state = -1 };
+        struct proc_stat target;
         char path[64];
 
         if (!opts || !ret_sentence || !OPTS_HAS(opts, op))
@@ -360,7 +421,14 @@ GP_EXPORT int gp_explain(const struct gp_explain_opts *opts, char **ret_sentence
                 if (proc_status_field(facts.pid, "NSpid", &target_nspid) >= 0 &&
                     nspid_nested(target_nspid))
                         facts.target_nspid = target_nspid;
+                if (proc_stat_read(facts.pid, &target) >= 0) {
+                        facts.target_state = target.state;
+                        facts.target_threads = target.threads;
+                        facts.target_parent = target.parent;
+                        facts.target_kernel_thread = target.flags & PF_KTHREAD;
+                }
         }
+        facts.caller_has_cap_sys_ptrace = has_cap_sys_ptrace();
         facts.caller_in_child_pid_namespace = in_child_pid_namespace();
         facts.sched_policy = read_sched_policy();
 

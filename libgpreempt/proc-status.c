@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "proc-status.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,30 @@ int proc_status_field(pid_t pid, const char *key, char **ret_value)
                 return 0;
         }
         return -ENOENT;
+}
+
+int proc_stat_read(pid_t pid, struct proc_stat *ret_stat)
+{
+        _cleanup_free_ char *line = NULL;
+        struct proc_stat st = { 0 };
+        char path[64], *after_comm;
+        int parent, r;
+
+        proc_path(path, sizeof(path), pid, "stat");
+        r = read_first_line(path, &line);
+        if (r < 0)
+                return r;
+        /* the command name is in parentheses and may hold anything, ')' included */
+        after_comm = strrchr(line, ')');
+        if (!after_comm)
+                return -EBADMSG;
+        /* fields 3 (state), 4 (ppid), 9 (flags) and 20 (num_threads) */
+        if (sscanf(after_comm + 1, " %c %d %*s %*s %*s %*s %u %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %ld",
+                   &st.state, &parent, &st.flags, &st.threads) != 4)
+                return -EBADMSG;
+        st.parent = parent;
+        *ret_stat = st;
+        return 0;
 }
 
 int proc_comm(pid_t pid, char **ret_comm)

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "api-names.h"
@@ -24,13 +26,16 @@
 #define MAIN_FILE "gpreemptd.conf"
 #define DROPIN_DIR "workloads.d"
 #define MS_MAX UINT64_C(3600000) /* an hour: anything longer is a typo */
+/* The control socket is the directory plus "/" API_SOCKET_NAME, and its path,
+ * with the terminating NUL, must fit sun_path (unix(7)). */
+#define SOCKET_DIR_MAX (sizeof(((struct sockaddr_un *)NULL)->sun_path) - sizeof("/" API_SOCKET_NAME))
 
 enum value_kind {
         VALUE_MS,        /* milliseconds in the file, microseconds in memory */
         VALUE_US,
         VALUE_PERCENT,
         VALUE_U32,
-        VALUE_ABS_PATH,
+        VALUE_SOCKET_DIR, /* an absolute path, at most SOCKET_DIR_MAX characters */
         VALUE_LOG_LEVEL,
         VALUE_DETECTOR_MODE,
 };
@@ -43,7 +48,7 @@ struct key_spec {
 };
 
 static const struct key_spec daemon_keys[] = {
-        { "RuntimeDirectory", VALUE_ABS_PATH, offsetof(struct daemon_settings, runtime_dir), 0, 0 },
+        { "RuntimeDirectory", VALUE_SOCKET_DIR, offsetof(struct daemon_settings, runtime_dir), 0, 0 },
         { "LogLevel", VALUE_LOG_LEVEL, offsetof(struct daemon_settings, log_level), 0, 0 },
         { "DiscoveryIntervalMs", VALUE_MS, offsetof(struct daemon_settings, discovery_interval_us), 1, 60000 },
         { "IdlePollIntervalUs", VALUE_US, offsetof(struct daemon_settings, idle_poll_interval_us), 1, 1000000 },
@@ -146,11 +151,20 @@ static void set_value(const struct key_spec *spec, void *base, const char *value
                 else
                         *(uint32_t *)dest = (uint32_t)v;
                 return;
-        case VALUE_ABS_PATH: {
+        case VALUE_SOCKET_DIR: {
                 char *copy;
 
                 if (value[0] != '/') {
                         diag_add(diag, file, line, "%s=%s: expected an absolute path", spec->name, value);
+                        return;
+                }
+                if (strlen(value) > SOCKET_DIR_MAX) {
+                        diag_add(diag, file, line,
+                                 "%s=%s: longer than %zu characters; the control socket's path, this directory "
+                                 "followed by \"/" API_SOCKET_NAME "\", must fit the %zu bytes of a unix socket "
+                                 "address",
+                                 spec->name, value, SOCKET_DIR_MAX,
+                                 sizeof(((struct sockaddr_un *)NULL)->sun_path));
                         return;
                 }
                 copy = strdup(value);
@@ -509,11 +523,34 @@ static void on_entry(void *userdata, const char *file, unsigned line, const char
 }
 
 /*
+ * Whether path is a symbolic link that leads nowhere; if so, says so in
+ * diag. Such a link is an operator's mistake (a file moved, a package
+ * removed), and must not pass for a file that is simply not there, which
+ * gives the defaults without a word.
+ */
+static bool dangling_link(struct diag *diag, const char *path)
+{
+        char target[PATH_MAX];
+        struct stat sb;
+        ssize_t n;
+
+        if (stat(path, &sb) == 0 || errno != ENOENT)
+                return false;
+        n = readlink(path, target, sizeof(target) - 1);
+        if (n < 0)
+                return false;
+        target[n] = '\0';
+        diag_add(diag, path, 0, "is a dangling symbolic link: \"%s\" leads nowhere; fix or remove the link", target);
+        return true;
+}
+
+/*
  * Opens a configuration file for reading, never blocking: O_NONBLOCK makes
  * opening a FIFO without a writer return at once, and anything but a
  * regular file of a bounded size is refused with its path. Loading runs in
  * the daemon's only loop on a reload; a read that blocked there would stop
- * every suspension from ending. Returns -ENOENT quietly, other errors in diag.
+ * every suspension from ending. Returns -ENOENT quietly for a file that does
+ * not exist, other errors (a link to nowhere among them) in diag.
  */
 static int open_config_file(struct parse_state *st, const char *path, FILE **ret_file)
 {
@@ -524,6 +561,8 @@ static int open_config_file(struct parse_state *st, const char *path, FILE **ret
         if (fd < 0 || fstat(fd, &sb) < 0) {
                 int r = -errno;
 
+                if (r == -ENOENT && dangling_link(st->diag, path))
+                        return -EINVAL;
                 if (r != -ENOENT)
                         diag_add(st->diag, path, 0, "cannot be read: %s", strerror(-r));
                 return r;
@@ -592,8 +631,12 @@ static void read_dropins(struct parse_state *st, const char *config_dir)
         /* alphasort: drop-ins apply in lexical order, as systemd's do. */
         n = scandir(dir, &entries, dropin_filter, alphasort);
         if (n < 0) {
-                if (errno != ENOENT)
-                        diag_add(st->diag, dir, 0, "cannot be listed: %s", strerror(errno));
+                int r = -errno;
+
+                if (r == -ENOENT)
+                        dangling_link(st->diag, dir); /* else no drop-ins: fine */
+                else
+                        diag_add(st->diag, dir, 0, "cannot be listed: %s", strerror(-r));
                 return;
         }
         if (n > CONFIG_MAX_DROPINS)
@@ -693,8 +736,11 @@ int config_load(const char *config_dir, struct config **ret_config, struct diag 
                 return -ENOMEM;
         }
         st = (struct parse_state){ .config = c, .diag = diag };
-        read_file(&st, main_path, true);
-        read_dropins(&st, config_dir);
+        /* a directory that is not there gives the defaults; one that is a link to nowhere is a mistake */
+        if (!dangling_link(diag, config_dir)) {
+                read_file(&st, main_path, true);
+                read_dropins(&st, config_dir);
+        }
         check_unique_names(c, diag);
         if (diag_count(diag) > errors_before)
                 return -EINVAL;

@@ -2,7 +2,6 @@
 #include "daemon-client.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <json.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -72,30 +71,6 @@ int daemon_fail(bool json, int exit_code, const char *varlink_error, const char 
         return r;
 }
 
-static void on_alarm(int sig)
-{
-}
-
-/*
- * varlink_client_connect(), bounded in time. A daemon whose loop is stuck
- * accepts nothing, and once its queue of pending connections is full
- * (listen()'s backlog), connect() waits until there is room: without
- * bound. SIGALRM, without SA_RESTART, ends that wait with -EINTR.
- */
-static int connect_bounded(const char *path, struct varlink_client **ret_client)
-{
-        struct sigaction sa = { .sa_handler = on_alarm }, old;
-        int r;
-
-        if (sigaction(SIGALRM, &sa, &old) < 0)
-                return varlink_client_connect(path, ret_client);
-        alarm(DAEMON_CALL_TIMEOUT_MS / 1000);
-        r = varlink_client_connect(path, ret_client);
-        alarm(0);
-        (void)sigaction(SIGALRM, &old, NULL);
-        return r;
-}
-
 int daemon_connect(bool json, struct varlink_client **ret_client)
 {
         _cleanup_free_ char *path = NULL;
@@ -104,11 +79,11 @@ int daemon_connect(bool json, struct varlink_client **ret_client)
         r = daemon_socket_path(&path);
         if (r < 0)
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "%s", strerror(-r));
-        r = connect_bounded(path, ret_client);
+        r = varlink_client_connect(path, DAEMON_CALL_TIMEOUT_MS, ret_client);
         switch (r) {
         case 0:
                 return 0;
-        case -EINTR:
+        case -ETIMEDOUT:
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
                                    "gpreemptd did not accept the connection within %d s, and its queue of "
                                    "connections is full: its loop may be stuck; see journalctl -u gpreemptd",
@@ -150,6 +125,42 @@ static int param_int(struct json_object *params, const char *key)
         return 0;
 }
 
+/*
+ * The daemon refuses a connection over a budget, and says which
+ * (varlink-server.h): the user's own share (root has none), the one users
+ * who are neither root nor in the gpreempt group share, or every
+ * connection it serves.
+ */
+static int explain_too_many_connections(const char *error, struct json_object *params, bool json)
+{
+        const char *scope = param_string(params, "scope");
+        int limit = param_int(params, "limit");
+
+        if (strcmp(scope, "user") == 0)
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                   "gpreemptd refused the connection: this user holds as many connections to it as "
+                                   "one user may (%d); close the others (idle ones close after a minute) and try "
+                                   "again",
+                                   limit);
+        if (strcmp(scope, "unprivileged") == 0)
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                   "gpreemptd refused the connection: users who are neither root nor in the "
+                                   "gpreempt group hold as many connections to it as they may together (%d; the "
+                                   "others are kept for root and the group); close some (idle ones close after a "
+                                   "minute) and try again",
+                                   limit);
+        if (strcmp(scope, "all") == 0)
+                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                                   "gpreemptd refused the connection: other users or processes hold all the "
+                                   "connections it serves at once (%d); close some (idle ones close after a "
+                                   "minute) and try again",
+                                   limit);
+        /* a daemon that does not say which */
+        return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
+                           "gpreemptd refused the connection: it holds as many connections as it serves; close "
+                           "some (idle ones close after a minute) and try again");
+}
+
 /* The daemon's error reply as a sentence and an exit code. */
 static int explain_error(const char *error, struct json_object *params, enum daemon_access access, pid_t pid,
                          bool json)
@@ -164,19 +175,8 @@ static int explain_error(const char *error, struct json_object *params, enum dae
                         : daemon_fail(json, CTL_EXIT_PRECONDITION, error,
                                       "permission denied: reading gpreemptd's state needs root or membership "
                                       "of the gpreempt group (usermod -aG gpreempt USER, then log in again)");
-        /* The daemon refuses a user over its own share, and anyone once every
-         * connection it serves is taken; root has no share of its own. */
         if (strcmp(name, "TooManyConnections") == 0)
-                return geteuid() == 0
-                        ? daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                      "gpreemptd refused the connection: it serves as many connections as it can "
-                                      "at once, held by other users or processes; close some (idle ones close "
-                                      "after a minute) and try again")
-                        : daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                      "gpreemptd refused the connection: this user holds as many connections to "
-                                      "it as one user may (%d), or all users together hold as many as it serves; "
-                                      "close the others (idle ones close after a minute) and try again",
-                                      param_int(params, "limit"));
+                return explain_too_many_connections(error, params, json);
         if (strcmp(name, "NoSuchProcess") == 0)
                 return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
                                    "process %d is not known to gpreemptd: it does not exist or has not used the "
@@ -208,11 +208,11 @@ static int explain_error(const char *error, struct json_object *params, enum dae
 
 /*
  * The daemon closed the connection before answering. It does that when it
- * exits, and to a connection beyond what it serves: past a user's share, a
- * few connections are answered TooManyConnections, and the ones past those
+ * exits, and to a connection beyond what it serves: past a budget, a few
+ * connections are answered TooManyConnections, and the ones past those
  * (VARLINK_SERVER_CONNECTIONS_REFUSED_MAX) are closed unanswered
- * (varlink-server.c, accept_one()). A second connection tells which, so that
- * a refusal is not reported as an exit.
+ * (varlink-server.h). A second connection tells which, so that a refusal is
+ * not reported as an exit.
  */
 static int explain_hangup(const char *method, bool json)
 {
@@ -223,13 +223,13 @@ static int explain_hangup(const char *method, bool json)
 
         r = daemon_socket_path(&path);
         if (r >= 0)
-                r = connect_bounded(path, &probe);
+                r = varlink_client_connect(path, DAEMON_CALL_TIMEOUT_MS, &probe);
         if (r == -ENOENT || r == -ECONNREFUSED)
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
                                    "gpreemptd closed the connection during %s and no longer accepts connections: "
                                    "it has exited; see journalctl -u gpreemptd",
                                    method);
-        if (r == -EINTR)
+        if (r == -ETIMEDOUT)
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
                                    "gpreemptd closed the connection during %s, and did not accept another within "
                                    "%d s: its loop may be stuck; see journalctl -u gpreemptd",

@@ -4,13 +4,12 @@
  * a table and accept any unambiguous prefix ("q" for "queues").
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ctl-report.h"
+#include "standard-fds.h"
 #include "verbs.h"
 
 static const struct verb verbs[] = {
@@ -79,28 +78,6 @@ static bool asks_for_json(int argc, char *const *argv)
 }
 
 /*
- * A standard descriptor the caller closed (gpreemptctl ... >&-) would be
- * taken by the next file opened, the daemon's socket or /dev/kfd, and the
- * output written there. Each closed one gets /dev/null, read-only, so that
- * writing to it fails and is reported rather than sent somewhere else.
- */
-static void fill_standard_fds(void)
-{
-        for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
-                int null;
-
-                if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
-                        continue;
-                /* the lowest free descriptor: fd itself, as those below it are open */
-                null = open("/dev/null", O_RDONLY | O_NOCTTY);
-                if (null >= 0 && null != fd) {
-                        (void)dup2(null, fd);
-                        close(null);
-                }
-        }
-}
-
-/*
  * The output is the result (a script reads --json from it): one that could
  * not be written all (a full disk, a closed descriptor) fails the command,
  * as a result that was lost. What the verb did stands.
@@ -133,7 +110,8 @@ int main(int argc, char **argv)
         const struct verb *verb;
         int c, matches, first;
 
-        fill_standard_fds();
+        /* without /dev/null a closed one stays closed; the verb runs all the same */
+        (void)standard_fds_fill();
         /* the messages name the wrong argument themselves (ctl_report_bad_option) */
         opterr = 0;
         /* '+': stop at the verb; its options are its own. */

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "manager.h"
 #include "paths.h"
+#include "standard-fds.h"
 #include "varlink-server.h"
 
 #define STATUS_INTERVAL_US (5u * 1000000u)
@@ -164,6 +165,19 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
+/*
+ * SIGUSR1 and SIGUSR2 mean nothing here, and their default action would end
+ * the daemon as abruptly as SIGKILL: the kernel would resume the queues,
+ * but the holds of `gpreemptctl suspend` would be lost and the control
+ * socket left behind. One sent by mistake is logged with its sender.
+ */
+static int on_user_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+        log_warning("Ignoring %s from PID %u (UID %u): gpreemptd gives it no meaning",
+                    si->ssi_signo == SIGUSR1 ? "SIGUSR1" : "SIGUSR2", si->ssi_pid, si->ssi_uid);
+        return 0;
+}
+
 /* Socket activation when systemd passes the socket, else a socket of our own. */
 static int listen_control_socket(struct varlink_server *server, const char *runtime_dir, bool *ret_own_socket)
 {
@@ -249,6 +263,8 @@ static int run(struct options *o)
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGHUP);
         sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGUSR1);
+        sigaddset(&mask, SIGUSR2);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         raise_open_file_limit();
 
@@ -268,6 +284,8 @@ static int run(struct options *o)
         if ((r = sd_event_add_signal(event, NULL, SIGTERM, on_terminate, m)) < 0 ||
             (r = sd_event_add_signal(event, NULL, SIGINT, on_terminate, m)) < 0 ||
             (r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, m)) < 0 ||
+            (r = sd_event_add_signal(event, NULL, SIGUSR1, on_user_signal, NULL)) < 0 ||
+            (r = sd_event_add_signal(event, NULL, SIGUSR2, on_user_signal, NULL)) < 0 ||
             (r = sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, STATUS_INTERVAL_US, 1000000,
                                             on_status_timer, m)) < 0) {
                 log_error_errno(r, "Cannot set up signal handling");
@@ -304,6 +322,21 @@ int main(int argc, char **argv)
         struct options o = { 0 };
         int r;
 
+        /* before anything is opened: a closed one would take the socket or a pidfd, and the log with it */
+        r = standard_fds_fill();
+        if (r < 0) {
+                fprintf(stderr, "gpreemptd: cannot put /dev/null on a closed standard descriptor: %s\n",
+                        strerror(-r));
+                return 1;
+        }
+        /*
+         * Writing to a pipe whose reader is gone (gpreemptd 2>&1 | head)
+         * raises SIGPIPE, whose default action would end the daemon as
+         * abruptly as SIGKILL at its next log line. Ignored, the write
+         * fails with EPIPE and the line is lost. (systemd's IgnoreSIGPIPE=
+         * does the same under the unit; the daemon does not depend on it.)
+         */
+        signal(SIGPIPE, SIG_IGN);
         r = parse_args(argc, argv, &o);
         if (r <= 0) {
                 paths_done(&o.paths);

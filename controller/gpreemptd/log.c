@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "printable.h"
+
 static enum log_level max_level = LOG_LEVEL_NOTICE;
 
 /* syslog priorities: err 3, warning 4, notice 5, info 6, debug 7 */
@@ -23,7 +25,7 @@ enum log_level log_get_level(void)
 
 int log_full_errno(enum log_level level, int error, const char *fmt, ...)
 {
-        char text[2048];
+        char text[2048], inert[PRINTABLE_SIZE(sizeof(text))];
         va_list ap;
         int saved = errno;
 
@@ -31,10 +33,14 @@ int log_full_errno(enum log_level level, int error, const char *fmt, ...)
                 va_start(ap, fmt);
                 vsnprintf(text, sizeof(text), fmt, ap);
                 va_end(ap);
+                /* messages quote text from outside (a process's name, a configuration file): a newline
+                 * there would make a journal line of its own, with any priority, and an escape sequence
+                 * would act on the terminal that shows the log */
+                printable_escape(inert, text, strlen(text));
                 if (error)
-                        fprintf(stderr, "<%d>%s: %s\n", priority[level], text, strerror(error < 0 ? -error : error));
+                        fprintf(stderr, "<%d>%s: %s\n", priority[level], inert, strerror(error < 0 ? -error : error));
                 else
-                        fprintf(stderr, "<%d>%s\n", priority[level], text);
+                        fprintf(stderr, "<%d>%s\n", priority[level], inert);
         }
         errno = saved;
         return error < 0 ? error : -error;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The daemon's log: one line per message on stderr, prefixed with the
- * syslog priority in the "<N>" form the journal understands. Levels:
+ * syslog priority in the "<N>" form the journal understands, its control
+ * characters and bytes that are not UTF-8 written as \xNN (printable.h),
+ * so that what it quotes cannot break the line or act on a terminal. Levels:
  *   error    something the daemon was asked to do failed
  *   warning  something unexpected it worked around
  *   notice   what an operator wants to see: start, reload, processes joining

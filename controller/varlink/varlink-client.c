@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,9 +20,10 @@ struct varlink_client {
         struct varlink_buffer in;
 };
 
-int varlink_client_connect(const char *path, struct varlink_client **ret_client)
+int varlink_client_connect(const char *path, int timeout_ms, struct varlink_client **ret_client)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval timeout = { .tv_sec = timeout_ms / 1000, .tv_usec = timeout_ms % 1000 * 1000 };
         _cleanup_close_ int fd = -1;
         struct varlink_client *c;
 
@@ -31,8 +33,17 @@ int varlink_client_connect(const char *path, struct varlink_client **ret_client)
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        /*
+         * A server whose loop is stuck accepts nothing, and once its queue of
+         * pending connections (listen()'s backlog) is full, connect() waits
+         * for room: as long as the socket's send timeout, and fails with
+         * EAGAIN then (unix_stream_connect()). Without one it would wait
+         * forever. The timeout stays: it bounds each send of a call too.
+         */
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout)) < 0)
                 return -errno;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return errno == EAGAIN ? -ETIMEDOUT : -errno;
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
@@ -67,7 +78,8 @@ static int send_all(int fd, const char *data, size_t len)
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return -errno;
+                        /* SO_SNDTIMEO passed: the server does not read */
+                        return errno == EAGAIN ? -ETIMEDOUT : -errno;
                 }
                 data += n;
                 len -= (size_t)n;

@@ -1,14 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A blocking Varlink client for command-line tools (gpreemptctl): connect
- * to a socket, make calls, wait for each reply with a timeout.
+ * to a socket and make calls, each step bounded by a timeout.
  */
 #pragma once
 
 struct json_object;
 struct varlink_client;
 
-int varlink_client_connect(const char *path, struct varlink_client **ret_client);
+/*
+ * Connects to the socket at path. Returns -ETIMEDOUT when the server has
+ * not taken the connection within timeout_ms (> 0): its queue of
+ * connections is full, its loop may be stuck. Or another -errno (-ENOENT,
+ * -ECONNREFUSED: no server). timeout_ms also bounds each send of a call on
+ * the connection.
+ */
+int varlink_client_connect(const char *path, int timeout_ms, struct varlink_client **ret_client);
 void varlink_client_free(struct varlink_client *c);
 
 /*

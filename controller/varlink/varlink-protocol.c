@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 int varlink_buffer_append(struct varlink_buffer *b, const void *data, size_t len)
 {
         char *grown;
@@ -54,56 +56,15 @@ int varlink_buffer_append_json(struct varlink_buffer *b, struct json_object *mes
         return r;
 }
 
-/*
- * Whether text is UTF-8 as RFC 3629 defines it: no overlong forms, no
- * surrogates, nothing above U+10FFFF. JSON text must be UTF-8 (RFC 8259
- * §8.1), and a string the server echoes in an error (a method name) would
- * otherwise make its reply invalid JSON for a strict reader. json-c's own
- * check (JSON_TOKENER_VALIDATE_UTF8) lets surrogates and overlong forms
- * through.
- */
-static bool is_utf8(const unsigned char *s, size_t len)
-{
-        size_t i = 0;
-
-        while (i < len) {
-                unsigned char c = s[i];
-                size_t n;
-                uint32_t cp, min;
-
-                if (c < 0x80) {
-                        i++;
-                        continue;
-                }
-                if ((c & 0xe0) == 0xc0)
-                        n = 1, cp = c & 0x1f, min = 0x80;
-                else if ((c & 0xf0) == 0xe0)
-                        n = 2, cp = c & 0x0f, min = 0x800;
-                else if ((c & 0xf8) == 0xf0)
-                        n = 3, cp = c & 0x07, min = 0x10000;
-                else
-                        return false;
-                if (len - i <= n)
-                        return false;
-                for (size_t k = 1; k <= n; k++) {
-                        if ((s[i + k] & 0xc0) != 0x80)
-                                return false;
-                        cp = cp << 6 | (s[i + k] & 0x3f);
-                }
-                if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                        return false;
-                i += n + 1;
-        }
-        return true;
-}
-
 int varlink_parse_message(const char *text, size_t len, struct json_object **ret)
 {
         struct json_tokener *tok;
         struct json_object *obj;
         bool whole;
 
-        if (!is_utf8((const unsigned char *)text, len))
+        /* JSON text is UTF-8 (RFC 8259 §8.1), and json-c's own check lets surrogates and overlong forms
+         * through (utf8.h) */
+        if (!utf8_is_valid(text, len))
                 return -EBADMSG;
         tok = json_tokener_new_ex(VARLINK_JSON_DEPTH_MAX);
         if (!tok)

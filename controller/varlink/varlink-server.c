@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "printable.h"
 #include "varlink-protocol.h"
 
 #define LISTENERS_MAX 8
@@ -40,6 +41,25 @@ static const char service_description[] =
         "error MethodNotImplemented (method: string)\n"
         "error InvalidParameter (parameter: string)\n";
 
+/* The budget a connection is over (varlink-server.h), if any. */
+enum refusal {
+        REFUSAL_NONE,
+        REFUSAL_ALL,          /* every connection the server serves is taken */
+        REFUSAL_UNPRIVILEGED, /* the share of users who may not read is taken */
+        REFUSAL_USER,         /* the user's own share is taken */
+};
+
+/* What TooManyConnections says of each: the interface's description declares the scopes. */
+static const struct {
+        const char *scope;
+        int limit;
+} refusals[] = {
+        [REFUSAL_ALL] = { "all", VARLINK_SERVER_CONNECTIONS_MAX },
+        [REFUSAL_UNPRIVILEGED] = { "unprivileged",
+                                   VARLINK_SERVER_CONNECTIONS_MAX - VARLINK_SERVER_CONNECTIONS_RESERVED },
+        [REFUSAL_USER] = { "user", VARLINK_SERVER_CONNECTIONS_PER_UID },
+};
+
 struct connection {
         struct varlink_server *server;
         struct connection *prev, *next;
@@ -48,7 +68,7 @@ struct connection {
         sd_event_source *timer;
         struct ucred peer;
         bool can_read;
-        bool refused; /* over its budget: its first call is answered TooManyConnections */
+        enum refusal refused; /* over a budget: its first call is answered TooManyConnections */
         bool close_after_flush;
         struct varlink_buffer in;
         struct varlink_buffer out;
@@ -86,7 +106,7 @@ static void connection_free(struct connection *c)
         if (c->next)
                 c->next->prev = c->prev;
         s->n_connections--;
-        s->n_refused -= c->refused;
+        s->n_refused -= c->refused != REFUSAL_NONE;
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timer);
         if (c->fd >= 0)
@@ -108,8 +128,8 @@ static uint64_t now_usec(struct varlink_server *s)
 static void connection_arm_timer(struct connection *c)
 {
         /* a refused connection has a call's worth of time to ask, and is told why */
-        uint64_t deadline = c->last_call + (c->refused ? VARLINK_SERVER_PARTIAL_TIMEOUT_USEC
-                                                       : VARLINK_SERVER_IDLE_TIMEOUT_USEC);
+        uint64_t deadline = c->last_call + (c->refused != REFUSAL_NONE ? VARLINK_SERVER_PARTIAL_TIMEOUT_USEC
+                                                                       : VARLINK_SERVER_IDLE_TIMEOUT_USEC);
 
         if (c->partial_since && c->partial_since + VARLINK_SERVER_PARTIAL_TIMEOUT_USEC < deadline)
                 deadline = c->partial_since + VARLINK_SERVER_PARTIAL_TIMEOUT_USEC;
@@ -125,6 +145,12 @@ static int queue_message(struct connection *c, struct json_object *message)
         return r;
 }
 
+/*
+ * Every reply goes out through here, and its strings are made UTF-8 here
+ * (what is not written as \xNN): methods pass on text from outside that
+ * need not be (a tracer's name, a command line, a configuration file), and
+ * a reply that is not UTF-8 is not JSON, which every client refuses.
+ */
 static int send_reply(struct connection *c, const char *error, struct json_object *parameters)
 {
         struct json_object *message = json_object_new_object();
@@ -136,6 +162,7 @@ static int send_reply(struct connection *c, const char *error, struct json_objec
         if (error)
                 json_object_object_add(message, "error", json_object_new_string(error));
         json_object_object_add(message, "parameters", parameters ? parameters : json_object_new_object());
+        printable_json(message, false);
         return queue_message(c, message);
 }
 
@@ -259,17 +286,18 @@ static int handle_message(struct connection *c, const char *text, size_t len)
         size_t iface_len;
         int r;
 
-        if (c->refused) {
-                struct json_object *limit = json_object_new_object();
+        if (c->refused != REFUSAL_NONE) {
+                struct json_object *p = json_object_new_object();
                 _cleanup_free_ char *error = NULL;
 
                 c->close_after_flush = true;
-                if (!limit || asprintf(&error, "%s.TooManyConnections", c->server->iface->name) < 0) {
-                        json_object_put(limit);
+                if (!p || asprintf(&error, "%s.TooManyConnections", c->server->iface->name) < 0) {
+                        json_object_put(p);
                         return -ENOMEM;
                 }
-                json_object_object_add(limit, "limit", json_object_new_int(VARLINK_SERVER_CONNECTIONS_PER_UID));
-                return send_reply(c, error, limit);
+                json_object_object_add(p, "limit", json_object_new_int(refusals[c->refused].limit));
+                json_object_object_add(p, "scope", json_object_new_string(refusals[c->refused].scope));
+                return send_reply(c, error, p);
         }
         if (varlink_parse_message(text, len, &msg) < 0)
                 return invalid_parameter(c, "message");
@@ -337,9 +365,23 @@ out:
         return r;
 }
 
+/* Whether a whole message waits in the input: calls sent together (pipelined) are read together. */
+static bool has_message(const struct connection *c)
+{
+        return c->in.size > 0 && memchr(c->in.data, '\0', c->in.size);
+}
+
 static void connection_update_events(struct connection *c)
 {
-        sd_event_source_set_io_events(c->io, c->out.size > 0 ? EPOLLOUT : EPOLLIN);
+        /*
+         * EPOLLOUT while a reply is unwritten, and while a whole call waits:
+         * no EPOLLIN announces bytes read already. With nothing unwritten
+         * the socket is writable, so EPOLLOUT comes at the loop's next turn
+         * and process_input() answers the call then, after what else is
+         * due: a client that pipelines gets one reply per turn, and cannot
+         * hold the loop.
+         */
+        sd_event_source_set_io_events(c->io, c->out.size > 0 || has_message(c) ? EPOLLOUT : EPOLLIN);
 }
 
 /*
@@ -367,7 +409,8 @@ static int process_input(struct connection *c)
                 if (r < 0)
                         return r;
         }
-        if (c->in.size > 0 && !c->partial_since)
+        /* only bytes after the last whole message are a partial one: a whole one waits for its turn */
+        if (c->in.size > 0 && !c->partial_since && !has_message(c))
                 c->partial_since = now_usec(c->server);
         connection_arm_timer(c);
         return 0;
@@ -456,20 +499,22 @@ static bool peer_in_group(int fd, gid_t primary, gid_t wanted)
         return false;
 }
 
-/* Whether a new connection of c's peer fits its budget (c is not counted yet). */
-static bool within_budget(const struct varlink_server *s, const struct connection *c)
+/* Which budget a new connection of c's peer is over, if any (c is not counted yet). */
+static enum refusal over_budget(const struct varlink_server *s, const struct connection *c)
 {
         size_t same_uid = 0, accepted = s->n_connections - s->n_refused;
 
         if (accepted >= VARLINK_SERVER_CONNECTIONS_MAX)
-                return false;
+                return REFUSAL_ALL;
         if (c->peer.uid == 0)
-                return true;
+                return REFUSAL_NONE;
         for (const struct connection *o = s->connections; o; o = o->next)
-                same_uid += !o->refused && o->peer.uid == c->peer.uid;
+                same_uid += o->refused == REFUSAL_NONE && o->peer.uid == c->peer.uid;
         if (same_uid >= VARLINK_SERVER_CONNECTIONS_PER_UID)
-                return false;
-        return c->can_read || accepted < VARLINK_SERVER_CONNECTIONS_MAX - VARLINK_SERVER_CONNECTIONS_RESERVED;
+                return REFUSAL_USER;
+        if (!c->can_read && accepted >= VARLINK_SERVER_CONNECTIONS_MAX - VARLINK_SERVER_CONNECTIONS_RESERVED)
+                return REFUSAL_UNPRIVILEGED;
+        return REFUSAL_NONE;
 }
 
 static void accept_one(struct varlink_server *s, int fd)
@@ -498,8 +543,8 @@ static void accept_one(struct varlink_server *s, int fd)
                 return;
         }
         c->can_read = c->peer.uid == 0 || peer_in_group(fd, c->peer.gid, s->read_gid);
-        c->refused = !within_budget(s, c);
-        if (c->refused && s->n_refused >= VARLINK_SERVER_CONNECTIONS_REFUSED_MAX) {
+        c->refused = over_budget(s, c);
+        if (c->refused != REFUSAL_NONE && s->n_refused >= VARLINK_SERVER_CONNECTIONS_REFUSED_MAX) {
                 close(fd);
                 free(c);
                 return;
@@ -509,7 +554,7 @@ static void accept_one(struct varlink_server *s, int fd)
                 c->next->prev = c;
         s->connections = c;
         s->n_connections++;
-        s->n_refused += c->refused;
+        s->n_refused += c->refused != REFUSAL_NONE;
         if (sd_event_add_io(s->event, &c->io, fd, EPOLLIN, on_connection_io, c) < 0 ||
             sd_event_add_time(s->event, &c->timer, CLOCK_MONOTONIC, 0, 0, on_connection_timer, c) < 0) {
                 connection_free(c);

@@ -4,6 +4,10 @@
  * bounded buffers, callers identified by SO_PEERCRED and authorised per
  * method, org.varlink.service introspection answered here.
  *
+ * Calls are answered in order, one at a time per connection; a client may
+ * send several without waiting (pipelining). Every string a reply carries
+ * is made UTF-8 on the way out (printable.h), whatever a method put in it.
+ *
  * Hostile clients: a message without its NUL within VARLINK_MESSAGE_MAX,
  * a partial message left hanging, an idle connection, or a client that does
  * not read its replies is disconnected; anything that is not a valid call is
@@ -20,14 +24,17 @@ struct json_object;
 struct varlink_server;
 struct varlink_call;
 
-/* Connections beyond this are closed at once. */
 /*
  * Connections: at most _MAX at once. A user other than root holds at most
  * _PER_UID of them, and users who may not read the server's state (neither
  * root nor the read group) share all but _RESERVED: one local user can
- * never lock root or the read group out. A connection over its budget is
- * answered TooManyConnections at its first call, then closed; such
- * connections are few (_REFUSED_MAX) and short-lived.
+ * never lock root or the read group out. A connection over a budget is
+ * answered TooManyConnections at its first call, with the budget's scope
+ * ("user", "unprivileged" or "all") and limit, then closed. Such
+ * connections are short-lived (VARLINK_SERVER_PARTIAL_TIMEOUT_USEC to ask)
+ * and few: while _REFUSED_MAX of them wait for their call, a further one is
+ * closed at once, unanswered, and its client sees the connection closed
+ * before any reply, as when the server exits.
  */
 #define VARLINK_SERVER_CONNECTIONS_MAX 64
 #define VARLINK_SERVER_CONNECTIONS_PER_UID 8
@@ -61,7 +68,7 @@ struct varlink_method {
 struct varlink_interface {
         const char *name;        /* e.g. "io.gpreempt" */
         const char *description; /* the Varlink IDL text; must declare PermissionDenied, InternalError and
-                                  * TooManyConnections (limit: int) */
+                                  * TooManyConnections (limit: int, scope: (user, unprivileged, all)) */
         const struct varlink_method *methods;
         size_t n_methods;
 };
@@ -79,6 +86,11 @@ int varlink_server_listen_fd(struct varlink_server *s, int fd);
 int varlink_server_listen_path(struct varlink_server *s, const char *path);
 void varlink_server_free(struct varlink_server *s);
 
+/*
+ * Both answer with parameters (taken, also on failure; NULL for none), whose
+ * strings that are not UTF-8 are rewritten in place on the way out
+ * (printable_json()), so a tree the caller still holds may change.
+ */
 int varlink_call_reply(struct varlink_call *call, struct json_object *parameters);
 /* error is the unqualified name within the server's interface ("NoSuchProcess") or a full one. */
 int varlink_call_error(struct varlink_call *call, const char *error, struct json_object *parameters);

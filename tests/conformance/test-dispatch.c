@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ioctl dispatch (kfd_chardev.c: kfd_ioctl, kfd_ioctl_get_version) —
- * kfd-interface.md §1 "Size handling" and §3 "Which fd".
+ * kfd-interface.md §1 "Size handling" and §3 "Which fd"; and the file
+ * operations /dev/kfd lacks (kfd_fops: read, write) — §10.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -247,6 +249,38 @@ static void fd_passed_by_scm_rights_is_ebadf(void **state)
         assert_int_equal(r_dbg, -EBADF);
 }
 
+/* -1 with errno as -errno, or what the call returned. */
+static long result_of(ssize_t n)
+{
+        return n < 0 ? -errno : n;
+}
+
+/* kfd_fops has neither read nor write (kfd_chardev.c), so fs/read_write.c's
+ * vfs_read and vfs_write (and their vector and positioned forms) find no
+ * FMODE_CAN_READ / FMODE_CAN_WRITE on a /dev/kfd opened O_RDWR: -EINVAL,
+ * and nothing else happens. The debugger's own session, on the same fd,
+ * goes on (§10). */
+static void read_and_write_are_einval(void **state)
+{
+        struct conf_session *s = *state;
+        char buf[16] = "gpreempt";
+        struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+        int kfd = conf_kfd();
+
+        assert_int_equal(result_of(write(kfd, buf, sizeof(buf))), -EINVAL);
+        assert_int_equal(result_of(write(kfd, buf, 0)), -EINVAL);
+        assert_int_equal(result_of(writev(kfd, &iov, 1)), -EINVAL);
+        assert_int_equal(result_of(pwrite(kfd, buf, sizeof(buf), 0)), -EINVAL);
+        assert_int_equal(result_of(read(kfd, buf, sizeof(buf))), -EINVAL);
+        assert_int_equal(result_of(readv(kfd, &iov, 1)), -EINVAL);
+        assert_int_equal(result_of(pread(kfd, buf, sizeof(buf), 0)), -EINVAL);
+
+        struct kfd_ioctl_get_version_args v = { 0 };
+        assert_int_equal(conf_ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v), 0);
+        /* still enabled: SET_EXCEPTIONS_ENABLED needs debug_trap_enabled (§3 step 7) */
+        assert_int_equal(conf_dbg_set_exceptions_enabled(kfd, s->target.pid, CONF_SUBSCRIPTION), 0);
+}
+
 int main(int argc, char **argv)
 {
         conf_init(argc, argv);
@@ -261,6 +295,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(inherited_fd_is_ebadf),
                 cmocka_unit_test(dup_in_owner_works),
                 cmocka_unit_test(fd_passed_by_scm_rights_is_ebadf),
+                cmocka_unit_test_setup_teardown(read_and_write_are_einval, conf_fixture_attached, conf_fixture_end),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

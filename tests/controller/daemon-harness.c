@@ -39,6 +39,27 @@ void daemon_harness_init(struct daemon_harness *h)
         assert_int_equal(bind(h->notify_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 }
 
+/* In the daemon's child, before exec. */
+static void set_up_stdio(const struct daemon_harness *h)
+{
+        int pipe_fds[2];
+
+        switch (h->stdio) {
+        case DAEMON_STDIO_LOGGED:
+                dup2(h->stderr_fd, STDERR_FILENO);
+                return;
+        case DAEMON_STDIO_CLOSED:
+                for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+                        close(fd);
+                return;
+        case DAEMON_STDIO_BROKEN_PIPE:
+                if (pipe2(pipe_fds, O_CLOEXEC) < 0 || dup2(pipe_fds[1], STDERR_FILENO) < 0)
+                        _exit(126);
+                close(pipe_fds[0]);
+                return;
+        }
+}
+
 void daemon_harness_start(struct daemon_harness *h, const char *binary, const char *const *extra_env)
 {
         h->stderr_fd = open(h->stderr_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -48,7 +69,10 @@ void daemon_harness_start(struct daemon_harness *h, const char *binary, const ch
         if (h->pid == 0) {
                 /* a failing test must not leave daemons behind */
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
-                dup2(h->stderr_fd, STDERR_FILENO);
+                /* as a shell starts it: an ignored signal stays ignored across
+                 * exec, and the test runner may ignore SIGPIPE */
+                signal(SIGPIPE, SIG_DFL);
+                set_up_stdio(h);
                 setenv("NOTIFY_SOCKET", h->notify_path, 1);
                 setenv("GPREEMPT_CONFIG_DIR", h->config.dir, 1);
                 setenv("GPREEMPT_RUNTIME_DIR", h->runtime_dir, 1);
@@ -106,12 +130,14 @@ bool daemon_harness_wait_notify(struct daemon_harness *h, const char *text, int 
 int daemon_harness_call(struct daemon_harness *h, const char *method, struct json_object *params,
                         struct json_object **ret_reply, char **ret_error)
 {
+        /* generous: a loaded machine only slows the daemon, and a stuck one fails the test rather than hangs it */
+        enum { TIMEOUT_MS = 10000 };
         struct varlink_client *c;
-        int r = varlink_client_connect(h->socket_path, &c);
+        int r = varlink_client_connect(h->socket_path, TIMEOUT_MS, &c);
 
         if (r < 0)
                 return r;
-        r = varlink_client_call(c, method, params, 10000, ret_reply, ret_error);
+        r = varlink_client_call(c, method, params, TIMEOUT_MS, ret_reply, ret_error);
         varlink_client_free(c);
         return r;
 }

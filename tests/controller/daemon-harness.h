@@ -13,6 +13,13 @@
 
 struct json_object;
 
+/* The daemon's standard descriptors. */
+enum daemon_stdio {
+        DAEMON_STDIO_LOGGED,      /* stderr into stderr_path, read back by daemon_harness_log() */
+        DAEMON_STDIO_CLOSED,      /* 0, 1 and 2 closed, as `gpreemptd <&- >&- 2>&-` leaves them */
+        DAEMON_STDIO_BROKEN_PIPE, /* stderr a pipe nobody reads, as `gpreemptd 2>&1 | head -c 100` once head is done */
+};
+
 struct daemon_harness {
         struct config_fixture config;
         char runtime_dir[128];
@@ -23,6 +30,7 @@ struct daemon_harness {
         int stderr_fd; /* the daemon's stderr, read back by daemon_harness_log() */
         int listen_fd; /* >= 0: handed to the daemon as systemd's socket activation does */
         bool no_realtime; /* started without CAP_SYS_NICE and with RLIMIT_RTPRIO 0 */
+        enum daemon_stdio stdio;
         char stderr_path[160];
 };
 

@@ -309,6 +309,109 @@ static void test_oversized_file_is_refused(void **state)
         config_fixture_cleanup(&f);
 }
 
+/*
+ * A configuration file or directory that is a symbolic link to nothing is an
+ * operator's mistake, not a missing file (which gives the defaults): it is
+ * refused with the link and where it points.
+ */
+static void test_dangling_symlinks_are_refused(void **state)
+{
+        static const struct {
+                const char *link;
+                const char *target;
+        } cases[] = {
+                { "gpreemptd.conf", "/nonexistent/gpreemptd.conf" },
+                { "workloads.d", "workloads.d.old" },
+                { "workloads.d/10-serve.conf", "../serve.conf" },
+                { "", "/nonexistent/gpreempt" }, /* the configuration directory itself */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct config_fixture f;
+                struct config *c = NULL;
+                struct diag d = { 0 };
+                char link[256], dir[256], want[512];
+
+                config_fixture_init(&f);
+                snprintf(dir, sizeof(dir), "%s", f.dir);
+                if (!cases[i].link[0]) {
+                        /* the fixture's directory stays, for its cleanup; the link is beside it */
+                        snprintf(dir, sizeof(dir), "%s/etc-gpreempt", f.dir);
+                        snprintf(link, sizeof(link), "%s", dir);
+                } else {
+                        snprintf(link, sizeof(link), "%s/%s", f.dir, cases[i].link);
+                }
+                if (strcmp(cases[i].link, "workloads.d") == 0)
+                        assert_int_equal(rmdir(link), 0);
+                assert_int_equal(symlink(cases[i].target, link), 0);
+                assert_int_equal(config_load(dir, &c, &d), -EINVAL);
+                assert_null(c);
+                assert_int_equal(d.n_messages, 1);
+                snprintf(want, sizeof(want), "%s: is a dangling symbolic link: \"%s\" leads nowhere", link,
+                         cases[i].target);
+                if (strncmp(d.messages[0], want, strlen(want)) != 0)
+                        fail_msg("case %zu: got \"%s\", want \"%s...\"", i, d.messages[0], want);
+                diag_clear(&d);
+                config_fixture_cleanup(&f);
+        }
+}
+
+/* Links that lead somewhere are followed: a configuration directory and a main file elsewhere. */
+static void test_symlinks_are_followed(void **state)
+{
+        struct config_fixture f;
+        struct config *c = NULL;
+        struct diag d = { 0 };
+        char path[256], link[256];
+
+        config_fixture_init(&f);
+        config_fixture_write(&f, "real.conf", "[Daemon]\nLogLevel=debug\n");
+        snprintf(path, sizeof(path), "%s/gpreemptd.conf", f.dir);
+        assert_int_equal(symlink("real.conf", path), 0);
+        snprintf(link, sizeof(link), "%s/etc-gpreempt", f.dir);
+        assert_int_equal(symlink(f.dir, link), 0);
+        assert_int_equal(config_load(link, &c, &d), 0);
+        assert_int_equal(diag_count(&d), 0);
+        assert_int_equal(c->daemon.log_level, LOG_LEVEL_DEBUG);
+        config_free(c);
+        config_fixture_cleanup(&f);
+}
+
+/*
+ * The control socket is RuntimeDirectory= plus "/io.gpreempt", and a unix
+ * socket's path holds 107 characters: a longer directory is refused on
+ * its line, not when the daemon cannot listen.
+ */
+static void test_runtime_directory_fits_a_socket_address(void **state)
+{
+        for (size_t length = 95; length <= 96; length++) {
+                struct config_fixture f;
+                struct config *c = NULL;
+                struct diag d = { 0 };
+                char text[256], where[256];
+
+                config_fixture_init(&f);
+                strcpy(text, "[Daemon]\nLogLevel=info\nRuntimeDirectory=/");
+                memset(text + strlen(text), 'r', length - 1);
+                strcpy(text + strlen("[Daemon]\nLogLevel=info\nRuntimeDirectory=/") + length - 1, "\n");
+                config_fixture_write(&f, "gpreemptd.conf", text);
+                if (length == 95) {
+                        assert_int_equal(config_load(f.dir, &c, &d), 0);
+                        assert_int_equal(strlen(c->daemon.runtime_dir), 95);
+                        config_free(c);
+                } else {
+                        assert_int_equal(config_load(f.dir, &c, &d), -EINVAL);
+                        assert_int_equal(d.n_messages, 1);
+                        snprintf(where, sizeof(where), "%s/gpreemptd.conf:3: RuntimeDirectory=/rrr", f.dir);
+                        if (strncmp(d.messages[0], where, strlen(where)) != 0 ||
+                            !strstr(d.messages[0], "longer than 95 characters"))
+                                fail_msg("got \"%s\"", d.messages[0]);
+                }
+                diag_clear(&d);
+                config_fixture_cleanup(&f);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -320,6 +423,9 @@ int main(void)
                 cmocka_unit_test(test_too_many_workloads),
                 cmocka_unit_test(test_non_regular_files_are_refused_without_blocking),
                 cmocka_unit_test(test_oversized_file_is_refused),
+                cmocka_unit_test(test_dangling_symlinks_are_refused),
+                cmocka_unit_test(test_symlinks_are_followed),
+                cmocka_unit_test(test_runtime_directory_fits_a_socket_address),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * The real gpreemptd binary, as systemd runs it: READY=1 once the socket
  * listens, watchdog pings only while the loop runs, STATUS= lines, the
  * Varlink API and its errors, reload good and bad, refusal of a broken
- * configuration at start, clean exit on SIGTERM.
+ * configuration at start, clean exit on SIGTERM; and as a hand-run one:
+ * stray SIGUSR1/SIGUSR2, a log nobody reads, closed standard descriptors.
  *
  *   test-daemon PATH-TO-GPREEMPTD
  */
@@ -28,6 +29,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "cleanup.h"
 #include "daemon-harness.h"
 #include "daemon-status.h"
 #include "loop-scheduling.h"
@@ -169,6 +171,40 @@ static void test_reload(void **state)
         assert_int_equal(get_int(reply, "workloads"), 3);
         assert_int_equal(get_int(reply, "reloads"), 2);
         json_object_put(reply);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+}
+
+/*
+ * What a configuration file holds reaches callers as UTF-8 and the log
+ * inert, whatever its bytes: a reply that is not UTF-8 is refused by every
+ * client (gpreemptctl status among them), and a control character in the
+ * log acts on the terminal that shows it.
+ */
+static void test_text_from_files(void **state)
+{
+        static const char *const methods[] = { "io.gpreempt.Reload", "io.gpreempt.VerifyConfig" };
+        struct daemon_harness h;
+        const char *log;
+
+        daemon_harness_init(&h);
+        start(&h, NULL);
+        config_fixture_write(&h.config, "workloads.d/60-bad.conf", "[Workload]\nName=x\nClass=\033[2J\xff\n");
+        for (size_t i = 0; i < ELEMENTSOF(methods); i++) {
+                struct json_object *reply, *errors;
+                char *error = NULL;
+
+                assert_int_equal(daemon_harness_call(&h, methods[i], NULL, &reply, &error), 0);
+                assert_true(json_object_object_get_ex(reply, "errors", &errors));
+                assert_non_null(strstr(json_object_get_string(json_object_array_get_idx(errors, 0)),
+                                       "60-bad.conf:3: Class=\\x1b[2J\\xff"));
+                free(error);
+                json_object_put(reply);
+        }
+        log = daemon_harness_log(&h);
+        assert_non_null(strstr(log, "60-bad.conf:3: Class=\\x1b[2J\\xff"));
+        assert_null(strchr(log, '\033'));
+        assert_null(strchr(log, '\xff'));
         assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }
@@ -406,7 +442,7 @@ static void test_unauthorised_caller(void **state)
                 struct json_object *reply = NULL;
                 char *error = NULL;
 
-                if (setgid(65534) < 0 || setuid(65534) < 0 || varlink_client_connect(h.socket_path, &c) < 0)
+                if (setgid(65534) < 0 || setuid(65534) < 0 || varlink_client_connect(h.socket_path, 5000, &c) < 0)
                         _exit(2);
                 if (varlink_client_call(c, "io.gpreempt.Status", NULL, 5000, &reply, &error) < 0 || !error ||
                     strcmp(error, "io.gpreempt.PermissionDenied") != 0)
@@ -419,6 +455,111 @@ static void test_unauthorised_caller(void **state)
         }
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+}
+
+/* Waits up to timeout_ms for a piece of text in the daemon's log. */
+static bool log_reaches(struct daemon_harness *h, const char *text, int timeout_ms)
+{
+        for (long long end = daemon_harness_now_ms() + timeout_ms; !strstr(daemon_harness_log(h), text);) {
+                if (daemon_harness_now_ms() >= end)
+                        return false;
+                usleep(10000);
+        }
+        return true;
+}
+
+/*
+ * SIGUSR1 and SIGUSR2 end a process that does not handle them; the daemon
+ * logs them with their sender and goes on, holds and socket kept.
+ */
+static void test_user_signals_are_logged_and_ignored(void **state)
+{
+        static const int signals[] = { SIGUSR1, SIGUSR2 };
+        static const char *const names[] = { "SIGUSR1", "SIGUSR2" };
+        struct daemon_harness h;
+        struct json_object *reply;
+        char *error = NULL, line[128];
+        struct stat st;
+
+        daemon_harness_init(&h);
+        start(&h, NULL);
+        for (size_t i = 0; i < ELEMENTSOF(signals); i++) {
+                assert_int_equal(kill(h.pid, signals[i]), 0);
+                snprintf(line, sizeof(line), "Ignoring %s from PID %d ", names[i], (int)getpid());
+                if (!log_reaches(&h, line, 5000))
+                        fail_msg("no \"%s\" in the daemon's log:\n%s", line, daemon_harness_log(&h));
+        }
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        assert_int_not_equal(stat(h.socket_path, &st), 0);
+        daemon_harness_cleanup(&h);
+}
+
+/*
+ * A log nobody reads any more (gpreemptd 2>&1 | head, once head is done)
+ * fails the daemon's writes, and ends nothing: SIGPIPE is ignored.
+ */
+static void test_log_into_a_broken_pipe(void **state)
+{
+        struct daemon_harness h;
+        struct json_object *reply;
+        char *error = NULL;
+
+        daemon_harness_init(&h);
+        h.stdio = DAEMON_STDIO_BROKEN_PIPE;
+        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nLogLevel=debug\n");
+        start(&h, NULL);
+        kill(h.pid, SIGHUP);
+        assert_true(daemon_harness_wait_notify(&h, "RELOADING=1", 5000));
+        assert_true(daemon_harness_wait_notify(&h, "READY=1", 5000));
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+}
+
+/* Where fd of pid points, as /proc shows it. */
+static void fd_target(pid_t pid, int fd, char *buf, size_t size)
+{
+        char path[64];
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+        n = readlink(path, buf, size - 1);
+        assert_true(n > 0);
+        buf[n] = '\0';
+}
+
+/*
+ * Started with its standard descriptors closed, the daemon holds /dev/null
+ * there: otherwise its socket, signalfd or pidfds would take fds 0-2, and
+ * its log lines would be written into them.
+ */
+static void test_closed_standard_fds_get_dev_null(void **state)
+{
+        struct daemon_harness h;
+        struct json_object *reply;
+        char *error = NULL, target[256];
+
+        daemon_harness_init(&h);
+        h.stdio = DAEMON_STDIO_CLOSED;
+        config_fixture_write(&h.config, "gpreemptd.conf", "[Daemon]\nLogLevel=debug\n");
+        start(&h, NULL);
+        for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+                fd_target(h.pid, fd, target, sizeof(target));
+                if (strcmp(target, "/dev/null") != 0)
+                        fail_msg("the daemon's fd %d is %s, not /dev/null", fd, target);
+        }
+        kill(h.pid, SIGHUP);
+        assert_true(daemon_harness_wait_notify(&h, "READY=1", 5000));
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
         assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }
@@ -531,12 +672,16 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_socket_activation),
                 cmocka_unit_test(test_refuses_broken_configuration),
                 cmocka_unit_test(test_reload),
+                cmocka_unit_test(test_text_from_files),
                 cmocka_unit_test(test_realtime_priority),
                 cmocka_unit_test(test_realtime_cpu_cap),
                 cmocka_unit_test(test_api_errors),
                 cmocka_unit_test(test_verify_config_explains),
                 cmocka_unit_test(test_unauthorised_caller),
                 cmocka_unit_test(test_discovery_listing_failure),
+                cmocka_unit_test(test_user_signals_are_logged_and_ignored),
+                cmocka_unit_test(test_log_into_a_broken_pipe),
+                cmocka_unit_test(test_closed_standard_fds_get_dev_null),
         };
 
         if (argc != 2) {

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The Varlink server and client: introspection, dispatch, authorisation by
- * SO_PEERCRED, and hostile clients (garbage, no NUL, huge, deep, slow, too
- * many, not reading) that must get an error or a disconnect, never a hang.
+ * The Varlink server and client: introspection, dispatch, pipelined calls,
+ * replies that are UTF-8 whatever the methods put in them, a connect that
+ * gives up on a stuck server, authorisation by SO_PEERCRED, and hostile
+ * clients (garbage, no NUL, huge, deep, slow, too many, not reading) that
+ * must get an error or a disconnect, never a hang.
  */
 #include <errno.h>
 #include <json.h>
@@ -18,6 +20,7 @@
 #include <sys/un.h>
 #include <grp.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -41,6 +44,29 @@ static void method_silent(struct varlink_call *call, struct json_object *params,
 {
 }
 
+/* Text from outside, as a method may pass it on: a tracer's name, a command line, a file's bytes. */
+static struct json_object *not_utf8(void)
+{
+        struct json_object *p = json_object_new_object(), *list = json_object_new_array();
+
+        json_object_object_add(p, "name", json_object_new_string("\xff\xfe"));
+        json_object_array_add(list, json_object_new_string("esc\033 caf\xc3\xa9"));
+        json_object_array_add(list, json_object_new_string("cut \xe2\x82"));
+        json_object_object_add(p, "list", list);
+        json_object_object_add(p, "surrogate", json_object_new_string("\xed\xa0\x80"));
+        return p;
+}
+
+static void method_not_utf8(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        varlink_call_reply(call, not_utf8());
+}
+
+static void method_not_utf8_error(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        varlink_call_error(call, "Failed", not_utf8());
+}
+
 static void method_quit(struct varlink_call *call, struct json_object *params, void *userdata)
 {
         sd_event_exit(userdata, 0);
@@ -51,13 +77,16 @@ static const struct varlink_method methods[] = {
         { "Echo", VARLINK_ACCESS_READ, method_echo },
         { "Change", VARLINK_ACCESS_WRITE, method_echo },
         { "Silent", VARLINK_ACCESS_READ, method_silent },
+        { "NotUtf8", VARLINK_ACCESS_READ, method_not_utf8 },
+        { "NotUtf8Error", VARLINK_ACCESS_READ, method_not_utf8_error },
         { "Quit", VARLINK_ACCESS_WRITE, method_quit },
 };
 
 static const struct varlink_interface iface = {
         .name = "io.gpreempt.Test",
         .description = "interface io.gpreempt.Test\nmethod Echo() -> ()\nerror PermissionDenied ()\n"
-                       "error InternalError ()\nerror TooManyConnections (limit: int)\n",
+                       "error InternalError ()\n"
+                       "error TooManyConnections (limit: int, scope: (user, unprivileged, all))\n",
         .methods = methods,
         .n_methods = sizeof(methods) / sizeof(methods[0]),
 };
@@ -95,7 +124,7 @@ static int teardown(void **state)
         struct json_object *p;
         char *err;
 
-        assert_int_equal(varlink_client_connect(socket_path, &c), 0);
+        assert_int_equal(varlink_client_connect(socket_path, 5000, &c), 0);
         assert_int_equal(varlink_client_call(c, "io.gpreempt.Test.Quit", NULL, 5000, &p, &err), 0);
         json_object_put(p);
         varlink_client_free(c);
@@ -130,13 +159,12 @@ static void raw_send(int fd, const void *data, size_t len)
         }
 }
 
-/* Reads one reply; returns its error name (static buffer) or "" for success, NULL on disconnect. */
-static const char *raw_reply(int fd, int timeout_ms)
+/* Reads one reply; returns it, or NULL on disconnect. */
+static struct json_object *raw_message(int fd, int timeout_ms)
 {
         static char buf[VARLINK_MESSAGE_MAX];
-        static char error[256];
         size_t len = 0;
-        struct json_object *msg, *e;
+        struct json_object *msg;
 
         for (;;) {
                 struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -153,6 +181,17 @@ static const char *raw_reply(int fd, int timeout_ms)
                 assert_true(len < sizeof(buf));
         }
         assert_int_equal(varlink_parse_message(buf, len, &msg), 0);
+        return msg;
+}
+
+/* Reads one reply; returns its error name (static buffer) or "" for success, NULL on disconnect. */
+static const char *raw_reply(int fd, int timeout_ms)
+{
+        static char error[256];
+        struct json_object *msg = raw_message(fd, timeout_ms), *e;
+
+        if (!msg)
+                return NULL;
         error[0] = '\0';
         if (json_object_object_get_ex(msg, "error", &e))
                 snprintf(error, sizeof(error), "%s", json_object_get_string(e));
@@ -160,14 +199,20 @@ static const char *raw_reply(int fd, int timeout_ms)
         return error;
 }
 
+/* Reads one reply, which must be error ("" for success). */
+static void reply_expect(int fd, const char *error)
+{
+        const char *got = raw_reply(fd, 5000);
+
+        if (!got)
+                fail_msg("hung up on instead of answered %s", error[0] ? error : "with success");
+        assert_string_equal(got, error);
+}
+
 static void call_expect(int fd, const char *message, const char *error)
 {
-        const char *got;
-
         raw_send(fd, message, strlen(message) + 1);
-        got = raw_reply(fd, 5000);
-        assert_non_null(got);
-        assert_string_equal(got, error);
+        reply_expect(fd, error);
 }
 
 static void test_introspection(void **state)
@@ -176,7 +221,7 @@ static void test_introspection(void **state)
         struct json_object *p, *arg, *v;
         char *err;
 
-        assert_int_equal(varlink_client_connect(socket_path, &c), 0);
+        assert_int_equal(varlink_client_connect(socket_path, 5000, &c), 0);
         assert_int_equal(varlink_client_call(c, "org.varlink.service.GetInfo", NULL, 5000, &p, &err), 0);
         assert_null(err);
         assert_true(json_object_object_get_ex(p, "interfaces", &v));
@@ -210,7 +255,7 @@ static void test_dispatch_and_errors(void **state)
         char *err;
         int fd;
 
-        assert_int_equal(varlink_client_connect(socket_path, &c), 0);
+        assert_int_equal(varlink_client_connect(socket_path, 5000, &c), 0);
         arg = json_object_new_object();
         json_object_object_add(arg, "x", json_object_new_int(7));
         assert_int_equal(varlink_client_call(c, "io.gpreempt.Test.Echo", arg, 5000, &p, &err), 0);
@@ -241,6 +286,124 @@ static void test_dispatch_and_errors(void **state)
         raw_send(fd, oneway, sizeof(oneway));
         call_expect(fd, "{\"method\":\"io.gpreempt.Test.Echo\",\"parameters\":{}}", "");
         close(fd);
+}
+
+/*
+ * Calls sent together, without waiting for the replies (Varlink allows it:
+ * a client may pipeline), are each answered, in order, at once: the calls
+ * after the first are already read when its reply goes out, so no new data
+ * will announce them, and none of them is a partial message to time out.
+ */
+static void test_pipelined_calls(void **state)
+{
+        enum { CALLS = 64 };
+        static const char echo[] = "{\"method\":\"io.gpreempt.Test.Echo\"}";
+        static const char batch[] = "{\"method\":\"org.varlink.service.GetInfo\"}\0"
+                                    "{\"method\":\"io.gpreempt.Test.Echo\",\"oneway\":true}\0"
+                                    "{\"method\":\"io.gpreempt.Test.Nope\"}\0"
+                                    "{\"method\":\"io.gpreempt.Test.Echo\"}\0"
+                                    "{\"meth";
+        char *many = malloc(CALLS * sizeof(echo)), *p = many;
+        int fd = raw_connect();
+
+        for (int i = 0; i < CALLS; i++, p += sizeof(echo))
+                memcpy(p, echo, sizeof(echo));
+        raw_send(fd, many, CALLS * sizeof(echo));
+        for (int i = 0; i < CALLS; i++)
+                reply_expect(fd, "");
+        call_expect(fd, echo, "");
+        free(many);
+
+        /* the oneway call has no reply; the partial message at the end times out as any does */
+        raw_send(fd, batch, sizeof(batch) - 1);
+        reply_expect(fd, "");
+        reply_expect(fd, VARLINK_ERROR_METHOD_NOT_FOUND);
+        reply_expect(fd, "");
+        assert_null(raw_reply(fd, 5000));
+        close(fd);
+}
+
+/*
+ * A method may pass on text that is not UTF-8 (a tracer's name, a command
+ * line, a configuration file); the reply is still JSON a strict reader
+ * takes, with each byte that is not UTF-8 written as \xNN and everything
+ * else as it was.
+ */
+static void test_replies_are_utf8(void **state)
+{
+        static const char *const passing_on[] = { "io.gpreempt.Test.NotUtf8", "io.gpreempt.Test.NotUtf8Error" };
+        struct varlink_client *c;
+
+        assert_int_equal(varlink_client_connect(socket_path, 5000, &c), 0);
+        for (size_t i = 0; i < sizeof(passing_on) / sizeof(passing_on[0]); i++) {
+                struct json_object *p, *list;
+                char *err;
+
+                assert_int_equal(varlink_client_call(c, passing_on[i], NULL, 5000, &p, &err), 0);
+                if (i == 0)
+                        assert_null(err);
+                else
+                        assert_string_equal(err, "io.gpreempt.Test.Failed");
+                assert_string_equal(json_object_get_string(json_object_object_get(p, "name")), "\\xff\\xfe");
+                assert_true(json_object_object_get_ex(p, "list", &list));
+                assert_string_equal(json_object_get_string(json_object_array_get_idx(list, 0)),
+                                    "esc\033 caf\xc3\xa9");
+                assert_string_equal(json_object_get_string(json_object_array_get_idx(list, 1)), "cut \\xe2\\x82");
+                assert_string_equal(json_object_get_string(json_object_object_get(p, "surrogate")),
+                                    "\\xed\\xa0\\x80");
+                json_object_put(p);
+                free(err);
+        }
+        varlink_client_free(c);
+}
+
+static long long now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A server whose loop is stuck accepts nothing, and once its queue of
+ * pending connections is full, connect() waits for room: the client gives
+ * up at its timeout rather than wait forever. The server here is a socket
+ * that listens with a queue of one and never accepts.
+ */
+static void test_connect_to_a_stuck_server(void **state)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct varlink_client *c;
+        int listener, queued[8];
+        long long waited;
+        size_t n = 0;
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/gpreempt-varlink-test-%d-stuck.sock", (int)getpid());
+        listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(listener >= 0);
+        assert_int_equal(bind(listener, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(listen(listener, 0), 0);
+        /* fill the queue: a connect() that would have to wait fails with EAGAIN here */
+        for (; n < sizeof(queued) / sizeof(queued[0]); n++) {
+                queued[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                assert_true(queued[n] >= 0);
+                if (connect(queued[n], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                        assert_int_equal(errno, EAGAIN);
+                        close(queued[n]);
+                        break;
+                }
+        }
+        assert_true(n < sizeof(queued) / sizeof(queued[0]));
+
+        waited = now_ms();
+        assert_int_equal(varlink_client_connect(sa.sun_path, 300, &c), -ETIMEDOUT);
+        waited = now_ms() - waited;
+        assert_true(waited >= 250 && waited < 5000);
+        for (size_t i = 0; i < n; i++)
+                close(queued[i]);
+        close(listener);
+        unlink(sa.sun_path);
 }
 
 static void test_garbage_gets_errors_and_connection_survives(void **state)
@@ -312,16 +475,28 @@ static void test_slow_partial_message_is_dropped(void **state)
 
 static void test_connection_limit(void **state)
 {
+        static const char echo[] = "{\"method\":\"io.gpreempt.Test.Echo\"}";
         int fds[VARLINK_SERVER_CONNECTIONS_MAX + 1];
+        struct json_object *refusal, *p, *scope;
         int extra;
 
         for (int i = 0; i < VARLINK_SERVER_CONNECTIONS_MAX; i++) {
                 fds[i] = raw_connect();
-                call_expect(fds[i], "{\"method\":\"io.gpreempt.Test.Echo\"}", "");
+                call_expect(fds[i], echo, "");
         }
-        /* one more is told why it is refused, then hung up on */
+        /* one more is told why it is refused (root has no share of its own: every connection is taken), then
+         * hung up on */
         extra = raw_connect();
-        call_expect(extra, "{\"method\":\"io.gpreempt.Test.Echo\"}", "io.gpreempt.Test.TooManyConnections");
+        raw_send(extra, echo, sizeof(echo));
+        refusal = raw_message(extra, 5000);
+        assert_non_null(refusal);
+        assert_string_equal(json_object_get_string(json_object_object_get(refusal, "error")),
+                            "io.gpreempt.Test.TooManyConnections");
+        assert_true(json_object_object_get_ex(refusal, "parameters", &p));
+        assert_true(json_object_object_get_ex(p, "scope", &scope));
+        assert_string_equal(json_object_get_string(scope), "all");
+        assert_int_equal(json_object_get_int(json_object_object_get(p, "limit")), VARLINK_SERVER_CONNECTIONS_MAX);
+        json_object_put(refusal);
         assert_null(raw_reply(extra, 5000));
         close(extra);
         for (int i = 0; i < VARLINK_SERVER_CONNECTIONS_MAX; i++)
@@ -330,7 +505,6 @@ static void test_connection_limit(void **state)
          * accept the next client before it has seen all of them, and then
          * rightly drops it at the limit: ask again, within a bound. */
         for (int attempt = 0;; attempt++) {
-                static const char echo[] = "{\"method\":\"io.gpreempt.Test.Echo\"}";
                 const char *got;
 
                 fds[0] = raw_connect();
@@ -403,8 +577,16 @@ static void test_authorisation(void **state)
 /* Connections one user holds, from a child running as that user, until released. */
 struct holder {
         pid_t pid;
-        int report_fd;  /* the child writes: how many it holds, whether the next was told why not */
+        int report_fd;  /* the child writes a struct held there */
         int release_fd; /* a byte written there lets the child exit */
+};
+
+/* What a holder got: how many connections, and the refusal of the one after. */
+struct held {
+        int connections;
+        bool told;      /* refused with TooManyConnections */
+        int limit;      /* its parameters */
+        char scope[16];
 };
 
 static void hold_connections(struct holder *h, gid_t gid, uid_t uid, int tries)
@@ -417,7 +599,7 @@ static void hold_connections(struct holder *h, gid_t gid, uid_t uid, int tries)
         h->pid = fork();
         assert_true(h->pid >= 0);
         if (h->pid == 0) {
-                int held = 0, told = 0;
+                struct held held = { 0 };
                 char c;
 
                 close(report[0]);
@@ -426,19 +608,27 @@ static void hold_connections(struct holder *h, gid_t gid, uid_t uid, int tries)
                         _exit(2);
                 for (int i = 0; i < tries; i++) {
                         int fd = raw_connect();
-                        const char *got;
+                        struct json_object *reply, *error, *p;
 
                         raw_send(fd, get_info, sizeof(get_info));
-                        got = raw_reply(fd, 5000);
-                        if (got && strcmp(got, "") == 0) {
-                                held++; /* kept open */
+                        reply = raw_message(fd, 5000);
+                        if (reply && !json_object_object_get_ex(reply, "error", &error)) {
+                                held.connections++; /* kept open */
+                                json_object_put(reply);
                                 continue;
                         }
-                        told = got && strcmp(got, "io.gpreempt.Test.TooManyConnections") == 0;
+                        if (reply && json_object_object_get_ex(reply, "parameters", &p) &&
+                            strcmp(json_object_get_string(error), "io.gpreempt.Test.TooManyConnections") == 0) {
+                                held.told = true;
+                                held.limit = json_object_get_int(json_object_object_get(p, "limit"));
+                                snprintf(held.scope, sizeof(held.scope), "%s",
+                                         json_object_get_string(json_object_object_get(p, "scope")));
+                        }
+                        json_object_put(reply);
                         close(fd);
                         break;
                 }
-                if (write(report[1], (int[]){ held, told }, 2 * sizeof(int)) != 2 * sizeof(int))
+                if (write(report[1], &held, sizeof(held)) != sizeof(held))
                         _exit(3);
                 (void)!read(release[0], &c, 1);
                 _exit(0);
@@ -449,14 +639,13 @@ static void hold_connections(struct holder *h, gid_t gid, uid_t uid, int tries)
         h->release_fd = release[1];
 }
 
-/* How many connections the holder got; *told: whether the one after was refused with TooManyConnections. */
-static int held_connections(struct holder *h, bool *told)
+/* What the holder got, once it has its connections. */
+static struct held held_connections(struct holder *h)
 {
-        int got[2];
+        struct held held;
 
-        assert_int_equal(read(h->report_fd, got, sizeof(got)), (ssize_t)sizeof(got));
-        *told = got[1];
-        return got[0];
+        assert_int_equal(read(h->report_fd, &held, sizeof(held)), (ssize_t)sizeof(held));
+        return held;
 }
 
 static void release_connections(struct holder *h)
@@ -474,18 +663,22 @@ static void release_connections(struct holder *h)
 /*
  * One local user cannot lock root or the read group out of the socket:
  * each user holds at most its budget, and users who may not read share
- * all but the reserved slots. A connection over budget is told why.
+ * all but the reserved slots. A connection over budget is told why: which
+ * budget, and how large it is.
  */
 static void test_one_user_cannot_lock_others_out(void **state)
 {
         enum { USERS = 7, FIRST_UID = 60100 };
         struct holder one, many[USERS];
+        struct held held;
         int fd, total = 0;
-        bool told;
 
         hold_connections(&one, NOBODY, NOBODY, VARLINK_SERVER_CONNECTIONS_MAX);
-        assert_int_equal(held_connections(&one, &told), VARLINK_SERVER_CONNECTIONS_PER_UID);
-        assert_true(told);
+        held = held_connections(&one);
+        assert_int_equal(held.connections, VARLINK_SERVER_CONNECTIONS_PER_UID);
+        assert_true(held.told);
+        assert_string_equal(held.scope, "user");
+        assert_int_equal(held.limit, VARLINK_SERVER_CONNECTIONS_PER_UID);
         fd = raw_connect();
         call_expect(fd, "{\"method\":\"io.gpreempt.Test.Echo\"}", "");
         close(fd);
@@ -494,9 +687,14 @@ static void test_one_user_cannot_lock_others_out(void **state)
 
         for (int i = 0; i < USERS; i++) {
                 hold_connections(&many[i], FIRST_UID + i, FIRST_UID + i, VARLINK_SERVER_CONNECTIONS_PER_UID);
-                total += held_connections(&many[i], &told);
+                held = held_connections(&many[i]);
+                total += held.connections;
         }
         assert_int_equal(total, VARLINK_SERVER_CONNECTIONS_MAX - VARLINK_SERVER_CONNECTIONS_RESERVED);
+        /* the last user, within its own budget, was refused for the shared one */
+        assert_true(held.told);
+        assert_string_equal(held.scope, "unprivileged");
+        assert_int_equal(held.limit, VARLINK_SERVER_CONNECTIONS_MAX - VARLINK_SERVER_CONNECTIONS_RESERVED);
         fd = raw_connect();
         call_expect(fd, "{\"method\":\"io.gpreempt.Test.Echo\"}", "");
         close(fd);
@@ -510,6 +708,9 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_introspection),
                 cmocka_unit_test(test_dispatch_and_errors),
+                cmocka_unit_test(test_pipelined_calls),
+                cmocka_unit_test(test_replies_are_utf8),
+                cmocka_unit_test(test_connect_to_a_stuck_server),
                 cmocka_unit_test(test_garbage_gets_errors_and_connection_survives),
                 cmocka_unit_test(test_deep_nesting),
                 cmocka_unit_test(test_message_without_nul_is_cut_off),

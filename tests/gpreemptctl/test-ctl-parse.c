@@ -14,6 +14,7 @@
 #include "parse-pid.h"
 #include "parse.h"
 #include "printable.h"
+#include "utf8.h"
 
 static void test_durations(void **state)
 {
@@ -76,6 +77,15 @@ static void assert_printable_as(const char *s, const char *want)
         free(got);
 }
 
+static void assert_printable_len_as(const char *s, size_t len, const char *want)
+{
+        char got[PRINTABLE_SIZE(16)];
+
+        assert_true(len <= 16);
+        assert_int_equal(printable_escape(got, s, len), strlen(want));
+        assert_string_equal(got, want);
+}
+
 /*
  * What another user chooses (a process's command line, a tracer's name)
  * reaches the terminal inert, and JSON as UTF-8: control characters and
@@ -97,8 +107,12 @@ static void test_printable(void **state)
         assert_printable_as("\xc0\xaf", "\\xc0\\xaf");
         assert_printable_as("\xed\xa0\x80", "\\xed\\xa0\\x80");
         assert_printable_as("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80");
-        assert_true(printable_is_utf8("tab\there"));
-        assert_false(printable_is_utf8("\xff"));
+        assert_true(utf8_is_valid("tab\there", 8));
+        assert_false(utf8_is_valid("\xff", 1));
+        /* by length: a NUL is U+0000, and a sequence cut by the length is not UTF-8 */
+        assert_true(utf8_is_valid("a\0b", 3));
+        assert_false(utf8_is_valid("\xe2\x82\xac", 2));
+        assert_printable_len_as("a\0\xe2\x82\xac", 5, "a\\x00\xe2\x82\xac");
 
         /* JSON output: only what is not UTF-8 changes (JSON escapes control characters) */
         o = json_object_new_object();
@@ -112,6 +126,11 @@ static void test_printable(void **state)
         /* for text, the control character too */
         printable_json(o, true);
         assert_string_equal(json_object_get_string(json_object_object_get(o, "a")), "ok\\x1b");
+        json_object_put(o);
+        /* what follows a NUL in a string (JSON's \u0000) is written out too, so it is looked at too */
+        o = json_object_new_string_len("a\0\xff", 3);
+        printable_json(o, false);
+        assert_string_equal(json_object_get_string(o), "a\\x00\\xff");
         json_object_put(o);
 }
 

@@ -441,6 +441,7 @@ static void test_connection_limits_are_explained(void **state)
         uid_t uid = nobody_uid();
         struct holder share, refusals;
         struct json_object *o;
+        char budget[64];
 
         start_daemon_alone(f);
         /* as in test_unauthorised_callers_refused: the caller reaches the socket */
@@ -450,6 +451,8 @@ static void test_connection_limits_are_explained(void **state)
         hold_connections(&share, f->h.socket_path, uid, VARLINK_SERVER_CONNECTIONS_PER_UID, 0);
         assert_contains(ctl_as(f, uid, 2, "status", (const char *)NULL)->err,
                         "gpreemptd refused the connection: this user holds");
+        snprintf(budget, sizeof(budget), "as one user may (%d)", VARLINK_SERVER_CONNECTIONS_PER_UID);
+        assert_contains(f->r.err, budget);
         assert_contains(f->r.err, "(idle ones close after a minute)");
         assert_lacks(f->r.err, "exited");
         o = json_out(ctl_as(f, uid, 2, "status", "--json", (const char *)NULL));
@@ -665,12 +668,13 @@ static pid_t start_traced_app(struct fixture *f, const char *tracer_name)
  * Text other users choose reaches the administrator's terminal inert, and
  * JSON output stays UTF-8: a process's command line (verify-config --pid),
  * and the name of a tracer, which the daemon quotes when it cannot attach
- * (status, suspend).
+ * (status, suspend), and sends as UTF-8 whatever its bytes.
  */
 static void test_text_from_other_users_is_printed_inert(void **state)
 {
         struct fixture *f = *state;
-        const char *tracer_name = "\033[2J\033]0;x\007"; /* clear the screen, set the title */
+        /* clear the screen, set the title, and not UTF-8 */
+        const char *tracer_name = "\033[2J\033]0;x\007\xff\xfe";
         struct json_object *o, *p = NULL;
         char pid[16];
         pid_t sleeper, app;
@@ -713,7 +717,7 @@ static void test_text_from_other_users_is_printed_inert(void **state)
                 fail_msg("the daemon never said why it cannot attach; its log:\n%s", daemon_harness_log(&f->h));
         json_object_put(p);
         assert_contains(ctl(f, 0, "status")->out, "not attached: Cannot attach to process");
-        assert_contains(f->r.out, "traced by \\x1b[2J\\x1b]0;x\\x07");
+        assert_contains(f->r.out, "traced by \\x1b[2J\\x1b]0;x\\x07\\xff\\xfe");
         assert_lacks(f->r.out, "\033");
         assert_contains(ctl(f, 2, "suspend", pid)->err, "no debug session");
         assert_contains(f->r.err, "traced by \\x1b[2J");

@@ -503,6 +503,58 @@ static void test_hold_refuses_a_process_without_gpu_use_and_itself(void **state)
         assert_output_has(&f->helper, "this very process");
 }
 
+static void assert_output_lacks(const struct child *c, const char *text);
+
+/* gpreemptctl ARGS... fails (2, a precondition) and says `says`, never `never[]`. */
+static void expect_refusal(struct fixture *f, const char *const args[], const char *says, const char *const never[])
+{
+        assert_int_equal(run_ctl(&f->ctl, args), 2);
+        assert_output_has(&f->ctl, says);
+        for (size_t i = 0; never[i]; i++)
+                assert_output_lacks(&f->ctl, never[i]);
+        child_kill(&f->ctl);
+}
+
+/*
+ * Processes that can never be held say what they are, whoever asks: a
+ * zombie has exited and waits for its parent (it will not start using the
+ * GPU), and a kernel thread cannot be traced (not even by root).
+ */
+static void test_zombie_and_kernel_thread_are_named(void **state)
+{
+        static const char *const wrong[] = { "started using the GPU", "run as root", NULL };
+        struct fixture *f = *state;
+        char comm[32] = "";
+        siginfo_t info;
+        pid_t zombie;
+        FILE *file;
+
+        zombie = fork();
+        assert_true(zombie >= 0);
+        if (zombie == 0)
+                _exit(0);
+        /* exited, and left unreaped */
+        assert_int_equal(waitid(P_PID, (id_t)zombie, &info, WEXITED | WNOWAIT), 0);
+        expect_refusal(f, (const char *[]){ "hold", pid_arg(zombie), NULL }, "has exited", wrong);
+        expect_refusal(f, (const char *[]){ "hold", "--wait-for-gpu", pid_arg(zombie), NULL }, "has exited", wrong);
+        expect_refusal(f, (const char *[]){ "queues", pid_arg(zombie), NULL }, "has exited", wrong);
+        assert_int_equal(waitpid(zombie, NULL, 0), zombie);
+
+        /* kthreadd is pid 2 wherever kernel threads can be seen (not in a PID namespace of its own) */
+        file = fopen("/proc/2/comm", "re");
+        if (file) {
+                if (!fgets(comm, sizeof(comm), file))
+                        comm[0] = '\0';
+                fclose(file);
+        }
+        if (strcmp(comm, "kthreadd\n") != 0) {
+                print_message("# pid 2 is not kthreadd here: the kernel thread is not checked\n");
+                return;
+        }
+        expect_refusal(f, (const char *[]){ "hold", "--wait-for-gpu", "2", NULL }, "kernel thread", wrong);
+        expect_refusal(f, (const char *[]){ "queues", "2", NULL }, "kernel thread", wrong);
+}
+
 /* One of two held processes exits: it is reaped at once, so that its parent's wait does not last until the hold ends. */
 static void test_exited_target_of_a_longer_hold_is_reaped(void **state)
 {
@@ -589,8 +641,9 @@ static void assert_output_lacks(const struct child *c, const char *text)
  * A result that cannot be written (a full disk) fails the command rather
  * than being lost with exit status 0. A standard output the caller closed
  * is not taken by the next file opened: `hold >&-` would write its report
- * into /dev/kfd (kfdemu's stand-in then ends the session, so the release
- * fails), and says instead that it could not write.
+ * into /dev/kfd, where a real kernel fails the write but kfdemu discards
+ * what stdio writes past its preload, and the command would report
+ * success. It says instead that it could not write.
  */
 static void test_output_that_cannot_be_written(void **state)
 {
@@ -676,6 +729,7 @@ int main(int argc, char **argv)
                 T(test_no_such_process),
                 T(test_exited_target_of_a_longer_hold_is_reaped),
                 T(test_hold_refuses_a_process_without_gpu_use_and_itself),
+                T(test_zombie_and_kernel_thread_are_named),
                 T(test_usage_errors),
                 T(test_output_that_cannot_be_written),
         };

@@ -81,6 +81,69 @@ static void test_not_allowed_to_trace(void **state)
                                      NULL });
 }
 
+/* A caller that may trace anyone (root) is not told to run as root. */
+static void test_not_allowed_although_privileged(void **state)
+{
+        struct explain_facts f = facts(-EPERM, GP_OP_ATTACH);
+        char *s = NULL;
+
+        f.caller_has_cap_sys_ptrace = true;
+        expect(&f, (const char *[]){ "although it has CAP_SYS_PTRACE", "ptrace_scope", "security modules", NULL });
+        assert_int_equal(explain_format(&f, &s), 0);
+        assert_null(strstr(s, "run as root"));
+        free(s);
+}
+
+/* A kernel thread: whatever ptrace or the GPU check said, the cause is what it is. */
+static void test_kernel_thread(void **state)
+{
+        static const int errors[] = { -EPERM, -GP_ERR_NOT_GPU_PROCESS };
+
+        for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
+                struct explain_facts f = facts(errors[i], GP_OP_ATTACH);
+                char *s = NULL;
+
+                f.target_kernel_thread = true;
+                f.caller_has_cap_sys_ptrace = true;
+                expect(&f, (const char *[]){ "4242", "kernel thread", "cannot be traced", "no GPU queues", NULL });
+                assert_int_equal(explain_format(&f, &s), 0);
+                assert_null(strstr(s, "run as root"));
+                assert_null(strstr(s, "started using the GPU"));
+                free(s);
+        }
+}
+
+/* A zombie has exited: it waits for its parent, and nothing will make it use the GPU. */
+static void test_zombie(void **state)
+{
+        static const int errors[] = { -EPERM, -GP_ERR_NOT_GPU_PROCESS };
+
+        for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
+                struct explain_facts f = facts(errors[i], GP_OP_ATTACH);
+                char *s = NULL;
+
+                f.target_state = 'Z';
+                f.target_threads = 1;
+                f.target_parent = 77;
+                expect(&f, (const char *[]){ "4242", "has exited", "zombie", "parent (pid 77)", NULL });
+                assert_int_equal(explain_format(&f, &s), 0);
+                assert_null(strstr(s, "run as root"));
+                assert_null(strstr(s, "started using the GPU"));
+                free(s);
+        }
+}
+
+/* Only the main thread has exited: the others run on, but the kernel debugs through the main thread. */
+static void test_main_thread_exited(void **state)
+{
+        struct explain_facts f = facts(-EPERM, GP_OP_ATTACH);
+
+        f.target_state = 'Z';
+        f.target_threads = 3;
+        f.target_parent = 77;
+        expect(&f, (const char *[]){ "main thread has exited", "other threads", "through its main thread", NULL });
+}
+
 static void test_no_longer_tracer(void **state)
 {
         struct explain_facts f = facts(-EPERM, GP_OP_SUSPEND);
@@ -165,6 +228,10 @@ int main(void)
                 cmocka_unit_test(test_no_hws),
                 cmocka_unit_test(test_traced_by_someone_else),
                 cmocka_unit_test(test_not_allowed_to_trace),
+                cmocka_unit_test(test_not_allowed_although_privileged),
+                cmocka_unit_test(test_kernel_thread),
+                cmocka_unit_test(test_zombie),
+                cmocka_unit_test(test_main_thread_exited),
                 cmocka_unit_test(test_no_longer_tracer),
                 cmocka_unit_test(test_debugger_present),
                 cmocka_unit_test(test_runtime_never_enabled),

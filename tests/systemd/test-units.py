@@ -155,6 +155,7 @@ def test_reload(c, node):
 
 def test_sigkill(c, node, off):
     c.out("gpreemptctl suspend %d" % off)
+    time.sleep(0.2)
     held = node.progress("offline", 1.0)
     old = c.show("gpreemptd.service", "MainPID")
     restarts = int(c.show("gpreemptd.service", "NRestarts"))

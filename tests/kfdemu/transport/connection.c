@@ -4,11 +4,12 @@
  * *channel* (protocol.h). Every function here runs with node.lock held.
  *
  * A client that breaks the protocol (unknown or mis-sized message, a
- * second call while one is in flight, a file connection that talks after
- * OPEN) is disconnected: that is what happens to its fd, never to the
- * server.
+ * second call while one is in flight) is disconnected: that is what
+ * happens to its fd, never to the server. What a file connection sends
+ * after OPEN is discarded: that is its application writing to /dev/kfd.
  */
 #include <errno.h>
+#include <poll.h>
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +328,13 @@ static int dispatch(struct connection *c, const void *buf, size_t size)
 {
         uint32_t type;
 
+        /* A file says nothing after OPEN: this is its application writing to
+         * /dev/kfd past the preload (stdio, a raw syscall). amdkfd has no
+         * write, so it changes nothing (kfd-interface.md §10). */
+        if (c->kind == CONNECTION_FILE)
+                return 0;
+        if (size > KFDEMU_MSG_MAX)
+                return -EMSGSIZE;
         if (size < sizeof(type))
                 return -EBADMSG;
         memcpy(&type, buf, sizeof(type));
@@ -339,7 +347,7 @@ static int dispatch(struct connection *c, const void *buf, size_t size)
                         return handle_hello(c, buf);
                 return -EBADMSG;
         case CONNECTION_FILE:
-                return -EBADMSG;         /* a file says nothing after OPEN */
+                break;                   /* discarded above */
         case CONNECTION_CHANNEL:
                 if (type == KFDEMU_MSG_INTERRUPTED && IS_MSG(kfdemu_msg_interrupted, size))
                         return handle_interrupted(c);
@@ -382,6 +390,15 @@ static void connection_free(struct connection *c)
         free(c);
 }
 
+/* Whether the client's end is closed: what an empty read means on a
+ * SOCK_SEQPACKET socket, unless the client sent an empty record. */
+static bool client_hung_up(int fd)
+{
+        struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
+
+        return poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static int on_connection_ready(sd_event_source *source, int fd, uint32_t revents, void *userdata)
 {
         struct connection *c = userdata;
@@ -396,13 +413,16 @@ static int on_connection_ready(sd_event_source *source, int fd, uint32_t revents
                         break;
                 if (server->trace_fd >= 0)
                         server->received_ns = monotonic_ns();
+                /* a file's empty record is a write of 0 bytes past the preload: discarded (dispatch) */
+                if (n == 0 && c->kind == CONNECTION_FILE && !client_hung_up(fd))
+                        continue;
                 if (n <= 0) {
                         /* EOF (the client's last reference closed) or a dead peer. */
                         connection_free(c);
                         server_resume_accepting(server);
                         break;
                 }
-                int r = (size_t)n > KFDEMU_MSG_MAX ? -EMSGSIZE : dispatch(c, buf, (size_t)n);
+                int r = dispatch(c, buf, (size_t)n);
                 stop_watch_update(server);
                 if (r < 0 && r != -EAGAIN && r != -EPIPE && r != -ECONNRESET) {
                         server_log(server, "dropping client pid %d: %s", (int)c->caller.tgid, strerror(-r));

@@ -331,6 +331,11 @@ int preload_kfd_open(int flags)
                 errno = (int)-n;
                 return -1;
         }
+        /* Nothing comes on a file after OPEN's reply. A read that bypasses
+         * the preload (stdio, a raw syscall) then ends at once with 0 rather
+         * than waiting for ever; amdkfd fails it with EINVAL
+         * (kfd-interface.md §10, preload-kfd.c). */
+        shutdown(file.fd, SHUT_RD);
         return file.fd;
 }
 

@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ioctl and mmap on a kfdemu file. The preload understands no ioctl: it
- * forwards any request of type 'K' made on a socket and lets the server say
- * whether that socket is one of its files ("not mine": the real syscall
- * runs, so an application's own sockets are unaffected).
+ * ioctl, mmap, read and write on a kfdemu file. The preload understands no
+ * ioctl: it forwards any request of type 'K' made on a socket and lets the
+ * server say whether that socket is one of its files ("not mine": the real
+ * syscall runs, so an application's own sockets are unaffected). read and
+ * write it answers itself, as amdkfd has neither.
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -182,3 +188,73 @@ PRELOAD_EXPORT void *mmap64(void *addr, size_t length, int prot, int flags, int 
                 return ret;
         return REAL(mmap64)(addr, length, prot, flags, fd, offset);
 }
+
+/*
+ * Whether fd is a kfdemu file: a socket connected to the server (the
+ * preload's call channels are too, but nobody else uses them). Told
+ * without asking the server: reads and writes are far more frequent than
+ * kfd calls, and those on an application's own sockets must not each cost
+ * a round trip.
+ */
+static bool is_kfd_file(int fd)
+{
+        const char *server = preload_socket_path();
+        struct sockaddr_un peer;
+        socklen_t size = sizeof(peer);
+        size_t length;
+
+        if (!server || !preload_socket_inode(fd) || getpeername(fd, (struct sockaddr *)&peer, &size) < 0 ||
+            size <= offsetof(struct sockaddr_un, sun_path))
+                return false;
+        length = strnlen(peer.sun_path, size - offsetof(struct sockaddr_un, sun_path));
+        return length == strlen(server) && memcmp(peer.sun_path, server, length) == 0;
+}
+
+/*
+ * kfd_fops has no read, write, read_iter or write_iter (kfd_chardev.c), so
+ * fs/read_write.c fails every read and write on /dev/kfd with EINVAL, and
+ * nothing else happens (kfd-interface.md §10). On the socket they would
+ * reach the server instead; every libc entry point to them is answered
+ * here, the fortified reads included. Each wrapper's first parameter is
+ * the fd.
+ */
+#define NO_READ_WRITE(name, params, args)                                \
+        PRELOAD_EXPORT ssize_t name params                               \
+        {                                                                \
+                if (is_kfd_file(fd)) {                                   \
+                        errno = EINVAL;                                  \
+                        return -1;                                       \
+                }                                                        \
+                return REAL(name) args;                                  \
+        }
+
+/* Declared by <unistd.h> only under _FORTIFY_SOURCE. */
+ssize_t __read_chk(int fd, void *buf, size_t count, size_t buf_size);
+ssize_t __pread_chk(int fd, void *buf, size_t count, off_t offset, size_t buf_size);
+ssize_t __pread64_chk(int fd, void *buf, size_t count, off64_t offset, size_t buf_size);
+
+NO_READ_WRITE(read, (int fd, void *buf, size_t count), (fd, buf, count))
+NO_READ_WRITE(__read_chk, (int fd, void *buf, size_t count, size_t buf_size), (fd, buf, count, buf_size))
+NO_READ_WRITE(write, (int fd, const void *buf, size_t count), (fd, buf, count))
+NO_READ_WRITE(readv, (int fd, const struct iovec *iov, int n), (fd, iov, n))
+NO_READ_WRITE(writev, (int fd, const struct iovec *iov, int n), (fd, iov, n))
+NO_READ_WRITE(pread, (int fd, void *buf, size_t count, off_t offset), (fd, buf, count, offset))
+NO_READ_WRITE(pread64, (int fd, void *buf, size_t count, off64_t offset), (fd, buf, count, offset))
+NO_READ_WRITE(__pread_chk, (int fd, void *buf, size_t count, off_t offset, size_t buf_size),
+              (fd, buf, count, offset, buf_size))
+NO_READ_WRITE(__pread64_chk, (int fd, void *buf, size_t count, off64_t offset, size_t buf_size),
+              (fd, buf, count, offset, buf_size))
+NO_READ_WRITE(pwrite, (int fd, const void *buf, size_t count, off_t offset), (fd, buf, count, offset))
+NO_READ_WRITE(pwrite64, (int fd, const void *buf, size_t count, off64_t offset), (fd, buf, count, offset))
+NO_READ_WRITE(preadv, (int fd, const struct iovec *iov, int n, off_t offset), (fd, iov, n, offset))
+NO_READ_WRITE(preadv64, (int fd, const struct iovec *iov, int n, off64_t offset), (fd, iov, n, offset))
+NO_READ_WRITE(pwritev, (int fd, const struct iovec *iov, int n, off_t offset), (fd, iov, n, offset))
+NO_READ_WRITE(pwritev64, (int fd, const struct iovec *iov, int n, off64_t offset), (fd, iov, n, offset))
+NO_READ_WRITE(preadv2, (int fd, const struct iovec *iov, int n, off_t offset, int flags),
+              (fd, iov, n, offset, flags))
+NO_READ_WRITE(preadv64v2, (int fd, const struct iovec *iov, int n, off64_t offset, int flags),
+              (fd, iov, n, offset, flags))
+NO_READ_WRITE(pwritev2, (int fd, const struct iovec *iov, int n, off_t offset, int flags),
+              (fd, iov, n, offset, flags))
+NO_READ_WRITE(pwritev64v2, (int fd, const struct iovec *iov, int n, off64_t offset, int flags),
+              (fd, iov, n, offset, flags))

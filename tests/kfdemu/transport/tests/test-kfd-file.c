@@ -2,8 +2,8 @@
 /*
  * /dev/kfd as an application sees it through the preload: a real fd that
  * open/close/dup/fork/exec treat as a struct file, ioctls that reach the
- * emulated kfd_ioctl, the doorbell mmap, and the KFD's sysfs. Runs inside
- * kfdemu-run --gpus 2.
+ * emulated kfd_ioctl, the doorbell mmap, read and write that fail as on a
+ * file without them, and the KFD's sysfs. Runs inside kfdemu-run --gpus 2.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +18,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -191,6 +193,71 @@ static void test_doorbell_mmap(void **state)
         close(fd);
 }
 
+#define assert_einval(call)                              \
+        do {                                             \
+                errno = 0;                               \
+                assert_int_equal((call), -1);            \
+                assert_int_equal(errno, EINVAL);         \
+        } while (0)
+
+/*
+ * kfd_fops has neither read nor write (kfd-interface.md §10): every libc
+ * form of read(2) and write(2) fails with EINVAL, and changes nothing: the
+ * file answers ioctls and maps doorbells as before. A foreign socket reads
+ * and writes as ever.
+ */
+static void test_read_and_write_fail_and_change_nothing(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+        uint32_t gpu_id = kfd_test_gpu_id(1);
+        off_t offset = (off_t)(EMU_KFD_MMAP_TYPE_DOORBELL | EMU_KFD_MMAP_GPU_ID(gpu_id));
+        char buf[16] = "gpreempt";
+        struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+        int sv[2];
+
+        assert_einval(write(fd, buf, sizeof(buf)));
+        assert_einval(write(fd, buf, 0));
+        assert_einval(writev(fd, &iov, 1));
+        assert_einval(pwrite(fd, buf, sizeof(buf), 0));
+        assert_einval(pwritev(fd, &iov, 1, 0));
+        assert_einval(pwritev2(fd, &iov, 1, -1, 0));
+        assert_einval(read(fd, buf, sizeof(buf)));
+        assert_einval(readv(fd, &iov, 1));
+        assert_einval(pread(fd, buf, sizeof(buf), 0));
+        assert_einval(preadv(fd, &iov, 1, 0));
+        assert_einval(preadv2(fd, &iov, 1, -1, 0));
+
+        assert_int_equal(kfd_test_get_version(fd), 0);
+        void *doorbells = mmap(NULL, EMU_DOORBELL_FRAME_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+        assert_true(doorbells != MAP_FAILED);
+        munmap(doorbells, EMU_DOORBELL_FRAME_SIZE);
+        close(fd);
+
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(write(sv[0], buf, sizeof(buf)), (ssize_t)sizeof(buf));
+        assert_int_equal(read(sv[1], buf, sizeof(buf)), (ssize_t)sizeof(buf));
+        close(sv[0]);
+        close(sv[1]);
+}
+
+/*
+ * What reaches the file past the preload (stdio's internal calls, a raw
+ * syscall) cannot fail as in the kernel (README.md, "Known differences"),
+ * but changes nothing either: a write is discarded, a read ends at once.
+ */
+static void test_read_and_write_past_the_preload_change_nothing(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+        char buf[16] = "gpreempt";
+
+        assert_int_equal(syscall(SYS_write, fd, buf, sizeof(buf)), (long)sizeof(buf));
+        /* an empty record, which the server must not take for a close */
+        assert_int_equal(syscall(SYS_write, fd, buf, 0), 0);
+        assert_int_equal(syscall(SYS_read, fd, buf, sizeof(buf)), 0);
+        assert_int_equal(kfd_test_get_version(fd), 0);
+        close(fd);
+}
+
 struct hammer {
         int fd;
         int failures;
@@ -318,6 +385,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_sysfs_redirection),
                 cmocka_unit_test(test_proc_dir_follows_open),
                 cmocka_unit_test(test_doorbell_mmap),
+                cmocka_unit_test(test_read_and_write_fail_and_change_nothing),
+                cmocka_unit_test(test_read_and_write_past_the_preload_change_nothing),
                 cmocka_unit_test(test_many_threads_one_fd),
                 cmocka_unit_test(test_thread_exit_closes_its_channel),
                 cmocka_unit_test(test_application_closes_the_channel),

@@ -3,7 +3,9 @@
  * A client that does not follow the protocol (garbage, wrong sizes, lies
  * about its identity, never reads its replies, floods the server) loses its
  * connection and nothing else: after each case an honest GET_VERSION still
- * works. Speaks protocol.h directly on $KFDEMU_SOCKET. Runs in kfdemu-run.
+ * works. (A file that talks after OPEN keeps its connection: that is an
+ * application writing to /dev/kfd.) Speaks protocol.h directly on
+ * $KFDEMU_SOCKET. Runs in kfdemu-run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -195,23 +197,38 @@ static void test_calls_on_a_raw_channel(void **state)
         assert_server_alive();
 }
 
+/*
+ * What a file says after OPEN is what its application wrote to /dev/kfd
+ * past the preload (stdio, a raw syscall): amdkfd has no write, so it is
+ * discarded, whatever it looks like, and the file stays open.
+ */
 static void test_file_that_talks_after_open(void **state)
 {
         int file = raw_connect();
         struct kfdemu_msg_open open_msg = { .type = KFDEMU_MSG_OPEN, .tid = gettid(), .file_inode = inode_of(file) };
         uint64_t inode = open_msg.file_inode;
+        char big[KFDEMU_MSG_MAX * 2] = { 0 };
+        struct pollfd pfd = { .fd = file, .events = POLLIN };
 
         raw_send(file, &open_msg, sizeof(open_msg));
         assert_int_equal(expect_reply(file).result, 0);
         raw_send(file, &open_msg, sizeof(open_msg));
-        expect_dropped(file);
+        raw_send(file, big, sizeof(big));
+        raw_send(file, "x", 1);
+        /* no answer, no hang-up */
+        assert_int_equal(poll(&pfd, 1, 200), 0);
 
-        /* The file was released with the connection. */
         int ch = raw_hello();
-        struct kfdemu_msg_ioctl msg = { .type = KFDEMU_MSG_IOCTL, .cmd = AMDKFD_IOC_GET_VERSION, .file_inode = inode };
+        struct kfd_ioctl_get_version_args version = { 0 };
+        struct kfdemu_msg_ioctl msg = { .type = KFDEMU_MSG_IOCTL, .cmd = AMDKFD_IOC_GET_VERSION, .file_inode = inode,
+                                        .arg = (uint64_t)(uintptr_t)&version };
         raw_send(ch, &msg, sizeof(msg));
-        assert_int_equal(expect_reply(ch).status, KFDEMU_REPLY_NOT_MINE);
+        struct kfdemu_reply reply = expect_reply(ch);
+        assert_int_equal(reply.status, KFDEMU_REPLY_RESULT);
+        assert_int_equal(reply.result, 0);
+        assert_int_equal(version.major_version, 1);
         close(ch);
+        close(file);
 }
 
 /* A second call while the first sleeps in the kernel: the connection goes
