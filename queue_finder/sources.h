@@ -82,6 +82,8 @@ struct qf_gpu {
         bool has_location;
         int drm_render_minor;        /* -1 when the node has none */
         uint32_t num_xcc;            /* 0 when the kernel does not say */
+        uint32_t capability;         /* HSA_CAP_* bits (kfd-interface.md §8.2) */
+        bool has_capability;
         char marketing_name[128];
         bool marketing_name_from_libdrm;
 };

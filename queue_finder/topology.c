@@ -51,6 +51,10 @@ static void apply_property(struct qf_gpu *g, const char *key, size_t key_len, ui
                 g->drm_render_minor = v <= INT_MAX ? (int) v : -1;
         else if (KEY("num_xcc"))
                 g->num_xcc = (uint32_t) v;
+        else if (KEY("capability")) {
+                g->capability = (uint32_t) v;
+                g->has_capability = true;
+        }
 #undef KEY
 }
 

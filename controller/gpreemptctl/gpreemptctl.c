@@ -25,6 +25,7 @@ static const struct verb verbs[] = {
         { "top", "[--interval DURATION] [--iterations N] [--json]", "gpreemptd's status, live", verb_top },
         { "verify-config", "[--config-dir DIR] [--pid PID] [--json]",
           "check gpreemptd's configuration; explain how a process is matched", verb_verify_config },
+        { "doctor", "[--json]", "check everything this node needs for gpreempt, without gpreemptd", verb_doctor },
 };
 
 static void print_help(void)

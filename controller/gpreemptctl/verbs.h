@@ -36,3 +36,4 @@ int verb_status(const struct ctl_globals *globals, int argc, char **argv);
 int verb_daemon_pid(const struct ctl_globals *globals, int argc, char **argv);
 int verb_top(const struct ctl_globals *globals, int argc, char **argv);
 int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv);
+int verb_doctor(const struct ctl_globals *globals, int argc, char **argv);

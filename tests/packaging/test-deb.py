@@ -164,8 +164,14 @@ def test_readme_on_node(c, readme):
     # (their command lines hold the patterns: kfdemu-app ... --kernel-name <name>)
     off = node.start_app("training", "train.py", "--continuous --kernel-us 2000", user="nobody")
     on = node.start_app("inference", "serve.py", "--continuous --kernel-us 1000")
-    rc, out, err = c.run(as_root(fenced_block(readme, "node-quickstart")), timeout=180, cwd="/debs/src")
+    # the operator's shell on the emulated node: its /dev/kfd is kfdemu's
+    shell = "".join("export %s=%s\n" % kv for kv in node.env.items())
+    rc, out, err = c.run(shell + as_root(fenced_block(readme, "node-quickstart")), timeout=180, cwd="/debs/src")
     check("README 'On a GPU node': every command succeeds", rc == 0, out[-3000:] + err[-3000:])
+    summary = re.search(r"^\d+ ok, .*failed\.$", out, flags=re.M)
+    check("... gpreemptctl doctor finds nothing failed on the emulated node (%s)"
+          % (summary.group(0) if summary else "no summary"), summary and " 0 failed" in summary.group(0),
+          out[:3000])
     check("... its last gpreemptctl status lists both jobs by the README's workload names",
           "inference" in out and "training" in out, out[-2000:])
     suspended = wait_for(lambda: (status_gpu(c) or {}).get("offline_suspended"), 10)
@@ -178,7 +184,7 @@ def test_readme_on_node(c, readme):
           suspended and resumed and held_back(held, 1.0, free, 1.0), str(status_process(c, off)))
     node.start_app("inference2", "serve.py", "--continuous --kernel-us 1000")
     wait_for(lambda: (status_gpu(c) or {}).get("offline_suspended"), 10)
-    rc, out, err = c.run(as_root(fenced_block(readme, "node-undo")), timeout=120, cwd="/debs/src")
+    rc, out, err = c.run(shell + as_root(fenced_block(readme, "node-undo")), timeout=120, cwd="/debs/src")
     moved = node.progress("training", 0.5)
     check("README's undo commands succeed and leave nothing suspended (%d kernels in 0.5 s)" % moved,
           rc == 0 and moved >= 20 and c.run("test -e /usr/sbin/gpreemptd")[0] != 0,

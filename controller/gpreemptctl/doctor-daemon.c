@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * doctor: whether gpreemptd runs and answers, through daemon-client.c as
+ * the daemon verbs reach it: org.varlink.service.GetInfo (answered to
+ * anyone), then io.gpreempt.Status, whose reply the process checks use.
+ * Not running is a warning: the node can be ready for a daemon not yet
+ * started.
+ *
+ * daemon-client.c says why a connection or call failed on stderr, in the
+ * sentences every verb uses; doctor wants that sentence as the check's
+ * finding, so it takes stderr aside for the call and reads it back.
+ */
+#include "doctor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "daemon-client.h"
+#include "varlink-client.h"
+#include "varlink-protocol.h"
+#include "verbs.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct varlink_client *, varlink_client_free);
+
+struct stderr_aside {
+        int saved; /* the real stderr; -1: nothing taken aside */
+        int sink;
+};
+
+static void aside_begin(struct stderr_aside *a)
+{
+        *a = (struct stderr_aside){ .saved = -1, .sink = -1 };
+        fflush(stderr);
+        a->sink = memfd_create("doctor-stderr", MFD_CLOEXEC);
+        if (a->sink < 0)
+                return;
+        a->saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (a->saved < 0 || dup2(a->sink, STDERR_FILENO) < 0) {
+                closep(&a->saved);
+                a->saved = -1;
+                closep(&a->sink);
+                a->sink = -1;
+        }
+}
+
+/* Puts stderr back; returns what was written meanwhile, without "gpreemptctl: " and the final newline
+ * (malloc'd), or NULL when nothing was taken aside or nothing written. */
+static char *aside_end(struct stderr_aside *a)
+{
+        char buf[4096], *s = buf;
+        ssize_t n;
+
+        if (a->saved < 0)
+                return NULL;
+        fflush(stderr);
+        (void)dup2(a->saved, STDERR_FILENO);
+        close(a->saved);
+        n = pread(a->sink, buf, sizeof(buf) - 1, 0);
+        close(a->sink);
+        if (n <= 0)
+                return NULL;
+        buf[n] = '\0';
+        if (strncmp(s, "gpreemptctl: ", strlen("gpreemptctl: ")) == 0)
+                s += strlen("gpreemptctl: ");
+        s[strcspn(s, "\n")] = '\0';
+        return strdup(s);
+}
+
+static const char *string_of(struct json_object *o, const char *key)
+{
+        struct json_object *v;
+
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+                       ? json_object_get_string(v)
+                       : NULL;
+}
+
+/* A failure of daemon-client.c: its exit code says how bad it is, its sentence what and why. */
+static void add_failure(struct doctor *d, int exit_code, char *sentence, const char *fallback)
+{
+        struct doctor_check *c = doctor_add_sentence(d, "daemon",
+                                                     exit_code == CTL_EXIT_PRECONDITION ? DOCTOR_WARNING : DOCTOR_FAILED,
+                                                     sentence ? sentence : fallback);
+
+        /* "cannot connect to ...: is gpreemptd running? start it with ..." says what to do in itself */
+        if (c && !c->advice)
+                doctor_advise(c, "see systemctl status gpreemptd and journalctl -u gpreemptd");
+        free(sentence);
+}
+
+static void summarise(struct doctor *d, const char *version, struct json_object *status)
+{
+        struct json_object *processes = NULL, *v;
+        size_t n = 0, attached = 0;
+        int64_t uptime_s = 0;
+        bool kfd = true;
+        struct doctor_check *c;
+
+        if (json_object_object_get_ex(status, "processes", &processes) && json_object_is_type(processes, json_type_array))
+                n = json_object_array_length(processes);
+        for (size_t i = 0, total = n; i < total; i++) {
+                struct json_object *p = json_object_array_get_idx(processes, i);
+
+                /* doctor's own KFD process, which the daemon may have seen appear */
+                if (json_object_object_get_ex(p, "pid", &v) && json_object_get_int64(v) == getpid()) {
+                        n--;
+                        continue;
+                }
+                attached += json_object_object_get_ex(p, "attached", &v) && json_object_get_boolean(v);
+        }
+        if (json_object_object_get_ex(status, "uptime_usec", &v))
+                uptime_s = json_object_get_int64(v) / 1000000;
+        if (json_object_object_get_ex(status, "kfd_present", &v))
+                kfd = json_object_get_boolean(v);
+        if (!kfd) {
+                c = doctor_add(d, "daemon", DOCTOR_FAILED,
+                               "gpreemptd %s is running (up %lld s) but sees no KFD: it manages no process", version,
+                               (long long)uptime_s);
+                doctor_advise(c, d->kfd_opened ? "gpreemptctl opens /dev/kfd, the daemon does not: check that its "
+                                                 "unit allows the device (DeviceAllow=/dev/kfd rw) and restart it"
+                                               : "fix kfd-device first, then restart gpreemptd");
+                return;
+        }
+        doctor_add(d, "daemon", DOCTOR_OK,
+                   "gpreemptd %s is running and answers: up %lld s, %zu GPU process%s known, %zu with a debug "
+                   "session",
+                   version, (long long)uptime_s, n, n == 1 ? "" : "es", attached);
+}
+
+void doctor_check_daemon(struct doctor *d)
+{
+        _cleanup_(varlink_client_freep) struct varlink_client *client = NULL;
+        _cleanup_free_ char *path = NULL, *error = NULL;
+        struct json_object *info = NULL, *status = NULL;
+        struct stderr_aside aside;
+        struct doctor_check *c;
+        const char *version;
+        struct stat st;
+        int r;
+
+        if (daemon_socket_path(&path) < 0) {
+                d->out_of_memory = true;
+                return;
+        }
+        if (stat(path, &st) < 0 && errno == ENOENT) {
+                c = doctor_add(d, "daemon", DOCTOR_WARNING, "gpreemptd is not running: %s does not exist", path);
+                doctor_advise(c, "start it with systemctl enable --now gpreemptd.socket gpreemptd.service (a daemon "
+                                 "with another RuntimeDirectory= is found through $GPREEMPT_RUNTIME_DIR)");
+                return;
+        }
+
+        aside_begin(&aside);
+        r = daemon_connect(false, &client);
+        if (r != 0) {
+                add_failure(d, r, aside_end(&aside), "cannot connect to gpreemptd");
+                return;
+        }
+        free(aside_end(&aside));
+
+        /* GetInfo is answered to anyone: whether the daemon's loop serves at all */
+        r = varlink_client_call(client, VARLINK_SERVICE_INTERFACE ".GetInfo", NULL, DAEMON_CALL_TIMEOUT_MS, &info,
+                                &error);
+        if (r < 0 || error) {
+                c = doctor_add(d, "daemon", DOCTOR_FAILED, "gpreemptd accepted the connection but %s%s",
+                               r < 0 ? "GetInfo failed: " : "answered GetInfo with the error ",
+                               r < 0 ? strerror(-r) : error);
+                doctor_advise(c, "see journalctl -u gpreemptd, and restart it (systemctl restart gpreemptd)");
+                json_object_put(info);
+                return;
+        }
+        version = string_of(info, "version") ?: "(no version)";
+
+        aside_begin(&aside);
+        r = daemon_call(client, "Status", NULL, DAEMON_READ, 0, false, &status);
+        if (r != 0) {
+                _cleanup_free_ char *why = aside_end(&aside);
+
+                c = doctor_add(d, "daemon", r == CTL_EXIT_PRECONDITION ? DOCTOR_WARNING : DOCTOR_FAILED,
+                               "gpreemptd %s is running, but its Status could not be read: %s", version,
+                               why ? why : "the call failed");
+                doctor_advise(c, r == CTL_EXIT_PRECONDITION
+                                         ? "run gpreemptctl doctor as root, or as a member of the gpreempt group"
+                                         : "see journalctl -u gpreemptd");
+                json_object_put(info);
+                return;
+        }
+        free(aside_end(&aside));
+        summarise(d, version, status);
+        d->daemon_status = status;
+        json_object_put(info);
+}
