@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "ctl-runner.h"
+#include "node-modes.h"
 #include "daemon-harness.h"
 #include "emulated-app.h"
 
@@ -600,6 +601,14 @@ int main(int argc, char **argv)
         const struct CMUnitTest one_vmid_tests[] = { T(test_one_vmid) };
         const struct CMUnitTest firmware_tests[] = { T(test_firmware) };
 
+        const struct node_mode modes[] = {
+                NODE_MODE("node", node_tests),
+                NODE_MODE("nohws", nohws_tests),
+                NODE_MODE("old-kfd", old_kfd_tests),
+                NODE_MODE("one-vmid", one_vmid_tests),
+                NODE_MODE("firmware", firmware_tests),
+        };
+
         if (argc != 5) {
                 fprintf(stderr, "usage: %s node|nohws|old-kfd|one-vmid|firmware GPREEMPTCTL GPREEMPTD KFDEMU-APP\n",
                         argv[0]);
@@ -608,16 +617,5 @@ int main(int argc, char **argv)
         ctl_path = argv[2];
         gpreemptd_path = argv[3];
         app_path = argv[4];
-        if (strcmp(argv[1], "node") == 0)
-                return cmocka_run_group_tests(node_tests, NULL, NULL);
-        if (strcmp(argv[1], "nohws") == 0)
-                return cmocka_run_group_tests(nohws_tests, NULL, NULL);
-        if (strcmp(argv[1], "old-kfd") == 0)
-                return cmocka_run_group_tests(old_kfd_tests, NULL, NULL);
-        if (strcmp(argv[1], "one-vmid") == 0)
-                return cmocka_run_group_tests(one_vmid_tests, NULL, NULL);
-        if (strcmp(argv[1], "firmware") == 0)
-                return cmocka_run_group_tests(firmware_tests, NULL, NULL);
-        fprintf(stderr, "unknown mode '%s'\n", argv[1]);
-        return 2;
+        return node_mode_run(argv[1], modes, sizeof(modes) / sizeof(modes[0]));
 }

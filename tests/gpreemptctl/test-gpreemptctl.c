@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "node-modes.h"
+
 #include "test-support.h"
 
 static const char *ctl_path;
@@ -737,6 +739,13 @@ int main(int argc, char **argv)
         const struct CMUnitTest old_kfd_tests[] = { T(test_old_kfd) };
         const struct CMUnitTest one_vmid_tests[] = { T(test_one_debug_vmid) };
 
+        const struct node_mode modes[] = {
+                NODE_MODE("node", node_tests),
+                NODE_MODE("nohws", nohws_tests),
+                NODE_MODE("old-kfd", old_kfd_tests),
+                NODE_MODE("one-vmid", one_vmid_tests),
+        };
+
         if (argc != 5) {
                 fprintf(stderr,
                         "usage: %s node|nohws|old-kfd|one-vmid GPREEMPTCTL KFDEMU-APP "
@@ -747,14 +756,5 @@ int main(int argc, char **argv)
         ctl_path = argv[2];
         app_path = argv[3];
         cycler_path = argv[4];
-        if (strcmp(argv[1], "node") == 0)
-                return cmocka_run_group_tests(node_tests, NULL, NULL);
-        if (strcmp(argv[1], "nohws") == 0)
-                return cmocka_run_group_tests(nohws_tests, NULL, NULL);
-        if (strcmp(argv[1], "old-kfd") == 0)
-                return cmocka_run_group_tests(old_kfd_tests, NULL, NULL);
-        if (strcmp(argv[1], "one-vmid") == 0)
-                return cmocka_run_group_tests(one_vmid_tests, NULL, NULL);
-        fprintf(stderr, "unknown mode '%s'\n", argv[1]);
-        return 2;
+        return node_mode_run(argv[1], modes, sizeof(modes) / sizeof(modes[0]));
 }
