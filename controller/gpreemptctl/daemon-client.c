@@ -38,72 +38,109 @@ void daemon_print_json(struct json_object *o)
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
-__attribute__((format(printf, 4, 0))) static int vfail(bool json, int exit_code, const char *varlink_error,
-                                                       const char *format, va_list ap)
+void daemon_failure_done(struct daemon_failure *f)
 {
-        _cleanup_free_ char *raw = NULL, *message = NULL;
+        free(f->sentence);
+        free(f->varlink_error);
+        *f = (struct daemon_failure){ 0 };
+}
 
+/* Writes the sentence into *f, made printable; returns exit_code. */
+__attribute__((format(printf, 4, 0))) static int vfail(struct daemon_failure *f, int exit_code,
+                                                       const char *varlink_error, const char *format, va_list ap)
+{
+        _cleanup_free_ char *raw = NULL;
+
+        daemon_failure_done(f);
         if (vasprintf(&raw, format, ap) < 0)
-                raw = NULL;
+                return exit_code;
         /* a reason from the daemon can quote another user's process (a tracer's name) */
-        message = raw ? printable_dup(raw) : NULL;
-        fprintf(stderr, "gpreemptctl: %s\n", message ? message : strerror(ENOMEM));
-        if (json) {
-                struct json_object *o = json_object_new_object();
-
-                json_object_object_add(o, "error", json_object_new_string(message ? message : strerror(ENOMEM)));
-                if (varlink_error)
-                        json_object_object_add(o, "varlink_error", json_object_new_string(varlink_error));
-                daemon_print_json(o);
-                json_object_put(o);
+        f->sentence = printable_dup(raw);
+        if (f->sentence && varlink_error) {
+                f->varlink_error = strdup(varlink_error);
+                /* out of memory: said as such rather than without the error's name */
+                if (!f->varlink_error) {
+                        free(f->sentence);
+                        f->sentence = NULL;
+                }
         }
         return exit_code;
 }
 
-int daemon_fail(bool json, int exit_code, const char *varlink_error, const char *format, ...)
+__attribute__((format(printf, 4, 5))) static int fail(struct daemon_failure *f, int exit_code,
+                                                      const char *varlink_error, const char *format, ...)
 {
         va_list ap;
         int r;
 
         va_start(ap, format);
-        r = vfail(json, exit_code, varlink_error, format, ap);
+        r = vfail(f, exit_code, varlink_error, format, ap);
         va_end(ap);
         return r;
 }
 
-int daemon_connect(bool json, struct varlink_client **ret_client)
+/* Prints the failure as the daemon verbs say it, releases it, and returns exit_code. */
+static int report(bool json, int exit_code, struct daemon_failure *f)
+{
+        const char *message = f->sentence ? f->sentence : strerror(ENOMEM);
+
+        fprintf(stderr, "gpreemptctl: %s\n", message);
+        if (json) {
+                struct json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "error", json_object_new_string(message));
+                if (f->varlink_error)
+                        json_object_object_add(o, "varlink_error", json_object_new_string(f->varlink_error));
+                daemon_print_json(o);
+                json_object_put(o);
+        }
+        daemon_failure_done(f);
+        return exit_code;
+}
+
+int daemon_fail(bool json, int exit_code, const char *varlink_error, const char *format, ...)
+{
+        struct daemon_failure f = { 0 };
+        va_list ap;
+
+        va_start(ap, format);
+        vfail(&f, exit_code, varlink_error, format, ap);
+        va_end(ap);
+        return report(json, exit_code, &f);
+}
+
+int daemon_connect_quiet(struct varlink_client **ret_client, struct daemon_failure *f)
 {
         _cleanup_free_ char *path = NULL;
         int r;
 
         r = daemon_socket_path(&path);
         if (r < 0)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "%s", strerror(-r));
+                return fail(f, CTL_EXIT_FAILURE, NULL, "%s", strerror(-r));
         r = varlink_client_connect(path, DAEMON_CALL_TIMEOUT_MS, ret_client);
         switch (r) {
         case 0:
                 return 0;
         case -ETIMEDOUT:
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                                   "gpreemptd did not accept the connection within %d s, and its queue of "
-                                   "connections is full: its loop may be stuck; see journalctl -u gpreemptd",
-                                   DAEMON_CALL_TIMEOUT_MS / 1000);
+                return fail(f, CTL_EXIT_FAILURE, NULL,
+                            "gpreemptd did not accept the connection within %d s, and its queue of "
+                            "connections is full: its loop may be stuck; see journalctl -u gpreemptd",
+                            DAEMON_CALL_TIMEOUT_MS / 1000);
         case -ENOENT:
         case -ECONNREFUSED:
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, NULL,
-                                   "cannot connect to %s: is gpreemptd running? start it with "
-                                   "systemctl start gpreemptd (a daemon with another RuntimeDirectory= "
-                                   "is found through $GPREEMPT_RUNTIME_DIR)",
-                                   path);
+                return fail(f, CTL_EXIT_PRECONDITION, NULL,
+                            "cannot connect to %s: is gpreemptd running? start it with "
+                            "systemctl start gpreemptd (a daemon with another RuntimeDirectory= "
+                            "is found through $GPREEMPT_RUNTIME_DIR)",
+                            path);
         case -EACCES:
         case -EPERM:
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, NULL,
-                                   "cannot connect to %s: permission denied on the socket or its directory; "
-                                   "run as root or as a member of the gpreempt group",
-                                   path);
+                return fail(f, CTL_EXIT_PRECONDITION, NULL,
+                            "cannot connect to %s: permission denied on the socket or its directory; "
+                            "run as root or as a member of the gpreempt group",
+                            path);
         default:
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, NULL, "cannot connect to %s: %s", path,
-                                   strerror(-r));
+                return fail(f, CTL_EXIT_PRECONDITION, NULL, "cannot connect to %s: %s", path, strerror(-r));
         }
 }
 
@@ -131,79 +168,79 @@ static int param_int(struct json_object *params, const char *key)
  * who are neither root nor in the gpreempt group share, or every
  * connection it serves.
  */
-static int explain_too_many_connections(const char *error, struct json_object *params, bool json)
+static int explain_too_many_connections(const char *error, struct json_object *params, struct daemon_failure *f)
 {
         const char *scope = param_string(params, "scope");
         int limit = param_int(params, "limit");
 
         if (strcmp(scope, "user") == 0)
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                   "gpreemptd refused the connection: this user holds as many connections to it as "
-                                   "one user may (%d); close the others (idle ones close after a minute) and try "
-                                   "again",
-                                   limit);
+                return fail(f, CTL_EXIT_PRECONDITION, error,
+                            "gpreemptd refused the connection: this user holds as many connections to it as "
+                            "one user may (%d); close the others (idle ones close after a minute) and try "
+                            "again",
+                            limit);
         if (strcmp(scope, "unprivileged") == 0)
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                   "gpreemptd refused the connection: users who are neither root nor in the "
-                                   "gpreempt group hold as many connections to it as they may together (%d; the "
-                                   "others are kept for root and the group); close some (idle ones close after a "
-                                   "minute) and try again",
-                                   limit);
+                return fail(f, CTL_EXIT_PRECONDITION, error,
+                            "gpreemptd refused the connection: users who are neither root nor in the "
+                            "gpreempt group hold as many connections to it as they may together (%d; the "
+                            "others are kept for root and the group); close some (idle ones close after a "
+                            "minute) and try again",
+                            limit);
         if (strcmp(scope, "all") == 0)
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                   "gpreemptd refused the connection: other users or processes hold all the "
-                                   "connections it serves at once (%d); close some (idle ones close after a "
-                                   "minute) and try again",
-                                   limit);
+                return fail(f, CTL_EXIT_PRECONDITION, error,
+                            "gpreemptd refused the connection: other users or processes hold all the "
+                            "connections it serves at once (%d); close some (idle ones close after a "
+                            "minute) and try again",
+                            limit);
         /* a daemon that does not say which */
-        return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                           "gpreemptd refused the connection: it holds as many connections as it serves; close "
-                           "some (idle ones close after a minute) and try again");
+        return fail(f, CTL_EXIT_PRECONDITION, error,
+                    "gpreemptd refused the connection: it holds as many connections as it serves; close "
+                    "some (idle ones close after a minute) and try again");
 }
 
 /* The daemon's error reply as a sentence and an exit code. */
 static int explain_error(const char *error, struct json_object *params, enum daemon_access access, pid_t pid,
-                         bool json)
+                         struct daemon_failure *f)
 {
         const char *name = strncmp(error, API_QUALIFIED(""), strlen(API_QUALIFIED(""))) == 0 ? error + strlen(API_QUALIFIED("")) : error;
 
         if (strcmp(name, "PermissionDenied") == 0)
                 return access == DAEMON_WRITE
-                        ? daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                      "permission denied: only root can change what gpreemptd does; "
-                                      "run this with sudo")
-                        : daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                      "permission denied: reading gpreemptd's state needs root or membership "
-                                      "of the gpreempt group (usermod -aG gpreempt USER, then log in again)");
+                        ? fail(f, CTL_EXIT_PRECONDITION, error,
+                               "permission denied: only root can change what gpreemptd does; "
+                               "run this with sudo")
+                        : fail(f, CTL_EXIT_PRECONDITION, error,
+                               "permission denied: reading gpreemptd's state needs root or membership "
+                               "of the gpreempt group (usermod -aG gpreempt USER, then log in again)");
         if (strcmp(name, "TooManyConnections") == 0)
-                return explain_too_many_connections(error, params, json);
+                return explain_too_many_connections(error, params, f);
         if (strcmp(name, "NoSuchProcess") == 0)
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                   "process %d is not known to gpreemptd: it does not exist or has not used the "
-                                   "GPU yet (it appears once it opens /dev/kfd)",
-                                   (int)pid);
+                return fail(f, CTL_EXIT_PRECONDITION, error,
+                            "process %d is not known to gpreemptd: it does not exist or has not used the "
+                            "GPU yet (it appears once it opens /dev/kfd)",
+                            (int)pid);
         if (strcmp(name, "NotOffline") == 0)
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                   "process %d is not an offline workload, and gpreemptd suspends only offline "
-                                   "processes; classify it with 'gpreemptctl register --offline %d' first",
-                                   (int)pid, (int)pid);
+                return fail(f, CTL_EXIT_PRECONDITION, error,
+                            "process %d is not an offline workload, and gpreemptd suspends only offline "
+                            "processes; classify it with 'gpreemptctl register --offline %d' first",
+                            (int)pid, (int)pid);
         if (strcmp(name, "NotAttached") == 0)
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, error,
-                                   "gpreemptd has no debug session on process %d: %s", (int)pid,
-                                   param_string(params, "reason"));
+                return fail(f, CTL_EXIT_PRECONDITION, error,
+                            "gpreemptd has no debug session on process %d: %s", (int)pid,
+                            param_string(params, "reason"));
         if (strcmp(name, "OperationFailed") == 0)
-                return daemon_fail(json, CTL_EXIT_FAILURE, error, "gpreemptd could not do it for process %d: %s",
-                                   (int)pid, param_string(params, "reason"));
+                return fail(f, CTL_EXIT_FAILURE, error, "gpreemptd could not do it for process %d: %s",
+                            (int)pid, param_string(params, "reason"));
         if (strcmp(error, "org.varlink.service.InvalidParameter") == 0)
-                return daemon_fail(json, CTL_EXIT_USAGE, error, "gpreemptd rejected the parameter '%s'",
-                                   param_string(params, "parameter"));
+                return fail(f, CTL_EXIT_USAGE, error, "gpreemptd rejected the parameter '%s'",
+                            param_string(params, "parameter"));
         if (strcmp(error, "org.varlink.service.MethodNotFound") == 0 ||
             strcmp(error, "org.varlink.service.InterfaceNotFound") == 0)
-                return daemon_fail(json, CTL_EXIT_FAILURE, error,
-                                   "gpreemptd does not know this call (%s): it is older than gpreemptctl; "
-                                   "restart it after upgrading",
-                                   error);
-        return daemon_fail(json, CTL_EXIT_FAILURE, error, "gpreemptd answered with the error %s", error);
+                return fail(f, CTL_EXIT_FAILURE, error,
+                            "gpreemptd does not know this call (%s): it is older than gpreemptctl; "
+                            "restart it after upgrading",
+                            error);
+        return fail(f, CTL_EXIT_FAILURE, error, "gpreemptd answered with the error %s", error);
 }
 
 /*
@@ -214,7 +251,7 @@ static int explain_error(const char *error, struct json_object *params, enum dae
  * (varlink-server.h). A second connection tells which, so that a refusal is
  * not reported as an exit.
  */
-static int explain_hangup(const char *method, bool json)
+static int explain_hangup(const char *method, struct daemon_failure *f)
 {
         _cleanup_(varlink_client_freep) struct varlink_client *probe = NULL;
         _cleanup_free_ char *path = NULL, *error = NULL;
@@ -225,76 +262,76 @@ static int explain_hangup(const char *method, bool json)
         if (r >= 0)
                 r = varlink_client_connect(path, DAEMON_CALL_TIMEOUT_MS, &probe);
         if (r == -ENOENT || r == -ECONNREFUSED)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                                   "gpreemptd closed the connection during %s and no longer accepts connections: "
-                                   "it has exited; see journalctl -u gpreemptd",
-                                   method);
+                return fail(f, CTL_EXIT_FAILURE, NULL,
+                            "gpreemptd closed the connection during %s and no longer accepts connections: "
+                            "it has exited; see journalctl -u gpreemptd",
+                            method);
         if (r == -ETIMEDOUT)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                                   "gpreemptd closed the connection during %s, and did not accept another within "
-                                   "%d s: its loop may be stuck; see journalctl -u gpreemptd",
-                                   method, DAEMON_CALL_TIMEOUT_MS / 1000);
+                return fail(f, CTL_EXIT_FAILURE, NULL,
+                            "gpreemptd closed the connection during %s, and did not accept another within "
+                            "%d s: its loop may be stuck; see journalctl -u gpreemptd",
+                            method, DAEMON_CALL_TIMEOUT_MS / 1000);
         if (r < 0)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                                   "gpreemptd closed the connection during %s, and connecting again failed: %s; "
-                                   "see journalctl -u gpreemptd",
-                                   method, strerror(-r));
+                return fail(f, CTL_EXIT_FAILURE, NULL,
+                            "gpreemptd closed the connection during %s, and connecting again failed: %s; "
+                            "see journalctl -u gpreemptd",
+                            method, strerror(-r));
         /* GetInfo: answered to any caller, so only a refusal keeps it from an answer */
         r = varlink_client_call(probe, VARLINK_SERVICE_INTERFACE ".GetInfo", NULL, DAEMON_CALL_TIMEOUT_MS, &reply,
                                 &error);
         if (r >= 0 && error) {
-                r = explain_error(error, reply, DAEMON_READ, 0, json);
+                r = explain_error(error, reply, DAEMON_READ, 0, f);
                 json_object_put(reply);
                 return r;
         }
         json_object_put(reply);
         if (r >= 0)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                                   "gpreemptd closed the connection during %s unanswered, but answers a new one: "
-                                   "it had as many connections as it serves, or it restarted meanwhile; try again",
-                                   method);
+                return fail(f, CTL_EXIT_FAILURE, NULL,
+                            "gpreemptd closed the connection during %s unanswered, but answers a new one: "
+                            "it had as many connections as it serves, or it restarted meanwhile; try again",
+                            method);
         if (r == -ECONNRESET || r == -EPIPE)
-                return daemon_fail(json, CTL_EXIT_PRECONDITION, NULL,
-                                   "gpreemptd is running but closes new connections unanswered: %s as many "
-                                   "connections as it serves; close some (idle ones close after a minute) and "
-                                   "try again",
-                                   geteuid() == 0 ? "other users and processes hold"
-                                                  : "this user, or all users together, hold");
+                return fail(f, CTL_EXIT_PRECONDITION, NULL,
+                            "gpreemptd is running but closes new connections unanswered: %s as many "
+                            "connections as it serves; close some (idle ones close after a minute) and "
+                            "try again",
+                            geteuid() == 0 ? "other users and processes hold"
+                                           : "this user, or all users together, hold");
         if (r == -ETIMEDOUT)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                                   "gpreemptd closed the connection during %s, and did not answer another within "
-                                   "%d s: its loop may be stuck; see journalctl -u gpreemptd",
-                                   method, DAEMON_CALL_TIMEOUT_MS / 1000);
-        return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                           "gpreemptd closed the connection during %s, and a second call failed: %s; "
-                           "see journalctl -u gpreemptd",
-                           method, strerror(-r));
+                return fail(f, CTL_EXIT_FAILURE, NULL,
+                            "gpreemptd closed the connection during %s, and did not answer another within "
+                            "%d s: its loop may be stuck; see journalctl -u gpreemptd",
+                            method, DAEMON_CALL_TIMEOUT_MS / 1000);
+        return fail(f, CTL_EXIT_FAILURE, NULL,
+                    "gpreemptd closed the connection during %s, and a second call failed: %s; "
+                    "see journalctl -u gpreemptd",
+                    method, strerror(-r));
 }
 
 /* One call's outcome, explained as daemon_call() promises. */
 static int finish_call(int r, const char *method, char *error, struct json_object *reply,
-                       enum daemon_access access, pid_t pid, bool json, struct json_object **ret_reply)
+                       enum daemon_access access, pid_t pid, struct json_object **ret_reply,
+                       struct daemon_failure *f)
 {
         if (r == -ETIMEDOUT)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                                   "gpreemptd did not answer %s within %d s: its loop may be stuck; "
-                                   "see journalctl -u gpreemptd",
-                                   method, DAEMON_CALL_TIMEOUT_MS / 1000);
+                return fail(f, CTL_EXIT_FAILURE, NULL,
+                            "gpreemptd did not answer %s within %d s: its loop may be stuck; "
+                            "see journalctl -u gpreemptd",
+                            method, DAEMON_CALL_TIMEOUT_MS / 1000);
         if (r == -ECONNRESET || r == -EPIPE)
-                return explain_hangup(method, json);
+                return explain_hangup(method, f);
         /* the client cannot tell these apart: a reply that is not JSON, not UTF-8 (a string the daemon
          * passed on from another process or a file), or larger than a message may be */
         if (r == -EBADMSG)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL,
-                                   "the answer to %s is not a Varlink message (JSON text in UTF-8, within the "
-                                   "size limit): the socket may not be gpreemptd's, or gpreemptd passed on bytes "
-                                   "that are not UTF-8; see journalctl -u gpreemptd",
-                                   method);
+                return fail(f, CTL_EXIT_FAILURE, NULL,
+                            "the answer to %s is not a Varlink message (JSON text in UTF-8, within the "
+                            "size limit): the socket may not be gpreemptd's, or gpreemptd passed on bytes "
+                            "that are not UTF-8; see journalctl -u gpreemptd",
+                            method);
         if (r < 0)
-                return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "calling gpreemptd's %s failed: %s", method,
-                                   strerror(-r));
+                return fail(f, CTL_EXIT_FAILURE, NULL, "calling gpreemptd's %s failed: %s", method, strerror(-r));
         if (error) {
-                r = explain_error(error, reply, access, pid, json);
+                r = explain_error(error, reply, access, pid, f);
                 json_object_put(reply);
                 return r;
         }
@@ -315,30 +352,50 @@ static int call(struct varlink_client *c, const char *method, struct json_object
         return varlink_client_call(c, full, params, DAEMON_CALL_TIMEOUT_MS, ret_reply, ret_error);
 }
 
-int daemon_call(struct varlink_client *c, const char *method, struct json_object *params,
-                enum daemon_access access, pid_t pid, bool json, struct json_object **ret_reply)
+int daemon_call_quiet(struct varlink_client *c, const char *method, struct json_object *params,
+                      enum daemon_access access, pid_t pid, struct json_object **ret_reply,
+                      struct daemon_failure *f)
 {
         _cleanup_free_ char *error = NULL;
         struct json_object *reply = NULL;
         int r = call(c, method, params, &reply, &error);
 
-        return finish_call(r, method, error, reply, access, pid, json, ret_reply);
+        return finish_call(r, method, error, reply, access, pid, ret_reply, f);
+}
+
+int daemon_connect(bool json, struct varlink_client **ret_client)
+{
+        struct daemon_failure f = { 0 };
+        int r = daemon_connect_quiet(ret_client, &f);
+
+        return r == 0 ? 0 : report(json, r, &f);
+}
+
+int daemon_call(struct varlink_client *c, const char *method, struct json_object *params,
+                enum daemon_access access, pid_t pid, bool json, struct json_object **ret_reply)
+{
+        struct daemon_failure f = { 0 };
+        int r = daemon_call_quiet(c, method, params, access, pid, ret_reply, &f);
+
+        return r == 0 ? 0 : report(json, r, &f);
 }
 
 int daemon_call_read_again(struct varlink_client **c, const char *method, bool json,
                            struct json_object **ret_reply)
 {
         _cleanup_free_ char *error = NULL;
+        struct daemon_failure f = { 0 };
         struct json_object *reply = NULL;
         int r = call(*c, method, NULL, &reply, &error);
 
         if (r == -ECONNRESET || r == -EPIPE) {
                 varlink_client_free(*c);
                 *c = NULL;
-                r = daemon_connect(json, c);
+                r = daemon_connect_quiet(c, &f);
                 if (r != 0)
-                        return r;
+                        return report(json, r, &f);
                 r = call(*c, method, NULL, &reply, &error);
         }
-        return finish_call(r, method, error, reply, DAEMON_READ, 0, json, ret_reply);
+        r = finish_call(r, method, error, reply, DAEMON_READ, 0, ret_reply, &f);
+        return r == 0 ? 0 : report(json, r, &f);
 }

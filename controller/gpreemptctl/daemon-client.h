@@ -22,6 +22,20 @@ enum daemon_access {
         DAEMON_WRITE,
 };
 
+/*
+ * Why a connection or a call failed: the sentence daemon_connect() and
+ * daemon_call() print, for a caller that reports it in its own way
+ * (doctor's finding). Filled by daemon_connect_quiet() and
+ * daemon_call_quiet() when they fail; start it zeroed, release it with
+ * daemon_failure_done().
+ */
+struct daemon_failure {
+        char *sentence;      /* printable (printable.h); NULL when out of memory */
+        char *varlink_error; /* the error the daemon answered; NULL when none */
+};
+
+void daemon_failure_done(struct daemon_failure *f);
+
 /* $GPREEMPT_RUNTIME_DIR/io.gpreempt, else /run/gpreempt/io.gpreempt. Returns -ENOMEM or 0. */
 int daemon_socket_path(char **ret_path);
 
@@ -30,6 +44,8 @@ int daemon_socket_path(char **ret_path);
  * {"error": ...} on stdout) and returns the ctl_exit code; 0 on success.
  */
 int daemon_connect(bool json, struct varlink_client **ret_client);
+/* daemon_connect() that prints nothing: on failure, why is in *failure. */
+int daemon_connect_quiet(struct varlink_client **ret_client, struct daemon_failure *failure);
 
 /*
  * Calls io.gpreempt.<method>. On success returns 0 and the reply's parameters
@@ -41,6 +57,10 @@ int daemon_connect(bool json, struct varlink_client **ret_client);
  */
 int daemon_call(struct varlink_client *c, const char *method, struct json_object *params,
                 enum daemon_access access, pid_t pid, bool json, struct json_object **ret_reply);
+/* daemon_call() that prints nothing: on failure, why is in *failure. */
+int daemon_call_quiet(struct varlink_client *c, const char *method, struct json_object *params,
+                      enum daemon_access access, pid_t pid, struct json_object **ret_reply,
+                      struct daemon_failure *failure);
 
 /*
  * daemon_call() of a method that only reads (Status), without parameters, on

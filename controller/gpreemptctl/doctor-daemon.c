@@ -4,21 +4,16 @@
  * the daemon verbs reach it: org.varlink.service.GetInfo (answered to
  * anyone), then io.gpreempt.Status, whose reply the process checks use.
  * Not running is a warning: the node can be ready for a daemon not yet
- * started.
- *
- * daemon-client.c says why a connection or call failed on stderr, in the
- * sentences every verb uses; doctor wants that sentence as the check's
- * finding, so it takes stderr aside for the call and reads it back.
+ * started. Why a connection or call failed is daemon-client.c's sentence,
+ * the one every verb prints, taken as the check's finding
+ * (daemon_connect_quiet(), daemon_call_quiet()).
  */
 #include "doctor.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <json.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,50 +25,6 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct varlink_client *, varlink_client_free);
 
-struct stderr_aside {
-        int saved; /* the real stderr; -1: nothing taken aside */
-        int sink;
-};
-
-static void aside_begin(struct stderr_aside *a)
-{
-        *a = (struct stderr_aside){ .saved = -1, .sink = -1 };
-        fflush(stderr);
-        a->sink = memfd_create("doctor-stderr", MFD_CLOEXEC);
-        if (a->sink < 0)
-                return;
-        a->saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-        if (a->saved < 0 || dup2(a->sink, STDERR_FILENO) < 0) {
-                closep(&a->saved);
-                a->saved = -1;
-                closep(&a->sink);
-                a->sink = -1;
-        }
-}
-
-/* Puts stderr back; returns what was written meanwhile, without "gpreemptctl: " and the final newline
- * (malloc'd), or NULL when nothing was taken aside or nothing written. */
-static char *aside_end(struct stderr_aside *a)
-{
-        char buf[4096], *s = buf;
-        ssize_t n;
-
-        if (a->saved < 0)
-                return NULL;
-        fflush(stderr);
-        (void)dup2(a->saved, STDERR_FILENO);
-        close(a->saved);
-        n = pread(a->sink, buf, sizeof(buf) - 1, 0);
-        close(a->sink);
-        if (n <= 0)
-                return NULL;
-        buf[n] = '\0';
-        if (strncmp(s, "gpreemptctl: ", strlen("gpreemptctl: ")) == 0)
-                s += strlen("gpreemptctl: ");
-        s[strcspn(s, "\n")] = '\0';
-        return strdup(s);
-}
-
 static const char *string_of(struct json_object *o, const char *key)
 {
         struct json_object *v;
@@ -84,16 +35,15 @@ static const char *string_of(struct json_object *o, const char *key)
 }
 
 /* A failure of daemon-client.c: its exit code says how bad it is, its sentence what and why. */
-static void add_failure(struct doctor *d, int exit_code, char *sentence, const char *fallback)
+static void add_failure(struct doctor *d, int exit_code, const struct daemon_failure *f, const char *fallback)
 {
         struct doctor_check *c = doctor_add_sentence(d, "daemon",
                                                      exit_code == CTL_EXIT_PRECONDITION ? DOCTOR_WARNING : DOCTOR_FAILED,
-                                                     sentence ? sentence : fallback);
+                                                     f->sentence ? f->sentence : fallback);
 
         /* "cannot connect to ...: is gpreemptd running? start it with ..." says what to do in itself */
         if (c && !c->advice)
                 doctor_advise(c, "see systemctl status gpreemptd and journalctl -u gpreemptd");
-        free(sentence);
 }
 
 static void summarise(struct doctor *d, const char *version, struct json_object *status)
@@ -138,9 +88,9 @@ static void summarise(struct doctor *d, const char *version, struct json_object 
 void doctor_check_daemon(struct doctor *d)
 {
         _cleanup_(varlink_client_freep) struct varlink_client *client = NULL;
+        _cleanup_(daemon_failure_done) struct daemon_failure failure = { 0 };
         _cleanup_free_ char *path = NULL, *error = NULL;
         struct json_object *info = NULL, *status = NULL;
-        struct stderr_aside aside;
         struct doctor_check *c;
         const char *version;
         struct stat st;
@@ -157,13 +107,11 @@ void doctor_check_daemon(struct doctor *d)
                 return;
         }
 
-        aside_begin(&aside);
-        r = daemon_connect(false, &client);
+        r = daemon_connect_quiet(&client, &failure);
         if (r != 0) {
-                add_failure(d, r, aside_end(&aside), "cannot connect to gpreemptd");
+                add_failure(d, r, &failure, "cannot connect to gpreemptd");
                 return;
         }
-        free(aside_end(&aside));
 
         /* GetInfo is answered to anyone: whether the daemon's loop serves at all */
         r = varlink_client_call(client, VARLINK_SERVICE_INTERFACE ".GetInfo", NULL, DAEMON_CALL_TIMEOUT_MS, &info,
@@ -178,21 +126,17 @@ void doctor_check_daemon(struct doctor *d)
         }
         version = string_of(info, "version") ?: "(no version)";
 
-        aside_begin(&aside);
-        r = daemon_call(client, "Status", NULL, DAEMON_READ, 0, false, &status);
+        r = daemon_call_quiet(client, "Status", NULL, DAEMON_READ, 0, &status, &failure);
         if (r != 0) {
-                _cleanup_free_ char *why = aside_end(&aside);
-
                 c = doctor_add(d, "daemon", r == CTL_EXIT_PRECONDITION ? DOCTOR_WARNING : DOCTOR_FAILED,
                                "gpreemptd %s is running, but its Status could not be read: %s", version,
-                               why ? why : "the call failed");
+                               failure.sentence ? failure.sentence : "the call failed");
                 doctor_advise(c, r == CTL_EXIT_PRECONDITION
                                          ? "run gpreemptctl doctor as root, or as a member of the gpreempt group"
                                          : "see journalctl -u gpreemptd");
                 json_object_put(info);
                 return;
         }
-        free(aside_end(&aside));
         summarise(d, version, status);
         d->daemon_status = status;
         json_object_put(info);

@@ -381,6 +381,37 @@ static void test_stale_daemon_socket(void **state)
         json_object_put(a);
 }
 
+/*
+ * daemon-client.c's sentence whole, however long: a runtime directory named by a path longer than PATH_MAX
+ * (stat() and connect() both refuse it, ENAMETOOLONG) is quoted in full, the reason after it included.
+ */
+static void test_long_daemon_sentence(void **state)
+{
+        static const char reason[] = ": File name too long";
+        struct fixture *f = *state;
+        const size_t slashes = 4200;
+        char *env = NULL;
+        struct json_object *a;
+        const char *found;
+
+        assert_true(asprintf(&env, "GPREEMPT_RUNTIME_DIR=%*s%s", (int)slashes, "", f->h.runtime_dir) > 0);
+        memset(env + strlen("GPREEMPT_RUNTIME_DIR="), '/', slashes);
+        f->env[0] = env;
+
+        a = doctor_json(f, -1);
+        assert_check(a, "daemon", 0, "warning", "cannot connect to //", NULL);
+        found = json_object_get_string(json_object_object_get(check_of(a, "daemon", 0), "found"));
+        if (strlen(found) < strlen(reason) || strcmp(found + strlen(found) - strlen(reason), reason) != 0)
+                fail_msg("the finding (%zu bytes) does not end in \"%s\": ...%s", strlen(found), reason,
+                         found + (strlen(found) > 80 ? strlen(found) - 80 : 0));
+        assert_true(strlen(found) > slashes);
+        assert_non_null(strstr(found, "/io.gpreempt: "));
+        assert_int_equal(f->r.err[0], '\0');
+        json_object_put(a);
+        f->env[0] = f->env_strings[0];
+        free(env);
+}
+
 static void write_file(const char *root, const char *relpath, const char *text, size_t len)
 {
         char path[512], command[600];
@@ -593,6 +624,7 @@ int main(int argc, char **argv)
                 T(test_process_traced_by_strace),
                 T(test_daemon_running_and_a_runtime_without_debugging),
                 T(test_stale_daemon_socket),
+                T(test_long_daemon_sentence),
                 T(test_prepared_trees),
                 T(test_usage),
         };
