@@ -23,6 +23,7 @@
 #include "log.h"
 #include "manager.h"
 #include "paths.h"
+#include "printable.h"
 #include "standard-fds.h"
 #include "varlink-server.h"
 
@@ -99,6 +100,14 @@ static int parse_args(int argc, char **argv, struct options *o)
         return 1;
 }
 
+/* Prints s made printable: a configuration file, and the name of its directory, may hold any bytes. */
+static void print_printable(FILE *out, const char *before, const char *s, const char *after)
+{
+        _cleanup_free_ char *p = printable_dup(s);
+
+        fprintf(out, "%s%s%s", before, p ? p : "", after);
+}
+
 static void print_problems(const char *config_dir, const struct diag *d, bool json)
 {
         if (json) {
@@ -110,12 +119,14 @@ static void print_problems(const char *config_dir, const struct diag *d, bool js
                 json_object_object_add(o, "valid", json_object_new_boolean(diag_count(d) == 0));
                 json_object_object_add(o, "errors", a);
                 json_object_object_add(o, "more_errors", json_object_new_int64((int64_t)d->n_dropped));
+                /* JSON must be UTF-8 (RFC 8259 §8.1); json-c escapes the control characters itself */
+                printable_json(o, false);
                 puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
                 json_object_put(o);
                 return;
         }
         for (size_t i = 0; i < d->n_messages; i++)
-                fprintf(stderr, "%s\n", d->messages[i]);
+                print_printable(stderr, "", d->messages[i], "\n");
         if (d->n_dropped)
                 fprintf(stderr, "... and %zu more problems\n", d->n_dropped);
 }
@@ -240,13 +251,14 @@ static int run(struct options *o)
         r = config_load(o->paths.config_dir, &config, &d);
         if (r < 0 || o->check_config) {
                 print_problems(o->paths.config_dir, &d, o->json);
-                if (r < 0 && !o->json)
-                        fprintf(stderr, "gpreemptd: %s: the configuration has %zu problem%s%s\n",
-                                o->paths.config_dir, diag_count(&d), diag_count(&d) == 1 ? "" : "s",
-                                o->check_config ? "" : "; refusing to start");
-                else if (!o->json)
-                        printf("%s: the configuration is valid: %zu workloads\n", o->paths.config_dir,
-                               config->n_workloads);
+                if (r < 0 && !o->json) {
+                        print_printable(stderr, "gpreemptd: ", o->paths.config_dir, "");
+                        fprintf(stderr, ": the configuration has %zu problem%s%s\n", diag_count(&d),
+                                diag_count(&d) == 1 ? "" : "s", o->check_config ? "" : "; refusing to start");
+                } else if (!o->json) {
+                        print_printable(stdout, "", o->paths.config_dir, "");
+                        printf(": the configuration is valid: %zu workloads\n", config->n_workloads);
+                }
                 diag_clear(&d);
                 config_free(config);
                 return r < 0 ? r : 0;

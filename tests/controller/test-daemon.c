@@ -4,7 +4,8 @@
  * listens, watchdog pings only while the loop runs, STATUS= lines, the
  * Varlink API and its errors, reload good and bad, refusal of a broken
  * configuration at start, clean exit on SIGTERM; and as a hand-run one:
- * stray SIGUSR1/SIGUSR2, a log nobody reads, closed standard descriptors.
+ * stray SIGUSR1/SIGUSR2, a log nobody reads, closed standard descriptors,
+ * --check-config's text and JSON.
  *
  *   test-daemon PATH-TO-GPREEMPTD
  */
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -33,6 +35,7 @@
 #include "daemon-harness.h"
 #include "daemon-status.h"
 #include "loop-scheduling.h"
+#include "printable.h"
 #include "varlink-client.h"
 
 static const char *binary;
@@ -207,6 +210,90 @@ static void test_text_from_files(void **state)
         assert_null(strchr(log, '\xff'));
         assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
+}
+
+/* Everything in fd from its start, NUL-terminated (size bytes at most, the NUL included). */
+static void read_all(int fd, char *buf, size_t size)
+{
+        ssize_t n = pread(fd, buf, size - 1, 0);
+
+        assert_true(n >= 0);
+        buf[n] = '\0';
+}
+
+/* Runs gpreemptd --check-config --config-dir dir [--json]; returns its exit status, *out and *err what it printed. */
+static int check_config(const char *dir, bool json, char *out, size_t out_size, char *err, size_t err_size)
+{
+        int out_fd = memfd_create("check-config-out", MFD_CLOEXEC);
+        int err_fd = memfd_create("check-config-err", MFD_CLOEXEC);
+        int status;
+        pid_t pid;
+
+        assert_true(out_fd >= 0 && err_fd >= 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
+                        _exit(127);
+                execl(binary, binary, "--check-config", "--config-dir", dir, json ? "--json" : NULL, (char *)NULL);
+                _exit(127);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        read_all(out_fd, out, out_size);
+        read_all(err_fd, err, err_size);
+        close(out_fd);
+        close(err_fd);
+        if (!WIFEXITED(status))
+                fail_msg("gpreemptd --check-config: wait status %#x\nstderr:\n%s", status, err);
+        return WEXITSTATUS(status);
+}
+
+/*
+ * gpreemptd --check-config, run by hand on a terminal or by a script that
+ * reads its JSON: what a configuration file holds and the name of its
+ * directory (here a link whose name holds an escape sequence and a byte
+ * that is not UTF-8) reach the terminal inert, and the JSON as UTF-8.
+ */
+static void test_check_config_text_from_files(void **state)
+{
+        static const char problem[] = "/workloads.d/60-bad.conf:3: Class=\\x1b[2J\\xff";
+        struct config_fixture c;
+        char link[128], escaped_link[PRINTABLE_SIZE(sizeof(link))], out[16384], err[16384];
+        struct json_object *o, *v;
+        struct json_tokener *tok;
+
+        config_fixture_init(&c);
+        config_fixture_write(&c, "workloads.d/60-bad.conf", "[Workload]\nName=x\nClass=\033[2J\xff\n");
+        snprintf(link, sizeof(link), "/tmp/gpreempt-\033]0;title\a\xfe-%d", (int)getpid());
+        printable_escape(escaped_link, link, strlen(link));
+        (void)unlink(link);
+        assert_int_equal(symlink(c.dir, link), 0);
+
+        assert_int_equal(check_config(link, false, out, sizeof(out), err, sizeof(err)), 1);
+        if (!strstr(err, problem) || !strstr(err, escaped_link))
+                fail_msg("\"%s\" and \"%s\" not in (escaped here):\n%s", escaped_link, problem, printable_dup(err));
+        for (const char *b = "\033\a\xff\xfe"; *b; b++) {
+                assert_null(strchr(out, *b));
+                assert_null(strchr(err, *b));
+        }
+
+        assert_int_equal(check_config(link, true, out, sizeof(out), err, sizeof(err)), 1);
+        tok = json_tokener_new();
+        assert_non_null(tok);
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        o = json_tokener_parse_ex(tok, out, (int)strlen(out));
+        if (!o)
+                fail_msg("not JSON in UTF-8 (%s; escaped here):\n%s",
+                         json_tokener_error_desc(json_tokener_get_error(tok)), printable_dup(out));
+        json_tokener_free(tok);
+        assert_true(json_object_object_get_ex(o, "config_dir", &v));
+        assert_string_equal(json_object_get_string(v), escaped_link);
+        assert_true(json_object_object_get_ex(o, "errors", &v));
+        assert_non_null(strstr(json_object_get_string(json_object_array_get_idx(v, 0)), problem));
+        json_object_put(o);
+
+        assert_int_equal(unlink(link), 0);
+        config_fixture_cleanup(&c);
 }
 
 /* The scheduling policy and real-time priority of the daemon's loop (its main thread), from /proc. */
@@ -673,6 +760,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_refuses_broken_configuration),
                 cmocka_unit_test(test_reload),
                 cmocka_unit_test(test_text_from_files),
+                cmocka_unit_test(test_check_config_text_from_files),
                 cmocka_unit_test(test_realtime_priority),
                 cmocka_unit_test(test_realtime_cpu_cap),
                 cmocka_unit_test(test_api_errors),
