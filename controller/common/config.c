@@ -564,7 +564,7 @@ static int open_config_file(struct parse_state *st, const char *path, FILE **ret
                 if (r == -ENOENT && dangling_link(st->diag, path))
                         return -EINVAL;
                 if (r != -ENOENT)
-                        diag_add(st->diag, path, 0, "cannot be read: %s", strerror(-r));
+                        diag_add_unreadable(st->diag, path, "cannot be read", r);
                 return r;
         }
         if (!S_ISREG(sb.st_mode)) {
@@ -582,7 +582,7 @@ static int open_config_file(struct parse_state *st, const char *path, FILE **ret
         if (!f) {
                 int r = -errno;
 
-                diag_add(st->diag, path, 0, "cannot be read: %s", strerror(-r));
+                diag_add_unreadable(st->diag, path, "cannot be read", r);
                 return r;
         }
         TAKE_FD(fd); /* the FILE closes it */
@@ -636,7 +636,7 @@ static void read_dropins(struct parse_state *st, const char *config_dir)
                 if (r == -ENOENT)
                         dangling_link(st->diag, dir); /* else no drop-ins: fine */
                 else
-                        diag_add(st->diag, dir, 0, "cannot be listed: %s", strerror(-r));
+                        diag_add_unreadable(st->diag, dir, "cannot be listed", r);
                 return;
         }
         if (n > CONFIG_MAX_DROPINS)
@@ -727,6 +727,7 @@ int config_load(const char *config_dir, struct config **ret_config, struct diag 
         _cleanup_free_ char *main_path = NULL;
         struct parse_state st;
         size_t errors_before = diag_count(diag);
+        bool had_unreadable = diag->unreadable;
 
         c = config_new();
         if (!c)
@@ -742,6 +743,8 @@ int config_load(const char *config_dir, struct config **ret_config, struct diag 
                 read_dropins(&st, config_dir);
         }
         check_unique_names(c, diag);
+        if (diag->unreadable && !had_unreadable)
+                return -EACCES;
         if (diag_count(diag) > errors_before)
                 return -EINVAL;
         apply_class_defaults(c);

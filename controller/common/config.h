@@ -44,6 +44,9 @@ struct config {
 /*
  * Loads the configuration under config_dir. On any problem returns -EINVAL
  * (other -errno for resources) with the problems in diag, and leaves *ret_config alone.
+ * Returns -EACCES when the caller may not read one of its files or directories
+ * (diag->unreadable names the first): the configuration may be fine for
+ * gpreemptd, which reads it as root, but could not be judged.
  */
 int config_load(const char *config_dir, struct config **ret_config, struct diag *diag);
 void config_free(struct config *c);

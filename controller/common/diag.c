@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include "diag.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cleanup.h"
 
@@ -50,6 +52,13 @@ void diag_add(struct diag *d, const char *file, unsigned line, const char *fmt, 
         d->messages[d->n_messages++] = message;
 }
 
+void diag_add_unreadable(struct diag *d, const char *path, const char *what, int r)
+{
+        diag_add(d, path, 0, "%s: %s", what, strerror(-r));
+        if ((r == -EACCES || r == -EPERM) && !d->unreadable)
+                d->unreadable = strdup(path); /* NULL on ENOMEM: then only the message tells */
+}
+
 size_t diag_count(const struct diag *d)
 {
         return d->n_messages + d->n_dropped;
@@ -60,5 +69,6 @@ void diag_clear(struct diag *d)
         for (size_t i = 0; i < d->n_messages; i++)
                 free(d->messages[i]);
         free(d->messages);
+        free(d->unreadable);
         *d = (struct diag){ 0 };
 }

@@ -22,6 +22,16 @@ void doctor_check_config(struct doctor *d)
         int r;
 
         r = config_load(d->paths.config_dir, &d->config, &diag);
+        if (r == -EACCES && diag.unreadable) {
+                /* not a verdict: gpreemptd reads it as root */
+                c = doctor_add(d, "configuration", DOCTOR_WARNING,
+                               "the configuration in %s cannot be checked: this user may not read %s, which gpreemptd "
+                               "reads as root",
+                               d->paths.config_dir, diag.unreadable);
+                doctor_advise(c, "run gpreemptctl doctor as root");
+                diag_clear(&diag);
+                return;
+        }
         if (r < 0) {
                 if (r == -EINVAL)
                         c = doctor_add(d, "configuration", DOCTOR_FAILED,

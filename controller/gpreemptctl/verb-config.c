@@ -4,9 +4,7 @@
  * workload matcher, run here without a daemon, so a configuration can be
  * checked before it is installed or reloaded.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <getopt.h>
 #include <json.h>
 #include <stdbool.h>
@@ -30,7 +28,6 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct config *, config_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put);
-DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
 static void print_help(void)
 {
@@ -71,52 +68,6 @@ static struct json_object *diag_json(const struct diag *d)
         for (size_t i = 0; i < d->n_messages; i++)
                 json_object_array_add(a, json_object_new_string(d->messages[i]));
         return a;
-}
-
-/*
- * The first of the files gpreemptd reads (gpreemptd.conf(5): gpreemptd.conf,
- * workloads.d/ and its *.conf) that this user may not read, in *ret_path:
- * returns 1, or 0 when there is none, or -ENOMEM. The daemon reads them as
- * root; verify-config run by another user cannot judge such a file.
- */
-static int find_unreadable(const char *config_dir, char **ret_path)
-{
-        _cleanup_free_ char *main_file = NULL, *dropins = NULL;
-        _cleanup_(closedirp) DIR *dir = NULL;
-        struct dirent *de;
-
-        if (asprintf(&main_file, "%s/gpreemptd.conf", config_dir) < 0) {
-                main_file = NULL;
-                return -ENOMEM;
-        }
-        if (asprintf(&dropins, "%s/workloads.d", config_dir) < 0) {
-                dropins = NULL;
-                return -ENOMEM;
-        }
-        if (access(main_file, R_OK) < 0 && errno == EACCES) {
-                *ret_path = TAKE_PTR(main_file);
-                return 1;
-        }
-        if (access(dropins, R_OK | X_OK) < 0 && errno == EACCES) {
-                *ret_path = TAKE_PTR(dropins);
-                return 1;
-        }
-        dir = opendir(dropins);
-        while (dir && (de = readdir(dir))) {
-                _cleanup_free_ char *path = NULL;
-
-                if (de->d_name[0] == '.' || fnmatch("*.conf", de->d_name, 0) != 0)
-                        continue;
-                if (asprintf(&path, "%s/%s", dropins, de->d_name) < 0) {
-                        path = NULL;
-                        return -ENOMEM;
-                }
-                if (access(path, R_OK) < 0 && errno == EACCES) {
-                        *ret_path = TAKE_PTR(path);
-                        return 1;
-                }
-        }
-        return 0;
 }
 
 /* Judges every workload against the process; returns the one gpreemptd picks (the first match). */
@@ -234,19 +185,15 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
         }
 
         r = config_load(paths.config_dir, &config, &d);
-        if (r < 0 && geteuid() != 0) {
-                _cleanup_free_ char *unreadable = NULL;
-
-                if (find_unreadable(paths.config_dir, &unreadable) > 0) {
-                        exit_code = daemon_fail(json, CTL_EXIT_PRECONDITION, NULL,
-                                                "cannot check the configuration in %s: this user may not read "
-                                                "%s, which gpreemptd reads as root; run verify-config as root",
-                                                paths.config_dir, unreadable);
-                        diag_clear(&d);
-                        process_facts_done(&facts);
-                        paths_done(&paths);
-                        return exit_code;
-                }
+        if (r == -EACCES && d.unreadable) {
+                exit_code = daemon_fail(json, CTL_EXIT_PRECONDITION, NULL,
+                                        "cannot check the configuration in %s: this user may not read %s, which "
+                                        "gpreemptd reads as root; run verify-config as root",
+                                        paths.config_dir, d.unreadable);
+                diag_clear(&d);
+                process_facts_done(&facts);
+                paths_done(&paths);
+                return exit_code;
         }
         result = json_object_new_object();
         json_object_object_add(result, "config_dir", json_object_new_string(paths.config_dir));

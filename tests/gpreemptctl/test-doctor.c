@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -47,6 +48,7 @@ struct fixture {
         char env_strings[4][256];
         const char *env[5];
         struct ctl_result r;
+        uid_t as_uid; /* doctor runs as this user: root unless a test says otherwise */
 };
 
 static int setup(void **state)
@@ -101,7 +103,7 @@ static struct ctl_result *doctor(struct fixture *f, int want_exit, ...)
         while ((args[n] = va_arg(ap, const char *)) != NULL)
                 assert_true(++n < sizeof(args) / sizeof(args[0]));
         va_end(ap);
-        ctl_run(ctl_path, f->env, 0, args, &f->r);
+        ctl_run(ctl_path, f->env, f->as_uid, args, &f->r);
         if (want_exit >= 0 && f->r.exit_code != want_exit)
                 fail_msg("gpreemptctl doctor: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", f->r.exit_code, want_exit,
                          f->r.out, f->r.err);
@@ -250,6 +252,29 @@ static void test_healthy_node_without_daemon(void **state)
         assert_contains(f->r.out, "-> start it with systemctl enable --now gpreemptd.socket");
         if (!host_failed)
                 assert_contains(f->r.out, " 0 failed.");
+}
+
+/* A user who may not read the root-only configuration cannot judge it: a warning that says so, not "not valid". */
+static void test_configuration_unreadable_by_user(void **state)
+{
+        struct fixture *f = *state;
+        struct passwd *nobody = getpwnam("nobody");
+        struct json_object *a;
+        char path[256];
+
+        snprintf(path, sizeof(path), "%s/gpreemptd.conf", f->h.config.dir);
+        assert_int_equal(chmod(f->h.config.dir, 0711), 0);
+        assert_int_equal(chmod(path, 0600), 0);
+        f->as_uid = nobody ? nobody->pw_uid : 65534;
+        a = doctor_json(f, -1);
+        assert_check(a, "configuration", 0, "warning", "this user may not read", "as root");
+        assert_contains(json_object_get_string(json_object_object_get(check_of(a, "configuration", 0), "found")),
+                        "gpreemptd.conf, which gpreemptd reads as root");
+        json_object_put(a);
+        doctor(f, -1, (const char *)NULL);
+        assert_contains(f->r.out, "warning  configuration");
+        f->as_uid = 0;
+        assert_int_equal(chmod(path, 0644), 0);
 }
 
 static void test_process_traced_by_strace(void **state)
@@ -621,6 +646,7 @@ int main(int argc, char **argv)
 {
         const struct CMUnitTest node_tests[] = {
                 T(test_healthy_node_without_daemon),
+                T(test_configuration_unreadable_by_user),
                 T(test_process_traced_by_strace),
                 T(test_daemon_running_and_a_runtime_without_debugging),
                 T(test_stale_daemon_socket),
