@@ -202,12 +202,19 @@ static bool is_kfd_file(int fd)
         struct sockaddr_un peer;
         socklen_t size = sizeof(peer);
         size_t length;
+        int saved_errno = errno;
+        bool found;
 
         if (!server || !preload_socket_inode(fd) || getpeername(fd, (struct sockaddr *)&peer, &size) < 0 ||
-            size <= offsetof(struct sockaddr_un, sun_path))
+            size <= offsetof(struct sockaddr_un, sun_path)) {
+                /* a read or write that then succeeds leaves errno alone */
+                errno = saved_errno;
                 return false;
+        }
         length = strnlen(peer.sun_path, size - offsetof(struct sockaddr_un, sun_path));
-        return length == strlen(server) && memcmp(peer.sun_path, server, length) == 0;
+        found = length == strlen(server) && memcmp(peer.sun_path, server, length) == 0;
+        errno = saved_errno;
+        return found;
 }
 
 /*

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -241,6 +242,45 @@ static void test_read_and_write_fail_and_change_nothing(void **state)
 }
 
 /*
+ * A syscall that succeeds leaves errno as it was: telling a kfd file from
+ * another (a socket that is not connected, or not a socket at all) must
+ * not leave the check's own errno behind.
+ */
+static void test_successful_read_and_write_keep_errno(void **state)
+{
+        char buf[16] = "gpreempt";
+        int sv[2], pipefd[2];
+
+        assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+        errno = EDOM;
+        assert_int_equal(write(pipefd[1], buf, sizeof(buf)), (ssize_t)sizeof(buf));
+        assert_int_equal(errno, EDOM);
+        assert_int_equal(read(pipefd[0], buf, sizeof(buf)), (ssize_t)sizeof(buf));
+        assert_int_equal(errno, EDOM);
+        close(pipefd[0]);
+        close(pipefd[1]);
+
+        /* a datagram socket with no peer (getpeername: ENOTCONN) reads what
+         * was sent to its address */
+        struct sockaddr_un address = { .sun_family = AF_UNIX };
+        socklen_t address_size;
+
+        snprintf(address.sun_path + 1, sizeof(address.sun_path) - 1, "kfdemu-errno-%d", (int)getpid());
+        address_size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(address.sun_path + 1));
+        sv[0] = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        sv[1] = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        assert_true(sv[0] >= 0 && sv[1] >= 0);
+        assert_int_equal(bind(sv[0], (struct sockaddr *)&address, address_size), 0);
+        assert_int_equal(sendto(sv[1], buf, sizeof(buf), 0, (struct sockaddr *)&address, address_size),
+                         (ssize_t)sizeof(buf));
+        errno = EDOM;
+        assert_int_equal(read(sv[0], buf, sizeof(buf)), (ssize_t)sizeof(buf));
+        assert_int_equal(errno, EDOM);
+        close(sv[0]);
+        close(sv[1]);
+}
+
+/*
  * What reaches the file past the preload (stdio's internal calls, a raw
  * syscall) cannot fail as in the kernel (README.md, "Known differences"),
  * but changes nothing either: a write is discarded, a read ends at once.
@@ -386,6 +426,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_proc_dir_follows_open),
                 cmocka_unit_test(test_doorbell_mmap),
                 cmocka_unit_test(test_read_and_write_fail_and_change_nothing),
+                cmocka_unit_test(test_successful_read_and_write_keep_errno),
                 cmocka_unit_test(test_read_and_write_past_the_preload_change_nothing),
                 cmocka_unit_test(test_many_threads_one_fd),
                 cmocka_unit_test(test_thread_exit_closes_its_channel),
