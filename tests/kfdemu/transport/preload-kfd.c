@@ -205,8 +205,10 @@ static bool is_kfd_file(int fd)
         int saved_errno = errno;
         bool found;
 
-        if (!server || !preload_socket_inode(fd) || getpeername(fd, (struct sockaddr *)&peer, &size) < 0 ||
-            size <= offsetof(struct sockaddr_un, sun_path)) {
+        /* getpeername alone: it fails with ENOTSOCK on anything but a
+         * socket, cheaper than an fstat first (docs/benchmarks/kfdemu.md) */
+        if (!server || getpeername(fd, (struct sockaddr *)&peer, &size) < 0 ||
+            size <= offsetof(struct sockaddr_un, sun_path) || peer.sun_family != AF_UNIX) {
                 /* a read or write that then succeeds leaves errno alone */
                 errno = saved_errno;
                 return false;
