@@ -385,29 +385,30 @@ static void connection_update_events(struct connection *c)
 }
 
 /*
- * Handles buffered calls one at a time: the next is looked at only once the
- * previous reply is fully written, so a client that does not read its
- * replies cannot make the daemon queue unbounded output.
+ * Handles at most one buffered call per turn of the loop, and only once the
+ * previous reply is fully written: a client that does not read its replies
+ * cannot make the daemon queue unbounded output, and one that pipelines
+ * calls without replies (oneway, or refused ones of those) cannot hold the
+ * loop with a buffer full of them. connection_update_events() brings the
+ * next call's turn.
  */
 static int process_input(struct connection *c)
 {
-        while (c->out.size == 0 && !c->close_after_flush) {
+        if (c->out.size == 0 && !c->close_after_flush) {
                 char *nul = c->in.size ? memchr(c->in.data, '\0', c->in.size) : NULL;
                 int r;
 
-                if (!nul) {
-                        if (c->in.size >= VARLINK_MESSAGE_MAX) {
-                                r = invalid_parameter(c, "message");
-                                c->close_after_flush = true;
+                if (nul) {
+                        r = handle_message(c, c->in.data, (size_t)(nul - c->in.data));
+                        varlink_buffer_consume(&c->in, (size_t)(nul - c->in.data) + 1);
+                        c->partial_since = 0;
+                        if (r < 0)
                                 return r;
-                        }
-                        break;
-                }
-                r = handle_message(c, c->in.data, (size_t)(nul - c->in.data));
-                varlink_buffer_consume(&c->in, (size_t)(nul - c->in.data) + 1);
-                c->partial_since = 0;
-                if (r < 0)
+                } else if (c->in.size >= VARLINK_MESSAGE_MAX) {
+                        r = invalid_parameter(c, "message");
+                        c->close_after_flush = true;
                         return r;
+                }
         }
         /* only bytes after the last whole message are a partial one: a whole one waits for its turn */
         if (c->in.size > 0 && !c->partial_since && !has_message(c))

@@ -67,6 +67,18 @@ static void method_not_utf8_error(struct varlink_call *call, struct json_object 
         varlink_call_error(call, "Failed", not_utf8());
 }
 
+/* The loop turns in which Turn was called, one entry per call. */
+#define TURNS_MAX 4096
+static uint64_t turns[TURNS_MAX];
+static size_t n_turns;
+
+static void method_turn(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        if (n_turns < TURNS_MAX)
+                sd_event_get_iteration(userdata, &turns[n_turns++]);
+        varlink_call_reply(call, NULL);
+}
+
 static void method_quit(struct varlink_call *call, struct json_object *params, void *userdata)
 {
         sd_event_exit(userdata, 0);
@@ -80,6 +92,7 @@ static const struct varlink_method methods[] = {
         { "NotUtf8", VARLINK_ACCESS_READ, method_not_utf8 },
         { "NotUtf8Error", VARLINK_ACCESS_READ, method_not_utf8_error },
         { "Quit", VARLINK_ACCESS_WRITE, method_quit },
+        { "Turn", VARLINK_ACCESS_READ, method_turn },
 };
 
 static const struct varlink_interface iface = {
@@ -321,6 +334,32 @@ static void test_pipelined_calls(void **state)
         reply_expect(fd, "");
         assert_null(raw_reply(fd, 5000));
         close(fd);
+}
+
+/*
+ * Oneway calls have no reply to wait for, so nothing else paces them: sent
+ * together, they are still handled one per turn of the loop, and a client
+ * cannot hold the loop with a buffer full of them.
+ */
+static void test_pipelined_oneway_calls_take_a_turn_each(void **state)
+{
+        enum { CALLS = 1000 };
+        static const char oneway[] = "{\"method\":\"io.gpreempt.Test.Turn\",\"oneway\":true}";
+        static const char last[] = "{\"method\":\"io.gpreempt.Test.Turn\"}";
+        char *many = malloc(CALLS * sizeof(oneway)), *p = many;
+        int fd = raw_connect();
+
+        assert_non_null(many);
+        for (int i = 0; i < CALLS; i++, p += sizeof(oneway))
+                memcpy(p, oneway, sizeof(oneway));
+        n_turns = 0;
+        raw_send(fd, many, CALLS * sizeof(oneway));
+        call_expect(fd, last, "");
+        free(many);
+        close(fd);
+        assert_int_equal(n_turns, CALLS + 1);
+        for (size_t i = 1; i < n_turns; i++)
+                assert_true(turns[i] > turns[i - 1]);
 }
 
 /*
@@ -709,6 +748,7 @@ int main(void)
                 cmocka_unit_test(test_introspection),
                 cmocka_unit_test(test_dispatch_and_errors),
                 cmocka_unit_test(test_pipelined_calls),
+                cmocka_unit_test(test_pipelined_oneway_calls_take_a_turn_each),
                 cmocka_unit_test(test_replies_are_utf8),
                 cmocka_unit_test(test_connect_to_a_stuck_server),
                 cmocka_unit_test(test_garbage_gets_errors_and_connection_survives),
