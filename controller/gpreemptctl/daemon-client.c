@@ -128,11 +128,14 @@ int daemon_connect_quiet(struct varlink_client **ret_client, struct daemon_failu
                             DAEMON_CALL_TIMEOUT_MS / 1000);
         case -ENOENT:
         case -ECONNREFUSED:
-                return fail(f, CTL_EXIT_PRECONDITION, NULL,
-                            "cannot connect to %s: is gpreemptd running? start it with "
-                            "systemctl start gpreemptd (a daemon with another RuntimeDirectory= "
-                            "is found through $GPREEMPT_RUNTIME_DIR)",
-                            path);
+                fail(f, CTL_EXIT_PRECONDITION, NULL,
+                     "cannot connect to %s: is gpreemptd running? start it with "
+                     "systemctl start gpreemptd (a daemon with another RuntimeDirectory= "
+                     "is found through $GPREEMPT_RUNTIME_DIR)",
+                     path);
+                /* no socket at all; a stale one (ECONNREFUSED) is left by a daemon that died */
+                f->not_running = r == -ENOENT;
+                return CTL_EXIT_PRECONDITION;
         case -EACCES:
         case -EPERM:
                 return fail(f, CTL_EXIT_PRECONDITION, NULL,
@@ -347,6 +350,8 @@ static int call(struct varlink_client *c, const char *method, struct json_object
 {
         _cleanup_free_ char *full = NULL;
 
+        if (strchr(method, '.'))
+                return varlink_client_call(c, method, params, DAEMON_CALL_TIMEOUT_MS, ret_reply, ret_error);
         if (asprintf(&full, API_QUALIFIED("%s"), method) < 0)
                 return -ENOMEM;
         return varlink_client_call(c, full, params, DAEMON_CALL_TIMEOUT_MS, ret_reply, ret_error);

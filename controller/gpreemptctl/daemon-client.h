@@ -32,6 +32,7 @@ enum daemon_access {
 struct daemon_failure {
         char *sentence;      /* printable (printable.h); NULL when out of memory */
         char *varlink_error; /* the error the daemon answered; NULL when none */
+        bool not_running;    /* the socket does not exist: no daemon was started (or another RuntimeDirectory=) */
 };
 
 void daemon_failure_done(struct daemon_failure *f);
@@ -48,7 +49,8 @@ int daemon_connect(bool json, struct varlink_client **ret_client);
 int daemon_connect_quiet(struct varlink_client **ret_client, struct daemon_failure *failure);
 
 /*
- * Calls io.gpreempt.<method>. On success returns 0 and the reply's parameters
+ * Calls io.gpreempt.<method>, or method itself when it is fully named
+ * (org.varlink.service.GetInfo). On success returns 0 and the reply's parameters
  * in *ret_reply (NULL allowed: dropped). On a transport or daemon error prints
  * the explained error as daemon_connect() does and returns the ctl_exit code.
  * A connection closed unanswered is told apart by a second one: the daemon

@@ -14,7 +14,6 @@
 #include <json.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -89,39 +88,34 @@ void doctor_check_daemon(struct doctor *d)
 {
         _cleanup_(varlink_client_freep) struct varlink_client *client = NULL;
         _cleanup_(daemon_failure_done) struct daemon_failure failure = { 0 };
-        _cleanup_free_ char *path = NULL, *error = NULL;
         struct json_object *info = NULL, *status = NULL;
         struct doctor_check *c;
         const char *version;
-        struct stat st;
         int r;
 
-        if (daemon_socket_path(&path) < 0) {
-                d->out_of_memory = true;
-                return;
-        }
-        if (stat(path, &st) < 0 && errno == ENOENT) {
+        r = daemon_connect_quiet(&client, &failure);
+        if (r != 0 && failure.not_running) {
+                _cleanup_free_ char *path = NULL;
+
+                /* the node may be ready for a daemon not started yet: say how to start it at every boot */
+                if (daemon_socket_path(&path) < 0) {
+                        d->out_of_memory = true;
+                        return;
+                }
                 c = doctor_add(d, "daemon", DOCTOR_WARNING, "gpreemptd is not running: %s does not exist", path);
                 doctor_advise(c, "start it with systemctl enable --now gpreemptd.socket gpreemptd.service (a daemon "
                                  "with another RuntimeDirectory= is found through $GPREEMPT_RUNTIME_DIR)");
                 return;
         }
-
-        r = daemon_connect_quiet(&client, &failure);
         if (r != 0) {
                 add_failure(d, r, &failure, "cannot connect to gpreemptd");
                 return;
         }
 
         /* GetInfo is answered to anyone: whether the daemon's loop serves at all */
-        r = varlink_client_call(client, VARLINK_SERVICE_INTERFACE ".GetInfo", NULL, DAEMON_CALL_TIMEOUT_MS, &info,
-                                &error);
-        if (r < 0 || error) {
-                c = doctor_add(d, "daemon", DOCTOR_FAILED, "gpreemptd accepted the connection but %s%s",
-                               r < 0 ? "GetInfo failed: " : "answered GetInfo with the error ",
-                               r < 0 ? strerror(-r) : error);
-                doctor_advise(c, "see journalctl -u gpreemptd, and restart it (systemctl restart gpreemptd)");
-                json_object_put(info);
+        r = daemon_call_quiet(client, VARLINK_SERVICE_INTERFACE ".GetInfo", NULL, DAEMON_READ, 0, &info, &failure);
+        if (r != 0) {
+                add_failure(d, r, &failure, "gpreemptd accepted the connection but GetInfo failed");
                 return;
         }
         version = string_of(info, "version") ?: "(no version)";
