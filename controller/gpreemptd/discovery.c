@@ -178,7 +178,12 @@ static int list_processes(struct discovery *d, pid_t **ret_pids, size_t *ret_n)
                 log_notice("No KFD on this node (%s is missing: amdgpu is not loaded, or there is no AMD GPU); "
                            "nothing to manage until it appears", d->kfd_root);
         else if (r != -ENOENT && d->kfd_missing)
-                log_notice("KFD appeared (%s): managing the processes that use it", d->kfd_root);
+                /* Under the shipped unit, DeviceAllow=/dev/kfd was resolved when the
+                 * service started, without the node: opens of it are then refused
+                 * until a restart (the unit file's comment). */
+                log_notice("KFD appeared (%s): managing the processes that use it. Under gpreemptd.service, "
+                           "restart it (systemctl restart gpreemptd) so that its device rules include /dev/kfd",
+                           d->kfd_root);
         d->kfd_missing = r == -ENOENT;
         return 0;
 }
