@@ -7,9 +7,11 @@
  * write it answers itself, as amdkfd has neither.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -267,3 +269,24 @@ NO_READ_WRITE(pwritev2, (int fd, const struct iovec *iov, int n, off_t offset, i
               (fd, iov, n, offset, flags))
 NO_READ_WRITE(pwritev64v2, (int fd, const struct iovec *iov, int n, off64_t offset, int flags),
               (fd, iov, n, offset, flags))
+
+/*
+ * kfd_fops has no poll either: fs/eventpoll.c: do_epoll_ctl refuses a
+ * target without one (!file_can_poll) with EPERM, whatever the op, once
+ * both fds resolve and after the event was copied in (kfd-interface.md
+ * §10). The socket would be accepted, and report itself readable at once.
+ */
+PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+{
+        if (is_kfd_file(fd)) {
+                if (op != EPOLL_CTL_DEL && !event) {
+                        errno = EFAULT;
+                        return -1;
+                }
+                if (fcntl(epfd, F_GETFD) < 0)
+                        return -1; /* EBADF, as fdget(epfd) */
+                errno = EPERM;
+                return -1;
+        }
+        return REAL(epoll_ctl)(epfd, op, fd, event);
+}

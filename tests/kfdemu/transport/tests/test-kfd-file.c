@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -242,6 +244,43 @@ static void test_read_and_write_fail_and_change_nothing(void **state)
 }
 
 /*
+ * kfd_fops has no poll: epoll_ctl refuses the file with EPERM, whatever the
+ * op (kfd-interface.md §10); poll(2) answers DEFAULT_POLLMASK. An
+ * application's own socket is added as ever.
+ */
+static void test_epoll_refuses_the_file(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+        int epfd = epoll_create1(EPOLL_CLOEXEC);
+        struct epoll_event event = { .events = EPOLLIN };
+        struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
+        int sv[2];
+
+        assert_true(epfd >= 0);
+        errno = 0;
+        assert_int_equal(epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event), -1);
+        assert_int_equal(errno, EPERM);
+        assert_int_equal(epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event), -1);
+        assert_int_equal(errno, EPERM);
+        assert_int_equal(epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL), -1);
+        assert_int_equal(errno, EPERM);
+        /* fdget(epfd) comes first */
+        assert_int_equal(epoll_ctl(-1, EPOLL_CTL_ADD, fd, &event), -1);
+        assert_int_equal(errno, EBADF);
+
+        assert_int_equal(poll(&pfd, 1, 0), 1);
+        assert_int_equal(pfd.revents & (POLLIN | POLLOUT), POLLIN | POLLOUT);
+        assert_int_equal(kfd_test_get_version(fd), 0);
+
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(epoll_ctl(epfd, EPOLL_CTL_ADD, sv[0], &event), 0);
+        close(sv[0]);
+        close(sv[1]);
+        close(epfd);
+        close(fd);
+}
+
+/*
  * A syscall that succeeds leaves errno as it was: telling a kfd file from
  * another (a socket that is not connected, or not a socket at all) must
  * not leave the check's own errno behind.
@@ -427,6 +466,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_doorbell_mmap),
                 cmocka_unit_test(test_read_and_write_fail_and_change_nothing),
                 cmocka_unit_test(test_successful_read_and_write_keep_errno),
+                cmocka_unit_test(test_epoll_refuses_the_file),
                 cmocka_unit_test(test_read_and_write_past_the_preload_change_nothing),
                 cmocka_unit_test(test_many_threads_one_fd),
                 cmocka_unit_test(test_thread_exit_closes_its_channel),
