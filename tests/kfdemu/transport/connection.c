@@ -328,11 +328,6 @@ static int dispatch(struct connection *c, const void *buf, size_t size)
 {
         uint32_t type;
 
-        /* A file says nothing after OPEN: this is its application writing to
-         * /dev/kfd past the preload (stdio, a raw syscall). amdkfd has no
-         * write, so it changes nothing (kfd-interface.md §10). */
-        if (c->kind == CONNECTION_FILE)
-                return 0;
         if (size > KFDEMU_MSG_MAX)
                 return -EMSGSIZE;
         if (size < sizeof(type))
@@ -347,7 +342,7 @@ static int dispatch(struct connection *c, const void *buf, size_t size)
                         return handle_hello(c, buf);
                 return -EBADMSG;
         case CONNECTION_FILE:
-                break;                   /* discarded above */
+                return 0;                /* never reached: file_drain discards its records */
         case CONNECTION_CHANNEL:
                 if (type == KFDEMU_MSG_INTERRUPTED && IS_MSG(kfdemu_msg_interrupted, size))
                         return handle_interrupted(c);
@@ -399,23 +394,61 @@ static bool client_hung_up(int fd)
         return poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
+/*
+ * What a file's socket brings after OPEN is its application writing to
+ * /dev/kfd past the preload (stdio, a raw syscall): amdkfd has no write,
+ * so it changes nothing (kfd-interface.md §10), and the kernel fails such
+ * a write without taking any lock. Discarded here without the node's lock,
+ * so that a raw writer does not delay other processes' calls. Returns
+ * true when the client's end is closed (or dead): the file is released.
+ */
+static bool file_drain(int fd)
+{
+        char buf[64];
+
+        /* A bounded batch: a client streaming writes cannot hold the loop. */
+        for (int i = 0; i < 16; i++) {
+                ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return false;
+                /* an empty record is a write of 0 bytes, not a close */
+                if (n > 0 || (n == 0 && !client_hung_up(fd)))
+                        continue;
+                return true;
+        }
+        return false;
+}
+
 static int on_connection_ready(sd_event_source *source, int fd, uint32_t revents, void *userdata)
 {
         struct connection *c = userdata;
         struct kfdemu_server *server = c->server;
         uint64_t buf[KFDEMU_MSG_MAX / sizeof(uint64_t) + 1];
 
+        /* c->kind changes only on this thread (dispatch) */
+        if (c->kind == CONNECTION_FILE) {
+                if (file_drain(fd)) {
+                        /* EOF (the client's last reference closed) or a dead peer. */
+                        pthread_mutex_lock(&server->node.lock);
+                        connection_free(c);
+                        server_resume_accepting(server);
+                        pthread_mutex_unlock(&server->node.lock);
+                }
+                return 0;
+        }
+
         pthread_mutex_lock(&server->node.lock);
         /* A bounded batch: a client streaming garbage cannot hold the loop. */
         for (int i = 0; i < 16; i++) {
+                /* became a file (OPEN): what follows is drained unlocked
+                 * at the next wake-up */
+                if (c->kind == CONNECTION_FILE)
+                        break;
                 ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         break;
                 if (server->trace_fd >= 0)
                         server->received_ns = monotonic_ns();
-                /* a file's empty record is a write of 0 bytes past the preload: discarded (dispatch) */
-                if (n == 0 && c->kind == CONNECTION_FILE && !client_hung_up(fd))
-                        continue;
                 if (n <= 0) {
                         /* EOF (the client's last reference closed) or a dead peer. */
                         connection_free(c);
