@@ -93,7 +93,7 @@ static int receive_message(struct varlink_client *c, int timeout_ms, size_t *ret
         int64_t deadline = now_ms() + timeout_ms;
 
         for (;;) {
-                char *nul = c->in.size ? memchr(c->in.data, '\0', c->in.size) : NULL;
+                char *nul = varlink_buffer_find_nul(&c->in);
                 struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
                 char chunk[16384];
                 int64_t left;
@@ -101,7 +101,7 @@ static int receive_message(struct varlink_client *c, int timeout_ms, size_t *ret
                 int r;
 
                 if (nul) {
-                        *ret_len = (size_t)(nul - c->in.data);
+                        *ret_len = (size_t)(nul - varlink_buffer_head(&c->in));
                         return 0;
                 }
                 if (c->in.size >= VARLINK_MESSAGE_MAX)
@@ -145,7 +145,7 @@ int varlink_client_call(struct varlink_client *c, const char *method, struct jso
         r = varlink_buffer_append_json(&out, call);
         json_object_put(call);
         if (r >= 0)
-                r = send_all(c->fd, out.data, out.size);
+                r = send_all(c->fd, varlink_buffer_head(&out), out.size);
         varlink_buffer_done(&out);
         if (r < 0)
                 return r;
@@ -153,7 +153,7 @@ int varlink_client_call(struct varlink_client *c, const char *method, struct jso
         r = receive_message(c, timeout_ms, &len);
         if (r < 0)
                 return r;
-        r = varlink_parse_message(c->in.data, len, &reply);
+        r = varlink_parse_message(varlink_buffer_head(&c->in), len, &reply);
         varlink_buffer_consume(&c->in, len + 1);
         if (r < 0)
                 return r;

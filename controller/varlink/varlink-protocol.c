@@ -8,17 +8,39 @@
 
 #include "utf8.h"
 
+/* Moves the held bytes to the front of the allocation. */
+static void buffer_compact(struct varlink_buffer *b)
+{
+        if (b->start == 0)
+                return;
+        memmove(b->data, b->data + b->start, b->size);
+        b->start = 0;
+}
+
 int varlink_buffer_append(struct varlink_buffer *b, const void *data, size_t len)
 {
+        size_t want;
         char *grown;
 
         if (len > b->limit || b->size > b->limit - len)
                 return -ENOBUFS;
-        grown = realloc(b->data, b->size + len);
-        if (!grown)
-                return -ENOMEM;
-        memcpy(grown + b->size, data, len);
-        b->data = grown;
+        if (len == 0)
+                return 0;
+        if (b->allocated - b->start - b->size < len) {
+                buffer_compact(b);
+                if (b->allocated - b->size < len) {
+                        /* doubling keeps appends in small pieces from copying the whole buffer each time */
+                        want = b->allocated < b->limit / 2 ? b->allocated * 2 : b->limit;
+                        if (want < b->size + len)
+                                want = b->size + len;
+                        grown = realloc(b->data, want);
+                        if (!grown)
+                                return -ENOMEM;
+                        b->data = grown;
+                        b->allocated = want;
+                }
+        }
+        memcpy(b->data + b->start + b->size, data, len);
         b->size += len;
         return 0;
 }
@@ -26,20 +48,37 @@ int varlink_buffer_append(struct varlink_buffer *b, const void *data, size_t len
 void varlink_buffer_consume(struct varlink_buffer *b, size_t len)
 {
         if (len >= b->size) {
-                free(b->data);
-                b->data = NULL;
-                b->size = 0;
+                varlink_buffer_done(b);
                 return;
         }
-        memmove(b->data, b->data + len, b->size - len);
+        b->start += len;
         b->size -= len;
+        /* past the NUL found, nothing is known of the bytes after it */
+        b->scanned = b->scanned > len ? b->scanned - len : 0;
+        if (b->start > b->size)
+                buffer_compact(b);
+}
+
+char *varlink_buffer_find_nul(struct varlink_buffer *b)
+{
+        char *head, *nul;
+
+        if (b->scanned >= b->size)
+                return NULL;
+        head = varlink_buffer_head(b);
+        nul = memchr(head + b->scanned, '\0', b->size - b->scanned);
+        b->scanned = nul ? (size_t)(nul - head) : b->size;
+        return nul;
 }
 
 void varlink_buffer_done(struct varlink_buffer *b)
 {
         free(b->data);
         b->data = NULL;
+        b->start = 0;
         b->size = 0;
+        b->allocated = 0;
+        b->scanned = 0;
 }
 
 int varlink_buffer_append_json(struct varlink_buffer *b, struct json_object *message)

@@ -24,17 +24,35 @@ struct json_object;
 #define VARLINK_ERROR_METHOD_NOT_IMPLEMENTED "org.varlink.service.MethodNotImplemented"
 #define VARLINK_ERROR_INVALID_PARAMETER "org.varlink.service.InvalidParameter"
 
-/* A growable byte buffer that refuses to grow past its limit. */
+/*
+ * A growable byte buffer that refuses to hold more than its limit. Its bytes
+ * are the size bytes at varlink_buffer_head(); consumed ones before them are
+ * moved away only once they outnumber the rest, so taking pipelined messages
+ * off the front one at a time costs each byte a bounded number of moves.
+ */
 struct varlink_buffer {
-        char *data;
-        size_t size;
-        size_t limit;
+        char *data;       /* the allocation */
+        size_t start;     /* consumed bytes at its front */
+        size_t size;      /* bytes held, from start */
+        size_t allocated;
+        size_t limit;     /* bytes it may hold */
+        size_t scanned;   /* the first bytes held known to have no NUL */
 };
+
+static inline char *varlink_buffer_head(const struct varlink_buffer *b)
+{
+        return b->data + b->start;
+}
 
 /* Appends; returns 0 or -ENOBUFS past the limit, -ENOMEM. */
 int varlink_buffer_append(struct varlink_buffer *b, const void *data, size_t len);
 /* Drops the first len bytes. */
 void varlink_buffer_consume(struct varlink_buffer *b, size_t len);
+/*
+ * The first NUL held, the end of the first whole message, or NULL: bytes
+ * looked at by an earlier call are not looked at again.
+ */
+char *varlink_buffer_find_nul(struct varlink_buffer *b);
 void varlink_buffer_done(struct varlink_buffer *b);
 
 /* Serialises a message and appends it, with its NUL, to b. */

@@ -366,9 +366,9 @@ out:
 }
 
 /* Whether a whole message waits in the input: calls sent together (pipelined) are read together. */
-static bool has_message(const struct connection *c)
+static bool has_message(struct connection *c)
 {
-        return c->in.size > 0 && memchr(c->in.data, '\0', c->in.size);
+        return varlink_buffer_find_nul(&c->in);
 }
 
 static void connection_update_events(struct connection *c)
@@ -395,12 +395,14 @@ static void connection_update_events(struct connection *c)
 static int process_input(struct connection *c)
 {
         if (c->out.size == 0 && !c->close_after_flush) {
-                char *nul = c->in.size ? memchr(c->in.data, '\0', c->in.size) : NULL;
+                char *nul = varlink_buffer_find_nul(&c->in);
                 int r;
 
                 if (nul) {
-                        r = handle_message(c, c->in.data, (size_t)(nul - c->in.data));
-                        varlink_buffer_consume(&c->in, (size_t)(nul - c->in.data) + 1);
+                        size_t len = (size_t)(nul - varlink_buffer_head(&c->in));
+
+                        r = handle_message(c, varlink_buffer_head(&c->in), len);
+                        varlink_buffer_consume(&c->in, len + 1);
                         c->partial_since = 0;
                         if (r < 0)
                                 return r;
@@ -420,7 +422,7 @@ static int process_input(struct connection *c)
 static int flush_output(struct connection *c)
 {
         while (c->out.size > 0) {
-                ssize_t n = send(c->fd, c->out.data, c->out.size, MSG_DONTWAIT | MSG_NOSIGNAL);
+                ssize_t n = send(c->fd, varlink_buffer_head(&c->out), c->out.size, MSG_DONTWAIT | MSG_NOSIGNAL);
 
                 if (n < 0) {
                         if (errno == EINTR)

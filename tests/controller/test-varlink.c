@@ -363,6 +363,60 @@ static void test_pipelined_oneway_calls_take_a_turn_each(void **state)
 }
 
 /*
+ * The buffer calls are taken from: messages come off the front one at a
+ * time without the rest being moved each time, the NUL search finds each
+ * message's end however the bytes arrived, and the limit counts only the
+ * bytes held.
+ */
+static void test_buffer(void **state)
+{
+        enum { MESSAGES = 100 };
+        struct varlink_buffer b = { .limit = 64 * 8 };
+        char message[8] = "message", *nul;
+        size_t held;
+
+        for (int i = 0; i < 64; i++) {
+                message[6] = (char)('0' + i % 10);
+                assert_int_equal(varlink_buffer_append(&b, message, sizeof(message)), 0);
+        }
+        assert_int_equal(varlink_buffer_append(&b, "x", 1), -ENOBUFS);
+        /* taking one off the front of many moves nothing */
+        varlink_buffer_consume(&b, sizeof(message));
+        assert_ptr_equal(varlink_buffer_head(&b), b.data + sizeof(message));
+        /* and makes room for as many bytes */
+        assert_int_equal(varlink_buffer_append(&b, "message", sizeof(message)), 0);
+        varlink_buffer_done(&b);
+
+        /* pieces of messages in, whole ones out, in order, across compactions */
+        for (int i = 0, taken = 0; taken < MESSAGES;) {
+                if (i < MESSAGES) {
+                        bool whole = varlink_buffer_find_nul(&b);
+
+                        message[6] = (char)('0' + i % 10);
+                        assert_int_equal(varlink_buffer_append(&b, message, 3), 0);
+                        assert_true((varlink_buffer_find_nul(&b) != NULL) == whole);
+                        assert_int_equal(varlink_buffer_append(&b, message + 3, sizeof(message) - 3), 0);
+                        i++;
+                }
+                /* two appended for each taken, until all are in */
+                if (i < MESSAGES && i % 2)
+                        continue;
+                nul = varlink_buffer_find_nul(&b);
+                assert_non_null(nul);
+                assert_ptr_equal(nul, varlink_buffer_find_nul(&b));
+                assert_int_equal(nul - varlink_buffer_head(&b), sizeof(message) - 1);
+                assert_int_equal(varlink_buffer_head(&b)[6], '0' + taken % 10);
+                held = b.size;
+                varlink_buffer_consume(&b, sizeof(message));
+                assert_int_equal(b.size, held - sizeof(message));
+                taken++;
+        }
+        assert_int_equal(b.size, 0);
+        assert_null(varlink_buffer_find_nul(&b));
+        varlink_buffer_done(&b);
+}
+
+/*
  * A method may pass on text that is not UTF-8 (a tracer's name, a command
  * line, a configuration file); the reply is still JSON a strict reader
  * takes, with each byte that is not UTF-8 written as \xNN and everything
@@ -745,6 +799,7 @@ static void test_one_user_cannot_lock_others_out(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_buffer),
                 cmocka_unit_test(test_introspection),
                 cmocka_unit_test(test_dispatch_and_errors),
                 cmocka_unit_test(test_pipelined_calls),
