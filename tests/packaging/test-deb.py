@@ -12,8 +12,8 @@ TAP output; run by meson test:
    copied for each) boots under systemd-nspawn, its systemd as PID 1.
 3. Installed there without /dev/kfd: nothing starts, the units are enabled,
    the files are where the units and man pages say, and purging removes them.
-4. README.md's "On a GPU node" commands, run as written (sudo dropped: the
-   test is root) on the emulated node (kfdemu from BUILD_DIR, as in
+4. README.md's "On a GPU node" commands, run as written (those with sudo as
+   root, sudo dropped; any other as nobody) on the emulated node (kfdemu from BUILD_DIR, as in
    tests/systemd): the online service makes gpreemptd suspend the offline
    job; the undo commands leave nothing suspended.
 """
@@ -21,6 +21,7 @@ import argparse
 import glob
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -115,9 +116,34 @@ def fenced_block(readme, marker):
     return block[block.index("\n") + 1:block.index("```")]
 
 
-def as_root(commands):
-    """The block as root runs it (no sudo), stopping at the first failure."""
-    return "set -e\n" + re.sub(r"^sudo ", "", commands, flags=re.M)
+def commands_of(block):
+    """The block's commands: each line, a here-document kept with its command."""
+    commands, lines = [], block.splitlines()
+    while lines:
+        command = lines.pop(0)
+        heredoc = re.search(r"<<-?\s*'?\"?(\w+)", command)
+        if heredoc:
+            while lines:
+                line = lines.pop(0)
+                command += "\n" + line
+                if line == heredoc.group(1):
+                    break
+        if command.strip():
+            commands.append(command)
+    return commands
+
+
+def as_operator(block):
+    """The block as an operator without root runs it, stopping at the first
+    failure: a command with sudo runs as root (sudo dropped, the test is root),
+    one without as nobody, so a command that needs root must say sudo."""
+    script = ["set -e"]
+    for command in commands_of(block):
+        if command.startswith("sudo "):
+            script.append(command[len("sudo "):])
+        else:
+            script.append("runuser -u nobody -- sh -c %s" % shlex.quote(command))
+    return "\n".join(script) + "\n"
 
 
 def test_install_without_kfd(c):
@@ -166,14 +192,17 @@ def test_readme_on_node(c, readme):
     on = node.start_app("inference", "serve.py", "--continuous --kernel-us 1000")
     # the operator's shell on the emulated node: its /dev/kfd is kfdemu's
     shell = "".join("export %s=%s\n" % kv for kv in node.env.items())
-    rc, out, err = c.run(shell + as_root(fenced_block(readme, "node-quickstart")), timeout=180, cwd="/debs/src")
+    rc, out, err = c.run(shell + as_operator(fenced_block(readme, "node-quickstart")), timeout=180, cwd="/debs/src")
     check("README 'On a GPU node': every command succeeds", rc == 0, out[-3000:] + err[-3000:])
     summary = re.search(r"^\d+ ok, .*failed\.$", out, flags=re.M)
     check("... gpreemptctl doctor finds nothing failed on the emulated node (%s)"
           % (summary.group(0) if summary else "no summary"), summary and " 0 failed" in summary.group(0),
           out[:3000])
-    check("... its last gpreemptctl status lists both jobs by the README's workload names",
-          "inference" in out and "training" in out, out[-2000:])
+    workloads = wait_for(lambda: [(status_process(c, pid) or {}).get("workload") for pid in (on, off)]
+                         == ["inference", "training"], 10)
+    check("... gpreemptd then gives each job its README workload (inference, training): %s"
+          % [(status_process(c, pid) or {}).get("workload") for pid in (on, off)], workloads,
+          out[-2000:])
     suspended = wait_for(lambda: (status_gpu(c) or {}).get("offline_suspended"), 10)
     held = node.progress("training", 1.0)
     c.out("systemctl stop inference")
@@ -184,7 +213,7 @@ def test_readme_on_node(c, readme):
           suspended and resumed and held_back(held, 1.0, free, 1.0), str(status_process(c, off)))
     node.start_app("inference2", "serve.py", "--continuous --kernel-us 1000")
     wait_for(lambda: (status_gpu(c) or {}).get("offline_suspended"), 10)
-    rc, out, err = c.run(shell + as_root(fenced_block(readme, "node-undo")), timeout=120, cwd="/debs/src")
+    rc, out, err = c.run(shell + as_operator(fenced_block(readme, "node-undo")), timeout=120, cwd="/debs/src")
     moved = node.progress("training", 0.5)
     check("README's undo commands succeed and leave nothing suspended (%d kernels in 0.5 s)" % moved,
           rc == 0 and moved >= 20 and c.run("test -e /usr/sbin/gpreemptd")[0] != 0,
