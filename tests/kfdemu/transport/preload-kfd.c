@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -289,4 +290,39 @@ PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event
                 return -1;
         }
         return REAL(epoll_ctl)(epfd, op, fd, event);
+}
+
+/*
+ * Nor splice_read or splice_write: splice and sendfile to or from
+ * /dev/kfd fail with EINVAL once both fds resolve (kfd-interface.md §10).
+ * The socket would be spliced (or read at its end).
+ */
+static bool splice_refused(int kfd_side, int other)
+{
+        if (!is_kfd_file(kfd_side))
+                return false;
+        if (fcntl(other, F_GETFD) >= 0)
+                errno = EINVAL; /* else EBADF, as fdget */
+        return true;
+}
+
+PRELOAD_EXPORT ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len, unsigned int flags)
+{
+        if (splice_refused(fd_in, fd_out) || splice_refused(fd_out, fd_in))
+                return -1;
+        return REAL(splice)(fd_in, off_in, fd_out, off_out, len, flags);
+}
+
+PRELOAD_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+        if (splice_refused(in_fd, out_fd) || splice_refused(out_fd, in_fd))
+                return -1;
+        return REAL(sendfile)(out_fd, in_fd, offset, count);
+}
+
+PRELOAD_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
+{
+        if (splice_refused(in_fd, out_fd) || splice_refused(out_fd, in_fd))
+                return -1;
+        return REAL(sendfile64)(out_fd, in_fd, offset, count);
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -281,6 +282,36 @@ static void test_epoll_refuses_the_file(void **state)
 }
 
 /*
+ * Nor splice_read or splice_write: splice and sendfile to or from the file
+ * fail with EINVAL (kfd-interface.md §10), and change nothing.
+ */
+static void test_splice_and_sendfile_fail(void **state)
+{
+        int fd = open_kfd(O_RDWR | O_CLOEXEC);
+        int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int pipefd[2];
+
+        assert_true(null_fd >= 0);
+        assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+        assert_int_equal(write(pipefd[1], "gpreempt", 8), 8);
+        assert_einval(splice(fd, NULL, pipefd[1], NULL, 8, 0));
+        assert_einval(splice(pipefd[0], NULL, fd, NULL, 8, 0));
+        assert_einval(sendfile(fd, null_fd, NULL, 8));
+        assert_einval(sendfile(null_fd, fd, NULL, 8));
+        errno = 0;
+        assert_int_equal(sendfile(-1, fd, NULL, 8), -1);
+        assert_int_equal(errno, EBADF);
+        /* the pipe still holds what was written */
+        char buf[8];
+        assert_int_equal(read(pipefd[0], buf, sizeof(buf)), 8);
+        assert_int_equal(kfd_test_get_version(fd), 0);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        close(null_fd);
+        close(fd);
+}
+
+/*
  * A syscall that succeeds leaves errno as it was: telling a kfd file from
  * another (a socket that is not connected, or not a socket at all) must
  * not leave the check's own errno behind.
@@ -467,6 +498,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_read_and_write_fail_and_change_nothing),
                 cmocka_unit_test(test_successful_read_and_write_keep_errno),
                 cmocka_unit_test(test_epoll_refuses_the_file),
+                cmocka_unit_test(test_splice_and_sendfile_fail),
                 cmocka_unit_test(test_read_and_write_past_the_preload_change_nothing),
                 cmocka_unit_test(test_many_threads_one_fd),
                 cmocka_unit_test(test_thread_exit_closes_its_channel),
