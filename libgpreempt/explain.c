@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -373,14 +374,18 @@ static bool in_child_pid_namespace(void)
         return stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != PROC_PID_INIT_INO;
 }
 
-/* Whether CAP_SYS_PTRACE is in this thread's effective set (/proc/self/status CapEff, in hex). */
+/*
+ * Whether CAP_SYS_PTRACE is in this thread's effective set: capget(2) of pid
+ * 0 is the calling thread, where /proc/self/status is the main thread's.
+ */
 static bool has_cap_sys_ptrace(void)
 {
-        _cleanup_free_ char *caps = NULL;
+        struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
 
-        if (proc_status_field(0, "CapEff", &caps) < 0)
+        if (syscall(SYS_capget, &header, data) < 0)
                 return false;
-        return (strtoull(caps, NULL, 16) >> CAP_SYS_PTRACE) & 1;
+        return (data[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective & CAP_TO_MASK(CAP_SYS_PTRACE)) != 0;
 }
 
 static void query_kfd_version(uint32_t *ret_major, uint32_t *ret_minor)
@@ -421,14 +426,17 @@ GP_EXPORT int gp_explain(const struct gp_explain_opts *opts, char **ret_sentence
                 if (proc_status_field(facts.pid, "NSpid", &target_nspid) >= 0 &&
                     nspid_nested(target_nspid))
                         facts.target_nspid = target_nspid;
-                if (proc_stat_read(facts.pid, &target) >= 0) {
+                /* only attach sentences tell of the target's state, and the daemon explains failed
+                 * suspensions from its real-time loop */
+                if (facts.op == GP_OP_ATTACH && proc_stat_read(facts.pid, &target) >= 0) {
                         facts.target_state = target.state;
                         facts.target_threads = target.threads;
                         facts.target_parent = target.parent;
                         facts.target_kernel_thread = target.flags & PF_KTHREAD;
                 }
         }
-        facts.caller_has_cap_sys_ptrace = has_cap_sys_ptrace();
+        if (facts.op == GP_OP_ATTACH)
+                facts.caller_has_cap_sys_ptrace = has_cap_sys_ptrace();
         facts.caller_in_child_pid_namespace = in_child_pid_namespace();
         facts.sched_policy = read_sched_policy();
 

@@ -2,9 +2,11 @@
 #include "proc-status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 
@@ -64,19 +66,38 @@ int proc_status_field(pid_t pid, const char *key, char **ret_value)
         return -ENOENT;
 }
 
+/* /proc/<pid>/stat is one line of a few hundred bytes (fs/proc/array.c: do_task_stat). */
+#define PROC_STAT_MAX 1024
+
 int proc_stat_read(pid_t pid, struct proc_stat *ret_stat)
 {
-        _cleanup_free_ char *line = NULL;
+        _cleanup_close_ int fd = -1;
         struct proc_stat st = { 0 };
-        char path[64], *after_comm;
-        int parent, r;
+        char path[64], text[PROC_STAT_MAX + 1], *after_comm;
+        size_t len = 0;
+        int parent;
 
         proc_path(path, sizeof(path), pid, "stat");
-        r = read_first_line(path, &line);
-        if (r < 0)
-                return r;
-        /* the command name is in parentheses and may hold anything, ')' included */
-        after_comm = strrchr(line, ')');
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NEG_ERRNO();
+        while (len < PROC_STAT_MAX) {
+                ssize_t n = read(fd, text + len, PROC_STAT_MAX - len);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return NEG_ERRNO();
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        if (len == 0)
+                return -ENODATA;
+        text[len] = '\0';
+        /* the command name is in parentheses and may hold anything, ')' and '\n' (PR_SET_NAME) included:
+         * the whole file is read, and the last ')' ends it */
+        after_comm = strrchr(text, ')');
         if (!after_comm)
                 return -EBADMSG;
         /* fields 3 (state), 4 (ppid), 9 (flags) and 20 (num_threads) */

@@ -6,10 +6,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "explain.h"
+#include "proc-status.h"
 
 static struct explain_facts facts(int error, enum gp_op op)
 {
@@ -220,6 +223,26 @@ static void test_unknown_error_still_says_something(void **state)
         expect(&f, (const char *[]){ "4242", "No space left", NULL });
 }
 
+/*
+ * A process names itself what it likes (PR_SET_NAME): a newline in the name
+ * does not end /proc/<pid>/stat early, nor does a ')' end the name.
+ */
+static void test_stat_of_a_name_with_newline(void **state)
+{
+        char name[16] = { 0 };
+        struct proc_stat st;
+        int r;
+
+        assert_int_equal(prctl(PR_GET_NAME, name), 0);
+        assert_int_equal(prctl(PR_SET_NAME, "a)\n) Z 1 2 3"), 0);
+        r = proc_stat_read(0, &st);
+        assert_int_equal(prctl(PR_SET_NAME, name), 0);
+        assert_int_equal(r, 0);
+        assert_int_equal(st.state, 'R');
+        assert_int_equal(st.parent, getppid());
+        assert_int_equal(st.threads, 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -241,6 +264,7 @@ int main(void)
                 cmocka_unit_test(test_wrong_thread),
                 cmocka_unit_test(test_no_queues),
                 cmocka_unit_test(test_unknown_error_still_says_something),
+                cmocka_unit_test(test_stat_of_a_name_with_newline),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
