@@ -11,21 +11,34 @@
 
 #include "cleanup.h"
 
-static int read_bounded(const char *path, char **ret, size_t *ret_len)
+int process_facts_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
-        size_t len = 0;
+        size_t len = 0, size = 0;
 
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? -ESRCH : NEG_ERRNO();
-        buf = malloc(PROCESS_FACT_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (len < PROCESS_FACT_MAX) {
-                ssize_t n = read(fd, buf + len, PROCESS_FACT_MAX - len);
+        for (;;) {
+                ssize_t n;
 
+                /* grown as it fills: most files are small, /proc/<pid>/maps can run to megabytes */
+                if (len == size) {
+                        size_t grown_size = size ? size * 2 : 4096;
+                        char *grown;
+
+                        if (size >= max)
+                                break;
+                        if (grown_size > max)
+                                grown_size = max;
+                        grown = realloc(buf, grown_size + 1);
+                        if (!grown)
+                                return -ENOMEM;
+                        buf = grown;
+                        size = grown_size;
+                }
+                n = read(fd, buf + len, size - len);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -35,29 +48,37 @@ static int read_bounded(const char *path, char **ret, size_t *ret_len)
                         break;
                 len += (size_t)n;
         }
+        if (!buf && !(buf = malloc(1)))
+                return -ENOMEM;
         buf[len] = '\0';
         *ret = TAKE_PTR(buf);
-        *ret_len = len;
+        if (ret_len)
+                *ret_len = len;
         return 0;
 }
 
-static int read_uid(const char *proc_root, pid_t pid, uid_t *ret)
+/* The real uid, and the tracer (-1 when the line is not there or not a number: unknown). */
+static int read_status(const char *proc_root, pid_t pid, uid_t *ret_uid, pid_t *ret_tracer)
 {
         _cleanup_free_ char *path = NULL, *status = NULL;
         unsigned long uid;
-        size_t len;
+        int tracer;
         char *line;
         int r;
 
         if (asprintf(&path, "%s/%d/status", proc_root, (int)pid) < 0)
                 return -ENOMEM;
-        r = read_bounded(path, &status, &len);
+        r = process_facts_read_file(path, PROCESS_FACT_MAX, &status, NULL);
         if (r < 0)
                 return r;
         line = strstr(status, "\nUid:");
         if (!line || sscanf(line + 5, "%lu", &uid) != 1)
                 return -EIO;
-        *ret = (uid_t)uid;
+        line = strstr(status, "\nTracerPid:");
+        if (!line || sscanf(line + strlen("\nTracerPid:"), "%d", &tracer) != 1 || tracer < 0)
+                tracer = -1;
+        *ret_uid = (uid_t)uid;
+        *ret_tracer = tracer;
         return 0;
 }
 
@@ -70,7 +91,7 @@ static int read_cmdline(const char *proc_root, pid_t pid, char **ret)
 
         if (asprintf(&path, "%s/%d/cmdline", proc_root, (int)pid) < 0)
                 return -ENOMEM;
-        r = read_bounded(path, &buf, &len);
+        r = process_facts_read_file(path, PROCESS_FACT_MAX, &buf, &len);
         if (r < 0)
                 return r;
         while (len > 0 && buf[len - 1] == '\0')
@@ -94,7 +115,7 @@ static int read_cgroup(const char *proc_root, pid_t pid, char **ret)
 
         if (asprintf(&path, "%s/%d/cgroup", proc_root, (int)pid) < 0)
                 return -ENOMEM;
-        r = read_bounded(path, &buf, &len);
+        r = process_facts_read_file(path, PROCESS_FACT_MAX, &buf, &len);
         if (r < 0)
                 return r;
         for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -112,7 +133,7 @@ static int read_cgroup(const char *proc_root, pid_t pid, char **ret)
         return 0;
 }
 
-static int read_exe(const char *proc_root, pid_t pid, char **ret)
+int process_facts_read_exe(const char *proc_root, pid_t pid, char **ret)
 {
         _cleanup_free_ char *path = NULL;
         char target[PATH_MAX];
@@ -140,8 +161,8 @@ int process_facts_read(const char *proc_root, pid_t pid, struct process_facts *r
         struct process_facts p = { .pid = pid };
         int r;
 
-        if ((r = read_uid(proc_root, pid, &p.uid)) < 0 || (r = read_cmdline(proc_root, pid, &p.cmdline)) < 0 ||
-            (r = read_cgroup(proc_root, pid, &p.cgroup)) < 0 || (r = read_exe(proc_root, pid, &p.exe)) < 0) {
+        if ((r = read_status(proc_root, pid, &p.uid, &p.tracer)) < 0 || (r = read_cmdline(proc_root, pid, &p.cmdline)) < 0 ||
+            (r = read_cgroup(proc_root, pid, &p.cgroup)) < 0 || (r = process_facts_read_exe(proc_root, pid, &p.exe)) < 0) {
                 process_facts_done(&p);
                 return r;
         }

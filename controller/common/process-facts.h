@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <stddef.h>
 #include <sys/types.h>
 
 /* /proc/<pid>/cmdline and /cgroup are bounded by the kernel, but not small. */
@@ -13,6 +14,7 @@
 struct process_facts {
         pid_t pid;
         uid_t uid;       /* real uid */
+        pid_t tracer;    /* TracerPid: 0 when not traced, -1 when the status does not say */
         char *exe;       /* NULL when the link cannot be read (kernel thread, gone) */
         char *cmdline;   /* arguments joined by single spaces; "" for none */
         char *cgroup;    /* the unified-hierarchy path, e.g. /system.slice/x.service */
@@ -21,3 +23,12 @@ struct process_facts {
 /* Returns 0, -ESRCH if the process is gone, or another -errno. */
 int process_facts_read(const char *proc_root, pid_t pid, struct process_facts *ret);
 void process_facts_done(struct process_facts *p);
+
+/*
+ * A /proc file whole, NUL-terminated, cut at max bytes, in *ret (and its
+ * length in *ret_len, which may be NULL). Returns 0, -ESRCH if the process is
+ * gone, -ENOMEM, or another -errno.
+ */
+int process_facts_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* The /proc/<pid>/exe link, " (deleted)" dropped, in *ret: NULL when it cannot be read. Returns 0 or -ENOMEM. */
+int process_facts_read_exe(const char *proc_root, pid_t pid, char **ret);

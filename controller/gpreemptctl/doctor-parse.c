@@ -52,26 +52,6 @@ int doctor_parse_int(const char *text, long long *ret_value)
         return 0;
 }
 
-int doctor_parse_tracer_pid(const char *status, pid_t *ret_pid)
-{
-        static const char key[] = "TracerPid:";
-
-        for (const char *line = status; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-                const char *p = line + strlen(key);
-                unsigned long long v;
-
-                if (strncmp(line, key, strlen(key)) != 0)
-                        continue;
-                p += strspn(p, " \t");
-                /* pid_max is at most 2^22 (PID_MAX_LIMIT) */
-                if (!scan_unsigned(&p, INT_MAX, &v) || (*p != '\n' && *p != '\0'))
-                        return -EINVAL;
-                *ret_pid = (pid_t)v;
-                return 0;
-        }
-        return -ENOENT;
-}
-
 int doctor_parse_lockdown(const char *text, char *ret_mode, size_t size)
 {
         const char *open = strchr(text, '['), *close = open ? strchr(open, ']') : NULL;

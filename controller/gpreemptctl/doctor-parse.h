@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The text the doctor reads from /proc and /sys, parsed: a file holding one
- * number, a process's TracerPid, the lockdown mode, and which ROCm a process
+ * number, the lockdown mode, and which ROCm a process
  * has mapped. Pure functions over a NUL-terminated buffer, so that
  * tests/fuzz/fuzz-doctor can feed them anything a process or the kernel
  * could put there.
@@ -14,9 +14,6 @@
 
 /* "2\n", "-1": an optional minus, decimal digits, at most one newline. Returns 0 or -EINVAL/-ERANGE. */
 int doctor_parse_int(const char *text, long long *ret_value);
-
-/* The TracerPid: line of /proc/<pid>/status. Returns 0, or -ENOENT when there is none, -EINVAL when malformed. */
-int doctor_parse_tracer_pid(const char *status, pid_t *ret_pid);
 
 /*
  * /sys/kernel/security/lockdown: "[none] integrity confidentiality", the

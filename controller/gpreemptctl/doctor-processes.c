@@ -15,9 +15,7 @@
 #include "doctor.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <json.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,61 +74,12 @@ static void copy_cut(char *dst, size_t size, const char *src)
         dst[n] = '\0';
 }
 
-/* The whole file (NUL-terminated, cut at max); -errno. */
-static int read_text(const char *path, size_t max, char **ret)
+/* The base name of an executable's path, "" for none. */
+static const char *base_name(const char *exe)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, size = 0;
-
-        if (fd < 0)
-                return -errno;
-        for (;;) {
-                ssize_t n;
-
-                if (len + 1 >= size) {
-                        char *grown;
-
-                        if (size >= max)
-                                break;
-                        size = size ? size * 2 : 65536;
-                        grown = realloc(buf, size);
-                        if (!grown)
-                                return -ENOMEM;
-                        buf = grown;
-                }
-                n = read(fd, buf + len, size - len - 1);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-        }
-        if (!buf && !(buf = malloc(1)))
-                return -ENOMEM;
-        buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
-/* The base name of /proc/<pid>/exe, "" when it cannot be read. */
-static void exe_name(const struct doctor *d, pid_t pid, char *buf, size_t size)
-{
-        char path[PATH_MAX], target[PATH_MAX];
-        ssize_t n;
-
-        buf[0] = '\0';
-        if (qf_pathf(path, sizeof(path), "%s/%d/exe", d->paths.proc_root, (int)pid) < 0)
-                return;
-        n = readlink(path, target, sizeof(target) - 1);
-        if (n <= 0)
-                return;
-        target[n] = '\0';
-        if (n > 10 && strcmp(target + n - 10, " (deleted)") == 0)
-                target[n - 10] = '\0';
-        copy_cut(buf, size, strrchr(target, '/') ? strrchr(target, '/') + 1 : target);
+        if (!exe)
+                return "";
+        return strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
 }
 
 static void comm_of(const struct doctor *d, pid_t pid, char *buf, size_t size)
@@ -146,21 +95,21 @@ static void comm_of(const struct doctor *d, pid_t pid, char *buf, size_t size)
         snprintf(buf, size, "%s", text);
 }
 
-static void read_tracer(const struct doctor *d, struct process_view *v)
+static void read_tracer(const struct doctor *d, const struct process_facts *facts, struct process_view *v)
 {
-        _cleanup_free_ char *status = NULL;
-        char path[PATH_MAX], exe[NAME_MAX + 1];
+        _cleanup_free_ char *exe = NULL;
+        const char *name;
 
-        if (qf_pathf(path, sizeof(path), "%s/%d/status", d->paths.proc_root, (int)v->pid) < 0 ||
-            read_text(path, 65536, &status) < 0 || doctor_parse_tracer_pid(status, &v->tracer) < 0)
-                v->tracer = -1;
+        v->tracer = facts ? facts->tracer : -1;
         if (v->tracer <= 0)
                 return;
         comm_of(d, v->tracer, v->tracer_name, sizeof(v->tracer_name));
-        exe_name(d, v->tracer, exe, sizeof(exe));
-        v->tracer_is_gpreemptd = strcmp(exe, "gpreemptd") == 0 || strcmp(v->tracer_name, "gpreemptd") == 0;
+        if (process_facts_read_exe(d->paths.proc_root, v->tracer, &exe) < 0)
+                exe = NULL;
+        name = base_name(exe);
+        v->tracer_is_gpreemptd = strcmp(name, "gpreemptd") == 0 || strcmp(v->tracer_name, "gpreemptd") == 0;
         if (!v->tracer_name[0])
-                copy_cut(v->tracer_name, sizeof(v->tracer_name), exe[0] ? exe : "another process");
+                copy_cut(v->tracer_name, sizeof(v->tracer_name), name[0] ? name : "another process");
 }
 
 /* gpreemptd's Status entry for the process, or NULL. */
@@ -280,7 +229,7 @@ static void judge_runtime(const struct doctor *d, struct json_object *entry, str
         }
         r = qf_pathf(path, sizeof(path), "%s/%d/maps", d->paths.proc_root, (int)v->pid);
         if (r >= 0)
-                r = read_text(path, MAPS_MAX, &maps);
+                r = process_facts_read_file(path, MAPS_MAX, &maps, NULL);
         if (r < 0) {
                 runtime_said(v, SUSPENDABLE_UNKNOWN, "run gpreemptctl doctor as root",
                              "its ROCm runtime is unknown: %s cannot be read (%s)", path, strerror(-r));
@@ -371,7 +320,6 @@ static void check_process(struct doctor *d, pid_t pid)
         struct process_facts facts = { 0 };
         struct process_view v = { .pid = pid };
         struct json_object *entry = daemon_entry(d, pid);
-        char exe[NAME_MAX + 1];
         bool have_facts;
         int r;
 
@@ -386,8 +334,7 @@ static void check_process(struct doctor *d, pid_t pid)
         } else {
                 comm_of(d, pid, v.command, sizeof(v.command));
         }
-        exe_name(d, pid, exe, sizeof(exe));
-        if (strcmp(exe, "gpreemptd") == 0) {
+        if (have_facts && strcmp(base_name(facts.exe), "gpreemptd") == 0) {
                 struct doctor_check *c = doctor_add(d, "process", DOCTOR_OK, "'%s': gpreemptd itself", v.command);
 
                 if (c)
@@ -396,7 +343,7 @@ static void check_process(struct doctor *d, pid_t pid)
                 return;
         }
         classify(d, entry, have_facts ? &facts : NULL, &v);
-        read_tracer(d, &v);
+        read_tracer(d, have_facts ? &facts : NULL, &v);
         judge_runtime(d, entry, &v);
         report(d, &v);
         process_facts_done(&facts);

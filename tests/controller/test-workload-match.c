@@ -72,6 +72,7 @@ static void test_facts_and_first_match_wins(void **state)
         assert_string_equal(p.cmdline, "/usr/bin/python3 serve.py --port 8080");
         assert_string_equal(p.cgroup, "/system.slice/docker-deadbeef12345678.scope/inner");
         assert_int_equal(p.uid, 0);
+        assert_int_equal(p.tracer, -1); /* a status without TracerPid: unknown, not a failure */
 
         assert_false(workload_match(&c->workloads[0], &p, &reason));
         assert_non_null(strstr(reason, "MatchPID=999"));
