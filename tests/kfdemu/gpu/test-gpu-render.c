@@ -374,6 +374,46 @@ static void test_removed_process_leaves_no_trace(void **state)
         assert_int_equal(entries, 0);
 }
 
+/* kfd_init() -> kfd_procfs_init(): proc/ exists from module load, empty
+ * until a process opens /dev/kfd. A node of its own, with no process. */
+static void test_proc_exists_at_load(void **state)
+{
+        struct emu_node *node = calloc(1, sizeof(*node));
+        char path[PATH_MAX + 64], cmd[PATH_MAX + 16];
+        struct dirent *de;
+        struct stat st;
+        unsigned entries = 0;
+        DIR *dir;
+
+        assert_non_null(node);
+        snprintf(node->cfg.root, sizeof(node->cfg.root), "/tmp/kfdemu-gpu-render-load-%d", (int)getpid());
+        assert_int_equal(mkdir(node->cfg.root, 0700), 0);
+        pthread_mutex_init(&node->lock, NULL);
+        node->n_gpus = 1;
+        node->cfg.n_gpus = 1;
+        node->gpus[0].node = node;
+        emu_gpu_config_default(0, &node->gpus[0].cfg);
+        assert_null(node->processes);
+        /* renders the topology (emu_render_topology), as at module load */
+        assert_int_equal(emu_gpu_start(node), 0);
+
+        snprintf(path, sizeof(path), "%s/sys/class/kfd/kfd/proc", node->cfg.root);
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        dir = opendir(path);
+        assert_non_null(dir);
+        while ((de = readdir(dir)))
+                entries += de->d_name[0] != '.';
+        closedir(dir);
+        assert_int_equal(entries, 0);
+
+        emu_gpu_stop(node);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", node->cfg.root);
+        assert_int_equal(system(cmd), 0);
+        pthread_mutex_destroy(&node->lock);
+        free(node);
+}
+
 static void test_topology(void **state)
 {
         struct fixture *fx = *state;
@@ -408,6 +448,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_destroyed_queue_leaves_sysfs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_removed_process_leaves_no_trace, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_topology, setup, teardown),
+                cmocka_unit_test(test_proc_exists_at_load),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
