@@ -131,17 +131,28 @@ class Container:
 BUILD_MOUNT = "/opt/gpreempt-build"
 
 
-def build_bind(build):
-    return "--bind-ro=%s:%s" % (build, BUILD_MOUNT)
+def node_options(build):
+    """The nspawn options a container standing in for a node needs."""
+    return [
+        # gpreemptd.service keeps CAP_PERFMON for its breakpoints; nspawn
+        # leaves it out of a container unless asked.
+        "--capability=CAP_PERFMON",
+        # nspawn's own seccomp filter, which a node does not have, refuses
+        # these two (@debug) unless asked: the daemon's breakpoints and
+        # kfdemu's copy of a debugger's event fd need them.
+        "--system-call-filter=perf_event_open pidfd_getfd",
+        # kfdemu and its preload
+        "--bind-ro=%s:%s" % (build, BUILD_MOUNT)]
 
 
 class EmulatedNode:
     """kfdemu inside a container, standing in for the GPU, and the
-    emulated applications that use it. The container binds the build
-    directory with build_bind()."""
+    emulated applications that use it. The container was started with
+    node_options()."""
 
     def __init__(self, c):
         self.c = c
+        self.free_rate = 0  # an offline job's kernels a second when nothing holds it
         build = self.build = BUILD_MOUNT
         self.env = {
             "LD_PRELOAD": os.path.join(build, "tests/kfdemu/transport/libkfdemu-preload.so"),
@@ -184,10 +195,48 @@ class EmulatedNode:
         rc, out, _ = self.c.run("wc -l < /run/apps/%s" % unit)
         return int(out) if rc == 0 and out.strip() else 0
 
-    def progress(self, unit, seconds):
+    def progress(self, unit, seconds=1.0):
+        """Kernels unit dispatched in seconds. kfdemu-app's dispatch file is
+        fully buffered (lines arrive some hundred at a time): give it 1 s."""
         before = self.dispatches(unit)
         time.sleep(seconds)
         return self.dispatches(unit) - before
+
+    def hold_and_release(self, offline, online):
+        """The offline unit's kernels in 1 s while the online unit has work,
+        then, once it is stopped and gpreemptd resumed the offline queues, in
+        1 s: (suspended, held, resumed, free). The free rate is kept
+        (free_rate) to compare later measurements with."""
+        suspended = wait_for(lambda: (status_gpu(self.c) or {}).get("offline_suspended"), 10)
+        held = self.progress(offline, 1.0)
+        self.c.out("systemctl stop %s" % online)
+        resumed = wait_for(lambda: not (status_gpu(self.c) or {}).get("offline_suspended", True), 10)
+        free = self.progress(offline, 1.0)
+        self.free_rate = free / 1.0
+        return suspended, held, resumed, free
+
+    def runs_freely(self, unit):
+        """(kernels in 1 s, whether that is at least half the free rate):
+        a held job still makes about a tenth of it."""
+        moved = self.progress(unit, 1.0)
+        return moved, self.free_rate >= 20 and moved >= 0.5 * self.free_rate
+
+
+def suspend_attached(c, pid):
+    """gpreemptctl suspend pid once gpreemptd has attached it (after a
+    restart the new instance attaches anew)."""
+    if not wait_for(lambda: (status_process(c, pid) or {}).get("attached"), 10, step=0.2):
+        raise RuntimeError("gpreemptd did not attach %d: %s" % (pid, json.dumps(status_process(c, pid))))
+    c.out("gpreemptctl suspend %d" % pid)
+
+
+def missing_man_pages(c, units, mandir, suffix=""):
+    """(the man: pages the units' Documentation= names, those not installed
+    under mandir as manN/page.N<suffix>)."""
+    docs = c.out("systemctl show -p Documentation --value %s" % " ".join(units)).split()
+    pages = [d.strip('"')[4:] for d in docs if d.strip('"').startswith("man:")]
+    missing = [p for p in pages if c.run("test -f %s/man%s/%s.%s%s" % (mandir, p[-2], p[:-3], p[-2], suffix))[0]]
+    return pages, missing
 
 
 def daemon_status(c):
