@@ -12,7 +12,6 @@
 
 #include "cleanup.h"
 #include "detector.h"
-#include "discovery.h"
 #include "held-session.h"
 #include "log.h"
 #include "manager.h"
@@ -204,7 +203,7 @@ static void method_status(struct varlink_call *call, struct json_object *params,
                 json_object_array_add(gpus, gpu_json(m, &m->gpus[i]));
         json_object_object_add(reply, "processes", procs);
         json_object_object_add(reply, "gpus", gpus);
-        json_object_object_add(reply, "kfd_present", json_object_new_boolean(discovery_kfd_present(m->discovery)));
+        json_object_object_add(reply, "kfd_present", json_object_new_boolean(manager_kfd_present(m)));
         json_object_object_add(reply, "workloads", json_object_new_int64((int64_t)m->config->n_workloads));
         json_object_object_add(reply, "reloads", json_object_new_int64((int64_t)m->reloads));
         json_object_object_add(reply, "uptime_usec", json_object_new_int64((int64_t)(manager_now(m) - m->started_us)));

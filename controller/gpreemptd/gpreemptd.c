@@ -18,7 +18,6 @@
 
 #include "api.h"
 #include "cleanup.h"
-#include "discovery.h"
 #include "config.h"
 #include "log.h"
 #include "manager.h"
@@ -135,6 +134,10 @@ static void notify_status(struct manager *m)
 {
         size_t online = 0, offline = 0, suspended = 0;
 
+        if (!manager_kfd_present(m)) {
+                sd_notify(false, "STATUS=No KFD on this node (amdgpu not loaded, or no AMD GPU): nothing to manage");
+                return;
+        }
         for (size_t i = 0; i < m->n_processes; i++)
                 if (m->processes[i]->managed && m->processes[i]->class == WORKLOAD_CLASS_ONLINE)
                         online++;
@@ -142,10 +145,6 @@ static void notify_status(struct manager *m)
                         offline++;
         for (size_t i = 0; i < m->n_gpus; i++)
                 suspended += m->gpus[i].policy.suspended;
-        if (!discovery_kfd_present(m->discovery)) {
-                sd_notify(false, "STATUS=No KFD on this node (amdgpu not loaded, or no AMD GPU): nothing to manage");
-                return;
-        }
         sd_notifyf(false, "STATUS=%zu online and %zu offline processes, offline work suspended on %zu of %zu GPUs",
                    online, offline, suspended, m->n_gpus);
 }

@@ -33,6 +33,11 @@ uint64_t manager_now(const struct manager *m)
         return now;
 }
 
+bool manager_kfd_present(const struct manager *m)
+{
+        return discovery_kfd_present(m->discovery);
+}
+
 struct tracked_process *manager_find_process(struct manager *m, pid_t pid)
 {
         for (size_t i = 0; i < m->n_processes; i++)

@@ -96,6 +96,8 @@ int manager_start(struct manager *m);
 int manager_reload(struct manager *m, struct diag *diag);
 
 uint64_t manager_now(const struct manager *m);
+/* Whether the node has a KFD (amdgpu loaded, an AMD GPU): without one there is nothing to manage. */
+bool manager_kfd_present(const struct manager *m);
 struct tracked_process *manager_find_process(struct manager *m, pid_t pid);
 
 /* Sets p's class by hand (gpreemptctl register) or back to the configuration's. */
