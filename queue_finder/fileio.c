@@ -75,6 +75,26 @@ int qf_read_file(const char *path, char *buf, size_t size, size_t *ret_len)
         return 0;
 }
 
+int qf_read_s64(const char *path, int64_t *ret)
+{
+        char buf[64];
+        size_t len;
+        int r = qf_read_file(path, buf, sizeof(buf), &len);
+        if (r < 0)
+                return r;
+        struct qf_scan s = qf_scan_init(buf, len);
+        bool negative = QF_SCAN_LIT(&s, "-");
+        uint64_t v;
+        if (!qf_scan_dec(&s, negative ? (uint64_t) INT64_MAX + 1 : (uint64_t) INT64_MAX, &v))
+                return -EBADMSG;
+        QF_SCAN_LIT(&s, "\n");
+        if (!qf_scan_at_end(&s))
+                return -EBADMSG;
+        /* -(INT64_MAX + 1) computed without overflowing */
+        *ret = negative ? -(int64_t) (v - 1) - 1 : (int64_t) v;
+        return 0;
+}
+
 int qf_read_u64(const char *path, uint64_t *ret)
 {
         char buf[64];

@@ -48,3 +48,5 @@ int qf_read_file(const char *path, char *buf, size_t size, size_t *ret_len);
 /* A decimal unsigned value, optionally followed by one newline (procfs queue
  * attributes have none, most sysfs attributes have one). */
 int qf_read_u64(const char *path, uint64_t *ret);
+/* The same with an optional minus sign (/proc/sys/kernel/perf_event_paranoid can be -1). */
+int qf_read_s64(const char *path, int64_t *ret);

@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "doctor-parse.h"
-#include "fileio.h"
 
 /* amdgpu_drv.c: KFD_SCHED_POLICY_HWS, _HWS_NO_OVERSUBSCRIPTION, _NO_HWS. */
 #define SCHED_POLICY_HWS 0
@@ -25,16 +23,10 @@
 /* The parameter's value; -errno when it cannot be read or is not a number. */
 static int read_parameter(const struct doctor *d, const char *name, long long *ret_value)
 {
-        char path[PATH_MAX], text[64];
-        size_t len;
-        int r;
+        char relative[NAME_MAX + 64], path[PATH_MAX];
 
-        r = qf_pathf(path, sizeof(path), "%s/module/amdgpu/parameters/%s", d->paths.sysfs_root, name);
-        if (r >= 0)
-                r = qf_read_file(path, text, sizeof(text), &len);
-        if (r >= 0)
-                r = doctor_parse_int(text, ret_value);
-        return r;
+        snprintf(relative, sizeof(relative), "module/amdgpu/parameters/%s", name);
+        return doctor_read_number(d->paths.sysfs_root, relative, path, sizeof(path), ret_value);
 }
 
 /* A parameter that is not there: amdgpu is not loaded, or too old or new to have it. */

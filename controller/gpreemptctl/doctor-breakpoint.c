@@ -18,8 +18,6 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "doctor-parse.h"
-#include "fileio.h"
 
 /*
  * kernel/events/core.c perf_event_open: a breakpoint that excludes the
@@ -37,17 +35,12 @@ static volatile uint64_t watched;
 
 static void check_paranoid(struct doctor *d)
 {
-        char path[PATH_MAX], text[32];
+        char path[PATH_MAX];
         struct doctor_check *c;
         long long level;
-        size_t len;
         int r;
 
-        r = qf_pathf(path, sizeof(path), "%s/sys/kernel/perf_event_paranoid", d->paths.proc_root);
-        if (r >= 0)
-                r = qf_read_file(path, text, sizeof(text), &len);
-        if (r >= 0)
-                r = doctor_parse_int(text, &level);
+        r = doctor_read_number(d->paths.proc_root, "sys/kernel/perf_event_paranoid", path, sizeof(path), &level);
         if (r == -ENOENT) {
                 c = doctor_add(d, "perf-paranoid", DOCTOR_WARNING,
                                "%s does not exist: this kernel has no perf events, so gpreemptd polls online queues",

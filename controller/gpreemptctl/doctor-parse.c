@@ -7,49 +7,19 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool is_digit(char c)
-{
-        return c >= '0' && c <= '9';
-}
+#include "scan.h"
 
-/* Decimal digits at *p, at most max; advances *p past them. Returns false when there are none or too many. */
-static bool scan_unsigned(const char **p, unsigned long long max, unsigned long long *ret)
+/* Decimal digits in [*p, end), at most max; advances *p past them. Returns false when there are none or too many. */
+static bool scan_dec(const char **p, const char *end, uint64_t max, unsigned long long *ret)
 {
-        unsigned long long v = 0;
-        const char *s = *p;
+        struct qf_scan s = qf_scan_init(*p, (size_t)(end - *p));
+        uint64_t v;
 
-        if (!is_digit(*s))
+        if (!qf_scan_dec(&s, max, &v))
                 return false;
-        for (; is_digit(*s); s++) {
-                unsigned digit = (unsigned)(*s - '0');
-
-                if (v > (max - digit) / 10)
-                        return false;
-                v = v * 10 + digit;
-        }
-        *p = s;
+        *p = s.p;
         *ret = v;
         return true;
-}
-
-int doctor_parse_int(const char *text, long long *ret_value)
-{
-        const char *p = text;
-        unsigned long long v;
-        bool negative = *p == '-';
-
-        if (negative)
-                p++;
-        if (!is_digit(*p))
-                return -EINVAL;
-        if (!scan_unsigned(&p, (unsigned long long)LLONG_MAX, &v))
-                return -ERANGE;
-        if (*p == '\n')
-                p++;
-        if (*p != '\0')
-                return -EINVAL;
-        *ret_value = negative ? -(long long)v : (long long)v;
-        return 0;
 }
 
 int doctor_parse_lockdown(const char *text, char *ret_mode, size_t size)
@@ -96,10 +66,10 @@ static enum rocm_library library_of(const char *base, size_t len, const char **r
 static bool scan_version(const char *s, const char *end, unsigned long long *ret_major,
                          unsigned long long *ret_minor)
 {
-        if (s >= end || !scan_unsigned(&s, 1000, ret_major) || s >= end || *s != '.')
+        if (s >= end || !scan_dec(&s, end, 1000, ret_major) || s >= end || *s != '.')
                 return false;
         s++;
-        return s < end && scan_unsigned(&s, 1000, ret_minor) && s <= end;
+        return s < end && scan_dec(&s, end, 1000, ret_minor);
 }
 
 /* ".MAJOR.MINOR" at the start of s. */
@@ -131,7 +101,7 @@ static bool version_of(const char *path, size_t len, unsigned *ret_major, unsign
                 p += strspn(p, "0123456789");
                 if (major == 1 && p < end && *p == '.') {
                         p++;
-                        if (scan_unsigned(&p, 999999, &patch) && patch >= 10000) {
+                        if (scan_dec(&p, end, 999999, &patch) && patch >= 10000) {
                                 *ret_major = (unsigned)(patch / 10000);
                                 *ret_minor = (unsigned)(patch / 100 % 100);
                                 return true;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The text the doctor reads from /proc and /sys, parsed: a file holding one
- * number, the lockdown mode, and which ROCm a process
- * has mapped. Pure functions over a NUL-terminated buffer, so that
+ * The text the doctor reads from /proc and /sys, parsed: the lockdown mode,
+ * and which ROCm a process has mapped (a file holding one number is
+ * queue_finder's qf_read_s64, through doctor_read_number()). Pure functions over a NUL-terminated buffer, so that
  * tests/fuzz/fuzz-doctor can feed them anything a process or the kernel
  * could put there.
  */
@@ -11,9 +11,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
-
-/* "2\n", "-1": an optional minus, decimal digits, at most one newline. Returns 0 or -EINVAL/-ERANGE. */
-int doctor_parse_int(const char *text, long long *ret_value);
 
 /*
  * /sys/kernel/security/lockdown: "[none] integrity confidentiality", the

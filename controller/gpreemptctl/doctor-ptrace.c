@@ -16,8 +16,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "doctor-parse.h"
-#include "fileio.h"
 
 /* security/yama/yama_lsm.c */
 #define YAMA_SCOPE_DISABLED 0
@@ -38,15 +36,12 @@ static bool has_capability(int cap)
 
 static void check_ptrace_scope(struct doctor *d, bool sys_ptrace)
 {
-        char path[PATH_MAX], text[32];
+        char path[PATH_MAX];
         struct doctor_check *c;
         long long scope;
-        size_t len;
         int r;
 
-        r = qf_pathf(path, sizeof(path), "%s/sys/kernel/yama/ptrace_scope", d->paths.proc_root);
-        if (r >= 0)
-                r = qf_read_file(path, text, sizeof(text), &len);
+        r = doctor_read_number(d->paths.proc_root, "sys/kernel/yama/ptrace_scope", path, sizeof(path), &scope);
         if (r == -ENOENT) {
                 doctor_add(d, "ptrace-scope", DOCTOR_OK,
                            "Yama is not active (%s does not exist): the usual ptrace permissions apply, which root "
@@ -54,8 +49,6 @@ static void check_ptrace_scope(struct doctor *d, bool sys_ptrace)
                            path);
                 return;
         }
-        if (r >= 0)
-                r = doctor_parse_int(text, &scope);
         if (r < 0) {
                 c = doctor_add(d, "ptrace-scope", DOCTOR_WARNING, "cannot read %s: %s", path, strerror(-r));
                 doctor_advise(c, "check kernel.yama.ptrace_scope (sysctl kernel.yama.ptrace_scope); 3 forbids "

@@ -70,6 +70,15 @@ void doctor_print_text(const struct doctor *d);
 void doctor_print_json(const struct doctor *d);
 void doctor_done(struct doctor *d);
 
+/*
+ * The number (an optional minus, decimal digits, at most one newline) in
+ * root/relative, whose path is written into ret_path for the caller's
+ * sentence (doctor-files.c). Returns 0, -ENOENT when the file does not exist,
+ * -EBADMSG when it holds no such number, or another -errno.
+ */
+int doctor_read_number(const char *root, const char *relative, char *ret_path, size_t path_size,
+                       long long *ret_value);
+
 /* The checks, in the order verb-doctor.c runs them (doctor-*.c). */
 void doctor_check_kfd(struct doctor *d);         /* doctor-kfd.c: /dev/kfd and its version */
 void doctor_check_amdgpu(struct doctor *d);      /* doctor-amdgpu.c: sched_policy, cwsr_enable, preemption timeout */
