@@ -6,6 +6,7 @@ systemd runs on the host, so machinectl and systemctl -M cannot reach it).
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,7 +36,14 @@ class Tap:
         sys.exit(0 if all(ok for _, ok, _ in self.results) else 1)
 
 
-def wait_for(predicate, timeout, step=0.05):
+def exit_on_sigterm():
+    """meson test ends a test that timed out with SIGTERM, which would end
+    Python without its finally clauses; the container, in a session of its
+    own, would outlive it. Make SIGTERM an exit that runs them."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def wait_for(predicate, timeout, step=0.2):
     """Poll until predicate() is true (returned); None after timeout."""
     deadline = time.monotonic() + timeout
     while True:
@@ -51,7 +59,7 @@ def require_root_and_tools(tap, tools):
     if os.geteuid() != 0:
         tap.finish("runs as root: it boots a container (systemd-nspawn)")
     for tool in tools:
-        if subprocess.run(["sh", "-c", "command -v " + tool], capture_output=True).returncode != 0:
+        if not shutil.which(tool):
             tap.finish("%s is missing: scripts/setup installs what the tests need" % tool)
 
 
@@ -72,13 +80,18 @@ class Container:
         cmd += ["-b", "systemd.firstboot=off"] + list(kernel_args)
         self.nspawn = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
                                        stderr=subprocess.STDOUT, start_new_session=True)
-        self.pid1 = wait_for(self._find_pid1, 20)
-        if not self.pid1:
-            raise RuntimeError("systemd-nspawn started no systemd (see %s)" % log_path)
-        booted = wait_for(lambda: self.run("systemctl is-system-running")[1].strip()
-                          in ("running", "degraded"), 30, step=0.2)
-        if not booted:
-            raise RuntimeError("the container did not finish booting")
+        try:
+            self.pid1 = wait_for(self._find_pid1, 20, step=0.05)
+            if not self.pid1:
+                raise RuntimeError("systemd-nspawn started no systemd (see %s)" % log_path)
+            booted = wait_for(lambda: self.run("systemctl is-system-running")[1].strip()
+                              in ("running", "degraded"), 30)
+            if not booted:
+                raise RuntimeError("the container did not finish booting")
+        except BaseException:
+            # the caller gets no container to stop
+            self.stop()
+            raise
 
     def _find_pid1(self):
         for entry in os.listdir("/proc"):
@@ -171,7 +184,8 @@ class EmulatedNode:
         run = os.path.join(self.build, "tests/kfdemu/transport/kfdemu-run")
         self.c.out("systemd-run -q --unit=kfdemu -E KFDEMU_PRELOAD=%s %s --root /run/kfdemu --gpus 1 -- "
                    "sleep infinity" % (self.env["LD_PRELOAD"], run))
-        wait_for(lambda: self.c.run("test -S /run/kfdemu/kfdemu.sock")[0] == 0, 10)
+        if not wait_for(lambda: self.c.run("test -S /run/kfdemu/kfdemu.sock")[0] == 0, 10):
+            raise RuntimeError("kfdemu made no socket:\n" + self.c.journal("kfdemu"))
         # udev gives /dev/kfd mode 0666 on Debian; kfdemu's socket, the way
         # in, is the root's only until made so. The empty /dev/kfd stands for
         # the device node (the preload serves opens of that path).
@@ -189,7 +203,10 @@ class EmulatedNode:
         self.c.out("mkdir -p -m 1777 /run/apps && systemd-run -q --unit=%s %s %s --kernel-name %s "
                    "--report none --dispatch-times /run/apps/%s %s"
                    % (unit, props, app, kernel_name, unit, args))
-        return wait_for(lambda: int(self.c.show(unit, "MainPID") or 0), 10)
+        pid = wait_for(lambda: int(self.c.show(unit, "MainPID") or 0), 10)
+        if not pid:
+            raise RuntimeError("%s did not start:\n%s" % (unit, self.c.journal(unit)))
+        return pid
 
     def dispatches(self, unit):
         rc, out, _ = self.c.run("wc -l < /run/apps/%s" % unit)
