@@ -29,8 +29,9 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "systemd"))
-from nspawn import (Container, EmulatedNode, Tap, held_back, missing_man_pages, node_options,  # noqa: E402
-                    require_root_and_tools, status_gpu, status_process, wait_for)
+from nspawn import (Container, EmulatedNode, Tap, exit_on_sigterm, held_back,  # noqa: E402
+                    missing_man_pages, node_options, require_root_and_tools, status_gpu,
+                    status_process, wait_for)
 
 tap = Tap()
 check = tap.check
@@ -83,7 +84,8 @@ def run_lintian(work):
 def debian_mirror():
     for path in ["/etc/apt/sources.list"] + glob.glob("/etc/apt/sources.list.d/*.sources"):
         try:
-            text = open(path).read()
+            with open(path) as f:
+                text = f.read()
         except OSError:
             continue
         for uri in re.findall(r"(?:URIs:\s*|deb\s+)(\S+)", text):
@@ -93,16 +95,25 @@ def debian_mirror():
 
 
 def fresh_root(build, work):
-    """A copy of a debootstrapped Debian 12 root (made once per build dir)."""
+    """A copy of a debootstrapped Debian 12 root (made once per build dir and
+    ROOT_PACKAGES: the marker holds the list it was made with)."""
     cache = os.path.join(build, "tests", "packaging", "debian-root")
-    if not os.path.exists(os.path.join(cache, ".complete")):
+    marker = os.path.join(cache, ".complete")
+    wanted = "\n".join(ROOT_PACKAGES) + "\n"
+    try:
+        with open(marker) as f:
+            made = f.read()
+    except OSError:
+        made = None
+    if made != wanted:
         shutil.rmtree(cache, ignore_errors=True)
         os.makedirs(cache)
         p = subprocess.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(ROOT_PACKAGES),
                             "bookworm", cache, debian_mirror()], capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError("debootstrap failed:\n" + (p.stdout + p.stderr)[-3000:])
-        open(os.path.join(cache, ".complete"), "w").close()
+        with open(marker, "w") as f:
+            f.write(wanted)
     root = os.path.join(work, "root")
     subprocess.run(["cp", "-a", cache, root], check=True)
     return root
@@ -110,7 +121,8 @@ def fresh_root(build, work):
 
 def fenced_block(readme, marker):
     """The commands of the code block after <!-- marker... --> in README.md."""
-    text = open(readme).read()
+    with open(readme) as f:
+        text = f.read()
     at = text.index("<!-- " + marker)
     block = text[text.index("```", at) + 3:]
     return block[block.index("\n") + 1:block.index("```")]
@@ -221,6 +233,7 @@ def main():
     ap.add_argument("--source", required=True, help="the source tree")
     ap.add_argument("--build", required=True, help="the meson build directory (kfdemu; the root's cache)")
     args = ap.parse_args()
+    exit_on_sigterm()
     source, build = os.path.realpath(args.source), os.path.realpath(args.build)
     require_root_and_tools(tap, ("dpkg-buildpackage", "lintian", "debootstrap", "systemd-nspawn", "nsenter"))
 
