@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "kfd-abi.h"
 #include "kfd.h"
 #include "opts.h"
 #include "proc-status.h"
@@ -18,8 +19,6 @@
 /* A kernel thread's task flag (include/linux/sched.h), in /proc/<pid>/stat's flags. */
 #define PF_KTHREAD 0x00200000u
 
-/* Fixed by the kernel (amdgpu_drv.c: KFD_SCHED_POLICY_NO_HWS). */
-#define AMDGPU_SCHED_POLICY_NO_HWS 2
 #define AMDGPU_SCHED_POLICY_PATH "/sys/module/amdgpu/parameters/sched_policy"
 
 static const char *op_verb(enum gp_op op)
@@ -221,7 +220,7 @@ static char *debug_cause(const struct explain_facts *f, const char *verb)
                              verb, f->pid);
                 break;
         case EINVAL:
-                if (f->sched_policy == AMDGPU_SCHED_POLICY_NO_HWS)
+                if (f->sched_policy == GP_KFD_SCHED_POLICY_NO_HWS)
                         r = asprintf(&s,
                                      "Cannot %s process %d: amdgpu runs without the hardware "
                                      "scheduler (sched_policy=2), which disables the GPU "

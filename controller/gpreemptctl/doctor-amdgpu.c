@@ -12,11 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kfd-abi.h"
 
-/* amdgpu_drv.c: KFD_SCHED_POLICY_HWS, _HWS_NO_OVERSUBSCRIPTION, _NO_HWS. */
-#define SCHED_POLICY_HWS 0
-#define SCHED_POLICY_HWS_NO_OVERSUBSCRIPTION 1
-#define SCHED_POLICY_NO_HWS 2
+
 /* The shipped gpreemptd.service's WatchdogSec=. */
 #define UNIT_WATCHDOG_MS 10000
 
@@ -56,16 +54,16 @@ static void check_sched_policy(struct doctor *d)
                 return;
         }
         switch (v) {
-        case SCHED_POLICY_HWS:
+        case GP_KFD_SCHED_POLICY_HWS:
                 doctor_add(d, "sched-policy", DOCTOR_OK,
                            "amdgpu.sched_policy=0: the hardware scheduler runs, so the debugger interface is on");
                 return;
-        case SCHED_POLICY_HWS_NO_OVERSUBSCRIPTION:
+        case GP_KFD_SCHED_POLICY_HWS_NO_OVERSUBSCRIPTION:
                 doctor_add(d, "sched-policy", DOCTOR_OK,
                            "amdgpu.sched_policy=1: the hardware scheduler runs (without oversubscription), so the "
                            "debugger interface is on");
                 return;
-        case SCHED_POLICY_NO_HWS:
+        case GP_KFD_SCHED_POLICY_NO_HWS:
                 c = doctor_add(d, "sched-policy", DOCTOR_FAILED,
                                "amdgpu.sched_policy=2: amdgpu runs without the hardware scheduler, which turns the "
                                "debugger interface off (every DBG_TRAP call fails with EINVAL)");

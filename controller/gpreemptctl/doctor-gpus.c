@@ -14,10 +14,9 @@
 
 #include "cleanup.h"
 #include "fileio.h"
+#include "kfd-abi.h"
 #include "sources.h"
 
-/* kfd_sysfs.h HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED (kfd-interface.md §8.2). */
-#define CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED 0x20000000u
 
 enum debug_scope {
         SCOPE_NONE,     /* GC before 9.0.1: ENABLE fails with ENODEV (kfd-interface.md §9.2) */
@@ -54,7 +53,7 @@ static bool has_cwsr_workaround(uint32_t gfx_target_version)
 static void check_gpu(struct doctor *d, const struct qf_gpu *g)
 {
         enum debug_scope scope = debug_scope(g->gfx_target_version);
-        bool firmware = g->has_capability && (g->capability & CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED);
+        bool firmware = g->has_capability && (g->capability & GP_KFD_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED);
         struct doctor_check *c;
         char what[160];
 

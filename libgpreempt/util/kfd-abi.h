@@ -373,6 +373,12 @@ struct kfd_ioctl_dbg_trap_args {
 #define GP_KFD_CAP_TRAP_DEBUG_SUPPORT 0x00008000u
 #define GP_KFD_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED 0x20000000u
 
+/* amdgpu.sched_policy (amdgpu_drv.c: KFD_SCHED_POLICY_HWS, _HWS_NO_OVERSUBSCRIPTION, _NO_HWS), fixed by the
+ * kernel: without the hardware scheduler there is no debugger interface (kfd-interface.md §9.1). */
+#define GP_KFD_SCHED_POLICY_HWS 0
+#define GP_KFD_SCHED_POLICY_HWS_NO_OVERSUBSCRIPTION 1
+#define GP_KFD_SCHED_POLICY_NO_HWS 2
+
 /* The last valid KFD queue id + 1 (KFD_MAX_NUM_OF_QUEUES_PER_PROCESS in
  * kfd_priv.h); ids never reach the status bits 30/31. */
 #define GP_KFD_MAX_QUEUES_PER_PROCESS 1024
