@@ -85,14 +85,17 @@ int varlink_buffer_append_json(struct varlink_buffer *b, struct json_object *mes
 {
         size_t len;
         const char *text = json_object_to_json_string_length(message, JSON_C_TO_STRING_PLAIN, &len);
-        int r;
 
         if (!text)
                 return -ENOMEM;
+        return varlink_buffer_append_message(b, text, len);
+}
+
+int varlink_buffer_append_message(struct varlink_buffer *b, const char *text, size_t len)
+{
         if (len + 1 > VARLINK_MESSAGE_MAX)
                 return -EMSGSIZE;
-        r = varlink_buffer_append(b, text, len + 1); /* the NUL is the frame end */
-        return r;
+        return varlink_buffer_append(b, text, len + 1); /* the NUL is the frame end */
 }
 
 int varlink_parse_message(const char *text, size_t len, struct json_object **ret)

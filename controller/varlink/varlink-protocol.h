@@ -55,6 +55,8 @@ void varlink_buffer_consume(struct varlink_buffer *b, size_t len);
 char *varlink_buffer_find_nul(struct varlink_buffer *b);
 void varlink_buffer_done(struct varlink_buffer *b);
 
+/* Appends the len bytes of one message's text and the NUL that ends it; -EMSGSIZE past VARLINK_MESSAGE_MAX. */
+int varlink_buffer_append_message(struct varlink_buffer *b, const char *text, size_t len);
 /* Serialises a message and appends it, with its NUL, to b. */
 int varlink_buffer_append_json(struct varlink_buffer *b, struct json_object *message);
 

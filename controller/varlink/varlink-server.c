@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "printable.h"
+#include "utf8.h"
 #include "varlink-protocol.h"
 
 #define LISTENERS_MAX 8
@@ -137,20 +138,30 @@ static void connection_arm_timer(struct connection *c)
         sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
 }
 
-static int queue_message(struct connection *c, struct json_object *message)
-{
-        int r = varlink_buffer_append_json(&c->out, message);
-
-        json_object_put(message);
-        return r;
-}
-
 /*
  * Every reply goes out through here, and its strings are made UTF-8 here
  * (what is not written as \xNN): methods pass on text from outside that
  * need not be (a tracer's name, a command line, a configuration file), and
- * a reply that is not UTF-8 is not JSON, which every client refuses.
+ * a reply that is not UTF-8 is not JSON, which every client refuses. The
+ * serialised text is checked once (json-c writes string bytes as they are,
+ * and keys are ours); only a reply that fails has its tree walked and is
+ * serialised again.
  */
+static int queue_message(struct connection *c, struct json_object *message)
+{
+        size_t len;
+        const char *text = json_object_to_json_string_length(message, JSON_C_TO_STRING_PLAIN, &len);
+        int r;
+
+        if (text && !utf8_is_valid(text, len)) {
+                printable_json(message, false);
+                text = json_object_to_json_string_length(message, JSON_C_TO_STRING_PLAIN, &len);
+        }
+        r = text ? varlink_buffer_append_message(&c->out, text, len) : -ENOMEM;
+        json_object_put(message);
+        return r;
+}
+
 static int send_reply(struct connection *c, const char *error, struct json_object *parameters)
 {
         struct json_object *message = json_object_new_object();
@@ -162,7 +173,6 @@ static int send_reply(struct connection *c, const char *error, struct json_objec
         if (error)
                 json_object_object_add(message, "error", json_object_new_string(error));
         json_object_object_add(message, "parameters", parameters ? parameters : json_object_new_object());
-        printable_json(message, false);
         return queue_message(c, message);
 }
 
