@@ -59,16 +59,23 @@ def copy_tree(source, dest):
 
 
 def build_packages(source, work):
+    """README's build commands, run as written (as root, sudo dropped) in a copy of the tree."""
     src = os.path.join(work, "src")
     copy_tree(source, src)
-    env = dict(os.environ, DEB_BUILD_OPTIONS="nocheck parallel=2")
+    # the operator answers apt's question (what build-dep installs) with yes
+    apt_conf = os.path.join(work, "apt.conf")
+    with open(apt_conf, "w") as f:
+        f.write('APT::Get::Assume-Yes "true";\n')
+    env = dict(os.environ, DEB_BUILD_OPTIONS="nocheck parallel=2", APT_CONFIG=apt_conf,
+               DEBIAN_FRONTEND="noninteractive")
     for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LD_PRELOAD"):
         env.pop(var, None)
-    p = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=src, env=env,
+    block = fenced_block(os.path.join(source, "README.md"), "node-build")
+    p = subprocess.run(["sh", "-c", re.sub(r"(^|&& )sudo ", r"\1", block)], cwd=src, env=env,
                        capture_output=True, text=True)
     debs = sorted(glob.glob(os.path.join(work, "*.deb")))
-    check("dpkg-buildpackage -us -uc -b builds %d packages" % len(debs), p.returncode == 0 and debs,
-          (p.stdout + p.stderr)[-4000:])
+    check("README's build command (apt-get build-dep, dpkg-buildpackage -us -uc -b) builds %d packages"
+          % len(debs), p.returncode == 0 and debs, (p.stdout + p.stderr)[-4000:])
     return debs
 
 
@@ -225,6 +232,24 @@ def test_readme_on_node(c, readme):
     moved, freely = node.runs_freely("training")
     check("README's undo commands succeed and leave nothing suspended (%d kernels in 1 s; free: %d)"
           % (moved, node.free_rate), rc == 0 and freely and c.run("test -e /usr/sbin/gpreemptd")[0] != 0,
+          out[-2000:] + err[-2000:])
+    test_remove_while_holding(c, node)
+
+
+def test_remove_while_holding(c, node):
+    """apt remove alone, while gpreemptd holds the offline job: prerm stops it."""
+    c.out("cd /debs/src && apt-get install -y ../gpreempt_*_amd64.deb ../libgpreempt0_*_amd64.deb", timeout=120)
+    c.out("printf '[Workload]\\nName=inference\\nClass=online\\nMatchCommandLine=*serve.py*\\n\\n"
+          "[Workload]\\nName=training\\nClass=offline\\nMatchCommandLine=*train.py*\\n' "
+          "> /etc/gpreempt/workloads.d/50-jobs.conf && systemctl reload gpreemptd.service")
+    suspended = wait_for(lambda: (status_gpu(c) or {}).get("offline_suspended"), 10)
+    rc, out, err = c.run("apt-get remove -y gpreempt", timeout=120)
+    moved, freely = node.runs_freely("training")
+    # no procps in a minimal root: look for the daemon in /proc
+    gone = c.run("for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" != gpreemptd ] || exit 1; done")[0] == 0
+    check("reinstalled on the node it holds the offline job, and 'apt-get remove gpreempt' alone stops it "
+          "with nothing left suspended (%d kernels in 1 s; free: %d)" % (moved, node.free_rate),
+          suspended and rc == 0 and gone and freely and c.show("gpreemptd.socket", "ActiveState") != "active",
           out[-2000:] + err[-2000:])
 
 
