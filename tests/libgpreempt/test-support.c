@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "proc-status.h"
 
 uint64_t now_usec(void)
 {
@@ -249,21 +250,9 @@ int peek_u64(pid_t pid, uint64_t address, uint64_t *ret_value)
 
 char process_state(pid_t pid)
 {
-        char path[64], buf[512], *p;
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
+        struct proc_stat st;
 
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return 0;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
-        /* The comm can hold spaces and parentheses: the state follows the last ')'. */
-        p = strrchr(buf, ')');
-        return p && p[1] == ' ' ? p[2] : 0;
+        return proc_stat_read(pid, &st) < 0 ? 0 : st.state;
 }
 
 pid_t tracer_of(pid_t pid)
