@@ -7,8 +7,8 @@
  *
  * A bind mount needs a mount point, and on a machine without amdgpu the
  * paths do not exist: sysfs and debugfs refuse new entries, and one made in
- * the real /dev would be seen outside the run. So a directory that lacks an
- * entry is covered, in this mount namespace only, by a tmpfs holding the
+ * the real /dev would outlast the run. So a directory that lacks an entry
+ * is covered, in the mount namespace only, by a tmpfs holding the
  * same entries (each directory, file or device node a bind mount of the
  * original, with the mounts below it; each symlink a copy) and the new one.
  * The originals are reached through an fd opened before the tmpfs covers
