@@ -16,13 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-static inline void qf_closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-#define _cleanup_closedir_ __attribute__((cleanup(qf_closedirp)))
-
 /* true when name is a plain decimal number of at most max, leading zeros
  * allowed, as a user may write a pid (queue_finder --pid-ns). */
 bool qf_parse_decimal_name(const char *name, uint64_t max, uint64_t *ret);

@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,9 @@ static inline void fclosep(FILE **f)
                 if (*p)                                                          \
                         func(*p);                                                \
         }
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
+#define _cleanup_closedir_ _cleanup_(closedirp)
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 

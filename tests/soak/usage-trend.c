@@ -10,17 +10,11 @@
 
 #include "cleanup.h"
 
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-
 /* Open descriptors of pid. Counting this very process includes the
  * directory's own descriptor: a constant, so the trend is unaffected. */
 static int count_fds(pid_t pid, unsigned *ret)
 {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         char path[64];
         struct dirent *e;
         unsigned n = 0;

@@ -19,12 +19,6 @@
 #define MAX_TOPOLOGY_NODES 1024u
 #define MAX_PROPERTY_LINE 256
 
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-
 static int read_u32_file(const char *path, uint32_t *ret)
 {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
@@ -82,7 +76,7 @@ int emu_topology_read(const char *topology_path, struct emu_gpu_info *gpus, unsi
                       unsigned *ret_count)
 {
         _cleanup_free_ char *nodes_path = NULL;
-        _cleanup_(closedirp) DIR *dir = NULL;
+        _cleanup_closedir_ DIR *dir = NULL;
         unsigned n = 0, seen = 0;
         struct dirent *de;
 

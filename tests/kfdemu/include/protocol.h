@@ -29,6 +29,10 @@
 #define KFDEMU_ENV_SOCKET "KFDEMU_SOCKET"
 #define KFDEMU_ENV_PRELOAD "KFDEMU_PRELOAD"
 
+/* The device the preload carries to the server, where kfdemu-run mounts
+ * the server's socket. */
+#define KFD_DEVICE "/dev/kfd"
+
 enum kfdemu_msg_type {
         KFDEMU_MSG_OPEN = 1,        /* file: kfd_open          -> reply */
         KFDEMU_MSG_HELLO = 2,       /* channel: who is calling -> no reply */

@@ -107,18 +107,12 @@ static bool kfd_same_pidns(pid_t a, pid_t b)
                sa.st_dev == sb.st_dev;
 }
 
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-
 /* A process in a child pid namespace names tasks by the ids of its level:
  * find the host task whose NSpid has `pid` at the caller's level. */
 static int kfd_pid_from_child_ns(pid_t caller_tgid, uint32_t pid, pid_t *ret)
 {
         struct kfd_status caller;
-        _cleanup_(closedirp) DIR *proc = NULL;
+        _cleanup_closedir_ DIR *proc = NULL;
         struct dirent *de;
         unsigned level;
         int r;
@@ -135,7 +129,7 @@ static int kfd_pid_from_child_ns(pid_t caller_tgid, uint32_t pid, pid_t *ret)
                 return -errno;
         while ((de = readdir(proc))) {
                 char path[96];
-                _cleanup_(closedirp) DIR *tasks = NULL;
+                _cleanup_closedir_ DIR *tasks = NULL;
                 struct dirent *te;
                 int tgid;
 

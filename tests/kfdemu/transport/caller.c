@@ -19,12 +19,6 @@
 #include "caller.h"
 #include "cleanup.h"
 
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-
 static int same_pid_namespace(pid_t tgid, int *ret_same)
 {
         char path[64];
@@ -64,7 +58,7 @@ static int innermost_tid(pid_t tgid, const char *host_tid, pid_t *ret)
 static int translate_tid(pid_t tgid, pid_t tid, pid_t *ret_host_tid)
 {
         char path[64];
-        _cleanup_(closedirp) DIR *tasks = NULL;
+        _cleanup_closedir_ DIR *tasks = NULL;
         struct dirent *de;
 
         snprintf(path, sizeof(path), "/proc/%d/task", (int)tgid);

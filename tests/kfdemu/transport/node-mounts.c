@@ -26,6 +26,7 @@
 
 #include "cleanup.h"
 #include "node-mounts.h"
+#include "protocol.h"
 
 /* What the kernel shows when amdgpu is loaded, each a tree the server
  * renders under its private directory at the same path. */
@@ -36,14 +37,6 @@ static const char *const presented_trees[] = {
         "/sys/module/amdgpu/parameters",
         "/dev/dri",
 };
-
-#define KFD_DEVICE "/dev/kfd"
-
-static inline void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
 
 static int record_covered(struct node_mounts *m, const char *path)
 {
@@ -115,7 +108,7 @@ static int copy_entry(int dir_fd, const char *dir, const char *name)
  * out of the caller's reach anyway. */
 static int cover_directory(struct node_mounts *m, const char *dir)
 {
-        _cleanup_(closedirp) DIR *entries = NULL;
+        _cleanup_closedir_ DIR *entries = NULL;
         struct dirent *de;
         struct stat st;
         char options[32];

@@ -15,8 +15,7 @@
 #include <string.h>
 
 #include "preload.h"
-
-#define KFD_DEVICE "/dev/kfd"
+#include "protocol.h"
 
 static bool is_kfd_device(const char *path)
 {
