@@ -4,7 +4,10 @@
 glob(3), nftw(3), find, Python's glob and os.walk, and the same glob/nftw
 program linked statically, none of which kfdemu's preload sees. Run as
 root (a mount namespace of the run's own) and as nobody (through a user
-namespace); the tree never shows outside the run. TAP output:
+namespace); the tree never shows outside the run. The test runs in a mount
+namespace of its own whose / is shared, so that a mount of the run's that
+propagated back would show there (with / private, as on many a build
+machine, nothing could). TAP output:
 
   test-tree-readers.py KFDEMU_RUN TREE_READER TREE_READER_STATIC
 
@@ -31,6 +34,16 @@ def mounts_under_sys_and_dev(pid):
     with open("/proc/%d/mountinfo" % pid) as f:
         points = [line.split()[4] for line in f]
     return sorted(p for p in points if p.split("/")[1] in ("sys", "dev"))
+
+
+def root_is_shared():
+    """Whether this namespace's / propagates its mounts (a shared: tag)."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == "/":
+                root_fields = fields[6:fields.index("-")]
+    return any(tag.startswith("shared:") for tag in root_fields)
 
 
 def lines(argv):
@@ -147,6 +160,15 @@ def main():
     if os.geteuid() != 0:
         print("Bail out! run as root (as CI does): the test runs kfdemu-run as root and as nobody")
         sys.exit(1)
+    if os.environ.get("TEST_TREE_READERS_NAMESPACE") != str(os.getpid()):
+        # (unshare and sh exec: the same pid comes back.) Private first,
+        # leaving the machine's peer group, then shared again: a peer
+        # group of the test's own, the machine untouched.
+        os.environ["TEST_TREE_READERS_NAMESPACE"] = str(os.getpid())
+        os.execvp("unshare", ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                              'mount --make-rshared / && exec "$@"', "sh", sys.executable, os.path.abspath(__file__)]
+                  + sys.argv[1:])
+    tap.check("the test's own mount namespace has / shared", root_is_shared())
     ldd = subprocess.run(["ldd", static_reader], capture_output=True, text=True)
     tap.check("tree-reader-static is linked statically (ldd: not a dynamic executable)",
               "not a dynamic executable" in ldd.stdout + ldd.stderr, ldd.stdout + ldd.stderr)
