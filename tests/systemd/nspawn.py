@@ -188,9 +188,8 @@ class EmulatedNode:
         # /dev/kfd is the last of its mounts
         if not wait_for(lambda: self.c.run("test -S /dev/kfd")[0] == 0, 10):
             raise RuntimeError("kfdemu mounted no /dev/kfd:\n" + self.c.journal("kfdemu"))
-        # udev gives /dev/kfd mode 0666 on Debian; kfdemu's socket, the way
-        # in, is the root's only until made so.
-        self.c.out("chmod 0755 /run/kfdemu && chmod 0666 /run/kfdemu/kfdemu.sock")
+        # --system-wide opens the socket and its directory to every user,
+        # as udev gives /dev/kfd mode 0666 on Debian.
         env = " ".join("%s=%s" % kv for kv in self.env.items())
         self.c.out("mkdir -p %s && printf '[Service]\\nEnvironment=%s\\n' > %s/50-kfdemu.conf"
                    " && systemctl daemon-reload" % (dropin_dir, env, dropin_dir))

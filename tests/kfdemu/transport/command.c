@@ -95,6 +95,8 @@ static int on_forwarded_signal(sd_event_source *source, const struct signalfd_si
 int command_start(struct command_run *run, sd_event *event, char **argv, const sigset_t *child_mask,
                   const struct rlimit *child_limit)
 {
+        static const int forwarded[] = COMMAND_FORWARDED_SIGNALS;
+        _Static_assert(ELEMENTSOF(forwarded) == ELEMENTSOF(run->forwarded), "a source for each forwarded signal");
         int r;
 
         *run = (struct command_run){ .event = event, .exit_status = EXIT_FAILURE };
@@ -103,10 +105,8 @@ int command_start(struct command_run *run, sd_event *event, char **argv, const s
                 return NEG_ERRNO();
 
         r = sd_event_add_signal(event, &run->sigchld, SIGCHLD, on_sigchld, run);
-        if (r >= 0)
-                r = sd_event_add_signal(event, &run->sigint, SIGINT, on_forwarded_signal, run);
-        if (r >= 0)
-                r = sd_event_add_signal(event, &run->sigterm, SIGTERM, on_forwarded_signal, run);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(forwarded); i++)
+                r = sd_event_add_signal(event, &run->forwarded[i], forwarded[i], on_forwarded_signal, run);
         if (r < 0) {
                 command_done(run);
                 return r;
@@ -119,6 +119,7 @@ int command_start(struct command_run *run, sd_event *event, char **argv, const s
         }
         if (pid == 0) {
                 sigprocmask(SIG_SETMASK, child_mask, NULL);
+                signal(SIGPIPE, SIG_DFL); /* kfdemu-run ignores it; exec keeps an ignored signal so */
                 if (child_limit->rlim_max > 0)
                         setrlimit(RLIMIT_NOFILE, child_limit);
                 execvp(argv[0], argv);
@@ -132,7 +133,7 @@ int command_start(struct command_run *run, sd_event *event, char **argv, const s
 void command_done(struct command_run *run)
 {
         run->sigchld = sd_event_source_disable_unref(run->sigchld);
-        run->sigint = sd_event_source_disable_unref(run->sigint);
-        run->sigterm = sd_event_source_disable_unref(run->sigterm);
+        for (size_t i = 0; i < ELEMENTSOF(run->forwarded); i++)
+                run->forwarded[i] = sd_event_source_disable_unref(run->forwarded[i]);
         run->grace_timer = sd_event_source_disable_unref(run->grace_timer);
 }

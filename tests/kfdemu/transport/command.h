@@ -22,12 +22,17 @@ struct command_run {
         int exit_status;                 /* COMMAND's, or 128 + signal */
         bool exited;
         bool killing;                    /* the grace period is over */
-        sd_event_source *sigchld, *sigint, *sigterm, *grace_timer;
+        sd_event_source *sigchld, *forwarded[4], *grace_timer;
 };
 
+/* The signals passed on to COMMAND (to the leftovers once it has exited):
+ * those a terminal, a service manager or a user ends a program with. */
+#define COMMAND_FORWARDED_SIGNALS { SIGINT, SIGTERM, SIGHUP, SIGQUIT }
+
 /* Forks and execs `argv` with `child_mask` and `child_limit` restored, and
- * watches it from `event`. SIGCHLD, SIGINT and SIGTERM must be blocked in
- * every thread of the process already. */
+ * SIGPIPE's default action, and watches it from `event`. SIGCHLD and the
+ * forwarded signals must be blocked in every thread of the process
+ * already. */
 int command_start(struct command_run *run, sd_event *event, char **argv, const sigset_t *child_mask,
                   const struct rlimit *child_limit);
 void command_done(struct command_run *run);

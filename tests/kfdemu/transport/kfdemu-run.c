@@ -26,10 +26,14 @@
 #include "gpu.h"
 #include "kfdemu-preload-path.h"
 #include "mount-namespace.h"
+#include "mount-undoer.h"
 #include "node-config.h"
 #include "node-mounts.h"
 #include "protocol.h"
 #include "server.h"
+
+/* The server's socket, in the private directory. */
+#define KFDEMU_SOCKET_NAME "kfdemu.sock"
 
 struct options {
         unsigned n_gpus;                 /* 0 = not given */
@@ -167,9 +171,32 @@ static int build_config(const struct options *o, struct emu_config *cfg)
         return 0;
 }
 
+/* A directory nobody but the caller (and root) may change: whoever could
+ * rename or replace its entries could have the node's files, or files of
+ * their choosing, mounted where the kernel's would be. Opened without
+ * following a symlink at its end; its fd, or -errno (-EPERM: someone
+ * else's). */
+static int open_own_directory(const char *path)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return NEG_ERRNO();
+        if (st.st_uid != geteuid() && st.st_uid != 0)
+                return -EPERM;
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+                return -EPERM;
+        return TAKE_FD(fd);
+}
+
+/* `su` keeps the user's XDG_RUNTIME_DIR, which root may write to as to
+ * anything: writable is not enough, it must be the caller's. */
 static bool usable_parent(const char *dir)
 {
-        return dir && *dir == '/' && access(dir, W_OK | X_OK) == 0;
+        _cleanup_close_ int fd = dir && *dir == '/' ? open_own_directory(dir) : -EINVAL;
+
+        return fd >= 0 && faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) == 0;
 }
 
 /* Where the private directory goes without --root. The server renders
@@ -186,11 +213,17 @@ static const char *private_dir_parent(void)
                 return runtime;
         if (usable_parent("/dev/shm"))
                 return "/dev/shm";
-        return tmp && *tmp == '/' ? tmp : "/tmp";
+        if (tmp && *tmp == '/' && usable_parent(tmp))
+                return tmp;
+        return "/tmp";
 }
 
+/* The private directory, made (or for --root, taken) and opened; its fd,
+ * or -errno. */
 static int make_private_dir(const struct options *o, char *dir, size_t size)
 {
+        int fd;
+
         if (o->root) {
                 if (mkdir(o->root, 0700) < 0 && errno != EEXIST) {
                         fprintf(stderr, "kfdemu-run: cannot create --root %s: %m.\n", o->root);
@@ -200,7 +233,13 @@ static int make_private_dir(const struct options *o, char *dir, size_t size)
                         fprintf(stderr, "kfdemu-run: cannot resolve --root %s: %m.\n", o->root);
                         return NEG_ERRNO();
                 }
-                return 0;
+                fd = open_own_directory(dir);
+                if (fd == -EPERM)
+                        fprintf(stderr, "kfdemu-run: --root %s belongs to another user or is writable by others; "
+                                        "give a directory of your own that only you may write to.\n", dir);
+                else if (fd < 0)
+                        fprintf(stderr, "kfdemu-run: cannot open --root %s: %s.\n", dir, strerror(-fd));
+                return fd;
         }
 
         const char *parent = private_dir_parent();
@@ -214,7 +253,12 @@ static int make_private_dir(const struct options *o, char *dir, size_t size)
                                 "Give a writable directory with --root.\n", parent);
                 return NEG_ERRNO();
         }
-        return 0;
+        /* mkdtemp made it the caller's, 0700: anything else is a swap. */
+        fd = open_own_directory(dir);
+        if (fd < 0)
+                fprintf(stderr, "kfdemu-run: the private directory %s was replaced before it could be opened (%s); "
+                                "give a directory of your own with --root.\n", dir, strerror(-fd));
+        return fd;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -262,23 +306,94 @@ static void raise_fd_limit(struct rlimit *ret_saved)
         setrlimit(RLIMIT_NOFILE, &raised);
 }
 
-static int present_node_files(const struct options *o, const char *root, const char *socket_path,
-                              struct node_mounts *mounts)
+/* Unshare succeeds there, but the new user namespace's capabilities do
+ * not let its creator mount. */
+#define USERNS_MOUNTS_HINT                                                                                     \
+        "A security module may forbid mounts in unprivileged user namespaces (Ubuntu's AppArmor: "              \
+        "sysctl kernel.apparmor_restrict_unprivileged_userns=0); or run as root."
+
+/* What to do about a mount namespace mount_namespace_enter_private()
+ * could not make. */
+static const char *namespace_hint(enum mount_namespace_step step, int r)
+{
+        switch (step) {
+        case MOUNT_NAMESPACE_UNSHARE:
+                return "Run as root.";
+        case MOUNT_NAMESPACE_UNSHARE_USER:
+                if (r == -ENOSPC)
+                        return "The user namespace limit is reached or 0: allow unprivileged user namespaces "
+                               "(sysctl user.max_user_namespaces > 0), or run as root.";
+                if (r == -EPERM)
+                        return "Unprivileged user namespaces are off: allow unprivileged user namespaces "
+                               "(sysctl kernel.unprivileged_userns_clone=1 where it exists; outside a container "
+                               "that forbids them), or run as root.";
+                return "Run as root.";
+        case MOUNT_NAMESPACE_MAP_IDS:
+                return "The kernel refused the user namespace's id map (writing /proc/self/uid_map, gid_map or "
+                       "setgroups); run as root.";
+        case MOUNT_NAMESPACE_MOUNT:
+                return USERNS_MOUNTS_HINT;
+        }
+        return "";
+}
+
+/* What to do about a mount that failed with `r`. */
+static const char *mount_hint(const struct options *o, int r)
+{
+        switch (r) {
+        case -EPERM:
+        case -EACCES:
+                if (o->system_wide)
+                        return "--system-wide needs CAP_SYS_ADMIN; run it as root.";
+                return USERNS_MOUNTS_HINT;
+        case -ENOTDIR:
+        case -EISDIR:
+                return "The machine has a file of the other kind there: run in a container or a VM whose "
+                       "tree has no such entry.";
+        case -ELOOP:
+        case -EXDEV:
+                return "The private directory holds a symlink where a rendered tree goes: give a clean --root.";
+        default:
+                return "";
+        }
+}
+
+static int present_node_files(const struct options *o, int root_fd, const char *root, struct node_mounts *mounts)
 {
         const char *failed = NULL;
-        int r = node_mounts_present(mounts, root, socket_path, &failed);
+        int r = node_mounts_present(mounts, root_fd, KFDEMU_SOCKET_NAME, &failed);
 
         if (r < 0)
-                fprintf(stderr, "kfdemu-run: cannot mount the node's %s: %s.%s\n", failed, strerror(-r),
-                        o->system_wide && r == -EPERM ? " --system-wide needs CAP_SYS_ADMIN; run it as root." : "");
+                fprintf(stderr, "kfdemu-run: cannot mount the node's %s: %s at %s%s%s. %s\n", failed, strerror(-r),
+                        mounts->failed_at[0] == '/' ? "" : root, mounts->failed_at[0] == '/' ? "" : "/",
+                        mounts->failed_at, mount_hint(o, r));
         return r;
 }
 
-static int run_node(const struct options *o, const struct emu_config *cfg, const char *socket_path, int log_fd,
-                    int trace_fd)
+/* A --system-wide run's mounts are in a namespace that outlives it: a run
+ * killed before removing them, or one still going, has its socket at
+ * /dev/kfd, and its mounts under this run's would be unmounted by path
+ * with this run's. */
+static int refuse_if_presented(void)
 {
+        struct stat st;
+
+        if (lstat(KFD_DEVICE, &st) < 0 || !S_ISSOCK(st.st_mode))
+                return 0;
+        fprintf(stderr, "kfdemu-run: %s is already a kfdemu socket: another kfdemu-run --system-wide is running, "
+                        "or one was killed before removing its mounts. End that run, or remove them with: umount -l",
+                KFD_DEVICE);
+        node_mounts_print_presented(stderr);
+        fputc('\n', stderr);
+        return -EEXIST;
+}
+
+static int run_node(const struct options *o, const struct emu_config *cfg, int root_fd, const char *socket_path,
+                    int log_fd, int trace_fd)
+{
+        static const int forwarded[] = COMMAND_FORWARDED_SIGNALS;
         static struct kfdemu_server server;
-        static struct node_mounts mounts;
+        static struct node_mounts mounts = { .undo_fd = -1 };
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         struct command_run run;
         struct rlimit saved_limit = { 0 };
@@ -291,38 +406,57 @@ static int run_node(const struct options *o, const struct emu_config *cfg, const
          * thread: block them before the GPU model thread starts. */
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGTERM);
+        for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
+                sigaddset(&mask, forwarded[i]);
         sigprocmask(SIG_BLOCK, &mask, &saved_mask);
 
-        r = sd_event_new(&event);
-        if (r < 0) {
-                fprintf(stderr, "kfdemu-run: cannot create the event loop: %s.\n", strerror(-r));
-                return EXIT_FAILURE;
-        }
-        r = server_start(&server, event, cfg, socket_path, log_fd);
-        if (r < 0) {
-                fprintf(stderr, "kfdemu-run: cannot start the emulated node: %s. "
-                                "Run with --log FILE for the emulator's own messages.\n", strerror(-r));
-                return EXIT_FAILURE;
-        }
-        server.trace_fd = trace_fd;
-
-        r = present_node_files(o, cfg->root, socket_path, &mounts);
-        if (r >= 0) {
-                r = command_start(&run, event, o->command, &saved_mask, &saved_limit);
-                if (r >= 0) {
-                        r = sd_event_loop(event);
-                        command_done(&run);
+        /* Mounts in the machine's namespace must go however the run ends;
+         * services of any user, not COMMAND's children, connect to the
+         * socket (the preload by its path in the private directory) as
+         * udev lets anyone open the kernel's /dev/kfd (systemd's
+         * 50-udev-default.rules: SUBSYSTEM=="kfd", MODE="0666"). */
+        if (o->system_wide) {
+                if (fchmod(root_fd, 0755) < 0) {
+                        fprintf(stderr, "kfdemu-run: cannot open the private directory %s to every user: %m.\n",
+                                cfg->root);
+                        return EXIT_FAILURE;
                 }
+                mounts.undo_fd = mount_undoer_start();
+                if (mounts.undo_fd < 0) {
+                        fprintf(stderr, "kfdemu-run: cannot start the process that removes the mounts after the "
+                                        "run: %s.\n", strerror(-mounts.undo_fd));
+                        return EXIT_FAILURE;
+                }
+                mounts.device_mode = 0666;
+        }
+        r = sd_event_new(&event);
+        if (r < 0)
+                fprintf(stderr, "kfdemu-run: cannot create the event loop: %s.\n", strerror(-r));
+        else {
+                r = server_start(&server, event, cfg, socket_path, log_fd);
                 if (r < 0)
-                        fprintf(stderr, "kfdemu-run: cannot run %s: %s.\n", o->command[0], strerror(-r));
+                        fprintf(stderr, "kfdemu-run: cannot start the emulated node: %s. "
+                                        "Run with --log FILE for the emulator's own messages.\n", strerror(-r));
+        }
+        if (r >= 0) {
+                server.trace_fd = trace_fd;
+                r = present_node_files(o, root_fd, cfg->root, &mounts);
+                if (r >= 0) {
+                        r = command_start(&run, event, o->command, &saved_mask, &saved_limit);
+                        if (r >= 0) {
+                                r = sd_event_loop(event);
+                                command_done(&run);
+                        }
+                        if (r < 0)
+                                fprintf(stderr, "kfdemu-run: cannot run %s: %s.\n", o->command[0], strerror(-r));
+                }
+                server_stop(&server);
         }
 
         /* A private namespace takes its mounts along when its last process
-         * goes; a --system-wide run must take them down itself. */
-        node_mounts_remove(&mounts);
-        server_stop(&server);
+         * goes; a --system-wide run's are the undoer's to take down. */
+        if (mounts.undo_fd >= 0)
+                mount_undoer_finish(mounts.undo_fd);
         return r < 0 ? EXIT_FAILURE : run.exit_status;
 }
 
@@ -337,15 +471,19 @@ int main(int argc, char **argv)
                 return EXIT_FAILURE;
         if (preload_path(preload) < 0)
                 return EXIT_FAILURE;
+        /* Writing to a reader gone (stderr a closed pipe) is an error to
+         * go on from, not a reason to die with the mounts in place. */
+        signal(SIGPIPE, SIG_IGN);
+        if (o.system_wide && refuse_if_presented() < 0)
+                return EXIT_FAILURE;
         /* While the process still has one thread: a user namespace can
          * only be entered by a single-threaded process (unshare(2)). */
         if (!o.system_wide) {
-                int r = mount_namespace_enter_private();
+                enum mount_namespace_step step;
+                int r = mount_namespace_enter_private(&step);
                 if (r < 0) {
-                        fprintf(stderr, "kfdemu-run: cannot make a mount namespace for the node's files: %s. "
-                                        "Run as root, or allow unprivileged user namespaces (sysctl "
-                                        "user.max_user_namespaces > 0, and kernel.unprivileged_userns_clone=1 "
-                                        "where it exists).\n", strerror(-r));
+                        fprintf(stderr, "kfdemu-run: cannot make a mount namespace for the node's files: %s. %s\n",
+                                strerror(-r), namespace_hint(step, r));
                         return EXIT_FAILURE;
                 }
         }
@@ -364,16 +502,17 @@ int main(int argc, char **argv)
                         return EXIT_FAILURE;
                 }
         }
-        if (make_private_dir(&o, dir, sizeof(dir)) < 0)
+        _cleanup_close_ int root_fd = make_private_dir(&o, dir, sizeof(dir));
+        if (root_fd < 0)
                 return EXIT_FAILURE;
         snprintf(cfg.root, sizeof(cfg.root), "%s", dir);
-        snprintf(socket_path, sizeof(socket_path), "%s/kfdemu.sock", dir);
+        snprintf(socket_path, sizeof(socket_path), "%s/" KFDEMU_SOCKET_NAME, dir);
 
         int status = EXIT_FAILURE;
         if (set_child_environment(preload, socket_path) < 0)
                 fprintf(stderr, "kfdemu-run: cannot set COMMAND's environment: %m.\n");
         else
-                status = run_node(&o, &cfg, socket_path, log_fd, trace_fd);
+                status = run_node(&o, &cfg, root_fd, socket_path, log_fd, trace_fd);
 
         if (o.keep || o.root)
                 fprintf(stderr, "kfdemu-run: the node's files are kept in %s\n", dir);

@@ -5,10 +5,15 @@
  * which unshare(CLONE_NEWUSER | CLONE_NEWNS) creates together with the
  * mount namespace it owns (user_namespaces(7)). That user namespace maps
  * the caller's uid and gid to themselves and nothing else: COMMAND keeps
- * the identity it would have had, and since that uid is not 0 there,
- * execve(2) leaves it no capabilities (capabilities(7), "Capabilities and
- * execution of programs by root"); only kfdemu-run itself, which does not
- * exec, keeps the capabilities the namespace's creator gets.
+ * the identity it would have had. A caller other than root gets no
+ * capabilities for COMMAND there, since its uid is not 0 and execve(2)
+ * drops them (capabilities(7), "Capabilities and execution of programs by
+ * root"); only kfdemu-run itself, which does not exec, keeps the
+ * capabilities the namespace's creator gets. Root without CAP_SYS_ADMIN
+ * maps 0 to 0, and its COMMAND is root in the user namespace with every
+ * capability there, over the namespace's own mounts only (over nothing
+ * the machine owns: a user namespace's capabilities reach only the
+ * resources it owns).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,16 +60,19 @@ static int map_own_ids(uid_t uid, gid_t gid)
         return write_proc_self("gid_map", line);
 }
 
-int mount_namespace_enter_private(void)
+int mount_namespace_enter_private(enum mount_namespace_step *ret_failed_step)
 {
         uid_t uid = getuid();
         gid_t gid = getgid();
 
+        *ret_failed_step = MOUNT_NAMESPACE_UNSHARE;
         if (unshare(CLONE_NEWNS) < 0) {
                 if (errno != EPERM)
                         return NEG_ERRNO();
+                *ret_failed_step = MOUNT_NAMESPACE_UNSHARE_USER;
                 if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
                         return NEG_ERRNO();
+                *ret_failed_step = MOUNT_NAMESPACE_MAP_IDS;
                 int r = map_own_ids(uid, gid);
                 if (r < 0)
                         return r;
@@ -73,5 +81,6 @@ int mount_namespace_enter_private(void)
          * propagation with the one it came from: what kfdemu-run mounts
          * would appear outside the run too. As a slave it still receives
          * what is mounted outside, but sends nothing back. */
+        *ret_failed_step = MOUNT_NAMESPACE_MOUNT;
         return mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ? NEG_ERRNO() : 0;
 }

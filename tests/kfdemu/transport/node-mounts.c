@@ -6,44 +6,73 @@
  * programs, raw system calls, other languages' runtimes.
  *
  * A bind mount needs a mount point, and on a machine without amdgpu the
- * paths do not exist: sysfs and debugfs refuse new entries, and one made in
- * the real /dev would outlast the run. So a directory that lacks an entry
- * is covered, in the mount namespace only, by a tmpfs holding the
- * same entries (each directory, file or device node a bind mount of the
- * original, with the mounts below it; each symlink a copy) and the new one.
- * The originals are reached through an fd opened before the tmpfs covers
- * them (/proc/self/fd/N/NAME), so no staging mount point is needed.
+ * paths do not exist: sysfs and debugfs refuse new entries (kernfs's
+ * kernfs_iop_mkdir without the syscall ops sysfs never sets; debugfs's
+ * directories have no mkdir at all), and one made in the real /dev would
+ * outlast the run. So a
+ * directory that lacks an entry is covered, in the mount namespace only,
+ * by a tmpfs holding the same entries (each directory, file or device
+ * node a bind mount of the original, with the mounts below it; each
+ * symlink a copy) and the new one, made read-only once complete. The
+ * originals are reached through an fd opened before the tmpfs covers them
+ * (/proc/self/fd/N/NAME), so no staging mount point is needed.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "mount-undoer.h"
 #include "node-mounts.h"
 #include "protocol.h"
 
 /* What the kernel shows when amdgpu is loaded, each a tree the server
- * renders under its private directory at the same path. */
-static const char *const presented_trees[] = {
+ * renders under its private directory at the same path; then the device. */
+const char *const node_mounts_paths[6] = {
         "/sys/class/kfd",
         "/sys/devices/virtual/kfd",
         "/sys/kernel/debug/kfd",
         "/sys/module/amdgpu/parameters",
         "/dev/dri",
+        KFD_DEVICE,
 };
 
-static int record_covered(struct node_mounts *m, const char *path)
+/* The source name of the covering tmpfs instances in mountinfo, so that
+ * they can be told from others. */
+#define COVER_SOURCE "kfdemu"
+
+/* `target` has a mount of the run's now: one the undoer must know of, or
+ * none at all. */
+static int record_mount(const struct node_mounts *m, const char *target)
 {
-        if (m->n_covered == NODE_MOUNTS_MAX)
-                return -E2BIG;
-        snprintf(m->covered[m->n_covered++], PATH_MAX, "%s", path);
-        return 0;
+        if (m->undo_fd < 0)
+                return 0;
+        int r = mount_undoer_record(m->undo_fd, target);
+        if (r < 0)
+                umount2(target, MNT_DETACH | UMOUNT_NOFOLLOW);
+        return r;
+}
+
+static int mount_recorded(const struct node_mounts *m, const char *source, const char *target, const char *fstype,
+                          unsigned long flags, const char *options)
+{
+        if (mount(source, target, fstype, flags, options) < 0)
+                return NEG_ERRNO();
+        return record_mount(m, target);
+}
+
+static int fail_at(struct node_mounts *m, const char *path, int r)
+{
+        snprintf(m->failed_at, sizeof(m->failed_at), "%s", path);
+        return r;
 }
 
 /* Whether `dir` is in a tmpfs this run made, where entries may be added. */
@@ -53,8 +82,8 @@ static bool in_own_fs(const struct node_mounts *m, const char *dir)
 
         if (stat(dir, &st) < 0)
                 return false;
-        for (size_t i = 0; i < m->n_own_fs; i++)
-                if (m->own_fs[i] == st.st_dev)
+        for (size_t i = 0; i < m->n_covers; i++)
+                if (m->cover_devs[i] == st.st_dev)
                         return true;
         return false;
 }
@@ -76,7 +105,7 @@ static int join(char ret[static PATH_MAX], const char *dir, const char *name)
 }
 
 /* One entry of the covered directory `dir_fd` again at `dir`/`name`. */
-static int copy_entry(int dir_fd, const char *dir, const char *name)
+static int copy_entry(const struct node_mounts *m, int dir_fd, const char *dir, const char *name)
 {
         char source[64 + NAME_MAX], target[PATH_MAX];
         struct stat st;
@@ -89,10 +118,12 @@ static int copy_entry(int dir_fd, const char *dir, const char *name)
                 return r;
         if (S_ISLNK(st.st_mode)) {
                 char link[PATH_MAX];
-                ssize_t n = readlinkat(dir_fd, name, link, sizeof(link) - 1);
+                ssize_t n = readlinkat(dir_fd, name, link, sizeof(link));
 
                 if (n < 0)
                         return NEG_ERRNO();
+                if ((size_t)n == sizeof(link))
+                        return -ENAMETOOLONG; /* readlinkat(2) cuts without saying */
                 link[n] = '\0';
                 return symlink(link, target) < 0 ? NEG_ERRNO() : 0;
         }
@@ -100,6 +131,7 @@ static int copy_entry(int dir_fd, const char *dir, const char *name)
         if (r < 0)
                 return r;
         snprintf(source, sizeof(source), "/proc/self/fd/%d/%s", dir_fd, name);
+        /* Inside the cover: it goes with it, nothing to record. */
         return mount(source, target, NULL, MS_BIND | MS_REC, NULL) < 0 ? NEG_ERRNO() : 0;
 }
 
@@ -114,7 +146,7 @@ static int cover_directory(struct node_mounts *m, const char *dir)
         char options[32];
         int fd, r;
 
-        if (m->n_own_fs == NODE_MOUNTS_MAX)
+        if (m->n_covers == NODE_MOUNTS_MAX_COVERS)
                 return -E2BIG;
         if (stat(dir, &st) < 0)
                 return NEG_ERRNO();
@@ -127,23 +159,23 @@ static int cover_directory(struct node_mounts *m, const char *dir)
                 return r;
         }
         snprintf(options, sizeof(options), "mode=%04o", (unsigned)(st.st_mode & 07777));
-        if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) < 0)
-                return NEG_ERRNO();
-        r = record_covered(m, dir);
+        r = mount_recorded(m, COVER_SOURCE, dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options);
         if (r < 0)
                 return r;
         /* The original owner; in a user namespace that does not map it,
-         * chown fails with EINVAL and the directory stays the caller's. */
+         * chown fails with EINVAL and the directory stays the caller's
+         * (read-only once complete, so COMMAND cannot change it). */
         if (chown(dir, st.st_uid, st.st_gid) < 0 && errno != EINVAL)
                 return NEG_ERRNO();
         if (stat(dir, &st) < 0)
                 return NEG_ERRNO();
-        m->own_fs[m->n_own_fs++] = st.st_dev;
+        snprintf(m->covers[m->n_covers], PATH_MAX, "%s", dir);
+        m->cover_devs[m->n_covers++] = st.st_dev;
 
         while (entries && (errno = 0, de = readdir(entries))) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                r = copy_entry(dirfd(entries), dir, de->d_name);
+                r = copy_entry(m, dirfd(entries), dir, de->d_name);
                 if (r < 0)
                         return r;
         }
@@ -152,23 +184,21 @@ static int cover_directory(struct node_mounts *m, const char *dir)
 
 /* Makes `path` exist as a directory (or, not `directory`, a file) to
  * mount on, adding it (and its missing parents) to a covering tmpfs where
- * the original tree lacks it. `ret_added`: it was not in the original. */
-static int ensure_mount_point(struct node_mounts *m, const char *path, bool directory, bool *ret_added)
+ * the original tree lacks it. */
+static int ensure_mount_point(struct node_mounts *m, const char *path, bool directory)
 {
         char parent[PATH_MAX];
         struct stat st;
-        bool parent_added;
         int r;
 
         if (lstat(path, &st) == 0) {
                 if (!S_ISDIR(st.st_mode) != !directory)
-                        return directory ? -ENOTDIR : -EISDIR;
-                *ret_added = false;
+                        return fail_at(m, path, directory ? -ENOTDIR : -EISDIR);
                 return 0;
         }
         /* EACCES: a parent the caller may not search, covered below. */
         if (errno != ENOENT && errno != EACCES)
-                return NEG_ERRNO();
+                return fail_at(m, path, NEG_ERRNO());
 
         snprintf(parent, sizeof(parent), "%s", path);
         char *slash = strrchr(parent, '/');
@@ -176,90 +206,153 @@ static int ensure_mount_point(struct node_mounts *m, const char *path, bool dire
                 slash[1] = '\0';
         else
                 *slash = '\0';
-        r = ensure_mount_point(m, parent, true, &parent_added);
+        r = ensure_mount_point(m, parent, true);
         if (r < 0)
                 return r;
         if (!in_own_fs(m, parent)) {
                 r = cover_directory(m, parent);
                 if (r < 0)
-                        return r;
+                        return fail_at(m, parent, r);
         }
         r = make_mount_point(path, directory);
-        if (r < 0)
-                return r;
-        *ret_added = true;
-        return 0;
+        return r < 0 ? fail_at(m, path, r) : 0;
 }
 
-static int present(struct node_mounts *m, const char *source, const char *target, bool read_only)
+static int set_read_only(const char *path)
 {
-        struct stat st;
-        bool added;
-        int r;
-
-        if (stat(source, &st) < 0)
-                return NEG_ERRNO();
-        r = ensure_mount_point(m, target, S_ISDIR(st.st_mode), &added);
-        if (r < 0)
-                return r;
-        if (mount(source, target, NULL, MS_BIND, NULL) < 0)
-                return NEG_ERRNO();
-        if (!added) {
-                r = record_covered(m, target);
-                if (r < 0)
-                        return r;
-        }
-        /* Nobody writes the kernel's files (sysfs refuses even root): what
-         * a reader may change is only ever the server's to write.
-         * mount_setattr(2) adds read-only without clearing the nosuid,
+        /* mount_setattr(2) adds read-only without clearing the nosuid,
          * nodev... a user namespace may not clear. */
-        if (read_only && mount_setattr(AT_FDCWD, target, 0, &(struct mount_attr){ .attr_set = MOUNT_ATTR_RDONLY },
-                                       sizeof(struct mount_attr)) < 0)
-                return NEG_ERRNO();
-        return 0;
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+
+        return mount_setattr(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &attr, sizeof(attr)) < 0 ? NEG_ERRNO() : 0;
 }
 
-/* `relpath` under `root`, made if the server has not rendered it (yet):
- * a tree the node has nothing in is presented empty. */
-static int rendered_tree(const char *root, const char *path, char ret[static PATH_MAX])
+/* `relpath` below `root_fd`, its symlinks and `..` refused: whoever could
+ * put one there could have kfdemu-run mount what it points to. */
+static int open_source(int root_fd, const char *relpath)
 {
-        int r = join(ret, root, path + 1);
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, root_fd, relpath, &how, sizeof(how));
 
-        if (r < 0)
-                return r;
-        for (char *slash = ret + strlen(root) + 1; (slash = strchr(slash, '/')); slash++) {
-                *slash = '\0';
-                r = mkdir(ret, 0755) < 0 && errno != EEXIST ? NEG_ERRNO() : 0;
-                *slash = '/';
-                if (r < 0)
-                        return r;
-        }
-        return mkdir(ret, 0755) < 0 && errno != EEXIST ? NEG_ERRNO() : 0;
+        return fd < 0 ? NEG_ERRNO() : (int)fd;
 }
 
-int node_mounts_present(struct node_mounts *m, const char *root, const char *socket_path,
-                        const char **ret_failed_path)
+static int present(struct node_mounts *m, int root_fd, const char *relpath, const char *target, bool read_only)
 {
-        char source[PATH_MAX];
+        _cleanup_close_ int fd = open_source(root_fd, relpath);
+        char source[64];
+        struct stat st;
         int r;
 
-        for (size_t i = 0; i < ELEMENTSOF(presented_trees); i++) {
-                *ret_failed_path = presented_trees[i];
-                r = rendered_tree(root, presented_trees[i], source);
-                if (r >= 0)
-                        r = present(m, source, presented_trees[i], true);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return fail_at(m, relpath, fd < 0 ? fd : NEG_ERRNO());
+        r = ensure_mount_point(m, target, S_ISDIR(st.st_mode));
+        if (r < 0)
+                return r;
+        snprintf(source, sizeof(source), "/proc/self/fd/%d", fd);
+        if (!read_only && m->device_mode && chmod(source, m->device_mode) < 0)
+                return fail_at(m, relpath, NEG_ERRNO());
+        r = mount_recorded(m, source, target, NULL, MS_BIND, NULL);
+        /* Nobody writes the kernel's files (sysfs refuses even root): what
+         * a reader may change is only ever the server's to write. */
+        if (r >= 0 && read_only)
+                r = set_read_only(target);
+        return r < 0 ? fail_at(m, target, r) : 0;
+}
+
+/* `path` below `root_fd` (without its leading '/'), made if the server has
+ * not rendered it (yet): a tree the node has nothing in is presented empty. */
+static int make_rendered_tree(int root_fd, const char *path)
+{
+        char dir[PATH_MAX];
+
+        snprintf(dir, sizeof(dir), "%s", path + 1);
+        for (char *slash = dir;; slash++) {
+                slash = strchr(slash, '/');
+                if (slash)
+                        *slash = '\0';
+                if (mkdirat(root_fd, dir, 0755) < 0 && errno != EEXIST)
+                        return NEG_ERRNO();
+                if (!slash)
+                        return 0;
+                *slash = '/';
+        }
+}
+
+int node_mounts_present(struct node_mounts *m, int root_fd, const char *socket_name, const char **ret_failed_path)
+{
+        const size_t n_trees = ELEMENTSOF(node_mounts_paths) - 1;
+        int r;
+
+        for (size_t i = 0; i < n_trees; i++) {
+                *ret_failed_path = node_mounts_paths[i];
+                r = make_rendered_tree(root_fd, node_mounts_paths[i]);
+                if (r < 0)
+                        return fail_at(m, node_mounts_paths[i] + 1, r);
+                r = present(m, root_fd, node_mounts_paths[i] + 1, node_mounts_paths[i], true);
                 if (r < 0)
                         return r;
         }
         /* The device node: stat and access of it see the socket, which
          * its users may open (connect to) as they may open /dev/kfd. */
         *ret_failed_path = KFD_DEVICE;
-        return present(m, socket_path, KFD_DEVICE, false);
+        r = present(m, root_fd, socket_name, KFD_DEVICE, false);
+        if (r < 0)
+                return r;
+        /* Complete: nothing is added to a cover any more, and the
+         * caller, who may own one in a user namespace, may not either. */
+        for (size_t i = 0; i < m->n_covers; i++) {
+                *ret_failed_path = m->covers[i];
+                r = set_read_only(m->covers[i]);
+                if (r < 0)
+                        return fail_at(m, m->covers[i], r);
+        }
+        return 0;
 }
 
-void node_mounts_remove(struct node_mounts *m)
+static bool presented_here(const char *mount_point, const char *source)
 {
-        while (m->n_covered > 0)
-                umount2(m->covered[--m->n_covered], MNT_DETACH);
-        m->n_own_fs = 0;
+        if (strcmp(source, COVER_SOURCE) == 0)
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(node_mounts_paths); i++)
+                if (strcmp(mount_point, node_mounts_paths[i]) == 0)
+                        return true;
+        return false;
+}
+
+int node_mounts_print_presented(FILE *out)
+{
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        _cleanup_free_ char *line = NULL, *found = NULL;
+        size_t size = 0, found_len = 0;
+
+        if (!f)
+                return NEG_ERRNO();
+        /* mountinfo lists the oldest first: collect, print backwards. */
+        while (getline(&line, &size, f) > 0) {
+                char mount_point[PATH_MAX], source[PATH_MAX];
+                const char *fs = strstr(line, " - ");
+
+                if (sscanf(line, "%*s %*s %*s %*s %4095s", mount_point) != 1 || !fs ||
+                    sscanf(fs, " - %*s %4095s", source) != 1 || !presented_here(mount_point, source))
+                        continue;
+                size_t len = strlen(mount_point) + 1;
+                char *more = realloc(found, found_len + len);
+                if (!more)
+                        return -ENOMEM;
+                found = more;
+                memcpy(found + found_len, mount_point, len);
+                found_len += len;
+        }
+        while (found_len > 0) {
+                size_t start = found_len - 1;
+                while (start > 0 && found[start - 1] != '\0')
+                        start--;
+                fprintf(out, " %s", found + start);
+                found_len = start;
+        }
+        return 0;
 }

@@ -10,24 +10,33 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
-/* Mounts a run makes over the original tree (at most one per presented
- * path and one per directory it adds an entry to), and the tmpfs
- * instances it made, whose directories it may add entries to. */
-#define NODE_MOUNTS_MAX 16
+/* The tmpfs instances a run makes, at most one per directory it adds an
+ * entry to. */
+#define NODE_MOUNTS_MAX_COVERS 16
 
 struct node_mounts {
-        char covered[NODE_MOUNTS_MAX][PATH_MAX]; /* paths mounted over, in order */
-        size_t n_covered;
-        dev_t own_fs[NODE_MOUNTS_MAX];   /* st_dev of the tmpfs instances made */
-        size_t n_own_fs;
+        int undo_fd;                     /* mount-undoer.h's, or -1: the namespace takes the mounts along */
+        mode_t device_mode;              /* the socket's mode at /dev/kfd; 0: as the umask made it */
+        char covers[NODE_MOUNTS_MAX_COVERS][PATH_MAX]; /* directories covered by a tmpfs */
+        dev_t cover_devs[NODE_MOUNTS_MAX_COVERS];      /* and those tmpfs instances' st_dev */
+        size_t n_covers;
+        char failed_at[PATH_MAX];        /* where node_mounts_present() failed: the path, or the directory being covered */
 };
 
-/* Presents the tree rendered under `root` and the socket `socket_path`.
- * On failure, `ret_failed_path` names the path that could not be
- * presented; what was mounted before stays (node_mounts_remove()). */
-int node_mounts_present(struct node_mounts *m, const char *root, const char *socket_path,
-                        const char **ret_failed_path);
-/* Unmounts what node_mounts_present() mounted, newest first. */
-void node_mounts_remove(struct node_mounts *m);
+/* The paths presented, /dev/kfd last. */
+extern const char *const node_mounts_paths[6];
+
+/* Prints, newest first and each after a space, the mount points in this
+ * mount namespace that a run presents (whosever run it was). 0 or -errno. */
+int node_mounts_print_presented(FILE *out);
+
+/* Presents the trees rendered under the directory `root_fd` and its
+ * socket `socket_name`; what it mounts over the original tree, it records
+ * with the undoer when there is one. Sources are reached only below
+ * `root_fd`, never through a symlink. On failure, `ret_failed_path` names
+ * the path that could not be presented and `failed_at` where that went
+ * wrong. 0 or -errno. */
+int node_mounts_present(struct node_mounts *m, int root_fd, const char *socket_name, const char **ret_failed_path);

@@ -3,9 +3,11 @@
  * kfdemu-run as a command: COMMAND's status comes back (128 + signal when
  * killed), COMMAND gets the node's environment with the preload first,
  * the private directory goes afterwards, --system-wide shows the node to
- * every process of the namespace while the run lasts, and every mistake on
- * the command line or in --config, and every refused mount, is reported
- * with a sentence. argv[1] is kfdemu-run.
+ * every process of the namespace while the run lasts and takes its mounts
+ * down however the run ends, a private run's mounts never reach the
+ * namespace it started in, and every mistake on the command line or in
+ * --config, and every refused mount, is reported with a sentence.
+ * argv[1] is kfdemu-run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -237,23 +239,119 @@ static void test_config_mistakes(void **state)
 
 /* --system-wide: a process that is not COMMAND's (a service of a
  * container standing in for a node) sees the node's files while the run
- * lasts, and they are gone after it. In a mount namespace of the test's
- * own, so that the machine running it is left alone. */
+ * lasts, of any user, can connect to the socket as to the kernel's
+ * /dev/kfd (by the path the preload uses, in the private directory), and they
+ * are gone after it. COMMAND holds the run until the script has looked
+ * (a fifo each way). In a mount namespace of the test's own, so that the
+ * machine running it is left alone. */
 static void test_system_wide(void **state)
 {
         struct result r;
 
         run_script(&r, "exec unshare --mount --propagation private sh -c '"
+                       "dir=$(mktemp -d) && chmod 0755 \"$dir\" && mkfifo \"$dir/up\" \"$dir/go\" || exit 8;"
                        "before=$(wc -l < /proc/self/mountinfo);"
-                       "\"$0\" --system-wide --gpus 2 -- sleep 1 & run=$!;"
-                       "i=0; until test -S /dev/kfd; do i=$((i + 1)); test $i -lt 100 || exit 9; sleep 0.1; done;"
+                       "\"$0\" --system-wide --gpus 2 --root \"$dir/root\" -- "
+                       "sh -c \"echo up > $dir/up; read go < $dir/go\" & run=$!;"
+                       "read up < \"$dir/up\";"
                        "echo nodes: $(ls /sys/class/kfd/kfd/topology/nodes);"
-                       "wait $run; echo status=$?;"
+                       "setpriv --reuid=65534 --regid=65534 --clear-groups "
+                       "sh -c \"test -w /dev/kfd && test -w $dir/root/kfdemu.sock\" && echo nobody may connect;"
+                       "echo go > \"$dir/go\";"
+                       "wait $run; echo status=$?; rm -r \"$dir\";"
                        "test \"$(wc -l < /proc/self/mountinfo)\" = \"$before\" && echo unmounted' \"$0\"");
         assert_int_equal(r.status, 0);
         assert_output_has(&r, "nodes: 0 1 2");
+        assert_output_has(&r, "nobody may connect");
         assert_output_has(&r, "status=0");
         assert_output_has(&r, "unmounted");
+}
+
+/* However a --system-wide run ends, its mounts go: a signal it passes on
+ * to COMMAND, and SIGKILL, which it cannot see (its undoer takes them
+ * down). While it runs, a second run is refused, told what clears the
+ * first's mounts. `sig` is a signal name for kill(1); `expected` the
+ * run's status and whether COMMAND is still running after it (only a
+ * signal passed on ends it; the run is a background job of sh, which
+ * starts those with SIGINT and SIGQUIT ignored, so HUP and TERM). */
+static void check_system_wide_ends_clean(const char *sig, const char *expected, const char *command_state)
+{
+        char script[2048];
+        struct result r;
+
+        snprintf(script, sizeof(script),
+                 "exec unshare --mount --propagation private sh -c '"
+                 "dir=$(mktemp -d) && mkfifo \"$dir/up\" || exit 8;"
+                 "before=$(wc -l < /proc/self/mountinfo);"
+                 "\"$0\" --system-wide -- sh -c \"echo \\$\\$ > $dir/up; exec sleep 100\" & run=$!;"
+                 "read command < \"$dir/up\"; rm -r \"$dir\";"
+                 "\"$0\" --system-wide -- true; echo second=$?;"
+                 "kill -%s $run; wait $run; echo status=$?;"
+                 "if kill -KILL $command 2>/dev/null; then echo command=running; else echo command=gone; fi;"
+                 "i=0; until test \"$(wc -l < /proc/self/mountinfo)\" = \"$before\"; do "
+                 "i=$((i + 1)); test $i -lt 100 || exit 9; sleep 0.1; done; echo unmounted' \"$0\"",
+                 sig);
+        run_script(&r, script);
+        assert_int_equal(r.status, 0);
+        assert_output_has(&r, "second=1");
+        assert_output_has(&r, "/dev/kfd is already a kfdemu socket");
+        assert_output_has(&r, "umount -l /dev/kfd");
+        assert_output_has(&r, expected);
+        assert_output_has(&r, command_state);
+        assert_output_has(&r, "unmounted");
+}
+
+static void test_system_wide_ends_clean(void **state)
+{
+        check_system_wide_ends_clean("TERM", "status=143", "command=gone");
+        check_system_wide_ends_clean("HUP", "status=129", "command=gone");
+        check_system_wide_ends_clean("KILL", "status=137", "command=running");
+}
+
+/* A run's mounts stay in its namespace even where the one it starts in
+ * propagates its mounts (/ shared, as systemd makes it): the test's own
+ * namespace, / shared in a peer group of its own, and checked to be. */
+static void test_mounts_stay_in_the_run(void **state)
+{
+        struct result r;
+
+        run_script(&r, "exec unshare --mount --propagation private sh -c '"
+                       "mount --make-rshared / && echo outer: $(findmnt -no PROPAGATION /);"
+                       "before=$(wc -l < /proc/self/mountinfo);"
+                       "\"$0\" -- sh -c \"test -S /dev/kfd && echo inside: kfd;"
+                       "echo outer mounts: \\$(wc -l < /proc/$$/mountinfo)\"; echo before: $before' \"$0\"");
+        assert_int_equal(r.status, 0);
+        assert_output_has(&r, "outer: shared\n");
+        assert_output_has(&r, "inside: kfd\n");
+        char *before = strstr(r.output, "before: "), *during = strstr(r.output, "outer mounts: ");
+        assert_non_null(before);
+        assert_non_null(during);
+        assert_int_equal(atoi(before + strlen("before: ")), atoi(during + strlen("outer mounts: ")));
+}
+
+/* As root, the private directory goes only where nobody else may change
+ * it: a --root of another user's is refused, and such an XDG_RUNTIME_DIR
+ * (which su keeps) passed over. */
+static void test_private_directory_of_another_user(void **state)
+{
+        char dir[] = "/tmp/kfdemu-run-other.XXXXXX", expected[128];
+        struct result r;
+
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        run(&r, (const char *[]){ "--root", dir, "--", "true", NULL });
+        assert_int_equal(r.status, 1);
+        snprintf(expected, sizeof(expected), "--root %s belongs to another user", dir);
+        assert_output_has(&r, expected);
+
+        setenv("XDG_RUNTIME_DIR", dir, 1);
+        run(&r, (const char *[]){ "--", "sh", "-c", "echo \"socket=$KFDEMU_SOCKET\"", NULL });
+        unsetenv("XDG_RUNTIME_DIR");
+        assert_int_equal(r.status, 0);
+        snprintf(expected, sizeof(expected), "socket=%s", dir);
+        assert_null(strstr(r.output, expected));
+        assert_output_has(&r, "socket=/");
+        assert_int_equal(rmdir(dir), 0);
 }
 
 /* A user other than root runs the node too (through a user namespace),
@@ -266,10 +364,14 @@ static void test_not_root_beside_a_private_debugfs(void **state)
         run_script(&r, "exec unshare --mount --propagation private sh -c '"
                        "mount -t tmpfs -o mode=0700 root-only /sys/kernel/debug &&"
                        "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$0\" -- "
-                       "sh -c \"id -u; ls /sys/kernel/debug/kfd\"' \"$0\"");
+                       "sh -c \"id -u; ls /sys/kernel/debug/kfd;"
+                       "touch /dev/kfdemu-test 2>/dev/null || echo /dev read-only;"
+                       "rm /dev/stdin 2>/dev/null || echo /dev/stdin stays\"' \"$0\"");
         assert_int_equal(r.status, 0);
         assert_output_has(&r, "65534\n");
         assert_output_has(&r, "mqds");
+        assert_output_has(&r, "/dev read-only");
+        assert_output_has(&r, "/dev/stdin stays");
 }
 
 /* Without CAP_SYS_ADMIN, --system-wide cannot mount; and a user who may
@@ -289,6 +391,19 @@ static void test_mounts_refused(void **state)
         assert_int_equal(r.status, 1);
         assert_output_has(&r, "cannot make a mount namespace for the node's files");
         assert_output_has(&r, "allow unprivileged user namespaces");
+}
+
+/* A machine whose /dev/dri is a file (a tmpfs /dev here, in a mount
+ * namespace of the test's own): the message names it and says what to do. */
+static void test_mount_point_of_the_wrong_kind(void **state)
+{
+        struct result r;
+
+        run_script(&r, "exec unshare --mount --propagation private sh -c '"
+                       "mount -t tmpfs none /dev && touch /dev/dri && exec \"$0\" -- true' \"$0\"");
+        assert_int_equal(r.status, 1);
+        assert_output_has(&r, "cannot mount the node's /dev/dri: Not a directory at /dev/dri.");
+        assert_output_has(&r, "run in a container or a VM");
 }
 
 static void test_bad_preload_override(void **state)
@@ -314,8 +429,12 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_config_mistakes),
                 cmocka_unit_test(test_bad_preload_override),
                 cmocka_unit_test(test_system_wide),
+                cmocka_unit_test(test_system_wide_ends_clean),
+                cmocka_unit_test(test_mounts_stay_in_the_run),
+                cmocka_unit_test(test_private_directory_of_another_user),
                 cmocka_unit_test(test_not_root_beside_a_private_debugfs),
                 cmocka_unit_test(test_mounts_refused),
+                cmocka_unit_test(test_mount_point_of_the_wrong_kind),
         };
 
         if (argc != 2) {
