@@ -63,7 +63,7 @@ void emu_render_queue_destroyed(const struct emu_queue *q);
 
 /* The files the kernel generates when they are read (seq_file debugfs
  * dumps, cu_occupancy sampled from the hardware): rendered only when a
- * client opens or stats one (the preload asks first, protocol.h REFRESH). */
+ * client opens one (the preload asks first, protocol.h REFRESH). */
 enum emu_render_on_read {
         EMU_RENDER_MQDS,             /* debugfs kfd/mqds */
         EMU_RENDER_HQDS,             /* debugfs kfd/hqds */

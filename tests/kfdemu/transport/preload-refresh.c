@@ -4,8 +4,8 @@
  * (seq_file show functions walking the queues at read time) and sysfs
  * proc/<pid>/stats_<gpu_id>/cu_occupancy (kfd_procfs_stats_show samples
  * the hardware). The server renders them only when asked: before an open
- * or stat of one is let through, the preload sends REFRESH and waits until
- * the file is current, so a read sees the state of that moment.
+ * of one is let through, the preload sends REFRESH and waits until the
+ * file is current, so a read sees the state of that moment.
  */
 #include <errno.h>
 #include <stdio.h>
