@@ -337,6 +337,41 @@ static const char *namespace_hint(enum mount_namespace_step step, int r)
         return "";
 }
 
+/* While the process still has one thread: a user namespace can only be
+ * entered by a single-threaded process (unshare(2)). */
+static int enter_private_namespace(void)
+{
+        enum mount_namespace_step step;
+        int r = mount_namespace_enter_private(&step);
+
+        if (r < 0)
+                fprintf(stderr, "kfdemu-run: cannot make a mount namespace for the node's files: %s. %s\n",
+                        strerror(-r), namespace_hint(step, r));
+        return r;
+}
+
+/* A bind mount's source must be in the caller's mount namespace: the
+ * private directory opened before entering a new one is opened again,
+ * and must be the same directory. */
+static int reopen_in_namespace(const char *dir, int *fd)
+{
+        _cleanup_close_ int again = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat before, after;
+
+        if (again < 0 || fstat(again, &after) < 0 || fstat(*fd, &before) < 0) {
+                fprintf(stderr, "kfdemu-run: cannot open the private directory %s again: %m.\n", dir);
+                return NEG_ERRNO();
+        }
+        if (before.st_dev != after.st_dev || before.st_ino != after.st_ino) {
+                fprintf(stderr, "kfdemu-run: the private directory %s was replaced during the start; "
+                                "give a directory of your own with --root.\n", dir);
+                return -ESTALE;
+        }
+        close(*fd);
+        *fd = TAKE_FD(again);
+        return 0;
+}
+
 /* What to do about a mount that failed with `r`. */
 static const char *mount_hint(const struct options *o, int r)
 {
@@ -476,17 +511,6 @@ int main(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
         if (o.system_wide && refuse_if_presented() < 0)
                 return EXIT_FAILURE;
-        /* While the process still has one thread: a user namespace can
-         * only be entered by a single-threaded process (unshare(2)). */
-        if (!o.system_wide) {
-                enum mount_namespace_step step;
-                int r = mount_namespace_enter_private(&step);
-                if (r < 0) {
-                        fprintf(stderr, "kfdemu-run: cannot make a mount namespace for the node's files: %s. %s\n",
-                                strerror(-r), namespace_hint(step, r));
-                        return EXIT_FAILURE;
-                }
-        }
         if (o.log_path) {
                 log_fd = open(o.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
                 if (log_fd < 0) {
@@ -508,8 +532,13 @@ int main(int argc, char **argv)
         snprintf(cfg.root, sizeof(cfg.root), "%s", dir);
         snprintf(socket_path, sizeof(socket_path), "%s/" KFDEMU_SOCKET_NAME, dir);
 
+        /* The private directory is made, and its owner checked, outside
+         * the user namespace, where ids the namespace does not map (root's
+         * of /dev/shm) still show as themselves. */
         int status = EXIT_FAILURE;
-        if (set_child_environment(preload, socket_path) < 0)
+        if (!o.system_wide && (enter_private_namespace() < 0 || reopen_in_namespace(dir, &root_fd) < 0))
+                ;
+        else if (set_child_environment(preload, socket_path) < 0)
                 fprintf(stderr, "kfdemu-run: cannot set COMMAND's environment: %m.\n");
         else
                 status = run_node(&o, &cfg, root_fd, socket_path, log_fd, trace_fd);

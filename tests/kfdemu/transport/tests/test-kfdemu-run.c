@@ -354,6 +354,19 @@ static void test_private_directory_of_another_user(void **state)
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* A user other than root (and than nobody, whose uid is the one unmapped
+ * ids show as in a user namespace) without a runtime directory has the
+ * private directory in /dev/shm, which root owns. */
+static void test_private_directory_of_a_user(void **state)
+{
+        struct result r;
+
+        run_script(&r, "exec env -u XDG_RUNTIME_DIR setpriv --reuid=12345 --regid=12345 --clear-groups \"$0\" -- "
+                       "sh -c 'echo \"socket=$KFDEMU_SOCKET\"'");
+        assert_int_equal(r.status, 0);
+        assert_output_has(&r, "socket=/dev/shm/kfdemu.");
+}
+
 /* A user other than root runs the node too (through a user namespace),
  * also where debugfs is mounted for root only, as Debian mounts it: the
  * run shows its own kfd there. In a mount namespace of the test's own. */
@@ -432,6 +445,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_system_wide_ends_clean),
                 cmocka_unit_test(test_mounts_stay_in_the_run),
                 cmocka_unit_test(test_private_directory_of_another_user),
+                cmocka_unit_test(test_private_directory_of_a_user),
                 cmocka_unit_test(test_not_root_beside_a_private_debugfs),
                 cmocka_unit_test(test_mounts_refused),
                 cmocka_unit_test(test_mount_point_of_the_wrong_kind),
