@@ -36,7 +36,7 @@
 
 /* What the kernel shows when amdgpu is loaded, each a tree the server
  * renders under its private directory at the same path; then the device. */
-const char *const node_mounts_paths[6] = {
+static const char *const node_mounts_paths[] = {
         "/sys/class/kfd",
         "/sys/devices/virtual/kfd",
         "/sys/kernel/debug/kfd",
@@ -49,24 +49,18 @@ const char *const node_mounts_paths[6] = {
  * they can be told from others. */
 #define COVER_SOURCE "kfdemu"
 
-/* `target` has a mount of the run's now: one the undoer must know of, or
- * none at all. */
-static int record_mount(const struct node_mounts *m, const char *target)
+/* A mount over the original tree: one the undoer knows of, or none at all. */
+static int mount_recorded(const struct node_mounts *m, const char *source, const char *target, const char *fstype,
+                          unsigned long flags, const char *options)
 {
+        if (mount(source, target, fstype, flags, options) < 0)
+                return NEG_ERRNO();
         if (m->undo_fd < 0)
                 return 0;
         int r = mount_undoer_record(m->undo_fd, target);
         if (r < 0)
                 umount2(target, MNT_DETACH | UMOUNT_NOFOLLOW);
         return r;
-}
-
-static int mount_recorded(const struct node_mounts *m, const char *source, const char *target, const char *fstype,
-                          unsigned long flags, const char *options)
-{
-        if (mount(source, target, fstype, flags, options) < 0)
-                return NEG_ERRNO();
-        return record_mount(m, target);
 }
 
 static int fail_at(struct node_mounts *m, const char *path, int r)

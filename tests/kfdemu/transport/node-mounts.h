@@ -26,9 +26,6 @@ struct node_mounts {
         char failed_at[PATH_MAX];        /* where node_mounts_present() failed: the path, or the directory being covered */
 };
 
-/* The paths presented, /dev/kfd last. */
-extern const char *const node_mounts_paths[6];
-
 /* Prints, newest first and each after a space, the mount points in this
  * mount namespace that a run presents (whosever run it was). 0 or -errno. */
 int node_mounts_print_presented(FILE *out);
