@@ -1,11 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Parser for HIP/CLR logs written with AMD_LOG_LEVEL >= 3 (rocm-userspace.md
- * §6). Line prefixes, all with optional file/line:
+ * §6). A line is
  *
- *   :3:rocdevice.cpp  :1234: 0012345678 us: 4242 : [tid:0x7f12] <msg>    ROCclr 5.2.3
- *   :4:rocdevice.cpp  :1234: 0012345678 us: [pid:4242 tid: 0x7f12] <msg> clr, level >= 4
- *   :3:rocdevice.cpp  :1234: 0012345678 us: <msg>                        clr, level 3
+ *   [escapes] ":" level ":" [file ":" line ":"] " " usec ["d"] " us:" " "+ [ids " "*] message
+ *
+ * and the ids between the timestamp and the message take one of these forms
+ * (queue_finder.1.scd has a real line of each, with its source):
+ *
+ *   "[pid:" pid " "* "tid:" " "* tid "]"        clr 6.x - 7.x at level >= 4
+ *   pid " "* ":" " "* "[tid:" " "* tid "]"      ROCclr 5.x
+ *   pid " "* ":" " "* "[" tid "]"               ROCm 4.5
+ *   "[" tid "]"                                 ROCm 4.5, lines printed without the pid
+ *   (nothing)                                   clr at level 3
+ *
+ * where tid is "0x", any spaces (Windows builds pad it), and hex digits, or
+ * bare hex digits (4.5). A line without a pid belongs to the caller's pid
+ * for such lines, else to no known process. (ROCm 4.5 names the pid only
+ * on HIP API lines, which the window scan skips, not on its queue lines.)
  *
  * Messages used (everything else is skipped after a few byte compares):
  *   created hardware queue %p with size %d with priority %d, cooperative: %i   <= 6.1, %p = amd_queue_t
@@ -38,6 +50,9 @@
 /* Threads whose last ShaderName is remembered until their next dispatch. */
 #define PENDING_KERNELS_BITS 6
 #define PENDING_KERNELS (1 << PENDING_KERNELS_BITS)
+/* The pid of a line that names none, inside this file only: real pids are
+ * positive, and the records handed out say has_pid instead. */
+#define NO_PID ((pid_t) -1)
 
 enum addr_kind {
         ADDR_AMD_QUEUE = 1,
@@ -77,14 +92,17 @@ struct log_parser {
         struct slot cache;      /* last lookup hit */
         bool full_warned;
         struct pending_kernel pending[PENDING_KERNELS];
-        /* the last "[pid:" text parsed, "<pid> tid: 0x<tid>] " */
-        char last_pid_tid[48];
-        size_t last_pid_tid_len;
-        pid_t last_pid;
+        pid_t unmarked_pid;     /* for lines naming no pid, or NO_PID */
+        bool saw_prefixed_line; /* a log line after other text on its line */
+        /* the ids text of the last line that had one, up to its "]" */
+        char last_ids[48];
+        size_t last_ids_len;
+        enum qf_log_prefix last_prefix;
+        pid_t last_pid;         /* as written, or NO_PID */
         uint64_t last_tid;
         /* set while one line is parsed */
         unsigned long lineno;
-        pid_t pid;
+        pid_t pid;              /* NO_PID when nothing names it */
         uint64_t tid;
 };
 
@@ -138,10 +156,11 @@ static void index_queue(struct log_parser *lp, struct qf_log_queue *q, uint64_t 
 {
         if ((lp->used_slots + 1) * 4 > lp->n_slots * 3 && grow_slots(lp) < 0)
                 return;
-        struct slot *s = find_slot(lp->slots, lp->n_slots, q->pid, addr, kind);
+        pid_t pid = q->has_pid ? q->pid : NO_PID;
+        struct slot *s = find_slot(lp->slots, lp->n_slots, pid, addr, kind);
         if (s->kind == 0)
                 lp->used_slots++;
-        *s = (struct slot){ .addr = addr, .pid = q->pid, .kind = kind,
+        *s = (struct slot){ .addr = addr, .pid = pid, .kind = kind,
                             .index = (uint32_t) (q - lp->out.queues) };
         lp->cache = (struct slot){ 0 };
 }
@@ -163,7 +182,8 @@ static struct qf_log_queue *new_queue(struct log_parser *lp)
                 return NULL;
         }
         /* The array may have moved: cached slots hold indices, not pointers. */
-        q->pid = lp->pid;
+        q->has_pid = lp->pid != NO_PID;
+        q->pid = q->has_pid ? lp->pid : 0;
         q->priority = -1;
         q->cooperative = -1;
         return q;
@@ -472,55 +492,97 @@ static void skip_escapes(struct qf_scan *s)
         }
 }
 
-/* The pid/tid part after " us: ", if any. */
-static void parse_pid_tid(struct log_parser *lp, struct qf_scan *s)
+/* "0x", the spaces Windows builds pad with, and hex digits; or bare hex
+ * digits, as ROCm 4.5 prints it. */
+static bool scan_tid(struct qf_scan *s, uint64_t *ret)
 {
         struct qf_scan t = *s;
-        uint64_t pid, tid;
-        if (QF_SCAN_LIT(&t, "[pid:")) {
-                /* Runs of lines come from one thread: the same text as last
-                 * time means the same pid and tid, without parsing them. */
-                size_t n = lp->last_pid_tid_len;
-                if (n && qf_scan_left(&t) >= n && qf_bytes_equal(t.p, lp->last_pid_tid, n)) {
-                        s->p = t.p + n;
-                        lp->pid = lp->last_pid;
-                        lp->tid = lp->last_tid;
-                        return;
-                }
-                lp->pid = 0;
-                lp->tid = 0;
-                const char *start = t.p;
-                if (qf_scan_dec(&t, INT32_MAX, &pid) && QF_SCAN_LIT(&t, " tid: ") && qf_scan_hex_ptr(&t, &tid) &&
-                    QF_SCAN_LIT(&t, "] ")) {
-                        lp->pid = lp->last_pid = (pid_t) pid;
-                        lp->tid = lp->last_tid = tid;
-                        lp->out.prefix = QF_LOG_PREFIX_CLR;
-                        n = (size_t) (t.p - start);
-                        lp->last_pid_tid_len = n <= sizeof(lp->last_pid_tid) ? n : 0;
-                        memcpy(lp->last_pid_tid, start, lp->last_pid_tid_len);
-                        *s = t;
-                }
-                return;
-        }
-        lp->pid = 0;
-        lp->tid = 0;
-        if (qf_scan_dec(&t, INT32_MAX, &pid)) {
+        if (QF_SCAN_LIT(&t, "0x"))
                 qf_scan_spaces(&t);
-                if (QF_SCAN_LIT(&t, ": [tid:")) {
-                        qf_scan_spaces(&t);
-                        if (qf_scan_hex_ptr(&t, &tid) && QF_SCAN_LIT(&t, "] ")) {
-                                lp->pid = (pid_t) pid;
-                                lp->tid = tid;
-                                lp->out.prefix = QF_LOG_PREFIX_ROCCLR;
-                                *s = t;
-                        }
-                }
-                return;
-        }
-        lp->out.prefix = QF_LOG_PREFIX_NONE;
+        if (!qf_scan_hex(&t, 16, ret))
+                return false;
+        *s = t;
+        return true;
 }
 
-/* Skips "<digits> us: " at q; NULL if it is not there. */
+/* The ids forms of the header comment, each ending in "]". */
+static bool scan_ids(struct qf_scan *s, uint64_t *ret_pid, uint64_t *ret_tid, enum qf_log_prefix *ret_prefix)
+{
+        struct qf_scan t = *s;
+        uint64_t pid = 0, tid;
+        enum qf_log_prefix prefix;
+        if (QF_SCAN_LIT(&t, "[pid:")) {
+                if (!qf_scan_dec(&t, INT32_MAX, &pid) || pid == 0)
+                        return false;
+                qf_scan_spaces(&t);
+                if (!QF_SCAN_LIT(&t, "tid:"))
+                        return false;
+                qf_scan_spaces(&t);
+                prefix = QF_LOG_PREFIX_CLR;
+        } else if (QF_SCAN_LIT(&t, "[")) {
+                prefix = QF_LOG_PREFIX_TID;
+        } else {
+                if (!qf_scan_dec(&t, INT32_MAX, &pid) || pid == 0)
+                        return false;
+                qf_scan_spaces(&t);
+                if (!QF_SCAN_LIT(&t, ":"))
+                        return false;
+                qf_scan_spaces(&t);
+                if (!QF_SCAN_LIT(&t, "["))
+                        return false;
+                if (QF_SCAN_LIT(&t, "tid:"))
+                        qf_scan_spaces(&t);
+                prefix = QF_LOG_PREFIX_ROCCLR;
+        }
+        if (!scan_tid(&t, &tid) || !QF_SCAN_LIT(&t, "]"))
+                return false;
+        *s = t;
+        *ret_pid = pid;
+        *ret_tid = tid;
+        *ret_prefix = prefix;
+        return true;
+}
+
+/* The ids after the timestamp, if any, and the spaces before the message. */
+static void parse_ids(struct log_parser *lp, struct qf_scan *s)
+{
+        /* Runs of lines come from one thread: the same text as last time
+         * means the same ids, without parsing them. The text ends at "]",
+         * so a longer number cannot match it. */
+        size_t n = lp->last_ids_len;
+        if (n && qf_scan_left(s) >= n && qf_bytes_equal(s->p, lp->last_ids, n)) {
+                s->p += n;
+                lp->tid = lp->last_tid;
+                lp->pid = lp->last_pid != NO_PID ? lp->last_pid : lp->unmarked_pid;
+                lp->out.prefix = lp->last_prefix;
+                qf_scan_spaces(s);
+                return;
+        }
+        const char *start = s->p;
+        uint64_t pid, tid;
+        enum qf_log_prefix prefix;
+        if (!scan_ids(s, &pid, &tid, &prefix)) {
+                lp->tid = 0;
+                lp->pid = lp->unmarked_pid;
+                lp->out.prefix = QF_LOG_PREFIX_NONE;
+                return;
+        }
+        pid_t named = prefix == QF_LOG_PREFIX_TID ? NO_PID : (pid_t) pid;
+        lp->tid = tid;
+        lp->pid = named != NO_PID ? named : lp->unmarked_pid;
+        lp->out.prefix = prefix;
+        n = (size_t) (s->p - start);
+        lp->last_ids_len = n <= sizeof(lp->last_ids) ? n : 0;
+        memcpy(lp->last_ids, start, lp->last_ids_len);
+        lp->last_pid = named;
+        lp->last_tid = tid;
+        lp->last_prefix = prefix;
+        qf_scan_spaces(s);
+}
+
+/* Skips " <digits> us:" at q, and the spaces after it; NULL if it is not
+ * there. Some clr 6.x builds print the number as "%lldd" ("1917470247183d
+ * us:", ROCm/hip#3769). */
 static inline const char *skip_timestamp(const char *q, const char *end)
 {
         if (q < end && *q == ' ')
@@ -531,9 +593,16 @@ static inline const char *skip_timestamp(const char *q, const char *end)
                 q += 10;
         while (q < end && *q >= '0' && *q <= '9')
                 q++;
-        if (q == digits || end - q < 5 || q[0] != ' ' || q[1] != 'u' || q[2] != 's' || q[3] != ':' || q[4] != ' ')
+        if (q == digits)
                 return NULL;
-        return q + 5;
+        if (q < end && *q == 'd')
+                q++;
+        if (end - q < 5 || q[0] != ' ' || q[1] != 'u' || q[2] != 's' || q[3] != ':' || q[4] != ' ')
+                return NULL;
+        q += 5;
+        while (q < end && *q == ' ')
+                q++;
+        return q;
 }
 
 /* The end of the ":<level>:" tag at p, or NULL. A prefix needs more than
@@ -590,7 +659,7 @@ static bool parse_log_line(struct log_parser *lp, const char *p, const char *end
                         return false;
         }
         struct qf_scan s = { .p = msg, .end = end };
-        parse_pid_tid(lp, &s);
+        parse_ids(lp, &s);
         if (s.p < s.end && s.p[0] == '\033')
                 skip_escapes(&s);
         parse_message(lp, s);
@@ -620,8 +689,10 @@ static void parse_line(struct log_parser *lp, const struct qf_line *l)
          * non-log lines can afford a search. */
         bool binary = memchr(l->p, 0, len) != NULL;
         for (const char *c = s.p; c < s.end && (c = memchr(c, ':', (size_t) (s.end - c))); c++)
-                if (parse_log_line(lp, c, s.end))
+                if (parse_log_line(lp, c, s.end)) {
+                        lp->saw_prefixed_line = true;
                         return;
+                }
         if (binary)
                 qf_diag_add(lp->diags, lp->name, l->lineno, "binary data (NUL bytes) in a line without a log prefix");
 }
@@ -742,7 +813,7 @@ __attribute__((target("avx2"))) static void parse_block_avx2(struct log_parser *
 }
 #endif
 
-int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log *ret)
+int qf_log_parse(int fd, const char *name, const pid_t *unmarked_pid, struct qf_diags *diags, struct qf_log *ret)
 {
         _cleanup_line_reader_ struct qf_line_reader *reader = NULL;
         _cleanup_free_ struct log_parser *lp = calloc(1, sizeof(*lp));
@@ -750,6 +821,7 @@ int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log
                 return -ENOMEM;
         lp->name = name;
         lp->diags = diags;
+        lp->unmarked_pid = unmarked_pid ? *unmarked_pid : NO_PID;
 
         int r = qf_line_reader_new(fd, &reader);
         if (r >= 0) {
@@ -771,7 +843,10 @@ int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log
                 qf_log_clear(&lp->out);
                 return r;
         }
-        if (lp->out.lines > 0 && lp->out.log_lines == 0)
+        /* Lines behind a journald or program prefix are not counted in
+         * log_lines (only a line's start is looked at for that), but are
+         * log lines all the same. */
+        if (lp->out.lines > 0 && lp->out.log_lines == 0 && !lp->saw_prefixed_line)
                 qf_diag_add(diags, name, 0,
                             "no AMD log lines found; the application must run with AMD_LOG_LEVEL=3 or higher");
         *ret = lp->out;

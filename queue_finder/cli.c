@@ -47,6 +47,8 @@ struct options {
         const char *mqds_file;
         const char *hqds_file;
         const char *log_file;
+        bool has_log_pid;
+        pid_t log_pid;
         const char *pid_ns;
         bool snapshot;
         bool emit_config;
@@ -101,6 +103,8 @@ static void help(void)
                "  -h, --help                 show this help\n"
                "  -j, --json                 print JSON (schema: queue_finder(1))\n"
                "      --log FILE|-           read a HIP/CLR log (AMD_LOG_LEVEL>=3); - is stdin\n"
+               "      --log-pid PID          the process that wrote the log, for its lines that name\n"
+               "                             no process (AMD_LOG_LEVEL=3 prints no pid)\n"
                "      --mqds FILE            read a saved debugfs mqds dump instead of the live one\n"
                "      --hqds FILE            read a saved debugfs hqds dump instead of the live one\n"
                "      --no-live              read only the files given, nothing from this node\n"
@@ -142,6 +146,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 {
         enum {
                 OPT_LOG = 256,
+                OPT_LOG_PID,
                 OPT_MQDS,
                 OPT_HQDS,
                 OPT_NO_LIVE,
@@ -156,6 +161,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                 { "help", no_argument, NULL, 'h' },
                 { "json", no_argument, NULL, 'j' },
                 { "log", required_argument, NULL, OPT_LOG },
+                { "log-pid", required_argument, NULL, OPT_LOG_PID },
                 { "mqds", required_argument, NULL, OPT_MQDS },
                 { "hqds", required_argument, NULL, OPT_HQDS },
                 { "no-live", no_argument, NULL, OPT_NO_LIVE },
@@ -184,6 +190,14 @@ static int parse_options(int argc, char **argv, struct options *o)
                         break;
                 case OPT_LOG:
                         o->log_file = optarg;
+                        break;
+                case OPT_LOG_PID:
+                        if (parse_pid(optarg, &o->log_pid) < 0) {
+                                report_error(o->json, "--log-pid takes a process id (a positive decimal number), not "
+                                                      "\"%s\".", optarg);
+                                return -EINVAL;
+                        }
+                        o->has_log_pid = true;
                         break;
                 case OPT_MQDS:
                         o->mqds_file = optarg;
@@ -228,6 +242,10 @@ static int parse_options(int argc, char **argv, struct options *o)
         }
         if (o->snapshot && !o->live) {
                 report_error(o->json, "--snapshot reads live processes and cannot be combined with --no-live.");
+                return -EINVAL;
+        }
+        if (o->has_log_pid && !o->log_file) {
+                report_error(o->json, "--log-pid names the process that wrote a log; give the log with --log FILE.");
                 return -EINVAL;
         }
         if (o->json && o->emit_config) {
@@ -311,15 +329,16 @@ static int map_pids(struct options *o, struct container_ns *ret)
 }
 
 /* A containerized application logs its pid as seen in the container: with
- * --pid-ns, the log's pids are mapped like the arguments. A pid no process
- * has any more is left as logged. */
+ * --pid-ns, the log's pids (and --log-pid, which stands for them) are
+ * mapped like the arguments. A pid no process has any more is left as
+ * logged. */
 static void map_log_pids(const struct options *o, const struct container_ns *c, struct qf_log *log)
 {
         pid_t from = 0, to = 0;
         for (size_t i = 0; i < log->n; i++) {
-                pid_t pid = log->queues[i].pid;
-                if (pid == 0)
+                if (!log->queues[i].has_pid)
                         continue;
+                pid_t pid = log->queues[i].pid;
                 if (pid != from) {
                         from = pid;
                         if (qf_nspid_to_host(o->proc_root, &c->ns, c->level, pid, &to) < 0)
@@ -372,9 +391,15 @@ static int parse_hqds_any(int fd, const char *name, struct qf_diags *d, void *re
         return qf_hqds_parse(fd, name, d, ret);
 }
 
+struct log_target {
+        const pid_t *unmarked_pid;
+        struct qf_log *log;
+};
+
 static int parse_log_any(int fd, const char *name, struct qf_diags *d, void *ret)
 {
-        return qf_log_parse(fd, name, d, ret);
+        const struct log_target *t = ret;
+        return qf_log_parse(fd, name, t->unmarked_pid, d, t->log);
 }
 
 static int read_sysfs(struct state *st, const struct options *o)
@@ -473,7 +498,8 @@ static int read_sources(struct state *st, const struct options *o)
         }
         if (o->log_file) {
                 st->sources[SRC_LOG].skipped = false;
-                if ((r = read_text_source(st, SRC_LOG, o->log_file, true, o->json, parse_log_any, &st->log)) < 0)
+                struct log_target t = { .unmarked_pid = o->has_log_pid ? &o->log_pid : NULL, .log = &st->log };
+                if ((r = read_text_source(st, SRC_LOG, o->log_file, true, o->json, parse_log_any, &t)) < 0)
                         return r;
                 st->have_log = true;
         }

@@ -45,7 +45,7 @@ void fuzz_parser(enum fuzz_parser parser, const uint8_t *data, size_t size)
         case FUZZ_LOG:
         default: {
                 struct qf_log l;
-                check(qf_log_parse(fd, "fuzz", &d, &l) == 0);
+                check(qf_log_parse(fd, "fuzz", NULL, &d, &l) == 0);
                 check(l.n <= QF_MAX_LOG_QUEUES);
                 qf_log_clear(&l);
                 break;
