@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The log parser on real HIP/CLR log excerpts quoted from public issue
+ * threads (tests/data/real/logs/README.md names each thread and its ROCm
+ * release). The queues each excerpt holds were read off the excerpt by
+ * eye, not by running the parser: every queue address, its process, and
+ * its packets.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sources.h"
+#include "test-util.h"
+
+#define MAX_QUEUES 8
+
+/* A queue as an excerpt shows it; an address of 0 is one it does not
+ * print. */
+struct seen_queue {
+        pid_t pid;             /* 0: no line names the process */
+        uint64_t swq;          /* "Created SWq=", "created hardware queue" (amd_queue_t) */
+        uint64_t hwq;          /* ">= 6.2 HWq=" (ring base) */
+        uint64_t legacy_hwq;   /* "<= 6.1 HWq=", refCount lines with no creation line */
+        uint64_t dispatches, barriers;
+        uint64_t max_refcount;
+};
+
+struct excerpt {
+        const char *file;
+        size_t n;
+        struct seen_queue queues[MAX_QUEUES];
+};
+
+static const struct excerpt excerpts[] = {
+        { "spack-27535-dispatch.log", 1, { { .legacy_hwq = 0x7fb360aa6000, .dispatches = 1 } } },
+        { "spack-27535-memcpy.log", 1, { { .legacy_hwq = 0x7fb360aa6000, .barriers = 1 } } },
+        { "spack-27535-hipmalloc.log", 1, { { .legacy_hwq = 0x7fb360aa6000, .barriers = 1 } } },
+        { "spack-27535-launch.log", 1, { { .legacy_hwq = 0x7fb360aa6000, .dispatches = 1, .barriers = 1 } } },
+        { "spack-27535-event.log", 1, { { .legacy_hwq = 0x7fb360aa6000, .barriers = 1 } } },
+        { "llama.cpp-1087.log", 1, { { .pid = 9174, .legacy_hwq = 0x229000, .dispatches = 1 } } },
+        { "rccl-876.log",
+          2,
+          { { .pid = 1255284, .legacy_hwq = 0x7fcc33b08000, .max_refcount = 1 },
+            { .pid = 1255284, .swq = 0x7fcc33b06000, .max_refcount = 1 } } },
+        { "ollama-9516.log", 1, { { .swq = 0x7ad5f8056000, .hwq = 0x7ad456a00000, .max_refcount = 1 } } },
+        { "hip-3769.log",
+          4,
+          { { .swq = 0x7fd9ee22c000, .hwq = 0x7fd9c2800000, .max_refcount = 1 },
+            { .swq = 0x7fd9ee216000, .hwq = 0x7fd9c2000000, .max_refcount = 1 },
+            { .swq = 0x7fd9ee17e000, .hwq = 0x7fd9c0400000, .max_refcount = 2 },
+            { .swq = 0x7fd9ee16c000, .hwq = 0x7fd9b0600000, .max_refcount = 2 } } },
+        { "legacy-rocm-build-4259.log",
+          1,
+          { { .pid = 2539, .swq = 0x7fffe01ac000, .hwq = 0x7fffd1400000, .max_refcount = 1 } } },
+};
+
+static bool same_queue(const struct qf_log_queue *q, const struct seen_queue *e)
+{
+        return q->has_amd_queue == (e->swq != 0) && (!e->swq || q->amd_queue == e->swq) &&
+               q->has_ring_base == (e->hwq != 0) && (!e->hwq || q->ring_base == e->hwq) &&
+               q->has_legacy_hwq == (e->legacy_hwq != 0) && (!e->legacy_hwq || q->legacy_hwq == e->legacy_hwq);
+}
+
+static void check_excerpt(const struct excerpt *x)
+{
+        char path[4096];
+        snprintf(path, sizeof(path), "logs/%s", x->file);
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        int fd = test_open_shared(path);
+        assert_int_equal(qf_log_parse(fd, x->file, NULL, &d, &l), 0);
+        close(fd);
+        if (l.n != x->n)
+                fail_msg("%s: %zu queues found, the excerpt holds %zu", x->file, l.n, x->n);
+        for (size_t i = 0; i < x->n; i++) {
+                const struct seen_queue *e = &x->queues[i];
+                const struct qf_log_queue *q = NULL;
+                for (size_t k = 0; k < l.n && !q; k++)
+                        if (same_queue(&l.queues[k], e))
+                                q = &l.queues[k];
+                if (!q)
+                        fail_msg("%s: queue %zu of the excerpt not found", x->file, i);
+                assert_int_equal(q->has_pid, e->pid != 0);
+                assert_int_equal(q->pid, e->pid);
+                assert_int_equal(q->dispatches, e->dispatches);
+                assert_int_equal(q->barriers, e->barriers);
+                assert_int_equal(q->max_refcount, e->max_refcount);
+        }
+        if (d.n != 0)
+                fail_msg("%s: unexpected warning at line %lu: %s", x->file, d.items[0].line, d.items[0].message);
+        qf_diags_clear(&d);
+        qf_log_clear(&l);
+}
+
+static void test_excerpt(void **state)
+{
+        check_excerpt(*state);
+}
+
+/* One test per excerpt, named after its file. */
+int main(void)
+{
+        enum { N = sizeof(excerpts) / sizeof(*excerpts) };
+        struct CMUnitTest tests[N];
+        for (size_t i = 0; i < N; i++)
+                tests[i] = (struct CMUnitTest){ .name = excerpts[i].file, .test_func = test_excerpt,
+                                                .initial_state = (void *) &excerpts[i] };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
