@@ -252,6 +252,21 @@ static void malformed(struct log_parser *lp, const char *what)
         qf_diag_add(lp->diags, lp->name, lp->lineno, "malformed %s line", what);
 }
 
+/* An address as %p prints it: "0x" and hex digits with glibc; sixteen
+ * upper-case digits and no prefix with the Windows C runtime ("Created
+ * SWq=00000251006B0000", ROCm/TheRock#4604). Dispatch lines print
+ * "0x%zx" everywhere. */
+static bool scan_percent_p(struct qf_scan *s, uint64_t *ret)
+{
+        if (qf_scan_hex_ptr(s, ret))
+                return true;
+        struct qf_scan t = *s;
+        if (!qf_scan_hex(&t, 16, ret) || t.p - s->p != 16)
+                return false;
+        *s = t;
+        return true;
+}
+
 /* "with size %d with priority %d, cooperative: %i" */
 static bool parse_creation_tail(struct qf_scan *s, struct qf_log_queue *q)
 {
@@ -271,7 +286,7 @@ static void parse_created_62(struct log_parser *lp, struct qf_scan s)
 {
         uint64_t swq, hwq;
         struct qf_scan t = s;
-        if (!qf_scan_hex_ptr(&t, &swq) || !QF_SCAN_LIT(&t, " to map on HWq=") || !qf_scan_hex_ptr(&t, &hwq))
+        if (!scan_percent_p(&t, &swq) || !QF_SCAN_LIT(&t, " to map on HWq=") || !scan_percent_p(&t, &hwq))
                 return malformed(lp, "\"Created SWq\"");
         struct qf_log_queue *q = queue_by_pair(lp, swq, hwq);
         if (!q)
@@ -286,7 +301,7 @@ static void parse_created_62(struct log_parser *lp, struct qf_scan s)
 static void parse_created_old(struct log_parser *lp, struct qf_scan s)
 {
         uint64_t amdq;
-        if (!qf_scan_hex_ptr(&s, &amdq))
+        if (!scan_percent_p(&s, &amdq))
                 return malformed(lp, "\"created hardware queue\"");
         struct qf_log_queue *q = lookup(lp, amdq, ADDR_AMD_QUEUE);
         if (!q) {
@@ -305,7 +320,7 @@ static void parse_created_old(struct log_parser *lp, struct qf_scan s)
 static void parse_refcount(struct log_parser *lp, struct qf_scan s)
 {
         uint64_t addr, count;
-        if (!qf_scan_hex_ptr(&s, &addr) || !QF_SCAN_LIT(&s, " (") || !qf_scan_dec(&s, UINT32_MAX, &count) ||
+        if (!scan_percent_p(&s, &addr) || !QF_SCAN_LIT(&s, " (") || !qf_scan_dec(&s, UINT32_MAX, &count) ||
             !QF_SCAN_LIT(&s, ")"))
                 return malformed(lp, "refCount");
         struct qf_log_queue *q = queue_by_legacy_hwq(lp, addr);

@@ -60,6 +60,10 @@ static const struct excerpt excerpts[] = {
         { "legacy-rocm-build-4259.log",
           1,
           { { .pid = 2539, .swq = 0x7fffe01ac000, .hwq = 0x7fffd1400000, .max_refcount = 1 } } },
+        { "therock-3313.log", 1, { { .pid = 779, .swq = 0x7f811d512000, .hwq = 0x7b790a200000, .max_refcount = 1 } } },
+        { "therock-4604.log",
+          1,
+          { { .pid = 13124, .swq = 0x00000251006B0000, .hwq = 0x00000251006C0000, .max_refcount = 1 } } },
 };
 
 static bool same_queue(const struct qf_log_queue *q, const struct seen_queue *e)
