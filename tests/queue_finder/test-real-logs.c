@@ -64,6 +64,17 @@ static const struct excerpt excerpts[] = {
         { "therock-4604.log",
           1,
           { { .pid = 13124, .swq = 0x00000251006B0000, .hwq = 0x00000251006C0000, .max_refcount = 1 } } },
+        { "rocm-2418.log", 1, { { .pid = 350457, .swq = 0x7f02e57cc000, .max_refcount = 1 } } },
+        { "rocm-2429.log", 1, { { .pid = 16, .swq = 0x7f53ae300000, .max_refcount = 1 } } },
+        { "rocm-2596.log",
+          2,
+          { { .pid = 3158, .swq = 0x7fbd11443000, .max_refcount = 1 },
+            { .pid = 3158, .swq = 0x7fbd11410000, .max_refcount = 1 } } },
+        { "rccl-876-workers.log",
+          2,
+          { { .pid = 1255284, .swq = 0x7fcc3566a000, .max_refcount = 1 },
+            { .pid = 1255284, .swq = 0x7fcc33b34000, .max_refcount = 1 } } },
+        { "lumi-ai-workshop-04.log", 1, { { .pid = 8088, .legacy_hwq = 0x14b30ee00000, .dispatches = 1 } } },
 };
 
 static bool same_queue(const struct qf_log_queue *q, const struct seen_queue *e)
