@@ -15,9 +15,10 @@
  *   (nothing)                                   clr at level 3
  *
  * where tid is "0x", any spaces (Windows builds pad it), and hex digits, or
- * bare hex digits (4.5). A line without a pid belongs to the caller's pid
- * for such lines, else to no known process. (ROCm 4.5 names the pid only
- * on HIP API lines, which the window scan skips, not on its queue lines.)
+ * bare hex digits (4.5, and a 6.3.2 build after "tid: "). A line without a
+ * pid belongs to the caller's pid for such lines, else to no known
+ * process. (ROCm 4.5 names the pid only on HIP API lines, which the
+ * window scan skips, not on its queue lines.)
  *
  * Messages used (everything else is skipped after a few byte compares):
  *   created hardware queue %p with size %d with priority %d, cooperative: %i   <= 6.1, %p = amd_queue_t

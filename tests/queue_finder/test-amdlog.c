@@ -181,6 +181,9 @@ static void test_prefix_forms(void **state)
                 /* clr 6.x, pid padded to five, no space after "tid:" */
                 { ":3:rocdevice.cpp            :3104: 3326522300 us: [pid:2539  tid:0x7fffd49786c0] ", 2539,
                   QF_LOG_PREFIX_CLR },
+                /* a 6.3.2 build: bare hex after "tid: ", "%lldd us:" (ROCm/ROCm#4394) */
+                { ":4:rocvirtual.cpp           :930 : 7270505900d us: [pid:21983 tid: 7f316f4006c0] ", 21983,
+                  QF_LOG_PREFIX_CLR },
                 /* Windows builds pad the thread id after "0x" */
                 { ":5:commandqueue.cpp         :266 : 47462248663 us: [pid:18812 tid: 0x 3564] ", 18812,
                   QF_LOG_PREFIX_CLR },

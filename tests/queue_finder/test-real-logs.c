@@ -75,6 +75,11 @@ static const struct excerpt excerpts[] = {
           { { .pid = 1255284, .swq = 0x7fcc3566a000, .max_refcount = 1 },
             { .pid = 1255284, .swq = 0x7fcc33b34000, .max_refcount = 1 } } },
         { "lumi-ai-workshop-04.log", 1, { { .pid = 8088, .legacy_hwq = 0x14b30ee00000, .dispatches = 1 } } },
+        { "p1sin-demo.log", 1, { { .pid = 145680, .swq = 0x7fffed28e000, .max_refcount = 1 } } },
+        { "rocm-4208.log", 1, { { .pid = 19349, .swq = 0x14dd04c94000, .hwq = 0x14dbfb600000, .max_refcount = 1 } } },
+        { "rocm-4208-teardown.log", 1, { { .pid = 3785, .swq = 0x154535a96000, .hwq = 0x154430400000, .barriers = 1 } } },
+        { "rocm-4198.log", 1, { { .swq = 0x7f20902c0000, .hwq = 0x7f20902d0000, .dispatches = 1 } } },
+        { "rocm-4394.log", 1, { { .pid = 21983, .swq = 0x7f3342202000, .hwq = 0x7f316c300000, .dispatches = 1 } } },
 };
 
 static bool same_queue(const struct qf_log_queue *q, const struct seen_queue *e)
