@@ -80,6 +80,13 @@ static const struct excerpt excerpts[] = {
         { "rocm-4208-teardown.log", 1, { { .pid = 3785, .swq = 0x154535a96000, .hwq = 0x154430400000, .barriers = 1 } } },
         { "rocm-4198.log", 1, { { .swq = 0x7f20902c0000, .hwq = 0x7f20902d0000, .dispatches = 1 } } },
         { "rocm-4394.log", 1, { { .pid = 21983, .swq = 0x7f3342202000, .hwq = 0x7f316c300000, .dispatches = 1 } } },
+        { "rocm-4519.log", 1, { { .pid = 461, .swq = 0x7f1072cba000, .hwq = 0x7f0f70600000, .dispatches = 1 } } },
+        { "hpctraining-hipstdpar.log", 1, { { .swq = 0x7f8ec8e86000, .hwq = 0x7f8eb5c00000, .max_refcount = 1 } } },
+        { "rocm-5051.log",
+          1,
+          { { .pid = 92169, .swq = 0x7fcf2a564000, .hwq = 0x7fcbe4200000, .dispatches = 1, .barriers = 1 } } },
+        { "rocm-5180-good.log", 1, { { .pid = 77513, .swq = 0x7f0bd1848000, .hwq = 0x7f0ab9c00000, .barriers = 1 } } },
+        { "rocm-5180-fail.log", 1, { { .pid = 77544, .swq = 0x7fd5bfa36000, .hwq = 0x7fc6a5000000, .barriers = 1 } } },
 };
 
 static bool same_queue(const struct qf_log_queue *q, const struct seen_queue *e)
