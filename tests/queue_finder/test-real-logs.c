@@ -87,6 +87,12 @@ static const struct excerpt excerpts[] = {
           { { .pid = 92169, .swq = 0x7fcf2a564000, .hwq = 0x7fcbe4200000, .dispatches = 1, .barriers = 1 } } },
         { "rocm-5180-good.log", 1, { { .pid = 77513, .swq = 0x7f0bd1848000, .hwq = 0x7f0ab9c00000, .barriers = 1 } } },
         { "rocm-5180-fail.log", 1, { { .pid = 77544, .swq = 0x7fd5bfa36000, .hwq = 0x7fc6a5000000, .barriers = 1 } } },
+        { "rocm-5952.log", 1, { { .pid = 309675, .swq = 0x73e376a26000, .hwq = 0x73e2c8300000, .dispatches = 2 } } },
+        { "rocm-5952-copy.log", 1, { { .pid = 309675, .swq = 0x73e376a26000, .hwq = 0x73e2c8300000, .barriers = 1 } } },
+        { "rocm-5952-sync.log", 1, { { .pid = 309675, .swq = 0x73e376a26000, .hwq = 0x73e2c8300000, .barriers = 1 } } },
+        { "rocm-5952-dep.log",
+          1,
+          { { .pid = 309675, .swq = 0x73e376a26000, .hwq = 0x73e2c8300000, .dispatches = 1, .barriers = 1 } } },
 };
 
 static bool same_queue(const struct qf_log_queue *q, const struct seen_queue *e)
