@@ -14,11 +14,15 @@
  *   "[" tid "]"                                 ROCm 4.5, lines printed without the pid
  *   (nothing)                                   clr at level 3
  *
- * where tid is "0x", any spaces (Windows builds pad it), and hex digits, or
- * bare hex digits (4.5, and a 6.3.2 build after "tid: "). A line without a
- * pid belongs to the caller's pid for such lines, else to no known
- * process. (ROCm 4.5 names the pid only on HIP API lines, which the
- * window scan skips, not on its queue lines.)
+ * where pid is 1 to GP_PID_MAX_LIMIT (parse-pid.h), and tid is "0x", any
+ * spaces (Windows builds pad it), and 1 to 16 hex digits, or bare hex
+ * digits (4.5, and a 6.3.2 build after "tid: "). A line without a pid
+ * belongs to the caller's pid for such lines, else to no known process.
+ * (ROCm 4.5 names the pid only on HIP API lines, which the window scan
+ * skips, not on its queue lines.) Text that starts like ids but breaks
+ * the grammar (pid 0, a 17-digit tid, no "]") is a warning; the line's
+ * message is still read, as belonging to no known process, since a
+ * damaged pid may have named any.
  *
  * Messages used (everything else is skipped after a few byte compares):
  *   created hardware queue %p with size %d with priority %d, cooperative: %i   <= 6.1, %p = amd_queue_t
@@ -43,11 +47,19 @@
 #include "cleanup.h"
 #include "line-reader.h"
 #include "log-window.h"
+#include "parse-pid.h"
 #include "scan.h"
 #include "sources.h"
 
 /* The clr prefix (file padded to 25, line, usec) ends well before this. */
 #define PREFIX_WINDOW 192
+/* Where damaged ids are looked for their "]": the longest form, "[pid:"
+ * with seven digits and padding, "tid: 0x", padding and sixteen digits,
+ * is under 50 bytes. */
+#define IDS_WINDOW 64
+/* Until some log line is found, this many lines are read in full, so that
+ * log lines behind a journald prefix count even when none holds a mark. */
+#define PROBE_LINES 1000
 /* Threads whose last ShaderName is remembered until their next dispatch. */
 #define PENDING_KERNELS_BITS 6
 #define PENDING_KERNELS (1 << PENDING_KERNELS_BITS)
@@ -94,6 +106,7 @@ struct log_parser {
         bool full_warned;
         struct pending_kernel pending[PENDING_KERNELS];
         pid_t unmarked_pid;     /* for lines naming no pid, or NO_PID */
+        bool probing;           /* reading every line, PROBE_LINES */
         bool saw_prefixed_line; /* a log line after other text on its line */
         /* the ids text of the last line that had one, up to its "]" */
         char last_ids[48];
@@ -104,6 +117,7 @@ struct log_parser {
         /* set while one line is parsed */
         unsigned long lineno;
         pid_t pid;              /* NO_PID when nothing names it */
+        bool pid_unnamed;       /* pid is unmarked_pid: the line named none */
         uint64_t tid;
 };
 
@@ -246,6 +260,7 @@ static void touch(struct log_parser *lp, struct qf_log_queue *q)
                 q->first_line = lp->lineno;
         q->last_line = lp->lineno;
         q->last_tid = lp->tid;
+        lp->out.unmarked_pid_lines += lp->pid_unnamed;
 }
 
 static void malformed(struct log_parser *lp, const char *what)
@@ -521,42 +536,68 @@ static bool scan_tid(struct qf_scan *s, uint64_t *ret)
         return true;
 }
 
-/* The ids forms of the header comment, each ending in "]". */
+/* The ids forms of the header comment, each ending in "]". On failure *s
+ * is left where the text stopped fitting them. */
 static bool scan_ids(struct qf_scan *s, uint64_t *ret_pid, uint64_t *ret_tid, enum qf_log_prefix *ret_prefix)
 {
-        struct qf_scan t = *s;
         uint64_t pid = 0, tid;
         enum qf_log_prefix prefix;
-        if (QF_SCAN_LIT(&t, "[pid:")) {
-                if (!qf_scan_dec(&t, INT32_MAX, &pid) || pid == 0)
+        if (QF_SCAN_LIT(s, "[pid:")) {
+                if (!qf_scan_dec(s, GP_PID_MAX_LIMIT, &pid) || pid == 0)
                         return false;
-                qf_scan_spaces(&t);
-                if (!QF_SCAN_LIT(&t, "tid:"))
+                qf_scan_spaces(s);
+                if (!QF_SCAN_LIT(s, "tid:"))
                         return false;
-                qf_scan_spaces(&t);
+                qf_scan_spaces(s);
                 prefix = QF_LOG_PREFIX_CLR;
-        } else if (QF_SCAN_LIT(&t, "[")) {
+        } else if (QF_SCAN_LIT(s, "[")) {
                 prefix = QF_LOG_PREFIX_TID;
         } else {
-                if (!qf_scan_dec(&t, INT32_MAX, &pid) || pid == 0)
+                if (!qf_scan_dec(s, GP_PID_MAX_LIMIT, &pid) || pid == 0)
                         return false;
-                qf_scan_spaces(&t);
-                if (!QF_SCAN_LIT(&t, ":"))
+                qf_scan_spaces(s);
+                if (!QF_SCAN_LIT(s, ":"))
                         return false;
-                qf_scan_spaces(&t);
-                if (!QF_SCAN_LIT(&t, "["))
+                qf_scan_spaces(s);
+                if (!QF_SCAN_LIT(s, "["))
                         return false;
-                if (QF_SCAN_LIT(&t, "tid:"))
-                        qf_scan_spaces(&t);
+                if (QF_SCAN_LIT(s, "tid:"))
+                        qf_scan_spaces(s);
                 prefix = QF_LOG_PREFIX_ROCCLR;
         }
-        if (!scan_tid(&t, &tid) || !QF_SCAN_LIT(&t, "]"))
+        if (!scan_tid(s, &tid) || !QF_SCAN_LIT(s, "]"))
                 return false;
-        *s = t;
         *ret_pid = pid;
         *ret_tid = tid;
         *ret_prefix = prefix;
         return true;
+}
+
+/* Whether text that is no ids form starts as one would: "[pid:", "[tid:",
+ * "[" and a number, or a number and ":". Messages start with a letter
+ * ("Created", "hipMalloc") or a colour escape. */
+static bool looks_like_ids(const char *p, const char *end)
+{
+        struct qf_scan s = { .p = p, .end = end };
+        if (QF_SCAN_LIT(&s, "[pid:") || QF_SCAN_LIT(&s, "[tid:"))
+                return true;
+        if (QF_SCAN_LIT(&s, "["))
+                return s.p < end && *s.p >= '0' && *s.p <= '9';
+        while (s.p < end && *s.p >= '0' && *s.p <= '9')
+                s.p++;
+        if (s.p == p)
+                return false;
+        qf_scan_spaces(&s);
+        return s.p < end && *s.p == ':';
+}
+
+/* Damaged ids: the message starts after their "]", or, without one close
+ * by, where the ids stopped fitting the grammar. */
+static void skip_damaged_ids(struct qf_scan *s, const char *start, const char *stopped)
+{
+        size_t window = (size_t) (s->end - start) < IDS_WINDOW ? (size_t) (s->end - start) : IDS_WINDOW;
+        const char *bracket = memchr(start, ']', window);
+        s->p = bracket ? bracket + 1 : stopped;
 }
 
 /* The ids after the timestamp, if any, and the spaces before the message. */
@@ -570,6 +611,7 @@ static void parse_ids(struct log_parser *lp, struct qf_scan *s)
                 s->p += n;
                 lp->tid = lp->last_tid;
                 lp->pid = lp->last_pid != NO_PID ? lp->last_pid : lp->unmarked_pid;
+                lp->pid_unnamed = lp->last_pid == NO_PID && lp->unmarked_pid != NO_PID;
                 lp->out.prefix = lp->last_prefix;
                 qf_scan_spaces(s);
                 return;
@@ -577,15 +619,27 @@ static void parse_ids(struct log_parser *lp, struct qf_scan *s)
         const char *start = s->p;
         uint64_t pid, tid;
         enum qf_log_prefix prefix;
-        if (!scan_ids(s, &pid, &tid, &prefix)) {
+        struct qf_scan t = *s;
+        if (!scan_ids(&t, &pid, &tid, &prefix)) {
                 lp->tid = 0;
-                lp->pid = lp->unmarked_pid;
                 lp->out.prefix = QF_LOG_PREFIX_NONE;
+                if (looks_like_ids(start, s->end)) {
+                        malformed(lp, "pid/tid prefix");
+                        skip_damaged_ids(s, start, t.p);
+                        qf_scan_spaces(s);
+                        lp->pid = NO_PID;
+                        lp->pid_unnamed = false;
+                        return;
+                }
+                lp->pid = lp->unmarked_pid;
+                lp->pid_unnamed = lp->unmarked_pid != NO_PID;
                 return;
         }
+        *s = t;
         pid_t named = prefix == QF_LOG_PREFIX_TID ? NO_PID : (pid_t) pid;
         lp->tid = tid;
         lp->pid = named != NO_PID ? named : lp->unmarked_pid;
+        lp->pid_unnamed = named == NO_PID && lp->unmarked_pid != NO_PID;
         lp->out.prefix = prefix;
         n = (size_t) (s->p - start);
         lp->last_ids_len = n <= sizeof(lp->last_ids) ? n : 0;
@@ -598,7 +652,8 @@ static void parse_ids(struct log_parser *lp, struct qf_scan *s)
 
 /* Skips " <digits> us:" at q, and the spaces after it; NULL if it is not
  * there. Some clr 6.x builds print the number as "%lldd" ("1917470247183d
- * us:", ROCm/hip#3769). */
+ * us:", ROCm/hip#3769). Without a space after "us:" the result follows the
+ * ':', which the caller warns about. */
 static inline const char *skip_timestamp(const char *q, const char *end)
 {
         if (q < end && *q == ' ')
@@ -613,9 +668,9 @@ static inline const char *skip_timestamp(const char *q, const char *end)
                 return NULL;
         if (q < end && *q == 'd')
                 q++;
-        if (end - q < 5 || q[0] != ' ' || q[1] != 'u' || q[2] != 's' || q[3] != ':' || q[4] != ' ')
+        if (end - q < 4 || q[0] != ' ' || q[1] != 'u' || q[2] != 's' || q[3] != ':')
                 return NULL;
-        q += 5;
+        q += 4;
         while (q < end && *q == ' ')
                 q++;
         return q;
@@ -674,6 +729,8 @@ static bool parse_log_line(struct log_parser *lp, const char *p, const char *end
                 if (!msg)
                         return false;
         }
+        if (msg[-1] == ':')
+                malformed(lp, "log prefix");
         struct qf_scan s = { .p = msg, .end = end };
         parse_ids(lp, &s);
         if (s.p < s.end && s.p[0] == '\033')
@@ -817,6 +874,21 @@ static inline __attribute__((always_inline)) void parse_block_with(struct log_pa
         b->p = end;
 }
 
+/* Until a log line is found, the first lines are read in full, marked or
+ * not: a log of HIP API lines behind a journald prefix holds no mark, and
+ * only a full read finds its lines (parse_line's search), which the
+ * "no AMD log lines" warning needs to know. A real log's first line ends
+ * this. */
+static void probe_block(struct log_parser *lp, struct qf_line_block *b)
+{
+        struct qf_line l;
+        while (lp->probing && qf_line_block_next(b, &l)) {
+                lp->out.log_lines += starts_as_log_line(l.p, l.p + l.len);
+                parse_line(lp, &l);
+                lp->probing = l.lineno < PROBE_LINES && lp->out.log_lines == 0 && !lp->saw_prefixed_line;
+        }
+}
+
 static void parse_block_baseline(struct log_parser *lp, struct qf_line_block *b)
 {
         parse_block_with(lp, b, QF_LOG_WINDOW_BASELINE);
@@ -838,6 +910,7 @@ int qf_log_parse(int fd, const char *name, const pid_t *unmarked_pid, struct qf_
         lp->name = name;
         lp->diags = diags;
         lp->unmarked_pid = unmarked_pid ? *unmarked_pid : NO_PID;
+        lp->probing = true;
 
         int r = qf_line_reader_new(fd, &reader);
         if (r >= 0) {
@@ -847,8 +920,10 @@ int qf_log_parse(int fd, const char *name, const pid_t *unmarked_pid, struct qf_
                         parse_block = parse_block_avx2;
 #endif
                 struct qf_line_block b = { 0 };
-                while ((r = qf_line_reader_next_block(reader, &b)) > 0)
+                while ((r = qf_line_reader_next_block(reader, &b)) > 0) {
+                        probe_block(lp, &b);
                         parse_block(lp, &b);
+                }
                 lp->out.lines = b.lineno;
         }
         for (size_t i = 0; i < lp->out.n; i++)
@@ -861,10 +936,12 @@ int qf_log_parse(int fd, const char *name, const pid_t *unmarked_pid, struct qf_
         }
         /* Lines behind a journald or program prefix are not counted in
          * log_lines (only a line's start is looked at for that), but are
-         * log lines all the same. */
+         * log lines all the same: found among the first PROBE_LINES lines,
+         * or anywhere when they hold a mark. */
         if (lp->out.lines > 0 && lp->out.log_lines == 0 && !lp->saw_prefixed_line)
                 qf_diag_add(diags, name, 0,
-                            "no AMD log lines found; the application must run with AMD_LOG_LEVEL=3 or higher");
+                            "no AMD log lines found (behind other text, only the first %d lines are searched); "
+                            "the application must run with AMD_LOG_LEVEL=3 or higher", PROBE_LINES);
         *ret = lp->out;
         return 0;
 }

@@ -228,12 +228,14 @@ struct qf_log {
         size_t n;
         unsigned long lines;
         unsigned long log_lines;     /* lines starting with a level tag, ":3:" */
+        unsigned long unmarked_pid_lines; /* queue lines given to *unmarked_pid */
         enum qf_log_prefix prefix;   /* of the last prefixed line read for its message */
 };
 
 /* Streams fd once in constant memory (plus one record per queue found).
- * Lines that name no process, and whose thread no other line tied to one,
- * belong to *unmarked_pid, or to no known process when it is NULL. */
+ * Lines that name no process belong to *unmarked_pid, or to no known
+ * process when it is NULL; a thread id never ties a line to a process.
+ * Lines whose ids are damaged belong to no known process. */
 int qf_log_parse(int fd, const char *name, const pid_t *unmarked_pid, struct qf_diags *diags, struct qf_log *ret);
 void qf_log_clear(struct qf_log *l);
 

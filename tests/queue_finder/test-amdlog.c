@@ -289,6 +289,22 @@ static void test_unmarked_pid(void **state)
         qf_diags_clear(&d);
 }
 
+/* Ids that break the grammar, each on a creation line of its own ring
+ * base: the line warns, and its queue is kept without a process. */
+static const char *const damaged_ids[] = {
+        "[pid:0 tid:0x1]",
+        "[pid:99999999999 tid:0x1]",
+        "[pid:4194305 tid:0x1]",     /* above PID_MAX_LIMIT */
+        "[pid:-5 tid:0x1]",
+        "[pid:7 tid:0x12345678901234567]",
+        "[pid:7 tid: 0x]",
+        "[pid:7 tid:0x1",           /* no "]" */
+        "[pid:7 \033[0mtid:0x1]",
+        "0 : [tid:0x1]",
+        "[tid:0x1 ]",
+};
+#define DAMAGED_IDS_RING(i) (UINT64_C(0x7f4000000000) + (uint64_t) (i) * 0x10000)
+
 /* What real logs contain: colour escapes, program output without a newline
  * before a log line, binary junk, damaged lines, a cut-off last line. */
 static void test_damaged_log(void **state)
@@ -309,7 +325,13 @@ static void test_damaged_log(void **state)
                 fputc('x', f);
         fputc('\n', f);
         fprintf(f, ":4:rocvirtual.cpp           :1083: 0000000005 us: [pid:7 tid: 0x1] SWq=0x7f0000004000, HWq=0x7f3000000000, id=9, Dispatch Header = 0xb02, rptr=6, wptr=7\n"); /* 8 */
-        fprintf(f, ":4:rocvirtual.cpp           :1083: 0000000006 us: [pid:7 tid: 0x1] SWq=0x7f0000004000, HWq=0x7f300"); /* 9, cut */
+        enum { N_DAMAGED = sizeof(damaged_ids) / sizeof(*damaged_ids) };
+        for (size_t i = 0; i < N_DAMAGED; i++) /* 9 .. 8 + N_DAMAGED */
+                fprintf(f, ":3:rocdevice.cpp            :3104: 0000000007 us: %s Created SWq=0x%" PRIx64 " to map on HWq=0x%" PRIx64 " with size 64 with priority 1, cooperative: 0\n",
+                        damaged_ids[i], DAMAGED_IDS_RING(i) - 0x1000000000, DAMAGED_IDS_RING(i));
+        /* 9 + N_DAMAGED: good ids, no space after "us:" */
+        fprintf(f, ":3:rocdevice.cpp            :3104: 0000000008 us:[pid:7 tid:0x1] Created SWq=0x7f0000006000 to map on HWq=0x7f5000000000 with size 64 with priority 1, cooperative: 0\n");
+        fprintf(f, ":4:rocvirtual.cpp           :1083: 0000000006 us: [pid:7 tid: 0x1] SWq=0x7f0000004000, HWq=0x7f300"); /* 10 + N_DAMAGED, cut */
         assert_int_equal(fclose(f), 0);
 
         struct qf_diags d = { 0 };
@@ -319,16 +341,25 @@ static void test_damaged_log(void **state)
         close(fd);
         free(log);
 
-        assert_int_equal(l.lines, 9);
+        assert_int_equal(l.lines, 10 + N_DAMAGED);
         /* Lines starting with a level tag, colour escapes aside: not line 2,
          * whose log line follows program output, nor line 7. */
-        assert_int_equal(l.log_lines, 5);
+        assert_int_equal(l.log_lines, 6 + N_DAMAGED);
         assert_true(test_has_warning(&d, 3, "binary data"));
         assert_true(test_has_warning(&d, 4, "binary data"));
         assert_true(test_has_warning(&d, 5, "malformed AQL packet"));
         assert_true(test_has_warning(&d, 6, "malformed \"Created SWq\""));
         assert_true(test_has_warning(&d, 7, "longer than"));
-        assert_true(test_has_warning(&d, 9, "malformed AQL packet"));
+        for (size_t i = 0; i < N_DAMAGED; i++) {
+                if (!test_has_warning(&d, 9 + i, "malformed pid/tid prefix"))
+                        fail_msg("ids \"%s\": no warning", damaged_ids[i]);
+                const struct qf_log_queue *damaged = find_by_ring(&l, DAMAGED_IDS_RING(i));
+                if (!damaged || damaged->has_pid || damaged->created_line != 9 + i)
+                        fail_msg("ids \"%s\": queue lost or given a process", damaged_ids[i]);
+        }
+        assert_true(test_has_warning(&d, 9 + N_DAMAGED, "malformed log prefix"));
+        assert_int_equal(find_by_ring(&l, 0x7f5000000000)->pid, 7);
+        assert_true(test_has_warning(&d, 10 + N_DAMAGED, "malformed AQL packet"));
         /* The queue itself survived all of it. */
         const struct qf_log_queue *q = find_by_ring(&l, 0x7f3000000000);
         assert_non_null(q);
@@ -347,6 +378,37 @@ static void test_not_a_log(void **state)
         struct qf_log l;
         parse_string("hello\nworld\n", &d, &l);
         assert_int_equal(l.n, 0);
+        assert_true(test_has_warning(&d, 0, "AMD_LOG_LEVEL"));
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+/* A journald log of a level-3 run that made no queue holds only HIP API
+ * lines behind the journal's prefix: log lines all the same, which the
+ * first lines are read in full to find. */
+static void test_journald_api_lines_only(void **state)
+{
+        const char *api = "Oct 12 20:46:11 kamala ollama0.3.13[64422]: :3:hip_device_runtime.cpp :652 : "
+                          "69460772155 us: [pid:64447 tid:0x7e47be4006c0]  hipGetDeviceCount ( 0x7ffd3c1c1b2c ) \n";
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        parse_string(api, &d, &l);
+        assert_int_equal(l.log_lines, 0);
+        assert_int_equal(d.n, 0);
+        qf_log_clear(&l);
+
+        /* Found among the first lines only: after that, unmarked lines are
+         * counted, not read. */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_non_null(f);
+        for (int i = 0; i < 1000; i++)
+                fputs("program output\n", f);
+        fputs(api, f);
+        assert_int_equal(fclose(f), 0);
+        parse_string(text, &d, &l);
+        free(text);
         assert_true(test_has_warning(&d, 0, "AMD_LOG_LEVEL"));
         qf_log_clear(&l);
         qf_diags_clear(&d);
@@ -544,6 +606,7 @@ int main(void)
                 cmocka_unit_test(test_several_processes),
                 cmocka_unit_test(test_unmarked_pid),
                 cmocka_unit_test(test_damaged_log),
+                cmocka_unit_test(test_journald_api_lines_only),
                 cmocka_unit_test(test_not_a_log),
                 cmocka_unit_test(test_pipe_input),
                 cmocka_unit_test(test_large_file),
