@@ -215,6 +215,7 @@ static void test_log_without_pid(void **state)
         assert_int_equal(cli_run(table, log, &o), 0);
         assert_non_null(strstr(o.out, "PID unknown"));
         assert_null(strstr(o.out, "PID 0"));
+        assert_non_null(strstr(o.out, "1 queue(s) of the log belong to no known process: its lines carry no pid"));
         cli_output_free(&o);
 
         const char *config[] = { exe, "--no-live", "--log", "-", "--emit-config", "offline", NULL };
@@ -237,6 +238,27 @@ static void test_log_without_pid(void **state)
         assert_int_equal(cli_run(named_config, log, &o), 0);
         assert_non_null(strstr(o.out, "MatchPID=4242\n"));
         cli_output_free(&o);
+
+        /* Asking about another process keeps the one --log-pid names. */
+        const char *asked[] = { exe, "--no-live", "--log", "-", "--log-pid", "4242", "31337", NULL };
+        assert_int_equal(cli_run(asked, log, &o), 0);
+        assert_non_null(strstr(o.out, "PID 4242\n  QUEUE"));
+        assert_non_null(strstr(o.out, "0x7ad456a00000"));
+        cli_output_free(&o);
+}
+
+/* --log-pid for a log whose queue lines all name their process does
+ * nothing, and says so. */
+static void test_log_pid_unused(void **state)
+{
+        const char *log = ":3:rocdevice.cpp :3048: 1 us: [pid:31337 tid: 0x1] Created SWq=0x7f0000004000 to map on "
+                          "HWq=0x7f3000000000 with size 64 with priority 1, cooperative: 0\n";
+        const char *argv[] = { exe, "--no-live", "--log", "-", "--log-pid", "4242", NULL };
+        struct cli_output o;
+        assert_int_equal(cli_run(argv, log, &o), 0);
+        assert_non_null(strstr(o.out, "PID 31337"));
+        assert_non_null(strstr(o.out, "--log-pid 4242 was not used: every queue line of the log names its process"));
+        cli_output_free(&o);
 }
 
 static void test_log_pid_errors(void **state)
@@ -251,9 +273,19 @@ static void test_log_pid_errors(void **state)
         for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
                 const char *argv[] = { exe, "--no-live", "--log", "-", "--log-pid", bad[i], NULL };
                 assert_int_equal(cli_run(argv, "", &o), 1);
-                assert_non_null(strstr(o.err, "--log-pid takes a process id"));
+                assert_non_null(strstr(o.err, "--log-pid takes a process id (a decimal number from 1 to 4194304)"));
                 cli_output_free(&o);
         }
+
+        const char *two_pids[] = { exe, "--no-live", "--log", "-", "--log-pid", "1", "--log-pid", "2", NULL };
+        assert_int_equal(cli_run(two_pids, "", &o), 1);
+        assert_non_null(strstr(o.err, "--log-pid was given twice"));
+        cli_output_free(&o);
+
+        const char *two_logs[] = { exe, "--no-live", "--log", "-", "--log", "/dev/null", NULL };
+        assert_int_equal(cli_run(two_logs, "", &o), 1);
+        assert_non_null(strstr(o.err, "--log was given twice; one log is read per run"));
+        cli_output_free(&o);
 }
 
 int main(int argc, char **argv)
@@ -270,6 +302,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_log_from_stdin_and_config),
                 cmocka_unit_test(test_log_without_pid),
                 cmocka_unit_test(test_log_pid_errors),
+                cmocka_unit_test(test_log_pid_unused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
