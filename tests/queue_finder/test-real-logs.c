@@ -31,6 +31,7 @@ struct seen_queue {
         uint64_t legacy_hwq;   /* "<= 6.1 HWq=", refCount lines with no creation line */
         uint64_t dispatches, barriers;
         uint64_t max_refcount;
+        const char *kernel;    /* ShaderName before the last dispatch; NULL: not checked */
 };
 
 struct excerpt {
@@ -45,7 +46,9 @@ static const struct excerpt excerpts[] = {
         { "spack-27535-hipmalloc.log", 1, { { .legacy_hwq = 0x7fb360aa6000, .barriers = 1 } } },
         { "spack-27535-launch.log", 1, { { .legacy_hwq = 0x7fb360aa6000, .dispatches = 1, .barriers = 1 } } },
         { "spack-27535-event.log", 1, { { .legacy_hwq = 0x7fb360aa6000, .barriers = 1 } } },
-        { "llama.cpp-1087.log", 1, { { .pid = 9174, .legacy_hwq = 0x229000, .dispatches = 1 } } },
+        { "llama.cpp-1087.log",
+          1,
+          { { .pid = 9174, .legacy_hwq = 0x229000, .dispatches = 1, .kernel = "_ZL7mul_f32PKfS0_Pfii" } } },
         { "rccl-876.log",
           2,
           { { .pid = 1255284, .legacy_hwq = 0x7fcc33b08000, .max_refcount = 1 },
@@ -113,12 +116,16 @@ static void check_excerpt(const struct excerpt *x)
         close(fd);
         if (l.n != x->n)
                 fail_msg("%s: %zu queues found, the excerpt holds %zu", x->file, l.n, x->n);
+        /* Each parsed queue stands for one expected queue at most. */
+        bool used[MAX_QUEUES] = { false };
         for (size_t i = 0; i < x->n; i++) {
                 const struct seen_queue *e = &x->queues[i];
                 const struct qf_log_queue *q = NULL;
                 for (size_t k = 0; k < l.n && !q; k++)
-                        if (same_queue(&l.queues[k], e))
+                        if (!used[k] && same_queue(&l.queues[k], e)) {
+                                used[k] = true;
                                 q = &l.queues[k];
+                        }
                 if (!q)
                         fail_msg("%s: queue %zu of the excerpt not found", x->file, i);
                 assert_int_equal(q->has_pid, e->pid != 0);
@@ -126,6 +133,8 @@ static void check_excerpt(const struct excerpt *x)
                 assert_int_equal(q->dispatches, e->dispatches);
                 assert_int_equal(q->barriers, e->barriers);
                 assert_int_equal(q->max_refcount, e->max_refcount);
+                if (e->kernel)
+                        assert_string_equal(q->last_kernel, e->kernel);
         }
         if (d.n != 0)
                 fail_msg("%s: unexpected warning at line %lu: %s", x->file, d.items[0].line, d.items[0].message);
