@@ -239,6 +239,13 @@ static void test_log_without_pid(void **state)
         assert_non_null(strstr(o.out, "MatchPID=4242\n"));
         cli_output_free(&o);
 
+        /* ROCm 4.5 queue lines name only the thread; the hint says so. */
+        const char *rocm45 = ":4:rocvirtual.cpp           :843 : 266505887439 us: [7fb360ad23c0] HWq=0x7fb360aa6000, "
+                             "Dispatch Header = 0x302 (type=2, barrier=1, acquire=1, release=0), setup=3\n";
+        assert_int_equal(cli_run(table, rocm45, &o), 0);
+        assert_non_null(strstr(o.out, "belong to no known process: ROCm 4.5 names the pid on HIP API lines only"));
+        cli_output_free(&o);
+
         /* Asking about another process keeps the one --log-pid names. */
         const char *asked[] = { exe, "--no-live", "--log", "-", "--log-pid", "4242", "31337", NULL };
         assert_int_equal(cli_run(asked, log, &o), 0);
