@@ -1,11 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Parser for HIP/CLR logs written with AMD_LOG_LEVEL >= 3 (rocm-userspace.md
- * §6). Line prefixes, all with optional file/line:
+ * §6). A line is
  *
- *   :3:rocdevice.cpp  :1234: 0012345678 us: 4242 : [tid:0x7f12] <msg>    ROCclr 5.2.3
- *   :4:rocdevice.cpp  :1234: 0012345678 us: [pid:4242 tid: 0x7f12] <msg> clr, level >= 4
- *   :3:rocdevice.cpp  :1234: 0012345678 us: <msg>                        clr, level 3
+ *   [escapes] ":" level ":" [file ":" line ":"] " " usec ["d"] " us:" " "+ [ids " "*] message
+ *
+ * and the ids between the timestamp and the message take one of these forms
+ * (queue_finder.1.scd has a real line of each, with its source):
+ *
+ *   "[pid:" pid " "* "tid:" " "* tid "]"        clr 6.x - 7.x at level >= 4
+ *   pid " "* ":" " "* "[tid:" " "* tid "]"      ROCclr 5.x
+ *   pid " "* ":" " "* "[" tid "]"               ROCm 4.5
+ *   "[" tid "]"                                 ROCm 4.5, lines printed without the pid
+ *   (nothing)                                   clr at level 3
+ *
+ * where pid is 1 to GP_PID_MAX_LIMIT (parse-pid.h), and tid is "0x", any
+ * spaces (Windows builds pad it), and 1 to 16 hex digits, or bare hex
+ * digits (4.5, and a 6.3.2 build after "tid: "). A line without a pid
+ * belongs to the caller's pid for such lines, else to no known process.
+ * (ROCm 4.5 names the pid only on HIP API lines, which the window scan
+ * skips, not on its queue lines.) Text that starts like ids but breaks
+ * the grammar (pid 0, a 17-digit tid, no "]") is a warning; the line's
+ * message is still read, as belonging to no known process, since a
+ * damaged pid may have named any.
  *
  * Messages used (everything else is skipped after a few byte compares):
  *   created hardware queue %p with size %d with priority %d, cooperative: %i   <= 6.1, %p = amd_queue_t
@@ -30,14 +47,25 @@
 #include "cleanup.h"
 #include "line-reader.h"
 #include "log-window.h"
+#include "parse-pid.h"
 #include "scan.h"
 #include "sources.h"
 
 /* The clr prefix (file padded to 25, line, usec) ends well before this. */
 #define PREFIX_WINDOW 192
+/* Where damaged ids are looked for their "]": the longest form, "[pid:"
+ * with seven digits and padding, "tid: 0x", padding and sixteen digits,
+ * is under 50 bytes. */
+#define IDS_WINDOW 64
+/* Until some log line is found, this many lines are read in full, so that
+ * log lines behind a journald prefix count even when none holds a mark. */
+#define PROBE_LINES 1000
 /* Threads whose last ShaderName is remembered until their next dispatch. */
 #define PENDING_KERNELS_BITS 6
 #define PENDING_KERNELS (1 << PENDING_KERNELS_BITS)
+/* The pid of a line that names none, inside this file only: real pids are
+ * positive, and the records handed out say has_pid instead. */
+#define NO_PID ((pid_t) -1)
 
 enum addr_kind {
         ADDR_AMD_QUEUE = 1,
@@ -77,14 +105,19 @@ struct log_parser {
         struct slot cache;      /* last lookup hit */
         bool full_warned;
         struct pending_kernel pending[PENDING_KERNELS];
-        /* the last "[pid:" text parsed, "<pid> tid: 0x<tid>] " */
-        char last_pid_tid[48];
-        size_t last_pid_tid_len;
-        pid_t last_pid;
+        pid_t unmarked_pid;     /* for lines naming no pid, or NO_PID */
+        bool probing;           /* reading every line, PROBE_LINES */
+        bool saw_prefixed_line; /* a log line after other text on its line */
+        /* the ids text of the last line that had one, up to its "]" */
+        char last_ids[48];
+        size_t last_ids_len;
+        enum qf_log_prefix last_prefix;
+        pid_t last_pid;         /* as written, or NO_PID */
         uint64_t last_tid;
         /* set while one line is parsed */
         unsigned long lineno;
-        pid_t pid;
+        pid_t pid;              /* NO_PID when nothing names it */
+        bool pid_unnamed;       /* pid is unmarked_pid: the line named none */
         uint64_t tid;
 };
 
@@ -138,10 +171,11 @@ static void index_queue(struct log_parser *lp, struct qf_log_queue *q, uint64_t 
 {
         if ((lp->used_slots + 1) * 4 > lp->n_slots * 3 && grow_slots(lp) < 0)
                 return;
-        struct slot *s = find_slot(lp->slots, lp->n_slots, q->pid, addr, kind);
+        pid_t pid = q->has_pid ? q->pid : NO_PID;
+        struct slot *s = find_slot(lp->slots, lp->n_slots, pid, addr, kind);
         if (s->kind == 0)
                 lp->used_slots++;
-        *s = (struct slot){ .addr = addr, .pid = q->pid, .kind = kind,
+        *s = (struct slot){ .addr = addr, .pid = pid, .kind = kind,
                             .index = (uint32_t) (q - lp->out.queues) };
         lp->cache = (struct slot){ 0 };
 }
@@ -163,7 +197,8 @@ static struct qf_log_queue *new_queue(struct log_parser *lp)
                 return NULL;
         }
         /* The array may have moved: cached slots hold indices, not pointers. */
-        q->pid = lp->pid;
+        q->has_pid = lp->pid != NO_PID;
+        q->pid = q->has_pid ? lp->pid : 0;
         q->priority = -1;
         q->cooperative = -1;
         return q;
@@ -225,11 +260,27 @@ static void touch(struct log_parser *lp, struct qf_log_queue *q)
                 q->first_line = lp->lineno;
         q->last_line = lp->lineno;
         q->last_tid = lp->tid;
+        lp->out.unmarked_pid_lines += lp->pid_unnamed;
 }
 
 static void malformed(struct log_parser *lp, const char *what)
 {
         qf_diag_add(lp->diags, lp->name, lp->lineno, "malformed %s line", what);
+}
+
+/* An address as %p prints it: "0x" and hex digits with glibc; sixteen
+ * upper-case digits and no prefix with the Windows C runtime ("Created
+ * SWq=00000251006B0000", ROCm/TheRock#4604). Dispatch lines print
+ * "0x%zx" everywhere. */
+static bool scan_percent_p(struct qf_scan *s, uint64_t *ret)
+{
+        if (qf_scan_hex_ptr(s, ret))
+                return true;
+        struct qf_scan t = *s;
+        if (!qf_scan_hex(&t, 16, ret) || t.p - s->p != 16)
+                return false;
+        *s = t;
+        return true;
 }
 
 /* "with size %d with priority %d, cooperative: %i" */
@@ -251,7 +302,7 @@ static void parse_created_62(struct log_parser *lp, struct qf_scan s)
 {
         uint64_t swq, hwq;
         struct qf_scan t = s;
-        if (!qf_scan_hex_ptr(&t, &swq) || !QF_SCAN_LIT(&t, " to map on HWq=") || !qf_scan_hex_ptr(&t, &hwq))
+        if (!scan_percent_p(&t, &swq) || !QF_SCAN_LIT(&t, " to map on HWq=") || !scan_percent_p(&t, &hwq))
                 return malformed(lp, "\"Created SWq\"");
         struct qf_log_queue *q = queue_by_pair(lp, swq, hwq);
         if (!q)
@@ -266,7 +317,7 @@ static void parse_created_62(struct log_parser *lp, struct qf_scan s)
 static void parse_created_old(struct log_parser *lp, struct qf_scan s)
 {
         uint64_t amdq;
-        if (!qf_scan_hex_ptr(&s, &amdq))
+        if (!scan_percent_p(&s, &amdq))
                 return malformed(lp, "\"created hardware queue\"");
         struct qf_log_queue *q = lookup(lp, amdq, ADDR_AMD_QUEUE);
         if (!q) {
@@ -285,7 +336,7 @@ static void parse_created_old(struct log_parser *lp, struct qf_scan s)
 static void parse_refcount(struct log_parser *lp, struct qf_scan s)
 {
         uint64_t addr, count;
-        if (!qf_scan_hex_ptr(&s, &addr) || !QF_SCAN_LIT(&s, " (") || !qf_scan_dec(&s, UINT32_MAX, &count) ||
+        if (!scan_percent_p(&s, &addr) || !QF_SCAN_LIT(&s, " (") || !qf_scan_dec(&s, UINT32_MAX, &count) ||
             !QF_SCAN_LIT(&s, ")"))
                 return malformed(lp, "refCount");
         struct qf_log_queue *q = queue_by_legacy_hwq(lp, addr);
@@ -472,55 +523,137 @@ static void skip_escapes(struct qf_scan *s)
         }
 }
 
-/* The pid/tid part after " us: ", if any. */
-static void parse_pid_tid(struct log_parser *lp, struct qf_scan *s)
+/* "0x", the spaces Windows builds pad with, and hex digits; or bare hex
+ * digits, as ROCm 4.5 prints it. */
+static bool scan_tid(struct qf_scan *s, uint64_t *ret)
 {
         struct qf_scan t = *s;
-        uint64_t pid, tid;
-        if (QF_SCAN_LIT(&t, "[pid:")) {
-                /* Runs of lines come from one thread: the same text as last
-                 * time means the same pid and tid, without parsing them. */
-                size_t n = lp->last_pid_tid_len;
-                if (n && qf_scan_left(&t) >= n && qf_bytes_equal(t.p, lp->last_pid_tid, n)) {
-                        s->p = t.p + n;
-                        lp->pid = lp->last_pid;
-                        lp->tid = lp->last_tid;
-                        return;
-                }
-                lp->pid = 0;
-                lp->tid = 0;
-                const char *start = t.p;
-                if (qf_scan_dec(&t, INT32_MAX, &pid) && QF_SCAN_LIT(&t, " tid: ") && qf_scan_hex_ptr(&t, &tid) &&
-                    QF_SCAN_LIT(&t, "] ")) {
-                        lp->pid = lp->last_pid = (pid_t) pid;
-                        lp->tid = lp->last_tid = tid;
-                        lp->out.prefix = QF_LOG_PREFIX_CLR;
-                        n = (size_t) (t.p - start);
-                        lp->last_pid_tid_len = n <= sizeof(lp->last_pid_tid) ? n : 0;
-                        memcpy(lp->last_pid_tid, start, lp->last_pid_tid_len);
-                        *s = t;
-                }
-                return;
-        }
-        lp->pid = 0;
-        lp->tid = 0;
-        if (qf_scan_dec(&t, INT32_MAX, &pid)) {
+        if (QF_SCAN_LIT(&t, "0x"))
                 qf_scan_spaces(&t);
-                if (QF_SCAN_LIT(&t, ": [tid:")) {
-                        qf_scan_spaces(&t);
-                        if (qf_scan_hex_ptr(&t, &tid) && QF_SCAN_LIT(&t, "] ")) {
-                                lp->pid = (pid_t) pid;
-                                lp->tid = tid;
-                                lp->out.prefix = QF_LOG_PREFIX_ROCCLR;
-                                *s = t;
-                        }
-                }
-                return;
-        }
-        lp->out.prefix = QF_LOG_PREFIX_NONE;
+        if (!qf_scan_hex(&t, 16, ret))
+                return false;
+        *s = t;
+        return true;
 }
 
-/* Skips "<digits> us: " at q; NULL if it is not there. */
+/* The ids forms of the header comment, each ending in "]". On failure *s
+ * is left where the text stopped fitting them. */
+static bool scan_ids(struct qf_scan *s, uint64_t *ret_pid, uint64_t *ret_tid, enum qf_log_prefix *ret_prefix)
+{
+        uint64_t pid = 0, tid;
+        enum qf_log_prefix prefix;
+        if (QF_SCAN_LIT(s, "[pid:")) {
+                if (!qf_scan_dec(s, GP_PID_MAX_LIMIT, &pid) || pid == 0)
+                        return false;
+                qf_scan_spaces(s);
+                if (!QF_SCAN_LIT(s, "tid:"))
+                        return false;
+                qf_scan_spaces(s);
+                prefix = QF_LOG_PREFIX_CLR;
+        } else if (QF_SCAN_LIT(s, "[")) {
+                prefix = QF_LOG_PREFIX_TID;
+        } else {
+                if (!qf_scan_dec(s, GP_PID_MAX_LIMIT, &pid) || pid == 0)
+                        return false;
+                qf_scan_spaces(s);
+                if (!QF_SCAN_LIT(s, ":"))
+                        return false;
+                qf_scan_spaces(s);
+                if (!QF_SCAN_LIT(s, "["))
+                        return false;
+                if (QF_SCAN_LIT(s, "tid:"))
+                        qf_scan_spaces(s);
+                prefix = QF_LOG_PREFIX_ROCCLR;
+        }
+        if (!scan_tid(s, &tid) || !QF_SCAN_LIT(s, "]"))
+                return false;
+        *ret_pid = pid;
+        *ret_tid = tid;
+        *ret_prefix = prefix;
+        return true;
+}
+
+/* Whether text that is no ids form starts as one would: "[pid:", "[tid:",
+ * "[" and a number, or a number and ":". Messages start with a letter
+ * ("Created", "hipMalloc") or a colour escape. */
+static bool looks_like_ids(const char *p, const char *end)
+{
+        struct qf_scan s = { .p = p, .end = end };
+        if (QF_SCAN_LIT(&s, "[pid:") || QF_SCAN_LIT(&s, "[tid:"))
+                return true;
+        if (QF_SCAN_LIT(&s, "["))
+                return s.p < end && *s.p >= '0' && *s.p <= '9';
+        while (s.p < end && *s.p >= '0' && *s.p <= '9')
+                s.p++;
+        if (s.p == p)
+                return false;
+        qf_scan_spaces(&s);
+        return s.p < end && *s.p == ':';
+}
+
+/* Damaged ids: the message starts after their "]", or, without one close
+ * by, where the ids stopped fitting the grammar. */
+static void skip_damaged_ids(struct qf_scan *s, const char *start, const char *stopped)
+{
+        size_t window = (size_t) (s->end - start) < IDS_WINDOW ? (size_t) (s->end - start) : IDS_WINDOW;
+        const char *bracket = memchr(start, ']', window);
+        s->p = bracket ? bracket + 1 : stopped;
+}
+
+/* The ids after the timestamp, if any, and the spaces before the message. */
+static void parse_ids(struct log_parser *lp, struct qf_scan *s)
+{
+        /* Runs of lines come from one thread: the same text as last time
+         * means the same ids, without parsing them. The text ends at "]",
+         * so a longer number cannot match it. */
+        size_t n = lp->last_ids_len;
+        if (n && qf_scan_left(s) >= n && qf_bytes_equal(s->p, lp->last_ids, n)) {
+                s->p += n;
+                lp->tid = lp->last_tid;
+                lp->pid = lp->last_pid != NO_PID ? lp->last_pid : lp->unmarked_pid;
+                lp->pid_unnamed = lp->last_pid == NO_PID && lp->unmarked_pid != NO_PID;
+                lp->out.prefix = lp->last_prefix;
+                qf_scan_spaces(s);
+                return;
+        }
+        const char *start = s->p;
+        uint64_t pid, tid;
+        enum qf_log_prefix prefix;
+        struct qf_scan t = *s;
+        if (!scan_ids(&t, &pid, &tid, &prefix)) {
+                lp->tid = 0;
+                lp->out.prefix = QF_LOG_PREFIX_NONE;
+                if (looks_like_ids(start, s->end)) {
+                        malformed(lp, "pid/tid prefix");
+                        skip_damaged_ids(s, start, t.p);
+                        qf_scan_spaces(s);
+                        lp->pid = NO_PID;
+                        lp->pid_unnamed = false;
+                        return;
+                }
+                lp->pid = lp->unmarked_pid;
+                lp->pid_unnamed = lp->unmarked_pid != NO_PID;
+                return;
+        }
+        *s = t;
+        pid_t named = prefix == QF_LOG_PREFIX_TID ? NO_PID : (pid_t) pid;
+        lp->tid = tid;
+        lp->pid = named != NO_PID ? named : lp->unmarked_pid;
+        lp->pid_unnamed = named == NO_PID && lp->unmarked_pid != NO_PID;
+        lp->out.prefix = prefix;
+        n = (size_t) (s->p - start);
+        lp->last_ids_len = n <= sizeof(lp->last_ids) ? n : 0;
+        memcpy(lp->last_ids, start, lp->last_ids_len);
+        lp->last_pid = named;
+        lp->last_tid = tid;
+        lp->last_prefix = prefix;
+        qf_scan_spaces(s);
+}
+
+/* Skips " <digits> us:" at q, and the spaces after it; NULL if it is not
+ * there. Some clr 6.x builds print the number as "%lldd" ("1917470247183d
+ * us:", ROCm/hip#3769). Without a space after "us:" the result follows the
+ * ':', which the caller warns about. */
 static inline const char *skip_timestamp(const char *q, const char *end)
 {
         if (q < end && *q == ' ')
@@ -531,9 +664,16 @@ static inline const char *skip_timestamp(const char *q, const char *end)
                 q += 10;
         while (q < end && *q >= '0' && *q <= '9')
                 q++;
-        if (q == digits || end - q < 5 || q[0] != ' ' || q[1] != 'u' || q[2] != 's' || q[3] != ':' || q[4] != ' ')
+        if (q == digits)
                 return NULL;
-        return q + 5;
+        if (q < end && *q == 'd')
+                q++;
+        if (end - q < 4 || q[0] != ' ' || q[1] != 'u' || q[2] != 's' || q[3] != ':')
+                return NULL;
+        q += 4;
+        while (q < end && *q == ' ')
+                q++;
+        return q;
 }
 
 /* The end of the ":<level>:" tag at p, or NULL. A prefix needs more than
@@ -589,8 +729,10 @@ static bool parse_log_line(struct log_parser *lp, const char *p, const char *end
                 if (!msg)
                         return false;
         }
+        if (msg[-1] == ':')
+                malformed(lp, "log prefix");
         struct qf_scan s = { .p = msg, .end = end };
-        parse_pid_tid(lp, &s);
+        parse_ids(lp, &s);
         if (s.p < s.end && s.p[0] == '\033')
                 skip_escapes(&s);
         parse_message(lp, s);
@@ -620,8 +762,10 @@ static void parse_line(struct log_parser *lp, const struct qf_line *l)
          * non-log lines can afford a search. */
         bool binary = memchr(l->p, 0, len) != NULL;
         for (const char *c = s.p; c < s.end && (c = memchr(c, ':', (size_t) (s.end - c))); c++)
-                if (parse_log_line(lp, c, s.end))
+                if (parse_log_line(lp, c, s.end)) {
+                        lp->saw_prefixed_line = true;
                         return;
+                }
         if (binary)
                 qf_diag_add(lp->diags, lp->name, l->lineno, "binary data (NUL bytes) in a line without a log prefix");
 }
@@ -730,6 +874,21 @@ static inline __attribute__((always_inline)) void parse_block_with(struct log_pa
         b->p = end;
 }
 
+/* Until a log line is found, the first lines are read in full, marked or
+ * not: a log of HIP API lines behind a journald prefix holds no mark, and
+ * only a full read finds its lines (parse_line's search), which the
+ * "no AMD log lines" warning needs to know. A real log's first line ends
+ * this. */
+static void probe_block(struct log_parser *lp, struct qf_line_block *b)
+{
+        struct qf_line l;
+        while (lp->probing && qf_line_block_next(b, &l)) {
+                lp->out.log_lines += starts_as_log_line(l.p, l.p + l.len);
+                parse_line(lp, &l);
+                lp->probing = l.lineno < PROBE_LINES && lp->out.log_lines == 0 && !lp->saw_prefixed_line;
+        }
+}
+
 static void parse_block_baseline(struct log_parser *lp, struct qf_line_block *b)
 {
         parse_block_with(lp, b, QF_LOG_WINDOW_BASELINE);
@@ -742,7 +901,7 @@ __attribute__((target("avx2"))) static void parse_block_avx2(struct log_parser *
 }
 #endif
 
-int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log *ret)
+int qf_log_parse(int fd, const char *name, const pid_t *unmarked_pid, struct qf_diags *diags, struct qf_log *ret)
 {
         _cleanup_line_reader_ struct qf_line_reader *reader = NULL;
         _cleanup_free_ struct log_parser *lp = calloc(1, sizeof(*lp));
@@ -750,6 +909,8 @@ int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log
                 return -ENOMEM;
         lp->name = name;
         lp->diags = diags;
+        lp->unmarked_pid = unmarked_pid ? *unmarked_pid : NO_PID;
+        lp->probing = true;
 
         int r = qf_line_reader_new(fd, &reader);
         if (r >= 0) {
@@ -759,8 +920,10 @@ int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log
                         parse_block = parse_block_avx2;
 #endif
                 struct qf_line_block b = { 0 };
-                while ((r = qf_line_reader_next_block(reader, &b)) > 0)
+                while ((r = qf_line_reader_next_block(reader, &b)) > 0) {
+                        probe_block(lp, &b);
                         parse_block(lp, &b);
+                }
                 lp->out.lines = b.lineno;
         }
         for (size_t i = 0; i < lp->out.n; i++)
@@ -771,9 +934,14 @@ int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log
                 qf_log_clear(&lp->out);
                 return r;
         }
-        if (lp->out.lines > 0 && lp->out.log_lines == 0)
+        /* Lines behind a journald or program prefix are not counted in
+         * log_lines (only a line's start is looked at for that), but are
+         * log lines all the same: found among the first PROBE_LINES lines,
+         * or anywhere when they hold a mark. */
+        if (lp->out.lines > 0 && lp->out.log_lines == 0 && !lp->saw_prefixed_line)
                 qf_diag_add(diags, name, 0,
-                            "no AMD log lines found; the application must run with AMD_LOG_LEVEL=3 or higher");
+                            "no AMD log lines found (behind other text, only the first %d lines are searched); "
+                            "the application must run with AMD_LOG_LEVEL=3 or higher", PROBE_LINES);
         *ret = lp->out;
         return 0;
 }

@@ -27,6 +27,10 @@
 #define DEFAULT_KFD_ROOT "/sys/class/kfd/kfd"
 #define DEFAULT_DEBUGFS_ROOT "/sys/kernel/debug/kfd"
 #define DEFAULT_PROC_ROOT "/proc"
+/* What parse_pid() accepts, for error messages. */
+#define PID_RANGE "a decimal number from 1 to " STRINGIFY(GP_PID_MAX_LIMIT)
+#define STRINGIFY(x) STRINGIFY_VALUE(x)
+#define STRINGIFY_VALUE(x) #x
 
 enum source_index {
         SRC_TOPOLOGY,
@@ -47,11 +51,16 @@ struct options {
         const char *mqds_file;
         const char *hqds_file;
         const char *log_file;
+        bool has_log_pid;
+        pid_t log_pid;          /* as the log names it, in --pid-ns */
+        pid_t log_pid_host;
         const char *pid_ns;
         bool snapshot;
         bool emit_config;
         enum qf_workload_class config_class;
-        pid_t pids[QF_MAX_PROCESSES];
+        /* one more than can be given: the process of --log-pid is asked
+         * about too */
+        pid_t pids[QF_MAX_PROCESSES + 1];
         size_t n_pids;
 };
 
@@ -101,6 +110,8 @@ static void help(void)
                "  -h, --help                 show this help\n"
                "  -j, --json                 print JSON (schema: queue_finder(1))\n"
                "      --log FILE|-           read a HIP/CLR log (AMD_LOG_LEVEL>=3); - is stdin\n"
+               "      --log-pid PID          the process that wrote the log, for its lines that name\n"
+               "                             no process (AMD_LOG_LEVEL=3 prints no pid)\n"
                "      --mqds FILE            read a saved debugfs mqds dump instead of the live one\n"
                "      --hqds FILE            read a saved debugfs hqds dump instead of the live one\n"
                "      --no-live              read only the files given, nothing from this node\n"
@@ -142,6 +153,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 {
         enum {
                 OPT_LOG = 256,
+                OPT_LOG_PID,
                 OPT_MQDS,
                 OPT_HQDS,
                 OPT_NO_LIVE,
@@ -156,6 +168,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                 { "help", no_argument, NULL, 'h' },
                 { "json", no_argument, NULL, 'j' },
                 { "log", required_argument, NULL, OPT_LOG },
+                { "log-pid", required_argument, NULL, OPT_LOG_PID },
                 { "mqds", required_argument, NULL, OPT_MQDS },
                 { "hqds", required_argument, NULL, OPT_HQDS },
                 { "no-live", no_argument, NULL, OPT_NO_LIVE },
@@ -183,7 +196,27 @@ static int parse_options(int argc, char **argv, struct options *o)
                         o->json = true;
                         break;
                 case OPT_LOG:
+                        if (o->log_file) {
+                                report_error(o->json, "--log was given twice; one log is read per run: run once per "
+                                                      "log, or concatenate the logs into one (cat A B | queue_finder "
+                                                      "--log -).");
+                                return -EINVAL;
+                        }
                         o->log_file = optarg;
+                        break;
+                case OPT_LOG_PID:
+                        if (o->has_log_pid) {
+                                report_error(o->json, "--log-pid was given twice; it names the one process whose "
+                                                      "log lines name none: give it once.");
+                                return -EINVAL;
+                        }
+                        if (parse_pid(optarg, &o->log_pid) < 0) {
+                                report_error(o->json, "--log-pid takes a process id (" PID_RANGE "), not \"%s\".",
+                                             optarg);
+                                return -EINVAL;
+                        }
+                        o->has_log_pid = true;
+                        o->log_pid_host = o->log_pid;
                         break;
                 case OPT_MQDS:
                         o->mqds_file = optarg;
@@ -230,6 +263,10 @@ static int parse_options(int argc, char **argv, struct options *o)
                 report_error(o->json, "--snapshot reads live processes and cannot be combined with --no-live.");
                 return -EINVAL;
         }
+        if (o->has_log_pid && !o->log_file) {
+                report_error(o->json, "--log-pid names the process that wrote a log; give the log with --log FILE.");
+                return -EINVAL;
+        }
         if (o->json && o->emit_config) {
                 report_error(false, "--json and --emit-config print different things; choose one.");
                 return -EINVAL;
@@ -248,7 +285,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                         return -EINVAL;
                 }
                 if (parse_pid(argv[i], &o->pids[o->n_pids]) < 0) {
-                        report_error(o->json, "\"%s\" is not a process id (a positive decimal number).", argv[i]);
+                        report_error(o->json, "\"%s\" is not a process id (" PID_RANGE ").", argv[i]);
                         return -EINVAL;
                 }
                 o->n_pids++;
@@ -266,6 +303,21 @@ struct container_ns {
 static const char *privilege_hint(void)
 {
         return geteuid() == 0 ? "" : "; reading other users' namespaces needs root";
+}
+
+/* The host pid of pid in --pid-ns; what prefixes the errors. */
+static int map_pid(const struct options *o, const struct container_ns *c, const char *what, pid_t pid,
+                   pid_t *ret_host)
+{
+        int r = qf_nspid_to_host(o->proc_root, &c->ns, c->level, pid, ret_host);
+        if (r == -ESRCH)
+                report_error(o->json,
+                             "%sno process has pid %d in pid namespace pid:[%llu] or in a namespace nested in it%s.",
+                             what, (int) pid, (unsigned long long) c->ns.ino, privilege_hint());
+        else if (r < 0)
+                report_error(o->json, "%scannot tell which process has pid %d in pid namespace pid:[%llu]: %s%s.", what,
+                             (int) pid, (unsigned long long) c->ns.ino, strerror(-r), privilege_hint());
+        return r;
 }
 
 /* Container pids given with --pid-ns become host pids, which is what KFD uses. */
@@ -289,44 +341,77 @@ static int map_pids(struct options *o, struct container_ns *ret)
                 report_error(o->json, "cannot list the processes in %s: %s.", o->proc_root, strerror(-r));
                 return r;
         }
-        for (size_t i = 0; i < o->n_pids; i++) {
-                pid_t host;
-                r = qf_nspid_to_host(o->proc_root, &c.ns, c.level, o->pids[i], &host);
-                if (r == -ESRCH) {
-                        report_error(o->json,
-                                     "no process has pid %d in pid namespace pid:[%llu] or in a namespace nested in "
-                                     "it%s.",
-                                     (int) o->pids[i], (unsigned long long) c.ns.ino, privilege_hint());
+        for (size_t i = 0; i < o->n_pids; i++)
+                if ((r = map_pid(o, &c, "", o->pids[i], &o->pids[i])) < 0)
                         return r;
-                }
-                if (r < 0) {
-                        report_error(o->json, "cannot tell which process has pid %d in pid namespace pid:[%llu]: %s%s.",
-                                     (int) o->pids[i], (unsigned long long) c.ns.ino, strerror(-r), privilege_hint());
-                        return r;
-                }
-                o->pids[i] = host;
-        }
+        if (o->has_log_pid && (r = map_pid(o, &c, "--log-pid: ", o->log_pid, &o->log_pid_host)) < 0)
+                return r;
         *ret = c;
         return 1;
 }
 
 /* A containerized application logs its pid as seen in the container: with
- * --pid-ns, the log's pids are mapped like the arguments. A pid no process
- * has any more is left as logged. */
-static void map_log_pids(const struct options *o, const struct container_ns *c, struct qf_log *log)
+ * --pid-ns, the log's pids (and --log-pid, which stands for them, given to
+ * the parser as the log names it) are mapped like the arguments. A pid no
+ * process in the namespace has (it ended, or the log is from elsewhere)
+ * must not pass for the host process that happens to have that number:
+ * its queues lose their process, with a warning. */
+static void map_log_pids(const struct options *o, const struct container_ns *c, struct state *st)
 {
         pid_t from = 0, to = 0;
-        for (size_t i = 0; i < log->n; i++) {
-                pid_t pid = log->queues[i].pid;
-                if (pid == 0)
+        for (size_t i = 0; i < st->log.n; i++) {
+                struct qf_log_queue *q = &st->log.queues[i];
+                if (!q->has_pid)
                         continue;
-                if (pid != from) {
-                        from = pid;
-                        if (qf_nspid_to_host(o->proc_root, &c->ns, c->level, pid, &to) < 0)
-                                to = pid;
+                if (q->pid != from) {
+                        from = q->pid;
+                        if (qf_nspid_to_host(o->proc_root, &c->ns, c->level, from, &to) < 0) {
+                                to = 0;
+                                qf_diag_add(&st->warnings, o->log_file, 0,
+                                            "no process has the log's pid %d in pid namespace pid:[%llu] (it ended, "
+                                            "or the log is from another namespace); its queues are shown without a "
+                                            "process",
+                                            (int) from, (unsigned long long) c->ns.ino);
+                        }
                 }
-                log->queues[i].pid = to;
+                q->has_pid = to != 0;
+                q->pid = to;
         }
+}
+
+/* Why queues of the log have no process, from the form of its ids. */
+static const char *why_no_pid(enum qf_log_prefix prefix)
+{
+        switch (prefix) {
+        case QF_LOG_PREFIX_NONE:
+                return "its lines carry no pid (clr prints one from AMD_LOG_LEVEL=4 on)";
+        case QF_LOG_PREFIX_TID:
+                return "ROCm 4.5 names the pid on HIP API lines only";
+        default:
+                return "some of its queue lines name no pid";
+        }
+}
+
+/* --log-pid that no line needed is a mistake worth a word; queues left
+ * without a process when it was not given get a hint at it. */
+static void check_log_pids(const struct options *o, struct state *st)
+{
+        if (o->has_log_pid) {
+                if (st->log.unmarked_pid_lines == 0)
+                        qf_diag_add(&st->warnings, o->log_file, 0,
+                                    "--log-pid %d was not used: every queue line of the log names its process, "
+                                    "or there are none",
+                                    (int) o->log_pid);
+                return;
+        }
+        size_t pidless = 0;
+        for (size_t i = 0; i < st->log.n; i++)
+                pidless += !st->log.queues[i].has_pid;
+        if (pidless > 0)
+                qf_diag_add(&st->warnings, o->log_file, 0,
+                            "%zu queue(s) of the log belong to no known process: %s; if one process wrote the log, "
+                            "name it with --log-pid PID",
+                            pidless, why_no_pid(st->log.prefix));
 }
 
 static int open_input(const char *path)
@@ -372,9 +457,15 @@ static int parse_hqds_any(int fd, const char *name, struct qf_diags *d, void *re
         return qf_hqds_parse(fd, name, d, ret);
 }
 
+struct log_target {
+        const pid_t *unmarked_pid;
+        struct qf_log *log;
+};
+
 static int parse_log_any(int fd, const char *name, struct qf_diags *d, void *ret)
 {
-        return qf_log_parse(fd, name, d, ret);
+        const struct log_target *t = ret;
+        return qf_log_parse(fd, name, t->unmarked_pid, d, t->log);
 }
 
 static int read_sysfs(struct state *st, const struct options *o)
@@ -473,7 +564,8 @@ static int read_sources(struct state *st, const struct options *o)
         }
         if (o->log_file) {
                 st->sources[SRC_LOG].skipped = false;
-                if ((r = read_text_source(st, SRC_LOG, o->log_file, true, o->json, parse_log_any, &st->log)) < 0)
+                struct log_target t = { .unmarked_pid = o->has_log_pid ? &o->log_pid : NULL, .log = &st->log };
+                if ((r = read_text_source(st, SRC_LOG, o->log_file, true, o->json, parse_log_any, &t)) < 0)
                         return r;
                 st->have_log = true;
         }
@@ -507,12 +599,26 @@ static int print_report(struct state *st, const struct options *o)
         return qf_report_table(stdout, &rep);
 }
 
+/* When only some processes are asked about, the one --log-pid names is one
+ * of them: else the queues it is given would be left out of the report. */
+static void ask_about_log_pid(struct options *o)
+{
+        if (!o->has_log_pid || o->n_pids == 0)
+                return;
+        for (size_t i = 0; i < o->n_pids; i++)
+                if (o->pids[i] == o->log_pid_host)
+                        return;
+        o->pids[o->n_pids++] = o->log_pid_host;
+}
+
 static int run(const struct options *o, const struct container_ns *c)
 {
         struct state st = { 0 };
         int r = read_sources(&st, o);
         if (r >= 0 && c)
-                map_log_pids(o, c, &st.log);
+                map_log_pids(o, c, &st);
+        if (r >= 0 && st.have_log)
+                check_log_pids(o, &st);
         if (r >= 0) {
                 const struct qf_inputs in = {
                         .sysfs = st.sysfs,
@@ -556,5 +662,6 @@ int main(int argc, char **argv)
         r = map_pids(o, &c);
         if (r < 0)
                 return EXIT_FAILURE;
+        ask_about_log_pid(o);
         return run(o, r > 0 ? &c : NULL) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

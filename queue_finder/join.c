@@ -64,10 +64,10 @@ static void merge(struct qf_process *p, const struct qf_queue *q, struct qf_valu
                     qf_source_name(o->source), (unsigned long long) v, said, (unsigned long long) field->v);
 }
 
-static struct qf_process *find_process(struct qf_result *r, pid_t pid)
+static struct qf_process *find_process(struct qf_result *r, bool has_pid, pid_t pid)
 {
         for (size_t i = 0; i < r->n_processes; i++)
-                if (r->processes[i].pid == pid)
+                if (r->processes[i].has_pid == has_pid && (!has_pid || r->processes[i].pid == pid))
                         return &r->processes[i];
         return NULL;
 }
@@ -82,19 +82,32 @@ static bool wanted(const struct qf_inputs *in, pid_t pid)
         return false;
 }
 
-static struct qf_process *get_process(struct qf_result *r, const struct qf_inputs *in, pid_t pid)
+static struct qf_process *add_process(struct qf_result *r, bool has_pid, pid_t pid)
 {
-        if (!wanted(in, pid) && pid != 0)
-                return NULL;
-        struct qf_process *p = find_process(r, pid);
+        struct qf_process *p = find_process(r, has_pid, pid);
         if (p)
                 return p;
         if (r->n_processes >= QF_MAX_PROCESSES)
                 return NULL;
         p = QF_APPEND(r->processes, r->n_processes);
-        if (p)
-                p->pid = pid;
+        if (p) {
+                p->has_pid = has_pid;
+                p->pid = has_pid ? pid : 0;
+        }
         return p;
+}
+
+static struct qf_process *get_process(struct qf_result *r, const struct qf_inputs *in, pid_t pid)
+{
+        return wanted(in, pid) ? add_process(r, true, pid) : NULL;
+}
+
+/* Log queues no line tied to a process are kept apart from every pid,
+ * whichever processes were asked about: the user cannot have excluded
+ * them. */
+static struct qf_process *get_unknown_process(struct qf_result *r)
+{
+        return add_process(r, false, 0);
 }
 
 static struct qf_queue *new_queue(struct qf_process *p)
@@ -235,7 +248,7 @@ static void add_log_queue(struct qf_result *r, const struct qf_inputs *in, const
         /* A log without pids in its prefix can still be tied to a process
          * through the addresses. */
         for (size_t i = 0; i < r->n_processes && !q; i++) {
-                if (l->pid != 0 && r->processes[i].pid != l->pid)
+                if (l->has_pid && (!r->processes[i].has_pid || r->processes[i].pid != l->pid))
                         continue;
                 for (size_t k = 0; k < r->processes[i].n_queues && !q; k++)
                         if (log_matches(&r->processes[i].queues[k], l)) {
@@ -244,7 +257,8 @@ static void add_log_queue(struct qf_result *r, const struct qf_inputs *in, const
                         }
         }
         if (!q) {
-                if (!(p = get_process(r, in, l->pid)) || !(q = new_queue(p)))
+                p = l->has_pid ? get_process(r, in, l->pid) : get_unknown_process(r);
+                if (!p || !(q = new_queue(p)))
                         return;
         }
         const struct origin o = { QF_SOURCE_LOG, in->log_name, l->created_line ? l->created_line : l->first_line };
@@ -327,9 +341,12 @@ static int add_hqd(struct qf_result *r, const struct qf_mqds *mqds, const struct
         return append_hqd(&r->unowned_hqds, &r->n_unowned_hqds, h);
 }
 
+/* By pid, the queues of no known process last. */
 static int compare_processes(const void *a, const void *b)
 {
         const struct qf_process *x = a, *y = b;
+        if (x->has_pid != y->has_pid)
+                return x->has_pid ? -1 : 1;
         return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
@@ -366,9 +383,9 @@ int qf_join(const struct qf_inputs *in, struct qf_result *ret)
                 if ((err = add_hqd(&r, in->mqds, &in->hqds->hqds[i])) < 0)
                         goto fail;
 
-        /* Log queues without a pid that matched nothing land in pid 0; drop
-         * that pseudo-process if it stayed empty. */
-        struct qf_process *orphan = find_process(&r, 0);
+        /* Log queues of no known process that matched nothing land in a
+         * process without a pid; drop it if it stayed empty. */
+        struct qf_process *orphan = find_process(&r, false, 0);
         if (orphan && orphan->n_queues == 0) {
                 qf_diags_clear(&orphan->conflicts);
                 *orphan = r.processes[--r.n_processes];

@@ -60,7 +60,8 @@ struct qf_queue {
 };
 
 struct qf_process {
-        pid_t pid;                   /* host pid; 0 for log queues without a pid */
+        bool has_pid;                /* false: log queues no line tied to a process */
+        pid_t pid;                   /* host pid, when has_pid */
         bool has_pasid;
         uint32_t pasid;
         const struct qf_sysfs_process *sysfs;

@@ -8,7 +8,7 @@
 
 void qf_process_identify(const char *proc_root, struct qf_process *p)
 {
-        if (p->pid <= 0)
+        if (!p->has_pid || p->pid <= 0)
                 return;
         size_t n;
         if (qf_nspid_read(proc_root, p->pid, p->nspid, QF_NSPID_MAX_LEVELS, &n) == 0)

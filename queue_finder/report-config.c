@@ -27,6 +27,14 @@ int qf_report_config(FILE *f, const struct qf_report *r, enum qf_workload_class 
         fprintf(f, "# gpreemptd workloads found by queue_finder (class %s).\n", class_name);
         for (size_t i = 0; r->result && i < r->result->n_processes; i++) {
                 const struct qf_process *p = &r->result->processes[i];
+                /* A section needs a process to match: queues no log line
+                 * tied to one would make a MatchPID that names nobody. */
+                if (!p->has_pid) {
+                        fprintf(f, "\n# %zu queue(s) from log lines that name no process are left out: give the "
+                                   "process with --log-pid PID.\n",
+                                p->n_queues);
+                        continue;
+                }
                 if (p->pid <= 0)
                         continue;
                 bool by_exe = p->has_exe && printable(p->exe);

@@ -156,7 +156,7 @@ static struct json_object *log_json(struct builder *b, const struct qf_log_queue
         struct json_object *o = json_object_new_object();
         if (!o)
                 return NULL;
-        add(b, o, "pid", l->pid ? json_object_new_int64(l->pid) : NULL);
+        add(b, o, "pid", l->has_pid ? json_object_new_int64(l->pid) : NULL);
         add(b, o, "swq", l->has_amd_queue ? hex(l->amd_queue) : NULL);
         add(b, o, "hwq", l->has_ring_base ? hex(l->ring_base) : NULL);
         add(b, o, "legacy_hwq", l->has_legacy_hwq ? hex(l->legacy_hwq) : NULL);
@@ -239,7 +239,7 @@ static struct json_object *process_json(struct builder *b, const struct qf_proce
         struct json_object *o = json_object_new_object();
         if (!o)
                 return NULL;
-        add(b, o, "pid", p->pid ? json_object_new_int64(p->pid) : NULL);
+        add(b, o, "pid", p->has_pid ? json_object_new_int64(p->pid) : NULL);
         struct json_object *nspid = json_object_new_array();
         for (size_t i = 0; nspid && i < p->n_nspid; i++)
                 push(b, nspid, json_object_new_int64(p->nspid[i]));

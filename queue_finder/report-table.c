@@ -92,10 +92,10 @@ static void print_pairing_hint(FILE *f, const struct qf_process *p)
 
 static void print_process(FILE *f, const struct qf_process *p)
 {
-        if (p->pid)
+        if (p->has_pid)
                 fprintf(f, "PID %d", (int) p->pid);
         else
-                fprintf(f, "Queues from the log without a pid");
+                fprintf(f, "PID unknown (log lines that name no process; --log-pid PID names it)");
         if (p->has_exe)
                 fprintf(f, "  %s", p->exe);
         if (p->has_pasid)
@@ -137,10 +137,13 @@ static void format_sdma_owner(char *buf, size_t size, const struct qf_result *re
                         for (size_t s = 0; s < q->n_hqds; s++) {
                                 if (q->hqds[s] != h)
                                         continue;
+                                char owner[32] = "an unknown pid";
+                                if (p->has_pid)
+                                        snprintf(owner, sizeof(owner), "pid %d", (int) p->pid);
                                 if (q->queue_id.sources)
-                                        snprintf(buf, size, "queue %" PRIu64 " of pid %d", q->queue_id.v, (int) p->pid);
+                                        snprintf(buf, size, "queue %" PRIu64 " of %s", q->queue_id.v, owner);
                                 else
-                                        snprintf(buf, size, "a queue of pid %d", (int) p->pid);
+                                        snprintf(buf, size, "a queue of %s", owner);
                                 return;
                         }
                 }

@@ -186,9 +186,10 @@ void qf_hqds_clear(struct qf_hqds *h);
 
 /* Which line prefix the log uses (rocm-userspace.md §6). */
 enum qf_log_prefix {
-        QF_LOG_PREFIX_NONE,          /* no pid in the prefix (clr at level 3) */
-        QF_LOG_PREFIX_ROCCLR,        /* 5.2.3: "<pid>: [tid:0x..]" */
-        QF_LOG_PREFIX_CLR,           /* clr: "[pid:<pid> tid: 0x..]" */
+        QF_LOG_PREFIX_NONE,          /* no ids in the prefix (clr at level 3) */
+        QF_LOG_PREFIX_TID,           /* 4.5, some lines: "[<tid>]" */
+        QF_LOG_PREFIX_ROCCLR,        /* 4.5-5.6: "<pid>: [<tid>]", "<pid> : [tid:0x<tid>]" */
+        QF_LOG_PREFIX_CLR,           /* clr: "[pid:<pid> tid: 0x<tid>]" */
 };
 
 /* What a pre-6.2 dispatch line's "HWq=" is depends on the version: the
@@ -196,7 +197,8 @@ enum qf_log_prefix {
  * log does not tie it to a creation line, it is kept as "legacy_hwq" and the
  * join tries both meanings. */
 struct qf_log_queue {
-        pid_t pid;                   /* 0 when the prefix has none */
+        bool has_pid;                /* false: no line of the queue named its process */
+        pid_t pid;
         bool has_amd_queue;          /* hsa_queue_t* = amd_queue_t VA */
         uint64_t amd_queue;
         bool has_ring_base;          /* AQL ring base */
@@ -226,11 +228,15 @@ struct qf_log {
         size_t n;
         unsigned long lines;
         unsigned long log_lines;     /* lines starting with a level tag, ":3:" */
+        unsigned long unmarked_pid_lines; /* queue lines given to *unmarked_pid */
         enum qf_log_prefix prefix;   /* of the last prefixed line read for its message */
 };
 
-/* Streams fd once in constant memory (plus one record per queue found). */
-int qf_log_parse(int fd, const char *name, struct qf_diags *diags, struct qf_log *ret);
+/* Streams fd once in constant memory (plus one record per queue found).
+ * Lines that name no process belong to *unmarked_pid, or to no known
+ * process when it is NULL; a thread id never ties a line to a process.
+ * Lines whose ids are damaged belong to no known process. */
+int qf_log_parse(int fd, const char *name, const pid_t *unmarked_pid, struct qf_diags *diags, struct qf_log *ret);
 void qf_log_clear(struct qf_log *l);
 
 /* ---- the debug-trap queue snapshot (snapshot.c, needs libgpreempt) ---- */

@@ -26,10 +26,12 @@ hypervisor's steal during its runs (/proc/stat, all CPUs; 0 on bare
 metal): on a shared machine they say how much the figures can be trusted. With --pipe it also times
     zcat FILE.gz | queue_finder --no-live --log -
     zcat FILE.gz | grep -c HWq=
-the same way (CPU time of the pipeline's two processes).
+the same way (CPU time of the pipeline's two processes). With --baseline
+PATH, another queue_finder build (the one before a change) is timed on the
+file in the same interleaved runs, so old and new see the same load.
 
-usage: bench-queue-finder [--queue-finder PATH] [--mix real|packets] [--lines N]
-                          [--runs N] [--pipe] [--dir DIR] [--json] [--keep]
+usage: bench-queue-finder [--queue-finder PATH] [--baseline PATH] [--mix real|packets]
+                          [--lines N] [--runs N] [--pipe] [--dir DIR] [--json] [--keep]
 """
 # scripts/bench-queue-finder runs this module:
 # python3 -m gpreempt_eval.bench_queue_finder.
@@ -228,6 +230,8 @@ def main():
     ap = argparse.ArgumentParser(prog="bench-queue-finder", description=__doc__.splitlines()[0])
     ap.add_argument("--queue-finder", default=None,
                     help="queue_finder executable (default: build/queue_finder/queue_finder, then $PATH)")
+    ap.add_argument("--baseline", default=None,
+                    help="another queue_finder executable (an older build) timed in the same interleaved runs")
     ap.add_argument("--mix", choices=("real", "packets"), default="real", help="line mix (default: real)")
     ap.add_argument("--real-log", default=os.path.join(here, "..", "tests", "data", "real",
                                                        "hip-rocm7-amd-log-level4.log"),
@@ -250,6 +254,8 @@ def main():
         qf = built if os.access(built, os.X_OK) else shutil.which("queue_finder")
     if not qf or not os.access(qf, os.X_OK):
         sys.exit("bench-queue-finder: no queue_finder executable found; build it or pass --queue-finder PATH.")
+    if args.baseline and not os.access(args.baseline, os.X_OK):
+        sys.exit(f"bench-queue-finder: --baseline {args.baseline} is not an executable.")
     tools = {name: shutil.which(name) for name in ("grep", "zcat", "gzip")}
     for name in ("grep",) + (("zcat", "gzip") if args.pipe else ()):
         if not tools[name]:
@@ -261,6 +267,8 @@ def main():
     log = os.path.join(tmp, "amd-log-level4.log")
     report = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "mix": args.mix, "lines": args.lines, "runs": args.runs,
               "queue_finder": os.path.abspath(qf), "cpus": os.cpu_count()}
+    if args.baseline:
+        report["baseline"] = os.path.abspath(args.baseline)
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     try:
         t0 = time.perf_counter()
@@ -271,6 +279,8 @@ def main():
 
         cases = {"queue_finder": [[qf, "--no-live", "--log", log]],
                  "grep -c": [[tools["grep"], "-c", PATTERN, log]]}
+        if args.baseline:
+            cases["baseline"] = [[args.baseline, "--no-live", "--log", log]]
         # Warm the page cache and check that both run.
         for cmds in cases.values():
             timed(cmds)
@@ -301,6 +311,10 @@ def main():
         print(f"grep -c {PATTERN} counted {report['grep_count']} lines; {os.cpu_count()} CPUs; "
               f"load average before {report['load_before'][0]:.2f}, after {report['load_after'][0]:.2f}")
         print_table(f"{args.runs} interleaved runs on the file:", results, size, "queue_finder", "grep -c")
+        if args.baseline:
+            wall = results["baseline"]["wall_s"]["median"] / results["queue_finder"]["wall_s"]["median"]
+            cpu = results["baseline"]["cpu_s"]["median"] / results["queue_finder"]["cpu_s"]["median"]
+            print(f"  baseline / queue_finder: {wall:.2f}x wall, {cpu:.2f}x CPU (above 1 means queue_finder is faster)")
         print(f"  queue_finder peak RSS (VmHWM, a separate run): {report['queue_finder_peak_rss_kib'] / 1024:.1f} MiB")
         if args.pipe:
             print(f"load average before {report['pipe_load_before'][0]:.2f}, after {report['pipe_load_after'][0]:.2f}")

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum fuzz_parser {
         FUZZ_MQDS,
@@ -16,9 +17,12 @@ enum fuzz_parser {
         FUZZ_PARSERS,
 };
 
-/* Parses data[1..] with parser data[0] % FUZZ_PARSERS and checks what every
- * parser promises: success, and warnings only with a file name. */
+/* Parses data[1..] with parser data[0] % FUZZ_PARSERS (the log parser with
+ * or without a pid for lines that name none, by the next bit of data[0])
+ * and checks what every parser promises: success, and warnings only with a
+ * file name. */
 void fuzz_one(const uint8_t *data, size_t size);
 
-/* Same, with the parser chosen by the caller. */
-void fuzz_parser(enum fuzz_parser parser, const uint8_t *data, size_t size);
+/* Same, with the parser and the log's unmarked pid (qf_log_parse) chosen
+ * by the caller. */
+void fuzz_parser(enum fuzz_parser parser, const pid_t *unmarked_pid, const uint8_t *data, size_t size);

@@ -4,6 +4,7 @@
  * hand-written lines in the older format generations (rocm-userspace.md §6)
  * with the damage real logs carry.
  */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,7 +39,7 @@ static const struct qf_log_queue *find_by_amd_queue(const struct qf_log *l, uint
 static void parse_string(const char *text, struct qf_diags *d, struct qf_log *l)
 {
         int fd = test_fd_from_string(text);
-        assert_int_equal(qf_log_parse(fd, "test.log", d, l), 0);
+        assert_int_equal(qf_log_parse(fd, "test.log", NULL, d, l), 0);
         close(fd);
 }
 
@@ -56,7 +57,7 @@ static void test_real_log(void **state)
         struct qf_diags d = { 0 };
         struct qf_log l;
         int fd = test_open_shared("hip-rocm7-amd-log-level4.log");
-        assert_int_equal(qf_log_parse(fd, "hip.log", &d, &l), 0);
+        assert_int_equal(qf_log_parse(fd, "hip.log", NULL, &d, &l), 0);
         close(fd);
 
         assert_int_equal(d.n, 0);
@@ -155,7 +156,7 @@ static void test_no_pid_no_location(void **state)
         assert_int_equal(d.n, 0);
         assert_int_equal(l.prefix, QF_LOG_PREFIX_NONE);
         assert_int_equal(l.n, 1);
-        assert_int_equal(l.queues[0].pid, 0);
+        assert_false(l.queues[0].has_pid);
         assert_int_equal(l.queues[0].ring_base, 0x7f2000000000);
         assert_int_equal(l.queues[0].amd_queue, 0x7f0000003000);
         assert_int_equal(l.queues[0].cooperative, 1);
@@ -163,6 +164,146 @@ static void test_no_pid_no_location(void **state)
         qf_log_clear(&l);
         qf_diags_clear(&d);
 }
+
+/* Every ids form of the prefix grammar (amdlog.c), each taken from a real
+ * line (tests/data/real/logs/README.md and queue_finder.1.scd name the
+ * threads), followed by a dispatch line of its own address. */
+static void test_prefix_forms(void **state)
+{
+        static const struct {
+                const char *prefix;
+                pid_t pid;  /* 0: the line names none */
+                enum qf_log_prefix form;
+        } forms[] = {
+                /* clr 7.0.2 (tests/data/real/hip-rocm7-amd-log-level4.log) */
+                { ":4:rocvirtual.cpp           :1177: 20159562004 us: [pid:459769 tid: 0x7f8edc1c4400] ", 459769,
+                  QF_LOG_PREFIX_CLR },
+                /* clr 6.x, pid padded to five, no space after "tid:" */
+                { ":3:rocdevice.cpp            :3104: 3326522300 us: [pid:2539  tid:0x7fffd49786c0] ", 2539,
+                  QF_LOG_PREFIX_CLR },
+                /* a 6.3.2 build: bare hex after "tid: ", "%lldd us:" (ROCm/ROCm#4394) */
+                { ":4:rocvirtual.cpp           :930 : 7270505900d us: [pid:21983 tid: 7f316f4006c0] ", 21983,
+                  QF_LOG_PREFIX_CLR },
+                /* Windows builds pad the thread id after "0x" */
+                { ":5:commandqueue.cpp         :266 : 47462248663 us: [pid:18812 tid: 0x 3564] ", 18812,
+                  QF_LOG_PREFIX_CLR },
+                /* clr at level 5 (lamikr/rocm_sdk_builder#246) */
+                { ":3:hip_memory.cpp           :599 : 3169393290 us: [pid:9111  tid:0x79a41865cb80] ", 9111,
+                  QF_LOG_PREFIX_CLR },
+                /* ROCclr 5.4.2 (ROCm/hip#3161) */
+                { ":3:rocdevice.cpp            :426 : 75799966442 us: 202289: [tid:0x7f674bedd880] ", 202289,
+                  QF_LOG_PREFIX_ROCCLR },
+                /* ROCclr 5.x, pid padded to five */
+                { ":4:rocvirtual.cpp           :862 : 5697037855 us: 9174 : [tid:0x7f6309ffb6c0] ", 9174,
+                  QF_LOG_PREFIX_ROCCLR },
+                { ":3:rocdevice.cpp            :2896: 221750546130 us: 1255284: [tid:0x7fc9d35ff640] ", 1255284,
+                  QF_LOG_PREFIX_ROCCLR },
+                /* ROCm 4.5: bare hex thread id, with and without the pid */
+                { ":3:hip_module.cpp           :495 : 266505887448 us: 120148: [7fb360ad23c0] ", 120148,
+                  QF_LOG_PREFIX_ROCCLR },
+                { ":4:rocvirtual.cpp           :843 : 266505887439 us: [7fb360ad23c0] ", 0, QF_LOG_PREFIX_TID },
+                /* clr 6.x at level 3: "%lldd us:", two spaces, no ids */
+                { ":3:rocdevice.cpp            :3140: 1917470247183d us:  ", 0, QF_LOG_PREFIX_NONE },
+                /* journald in front of a clr line (ollama/ollama#7187) */
+                { "Oct 12 20:46:11 kamala ollama0.3.13[64422]: :4:command.cpp              :177 : 69460772155 us: "
+                  "[pid:64447 tid:0x7e47be4006c0] ",
+                  64447, QF_LOG_PREFIX_CLR },
+        };
+        for (size_t i = 0; i < sizeof(forms) / sizeof(*forms); i++) {
+                char line[512];
+                uint64_t hwq = 0x7f0000100000 + i * 0x1000;
+                snprintf(line, sizeof(line), "%sHWq=0x%" PRIx64 ", Dispatch Header = 0xb02 (type=2), setup=3\n",
+                         forms[i].prefix, hwq);
+                struct qf_diags d = { 0 };
+                struct qf_log l;
+                parse_string(line, &d, &l);
+                if (l.n != 1)
+                        fail_msg("form %zu: %zu queues", i, l.n);
+                if (d.n != 0)
+                        fail_msg("form %zu: warning \"%s\"", i, d.items[0].message);
+                assert_int_equal(l.prefix, forms[i].form);
+                assert_int_equal(l.queues[0].legacy_hwq, hwq);
+                assert_int_equal(l.queues[0].dispatches, 1);
+                assert_int_equal(l.queues[0].has_pid, forms[i].pid != 0);
+                assert_int_equal(l.queues[0].pid, forms[i].pid);
+                qf_log_clear(&l);
+                qf_diags_clear(&d);
+        }
+}
+
+/* A log several processes wrote (AMD_LOG_LEVEL_FILE shared, or logs
+ * concatenated): the same address in two processes is two queues, and
+ * lines that name no process are a third, not process 0's. */
+static void test_several_processes(void **state)
+{
+        const char *log = ":3:rocdevice.cpp :3104: 1 us: [pid:100 tid:0x1] Created SWq=0x7f0000004000 to map on HWq=0x7f3000000000 with size 64 with priority 1, cooperative: 0\n"
+                          ":3:rocdevice.cpp :3104: 2 us: [pid:200 tid:0x2] Created SWq=0x7f0000004000 to map on HWq=0x7f3000000000 with size 64 with priority 1, cooperative: 0\n"
+                          ":4:rocvirtual.cpp :1177: 3 us: [pid:200 tid:0x2] SWq=0x7f0000004000, HWq=0x7f3000000000, id=1, Dispatch Header = 0xb02 (type=2), rptr=0, wptr=1\n"
+                          ":3:rocdevice.cpp :3140: 4d us:  Created SWq=0x7f0000004000 to map on HWq=0x7f3000000000 with size 64 with priority 1, cooperative: 0\n";
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        parse_string(log, &d, &l);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(l.n, 3);
+        bool seen[3] = { false };
+        for (size_t i = 0; i < l.n; i++) {
+                const struct qf_log_queue *q = &l.queues[i];
+                assert_int_equal(q->ring_base, 0x7f3000000000);
+                size_t who = !q->has_pid ? 2 : q->pid == 100 ? 0 : 1;
+                assert_false(seen[who]);
+                seen[who] = true;
+                assert_int_equal(q->dispatches, who == 1 ? 1 : 0);
+                if (!q->has_pid)
+                        assert_int_equal(q->pid, 0);
+                else
+                        assert_int_equal(q->pid, who == 0 ? 100 : 200);
+        }
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+/* The caller names the process of lines that name none; lines that name
+ * one keep it. */
+static void test_unmarked_pid(void **state)
+{
+        const char *log = ":3:rocdevice.cpp :3140: 1917470247183d us:  Created SWq=0x7fd9ee22c000 to map on HWq=0x7fd9c2800000 with size 16384 with priority 1, cooperative: 0\n"
+                          ":4:rocvirtual.cpp :843 : 266505887439 us: [7fb360ad23c0] HWq=0x7fb360aa6000, Dispatch Header = 0x302 (type=2)\n"
+                          ":3:rocdevice.cpp :3104: 3 us: [pid:77 tid:0x2] Created SWq=0x7f0000004000 to map on HWq=0x7f3000000000 with size 64 with priority 1, cooperative: 0\n";
+        const pid_t owner = 4242;
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        int fd = test_fd_from_string(log);
+        assert_int_equal(qf_log_parse(fd, "test.log", &owner, &d, &l), 0);
+        close(fd);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(l.n, 3);
+        assert_true(find_by_ring(&l, 0x7fd9c2800000)->has_pid);
+        assert_int_equal(find_by_ring(&l, 0x7fd9c2800000)->pid, owner);
+        assert_int_equal(find_by_ring(&l, 0x7f3000000000)->pid, 77);
+        for (size_t i = 0; i < l.n; i++)
+                if (l.queues[i].has_legacy_hwq) {
+                        assert_true(l.queues[i].has_pid);
+                        assert_int_equal(l.queues[i].pid, owner);
+                }
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+/* Ids that break the grammar, each on a creation line of its own ring
+ * base: the line warns, and its queue is kept without a process. */
+static const char *const damaged_ids[] = {
+        "[pid:0 tid:0x1]",
+        "[pid:99999999999 tid:0x1]",
+        "[pid:4194305 tid:0x1]",     /* above PID_MAX_LIMIT */
+        "[pid:-5 tid:0x1]",
+        "[pid:7 tid:0x12345678901234567]",
+        "[pid:7 tid: 0x]",
+        "[pid:7 tid:0x1",           /* no "]" */
+        "[pid:7 \033[0mtid:0x1]",
+        "0 : [tid:0x1]",
+        "[tid:0x1 ]",
+};
+#define DAMAGED_IDS_RING(i) (UINT64_C(0x7f4000000000) + (uint64_t) (i) * 0x10000)
 
 /* What real logs contain: colour escapes, program output without a newline
  * before a log line, binary junk, damaged lines, a cut-off last line. */
@@ -184,26 +325,41 @@ static void test_damaged_log(void **state)
                 fputc('x', f);
         fputc('\n', f);
         fprintf(f, ":4:rocvirtual.cpp           :1083: 0000000005 us: [pid:7 tid: 0x1] SWq=0x7f0000004000, HWq=0x7f3000000000, id=9, Dispatch Header = 0xb02, rptr=6, wptr=7\n"); /* 8 */
-        fprintf(f, ":4:rocvirtual.cpp           :1083: 0000000006 us: [pid:7 tid: 0x1] SWq=0x7f0000004000, HWq=0x7f300"); /* 9, cut */
+        enum { N_DAMAGED = sizeof(damaged_ids) / sizeof(*damaged_ids) };
+        for (size_t i = 0; i < N_DAMAGED; i++) /* 9 .. 8 + N_DAMAGED */
+                fprintf(f, ":3:rocdevice.cpp            :3104: 0000000007 us: %s Created SWq=0x%" PRIx64 " to map on HWq=0x%" PRIx64 " with size 64 with priority 1, cooperative: 0\n",
+                        damaged_ids[i], DAMAGED_IDS_RING(i) - 0x1000000000, DAMAGED_IDS_RING(i));
+        /* 9 + N_DAMAGED: good ids, no space after "us:" */
+        fprintf(f, ":3:rocdevice.cpp            :3104: 0000000008 us:[pid:7 tid:0x1] Created SWq=0x7f0000006000 to map on HWq=0x7f5000000000 with size 64 with priority 1, cooperative: 0\n");
+        fprintf(f, ":4:rocvirtual.cpp           :1083: 0000000006 us: [pid:7 tid: 0x1] SWq=0x7f0000004000, HWq=0x7f300"); /* 10 + N_DAMAGED, cut */
         assert_int_equal(fclose(f), 0);
 
         struct qf_diags d = { 0 };
         struct qf_log l;
         int fd = test_fd_from_bytes(log, len);
-        assert_int_equal(qf_log_parse(fd, "damaged.log", &d, &l), 0);
+        assert_int_equal(qf_log_parse(fd, "damaged.log", NULL, &d, &l), 0);
         close(fd);
         free(log);
 
-        assert_int_equal(l.lines, 9);
+        assert_int_equal(l.lines, 10 + N_DAMAGED);
         /* Lines starting with a level tag, colour escapes aside: not line 2,
          * whose log line follows program output, nor line 7. */
-        assert_int_equal(l.log_lines, 5);
+        assert_int_equal(l.log_lines, 6 + N_DAMAGED);
         assert_true(test_has_warning(&d, 3, "binary data"));
         assert_true(test_has_warning(&d, 4, "binary data"));
         assert_true(test_has_warning(&d, 5, "malformed AQL packet"));
         assert_true(test_has_warning(&d, 6, "malformed \"Created SWq\""));
         assert_true(test_has_warning(&d, 7, "longer than"));
-        assert_true(test_has_warning(&d, 9, "malformed AQL packet"));
+        for (size_t i = 0; i < N_DAMAGED; i++) {
+                if (!test_has_warning(&d, 9 + i, "malformed pid/tid prefix"))
+                        fail_msg("ids \"%s\": no warning", damaged_ids[i]);
+                const struct qf_log_queue *damaged = find_by_ring(&l, DAMAGED_IDS_RING(i));
+                if (!damaged || damaged->has_pid || damaged->created_line != 9 + i)
+                        fail_msg("ids \"%s\": queue lost or given a process", damaged_ids[i]);
+        }
+        assert_true(test_has_warning(&d, 9 + N_DAMAGED, "malformed log prefix"));
+        assert_int_equal(find_by_ring(&l, 0x7f5000000000)->pid, 7);
+        assert_true(test_has_warning(&d, 10 + N_DAMAGED, "malformed AQL packet"));
         /* The queue itself survived all of it. */
         const struct qf_log_queue *q = find_by_ring(&l, 0x7f3000000000);
         assert_non_null(q);
@@ -222,6 +378,37 @@ static void test_not_a_log(void **state)
         struct qf_log l;
         parse_string("hello\nworld\n", &d, &l);
         assert_int_equal(l.n, 0);
+        assert_true(test_has_warning(&d, 0, "AMD_LOG_LEVEL"));
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
+/* A journald log of a level-3 run that made no queue holds only HIP API
+ * lines behind the journal's prefix: log lines all the same, which the
+ * first lines are read in full to find. */
+static void test_journald_api_lines_only(void **state)
+{
+        const char *api = "Oct 12 20:46:11 kamala ollama0.3.13[64422]: :3:hip_device_runtime.cpp :652 : "
+                          "69460772155 us: [pid:64447 tid:0x7e47be4006c0]  hipGetDeviceCount ( 0x7ffd3c1c1b2c ) \n";
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        parse_string(api, &d, &l);
+        assert_int_equal(l.log_lines, 0);
+        assert_int_equal(d.n, 0);
+        qf_log_clear(&l);
+
+        /* Found among the first lines only: after that, unmarked lines are
+         * counted, not read. */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_non_null(f);
+        for (int i = 0; i < 1000; i++)
+                fputs("program output\n", f);
+        fputs(api, f);
+        assert_int_equal(fclose(f), 0);
+        parse_string(text, &d, &l);
+        free(text);
         assert_true(test_has_warning(&d, 0, "AMD_LOG_LEVEL"));
         qf_log_clear(&l);
         qf_diags_clear(&d);
@@ -249,7 +436,7 @@ static void test_pipe_input(void **state)
         close(p[1]);
         struct qf_diags d = { 0 };
         struct qf_log l;
-        assert_int_equal(qf_log_parse(p[0], "-", &d, &l), 0);
+        assert_int_equal(qf_log_parse(p[0], "-", NULL, &d, &l), 0);
         close(p[0]);
         assert_int_equal(l.n, 1);
         assert_int_equal(l.queues[0].dispatches, 5000);
@@ -277,7 +464,7 @@ static void test_large_file(void **state)
         struct qf_diags d = { 0 };
         struct qf_log l;
         int fd = test_fd_from_bytes(log, len);
-        assert_int_equal(qf_log_parse(fd, "large.log", &d, &l), 0);
+        assert_int_equal(qf_log_parse(fd, "large.log", NULL, &d, &l), 0);
         close(fd);
         free(log);
         assert_int_equal(d.n, 0);
@@ -349,7 +536,7 @@ static void test_packet_line_across_chunks(void **state)
                 struct qf_diags d = { 0 };
                 struct qf_log l;
                 int fd = test_fd_from_bytes(data, len);
-                assert_int_equal(qf_log_parse(fd, "chunks.log", &d, &l), 0);
+                assert_int_equal(qf_log_parse(fd, "chunks.log", NULL, &d, &l), 0);
                 close(fd);
                 free(data);
                 assert_int_equal(l.log_lines, 1);
@@ -392,7 +579,7 @@ static void test_lines_at_every_window_offset(void **state)
                         struct qf_diags d = { 0 };
                         struct qf_log l;
                         int fd = test_fd_from_bytes(text, len);
-                        assert_int_equal(qf_log_parse(fd, "offsets.log", &d, &l), 0);
+                        assert_int_equal(qf_log_parse(fd, "offsets.log", NULL, &d, &l), 0);
                         close(fd);
                         assert_int_equal(d.n, 0);
                         assert_int_equal(l.lines, 3 + (trailing && filler > 0));
@@ -415,7 +602,11 @@ int main(void)
                 cmocka_unit_test(test_rocclr_523),
                 cmocka_unit_test(test_clr_60),
                 cmocka_unit_test(test_no_pid_no_location),
+                cmocka_unit_test(test_prefix_forms),
+                cmocka_unit_test(test_several_processes),
+                cmocka_unit_test(test_unmarked_pid),
                 cmocka_unit_test(test_damaged_log),
+                cmocka_unit_test(test_journald_api_lines_only),
                 cmocka_unit_test(test_not_a_log),
                 cmocka_unit_test(test_pipe_input),
                 cmocka_unit_test(test_large_file),

@@ -172,6 +172,129 @@ static void test_log_from_stdin_and_config(void **state)
         cli_output_free(&o);
 }
 
+/* The pid of the only process in a --json document, NULL for a JSON null;
+ * the document is kept in *doc for the caller to free. */
+static struct json_object *only_process(const char *out, struct json_object **doc)
+{
+        struct json_object *procs, *p;
+        *doc = json_tokener_parse(out);
+        assert_non_null(*doc);
+        assert_true(json_object_object_get_ex(*doc, "processes", &procs));
+        assert_int_equal(json_object_array_length(procs), 1);
+        p = json_object_array_get_idx(procs, 0);
+        assert_non_null(p);
+        return p;
+}
+
+/* A log whose lines name no process (clr at AMD_LOG_LEVEL=3, ollama/ollama#9516):
+ * its queue is shown with a null pid and "PID unknown", never as process 0,
+ * and --emit-config leaves it out rather than write a MatchPID for nobody;
+ * --log-pid names the process. */
+static void test_log_without_pid(void **state)
+{
+        const char *log = ":3:rocdevice.cpp            :3138: 2794703230d us:  Created SWq=0x7ad5f8056000 to map on "
+                          "HWq=0x7ad456a00000 with size 16384 with priority 1, cooperative: 0\n";
+        struct cli_output o;
+        struct json_object *doc, *p, *v, *queues, *lq;
+
+        const char *json[] = { exe, "--no-live", "--json", "--log", "-", NULL };
+        assert_int_equal(cli_run(json, log, &o), 0);
+        p = only_process(o.out, &doc);
+        assert_true(json_object_object_get_ex(p, "pid", &v));
+        assert_null(v);
+        assert_true(json_object_object_get_ex(p, "queues", &queues));
+        assert_true(json_object_object_get_ex(json_object_array_get_idx(queues, 0), "log", &lq));
+        assert_true(json_object_object_get_ex(lq, "pid", &v));
+        assert_null(v);
+        assert_true(json_object_object_get_ex(lq, "hwq", &v));
+        assert_string_equal(json_object_get_string(v), "0x7ad456a00000");
+        json_object_put(doc);
+        cli_output_free(&o);
+
+        const char *table[] = { exe, "--no-live", "--log", "-", NULL };
+        assert_int_equal(cli_run(table, log, &o), 0);
+        assert_non_null(strstr(o.out, "PID unknown"));
+        assert_null(strstr(o.out, "PID 0"));
+        assert_non_null(strstr(o.out, "1 queue(s) of the log belong to no known process: its lines carry no pid"));
+        cli_output_free(&o);
+
+        const char *config[] = { exe, "--no-live", "--log", "-", "--emit-config", "offline", NULL };
+        assert_int_equal(cli_run(config, log, &o), 0);
+        assert_null(strstr(o.out, "[Workload]"));
+        assert_null(strstr(o.out, "MatchPID"));
+        assert_non_null(strstr(o.out, "--log-pid PID"));
+        cli_output_free(&o);
+
+        const char *named[] = { exe, "--no-live", "--json", "--log", "-", "--log-pid", "4242", NULL };
+        assert_int_equal(cli_run(named, log, &o), 0);
+        p = only_process(o.out, &doc);
+        assert_true(json_object_object_get_ex(p, "pid", &v));
+        assert_int_equal(json_object_get_int(v), 4242);
+        json_object_put(doc);
+        cli_output_free(&o);
+
+        const char *named_config[] = { exe, "--no-live", "--log", "-", "--log-pid", "4242", "--emit-config", "offline",
+                                       NULL };
+        assert_int_equal(cli_run(named_config, log, &o), 0);
+        assert_non_null(strstr(o.out, "MatchPID=4242\n"));
+        cli_output_free(&o);
+
+        /* ROCm 4.5 queue lines name only the thread; the hint says so. */
+        const char *rocm45 = ":4:rocvirtual.cpp           :843 : 266505887439 us: [7fb360ad23c0] HWq=0x7fb360aa6000, "
+                             "Dispatch Header = 0x302 (type=2, barrier=1, acquire=1, release=0), setup=3\n";
+        assert_int_equal(cli_run(table, rocm45, &o), 0);
+        assert_non_null(strstr(o.out, "belong to no known process: ROCm 4.5 names the pid on HIP API lines only"));
+        cli_output_free(&o);
+
+        /* Asking about another process keeps the one --log-pid names. */
+        const char *asked[] = { exe, "--no-live", "--log", "-", "--log-pid", "4242", "31337", NULL };
+        assert_int_equal(cli_run(asked, log, &o), 0);
+        assert_non_null(strstr(o.out, "PID 4242\n  QUEUE"));
+        assert_non_null(strstr(o.out, "0x7ad456a00000"));
+        cli_output_free(&o);
+}
+
+/* --log-pid for a log whose queue lines all name their process does
+ * nothing, and says so. */
+static void test_log_pid_unused(void **state)
+{
+        const char *log = ":3:rocdevice.cpp :3048: 1 us: [pid:31337 tid: 0x1] Created SWq=0x7f0000004000 to map on "
+                          "HWq=0x7f3000000000 with size 64 with priority 1, cooperative: 0\n";
+        const char *argv[] = { exe, "--no-live", "--log", "-", "--log-pid", "4242", NULL };
+        struct cli_output o;
+        assert_int_equal(cli_run(argv, log, &o), 0);
+        assert_non_null(strstr(o.out, "PID 31337"));
+        assert_non_null(strstr(o.out, "--log-pid 4242 was not used: every queue line of the log names its process"));
+        cli_output_free(&o);
+}
+
+static void test_log_pid_errors(void **state)
+{
+        struct cli_output o;
+        const char *no_log[] = { exe, "--no-live", "--log-pid", "4242", NULL };
+        assert_int_equal(cli_run(no_log, NULL, &o), 1);
+        assert_non_null(strstr(o.err, "give the log with --log FILE"));
+        cli_output_free(&o);
+
+        static const char *const bad[] = { "0", "-5", "12ab", "99999999999" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+                const char *argv[] = { exe, "--no-live", "--log", "-", "--log-pid", bad[i], NULL };
+                assert_int_equal(cli_run(argv, "", &o), 1);
+                assert_non_null(strstr(o.err, "--log-pid takes a process id (a decimal number from 1 to 4194304)"));
+                cli_output_free(&o);
+        }
+
+        const char *two_pids[] = { exe, "--no-live", "--log", "-", "--log-pid", "1", "--log-pid", "2", NULL };
+        assert_int_equal(cli_run(two_pids, "", &o), 1);
+        assert_non_null(strstr(o.err, "--log-pid was given twice"));
+        cli_output_free(&o);
+
+        const char *two_logs[] = { exe, "--no-live", "--log", "-", "--log", "/dev/null", NULL };
+        assert_int_equal(cli_run(two_logs, "", &o), 1);
+        assert_non_null(strstr(o.err, "--log was given twice; one log is read per run"));
+        cli_output_free(&o);
+}
+
 int main(int argc, char **argv)
 {
         if (argc != 2) {
@@ -184,6 +307,9 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_json_real_dumps),
                 cmocka_unit_test(test_snapshot_failure_is_a_warning),
                 cmocka_unit_test(test_log_from_stdin_and_config),
+                cmocka_unit_test(test_log_without_pid),
+                cmocka_unit_test(test_log_pid_errors),
+                cmocka_unit_test(test_log_pid_unused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

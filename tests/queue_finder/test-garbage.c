@@ -120,7 +120,7 @@ static void test_endless_junk(void **state)
         qf_diags_clear(&d);
 
         assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
-        assert_int_equal(qf_log_parse(fd, "junk", &d, &l), 0);
+        assert_int_equal(qf_log_parse(fd, "junk", NULL, &d, &l), 0);
         assert_int_equal(l.n, 0);
         qf_log_clear(&l);
         qf_diags_clear(&d);

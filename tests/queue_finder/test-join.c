@@ -33,7 +33,7 @@ static void load_real(struct real_inputs *r)
         assert_int_equal(qf_hqds_parse(fd, "hqds", &r->d, &r->hqds), 0);
         close(fd);
         fd = test_open_shared("hip-rocm7-amd-log-level4.log");
-        assert_int_equal(qf_log_parse(fd, "hip.log", &r->d, &r->log), 0);
+        assert_int_equal(qf_log_parse(fd, "hip.log", NULL, &r->d, &r->log), 0);
         close(fd);
         assert_int_equal(r->d.n, 0);
 }
@@ -158,10 +158,10 @@ static void test_snapshot_log_and_conflict(void **state)
         };
         struct qf_mqds mqds = { .queues = mq, .n = 1 };
         struct qf_log_queue lq[] = {
-                { .pid = 42, .has_amd_queue = true, .amd_queue = 0x7f0000200000, .priority = -1, .cooperative = -1,
-                  .created_line = 5 },
-                { .pid = 42, .has_legacy_hwq = true, .legacy_hwq = 0x7f0000300000, .priority = -1, .cooperative = -1,
-                  .first_line = 9, .dispatches = 3 },
+                { .has_pid = true, .pid = 42, .has_amd_queue = true, .amd_queue = 0x7f0000200000, .priority = -1,
+                  .cooperative = -1, .created_line = 5 },
+                { .has_pid = true, .pid = 42, .has_legacy_hwq = true, .legacy_hwq = 0x7f0000300000, .priority = -1,
+                  .cooperative = -1, .first_line = 9, .dispatches = 3 },
         };
         struct qf_log log = { .queues = lq, .n = 2 };
         const struct qf_inputs inputs = {
@@ -187,6 +187,64 @@ static void test_snapshot_log_and_conflict(void **state)
         assert_string_equal(p->conflicts.items[0].file, "saved-mqds");
         assert_int_equal(p->conflicts.items[0].line, 12);
         assert_non_null(strstr(p->conflicts.items[0].message, "queue 3: gpu id: mqds says 0x9999, snapshot said 0x1111"));
+        qf_result_clear(&res);
+}
+
+/* Log queues no line tied to a process: one the MQDs of the process asked
+ * about explain joins that process; the other stays apart, with no pid, and
+ * is never taken for a process 0 (an MQD header may say "Process 0"). A
+ * log queue of a process not asked about is left out. */
+static void test_log_queues_without_pid(void **state)
+{
+        struct qf_mqd_queue mq[] = {
+                { .pid = 42, .kind = QF_MQD_COMPUTE, .gpu_id = 0x1111, .n_xcc = 1, .active_mask = 1,
+                  .has_addresses = true, .ring_base = 0x7f0000100000, .rptr_addr = 0x7f0000200080,
+                  .wptr_addr = 0x7f0000200038, .ring_size = 65536, .line = 3 },
+                { .pid = 0, .kind = QF_MQD_COMPUTE, .gpu_id = 0x1111, .n_xcc = 1, .active_mask = 1,
+                  .has_addresses = true, .ring_base = 0x7f0000500000, .rptr_addr = 0x7f0000600080,
+                  .wptr_addr = 0x7f0000600038, .ring_size = 65536, .line = 9 },
+        };
+        struct qf_mqds mqds = { .queues = mq, .n = 2 };
+        struct qf_log_queue lq[] = {
+                { .has_ring_base = true, .ring_base = 0x7f0000100000, .priority = -1, .cooperative = -1,
+                  .created_line = 1 },
+                { .has_ring_base = true, .ring_base = 0x7f0000900000, .priority = -1, .cooperative = -1,
+                  .created_line = 2 },
+                { .has_pid = true, .pid = 7, .has_ring_base = true, .ring_base = 0x7f0000a00000, .priority = -1,
+                  .cooperative = -1, .created_line = 3 },
+        };
+        struct qf_log log = { .queues = lq, .n = 3 };
+        const pid_t asked[] = { 42 };
+        const struct qf_inputs inputs = {
+                .mqds = &mqds, .mqds_name = "mqds", .log = &log, .log_name = "app.log", .pids = asked, .n_pids = 1,
+        };
+        struct qf_result res;
+        assert_int_equal(qf_join(&inputs, &res), 0);
+        assert_int_equal(res.n_processes, 2);
+        const struct qf_process *known = &res.processes[0], *unknown = &res.processes[1];
+        assert_true(known->has_pid);
+        assert_int_equal(known->pid, 42);
+        assert_int_equal(known->n_queues, 1);
+        assert_int_equal(known->queues[0].sources, QF_SOURCE_MQDS | QF_SOURCE_LOG);
+        assert_false(unknown->has_pid);
+        assert_int_equal(unknown->pid, 0);
+        assert_int_equal(unknown->n_queues, 1);
+        assert_int_equal(unknown->queues[0].ring_base.v, 0x7f0000900000);
+        assert_int_equal(unknown->queues[0].sources, QF_SOURCE_LOG);
+        qf_result_clear(&res);
+
+        /* Without pids asked for, the MQD of "Process 0" is a process of its
+         * own, apart from the queues of no known process. */
+        const struct qf_inputs all = { .mqds = &mqds, .mqds_name = "mqds", .log = &log, .log_name = "app.log" };
+        assert_int_equal(qf_join(&all, &res), 0);
+        assert_int_equal(res.n_processes, 4);
+        assert_true(res.processes[0].has_pid && res.processes[0].pid == 0);
+        assert_int_equal(res.processes[0].n_queues, 1);
+        assert_int_equal(res.processes[0].queues[0].sources, QF_SOURCE_MQDS);
+        assert_true(res.processes[1].has_pid && res.processes[1].pid == 7);
+        assert_true(res.processes[2].has_pid && res.processes[2].pid == 42);
+        assert_false(res.processes[3].has_pid);
+        assert_int_equal(res.processes[3].n_queues, 1);
         qf_result_clear(&res);
 }
 
@@ -232,6 +290,7 @@ int main(void)
                 cmocka_unit_test(test_unowned_hqds),
                 cmocka_unit_test(test_sysfs_pairs_by_size),
                 cmocka_unit_test(test_snapshot_log_and_conflict),
+                cmocka_unit_test(test_log_queues_without_pid),
                 cmocka_unit_test(test_sdma_slot_joins_its_queue),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

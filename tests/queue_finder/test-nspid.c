@@ -347,6 +347,38 @@ static void test_cli(void **state)
         cli_output_free(&o);
 }
 
+/* A container's log names container pids: with --pid-ns they are mapped
+ * like the arguments, and one no process in the namespace has (here pid
+ * 3, only the sibling's) loses its process rather than pass for the host
+ * process with that number; --log-pid with such a pid is an error. */
+static void test_cli_log_pids(void **state)
+{
+        const struct tree *t = *state;
+        char inner[16], task_line[64];
+        snprintf(inner, sizeof(inner), "%d", (int) t->of[INNER_INIT].chain[0]);
+        const char *log = ":3:rocdevice.cpp :3104: 1 us: [pid:2 tid:0x1] Created SWq=0x7f0000004000 to map on "
+                          "HWq=0x7f3000000000 with size 64 with priority 1, cooperative: 0\n"
+                          ":3:rocdevice.cpp :3104: 2 us: [pid:3 tid:0x2] Created SWq=0x7f0000005000 to map on "
+                          "HWq=0x7f3000010000 with size 64 with priority 1, cooperative: 0\n";
+        struct cli_output o;
+
+        const char *table[] = { queue_finder, "--no-live", "--pid-ns", inner, "--log", "-", NULL };
+        assert_int_equal(cli_run(table, log, &o), 0);
+        snprintf(task_line, sizeof(task_line), "PID %d ", (int) t->of[INNER_TASK].chain[0]);
+        assert_non_null(strstr(o.out, task_line));
+        assert_non_null(strstr(o.out, "PID unknown"));
+        assert_null(strstr(o.out, "PID 3 "));
+        assert_non_null(strstr(o.out, "no process has the log's pid 3 in pid namespace pid:["));
+        cli_output_free(&o);
+
+        const char *log_pid[] = { queue_finder, "--no-live", "--pid-ns", inner, "--log", "-", "--log-pid", "3",
+                                  "--emit-config", "offline", NULL };
+        assert_int_equal(cli_run(log_pid, log, &o), 1);
+        assert_non_null(strstr(o.err, "--log-pid: no process has pid 3 in pid namespace pid:["));
+        assert_null(strstr(o.out, "MatchPID"));
+        cli_output_free(&o);
+}
+
 int main(int argc, char **argv)
 {
         if (argc != 2) {
@@ -360,6 +392,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_inner_numbering, setup, teardown),
                 cmocka_unit_test(test_not_a_namespace),
                 cmocka_unit_test_setup_teardown(test_cli, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cli_log_pids, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
