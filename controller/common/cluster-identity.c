@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "cluster-identity.h"
 
+#include <json.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,4 +63,17 @@ void cluster_identity_derive(const struct cluster_cgroup *cg, const struct proce
                         snprintf(id.name, sizeof(id.name), "%s", name);
         }
         *ret = id;
+}
+
+struct json_object *cluster_identity_to_json(const struct cluster_identity *id)
+{
+        struct json_object *o;
+
+        if (id->kind == CLUSTER_KIND_NONE)
+                return NULL;
+        o = json_object_new_object();
+        json_object_object_add(o, "kind", json_object_new_string(cluster_kind_to_string(id->kind)));
+        json_object_object_add(o, "id", json_object_new_string(id->id));
+        json_object_object_add(o, "name", id->name[0] ? json_object_new_string(id->name) : NULL);
+        return o;
 }

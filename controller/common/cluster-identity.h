@@ -55,3 +55,11 @@ void cluster_identity_derive(const struct cluster_cgroup *cg, const struct proce
 
 /* "slurm", "kubernetes", or NULL for none. */
 const char *cluster_kind_to_string(enum cluster_kind k);
+
+struct json_object;
+/*
+ * {"kind", "id", "name"} (name null when there is none), or NULL (JSON null)
+ * for a process in no cluster job: what the Varlink API's process entries
+ * and `gpreemptctl verify-config --json` carry. The caller owns the object.
+ */
+struct json_object *cluster_identity_to_json(const struct cluster_identity *id);
