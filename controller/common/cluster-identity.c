@@ -43,6 +43,7 @@ void cluster_identity_derive(const struct cluster_cgroup *cg, const struct proce
                              struct cluster_identity *ret)
 {
         struct cluster_identity id = { 0 };
+        enum slurm_environment slurm = cluster_slurm_environment(cg, env);
 
         if (cg->qos != KUBERNETES_QOS_NONE) {
                 const char *namespace = process_environ_get(env, "POD_NAMESPACE");
@@ -53,13 +54,13 @@ void cluster_identity_derive(const struct cluster_cgroup *cg, const struct proce
                 if (name && *name)
                         snprintf(id.name, sizeof(id.name), "%s%s%s", namespace && *namespace ? namespace : "",
                                  namespace && *namespace ? "/" : "", name);
-        } else if (cg->slurm_job_id || cluster_slurm_environment(cg, env) == SLURM_ENVIRONMENT_OF_JOB) {
-                enum slurm_environment trusted = cluster_slurm_environment(cg, env);
+        } else if (cg->slurm_job_id || slurm == SLURM_ENVIRONMENT_OF_JOB) {
                 const char *name = process_environ_get(env, "SLURM_JOB_NAME");
 
                 id.kind = CLUSTER_KIND_SLURM;
+                /* the cgroup's job when it names one: the environment may be inherited or forged */
                 snprintf(id.id, sizeof(id.id), "%u", cg->slurm_job_id ? cg->slurm_job_id : environment_job_id(env));
-                if (trusted == SLURM_ENVIRONMENT_OF_JOB && name)
+                if (slurm == SLURM_ENVIRONMENT_OF_JOB && name)
                         snprintf(id.name, sizeof(id.name), "%s", name);
         }
         *ret = id;
