@@ -3,7 +3,6 @@
 
 #include <json.h>
 
-#include <errno.h>
 #include <fnmatch.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -45,7 +44,7 @@ static const char *basename_of(const char *path)
         return slash ? slash + 1 : path;
 }
 
-/* The SLURM_* variable for a Slurm key, and whether the environment's Slurm variables are this job's. */
+/* The SLURM_* variable a Slurm key reads. */
 static const char *slurm_variable_of(enum match_key key)
 {
         switch (key) {
@@ -60,6 +59,7 @@ static const char *slurm_variable_of(enum match_key key)
         }
 }
 
+/* That variable's value, when the environment's Slurm variables are believed to be this job's. */
 static const char *slurm_job_value(enum match_key key, const struct process_facts *p)
 {
         if (cluster_slurm_environment(&p->cluster_cgroup, &p->environment) != SLURM_ENVIRONMENT_OF_JOB)
