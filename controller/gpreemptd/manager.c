@@ -612,20 +612,22 @@ static void apply_class(struct manager *m, struct tracked_process *p)
         refresh_gpu_params(m);
 }
 
-/* (Re)classifies p from the configuration, unless gpreemptctl registered it. */
+/* Reads p's cluster job and (re)classifies p from the configuration, unless gpreemptctl registered it. */
 static void classify(struct manager *m, struct tracked_process *p)
 {
         struct process_facts facts;
         const struct workload *w = NULL;
         int r;
 
-        if (p->registered)
-                return;
         r = process_facts_read(m->paths.proc_root, p->pid, &facts);
         if (r >= 0) {
-                w = workload_match_first(m->config, &facts);
+                p->cluster = facts.cluster;
+                if (!p->registered)
+                        w = workload_match_first(m->config, &facts);
                 process_facts_done(&facts);
         }
+        if (p->registered)
+                return;
         free(p->workload);
         p->workload = w ? strdup(w->name) : NULL;
         p->managed = w != NULL;

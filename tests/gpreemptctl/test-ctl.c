@@ -8,7 +8,9 @@
  *
  *   test-ctl PATH-TO-GPREEMPTCTL PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <json.h>
@@ -49,7 +51,27 @@ struct fixture {
         char runtime_env[192], config_env[128];
         const char *env[3];
         struct ctl_result r;
+        char pod_cgroup_top[PATH_MAX]; /* a pod cgroup made by test_pods_by_name: removed at teardown */
 };
+
+/* Removes a tree of empty cgroups, innermost first (rmdir is how a cgroup is removed). */
+static void remove_cgroup_tree(const char *top)
+{
+        char path[PATH_MAX];
+        DIR *d;
+        struct dirent *de;
+
+        d = opendir(top);
+        if (!d)
+                return;
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+                        snprintf(path, sizeof(path), "%s/%s", top, de->d_name);
+                        remove_cgroup_tree(path);
+                }
+        closedir(d);
+        rmdir(top);
+}
 
 static int setup(void **state)
 {
@@ -77,6 +99,8 @@ static int teardown(void **state)
                         kill(f->others[i], SIGKILL);
                         waitpid(f->others[i], NULL, 0);
                 }
+        if (f->pod_cgroup_top[0])
+                remove_cgroup_tree(f->pod_cgroup_top);
         daemon_harness_cleanup(&f->h);
         free(f);
         return 0;
@@ -159,7 +183,12 @@ static void start(struct fixture *f)
         daemon_harness_start(&f->h, gpreemptd_path, NULL);
         if (!daemon_harness_wait_notify(&f->h, "READY=1", 10000))
                 fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(&f->h));
+        /* a Slurm task as slurmd starts one without job cgroups (proctrack/linuxproc): the daemon shows its job */
+        setenv("SLURM_JOB_ID", "77", 1);
+        setenv("SLURM_JOB_NAME", "resnet", 1);
         emulated_app_start(&f->offline, app_path, offline);
+        unsetenv("SLURM_JOB_ID");
+        unsetenv("SLURM_JOB_NAME");
         for (int i = 0; i < 500 && !(p && get_bool(p, "attached")); i++) {
                 json_object_put(p);
                 usleep(10000);
@@ -261,6 +290,13 @@ static void test_verbs_against_the_daemon(void **state)
         assert_contains(ctl(f, 0, "status")->out, "train");
         assert_contains(f->r.out, pid);
         assert_contains(f->r.out, "running");
+        assert_contains(f->r.out, "resnet (job 77)");
+        p = status_process(f, f->offline.pid);
+        o = json_object_object_get(p, "cluster");
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "kind")), "slurm");
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "id")), "77");
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "name")), "resnet");
+        json_object_put(p);
 
         assert_contains(ctl(f, 0, "suspend", pid)->out, "held suspended");
         p = status_process(f, f->offline.pid);
@@ -302,6 +338,130 @@ static void test_verbs_against_the_daemon(void **state)
         /* the daemon going away mid-session is explained too */
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
         assert_contains(ctl(f, 2, "status")->err, "is gpreemptd running?");
+}
+
+/*
+ * Where this machine lets a process be moved into a cgroup tree of the
+ * test's making: the cgroup2 hierarchy, or on a hybrid host the name=systemd
+ * one (the kubelet's systemd driver used it on cgroup v1 nodes:
+ * kontena/pharos-cluster#440). The mount point in ret_mount, the line's
+ * prefix in /proc/<pid>/cgroup in ret_prefix.
+ */
+static bool find_movable_hierarchy(char ret_mount[static PATH_MAX], const char **ret_prefix)
+{
+        FILE *mi = fopen("/proc/self/mountinfo", "re");
+        char line[1024], mount[PATH_MAX], fstype[64], options[512];
+        bool found = false;
+
+        assert_non_null(mi);
+        while (fgets(line, sizeof(line), mi)) {
+                const char *sep = strstr(line, " - ");
+
+                if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mount) != 1 ||
+                    sscanf(sep + 3, "%63s %*s %511s", fstype, options) != 2)
+                        continue;
+                if (strcmp(fstype, "cgroup2") == 0) {
+                        strcpy(ret_mount, mount);
+                        *ret_prefix = "0::";
+                        found = true;
+                        break;
+                }
+                if (strcmp(fstype, "cgroup") == 0 && strstr(options, "name=systemd")) {
+                        strcpy(ret_mount, mount);
+                        *ret_prefix = ":name=systemd:";
+                        found = true; /* keep looking: cgroup2, when there is one, is what kubelets use now */
+                }
+        }
+        fclose(mi);
+        return found;
+}
+
+/* This process's cgroup in the hierarchy whose /proc/self/cgroup lines contain prefix. */
+static void own_cgroup(const char *prefix, char ret[static PATH_MAX])
+{
+        FILE *f = fopen("/proc/self/cgroup", "re");
+        char line[PATH_MAX + 64];
+
+        assert_non_null(f);
+        ret[0] = '\0';
+        while (fgets(line, sizeof(line), f)) {
+                char *at = strstr(line, prefix);
+
+                if (at && (prefix[0] == ':' || at == line)) {
+                        snprintf(ret, PATH_MAX, "%s", at + strlen(prefix));
+                        ret[strcspn(ret, "\n")] = '\0';
+                }
+        }
+        fclose(f);
+        assert_true(ret[0] == '/');
+}
+
+static void move_self_to(const char *cgroup_dir)
+{
+        char path[PATH_MAX + 16];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup_dir);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fprintf(f, "%d\n", (int)getpid());
+        assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * A process in a Kubernetes pod's cgroup, a real one made on this machine as
+ * the kubelet's systemd driver names it, with the pod's name and namespace
+ * in its environment as the downward API puts them there: gpreemptctl
+ * status shows it by the pod's name, and its JSON by the pod's UID.
+ */
+static void test_pods_by_name(void **state)
+{
+        static const char pod_path[] =
+                "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2ca4a155_3599_498d_bb9d_4446693fa3ea.slice/"
+                "cri-containerd-358607a37e7ada357032e7f5729c9ae6a3efdb7962acbcbe47ff6a3c5506cb1c.scope";
+        struct fixture *f = *state;
+        char mount[PATH_MAX], own[PATH_MAX], dir[PATH_MAX * 2], back[PATH_MAX * 2];
+        struct json_object *p, *cluster;
+        const char *prefix;
+
+        if (!find_movable_hierarchy(mount, &prefix))
+                fail_msg("no cgroup2 or name=systemd hierarchy is mounted: a Debian 12 machine has one");
+        own_cgroup(prefix, own);
+        /* under a parent of the test's own: the kubelet's tree may sit below others (kubernetes/minikube#11280) */
+        snprintf(f->pod_cgroup_top, sizeof(f->pod_cgroup_top), "%s/gpreempt-test-%d", mount, (int)getpid());
+        snprintf(dir, sizeof(dir), "%s/%s", f->pod_cgroup_top, pod_path);
+        for (char *slash = strchr(dir + strlen(mount) + 1, '/');; slash = strchr(slash + 1, '/')) {
+                if (slash)
+                        *slash = '\0';
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                        fail_msg("cannot make the cgroup %s: %s", dir, strerror(errno));
+                if (!slash)
+                        break;
+                *slash = '/';
+        }
+
+        /* the app inherits the cgroup and the environment; this process goes back */
+        setenv("POD_NAME", "train-0", 1);
+        setenv("POD_NAMESPACE", "ml", 1);
+        move_self_to(dir);
+        start(f);
+        snprintf(back, sizeof(back), "%s%s", mount, own);
+        move_self_to(back);
+        unsetenv("POD_NAME");
+        unsetenv("POD_NAMESPACE");
+
+        assert_contains(ctl(f, 0, "status")->out, "ml/train-0");
+        p = status_process(f, f->offline.pid);
+        cluster = json_object_object_get(p, "cluster");
+        assert_string_equal(json_object_get_string(json_object_object_get(cluster, "kind")), "kubernetes");
+        assert_string_equal(json_object_get_string(json_object_object_get(cluster, "id")),
+                            "2ca4a155-3599-498d-bb9d-4446693fa3ea");
+        assert_string_equal(json_object_get_string(json_object_object_get(cluster, "name")), "ml/train-0");
+        json_object_put(p);
+        ctl(f, 0, "status");
+        for (char *line = strtok(f->r.out, "\n"); line; line = strtok(NULL, "\n"))
+                print_message("# %s\n", line);
+        emulated_app_stop(&f->offline); /* the cgroups can go only once they are empty */
 }
 
 static void test_unauthorised_callers_refused(void **state)
@@ -732,6 +892,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_usage_errors_and_help, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_verify_config_without_daemon, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_verbs_against_the_daemon, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pods_by_name, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unauthorised_callers_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_connection_limits_are_explained, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_top_outlives_a_closed_connection, setup, teardown),
