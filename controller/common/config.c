@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 
 #include "api-names.h"
 #include "cleanup.h"
+#include "cluster-cgroup.h"
 #include "ini-reader.h"
 #include "parse-decimal.h"
 #include "parse-pid.h"
@@ -324,8 +326,26 @@ static int add_match_value(struct match_rule *rule, const char *value)
         return 0;
 }
 
-/* Checks one value of a Match*= key; returns NULL if good, else why not. */
-static const char *check_match_value(enum match_key key, const char *v, long *ret_number)
+/* NAME=GLOB: NAME as the shell and env(1) accept one. */
+static const char *check_environment_match(const char *v)
+{
+        const char *eq = strchr(v, '=');
+
+        if (!eq || eq == v)
+                return "expected NAME=GLOB, e.g. GPREEMPT_CLASS=offline";
+        if (isdigit((unsigned char)v[0]))
+                return "a variable name does not start with a digit";
+        for (const char *p = v; p < eq; p++)
+                if (!isalnum((unsigned char)*p) && *p != '_')
+                        return "expected a variable name of letters, digits and '_' before '='";
+        return NULL;
+}
+
+/*
+ * Checks one value of a Match*= key; returns NULL if good, else why not.
+ * A MatchPod= value is rewritten in place to the API server's form.
+ */
+static const char *check_match_value(enum match_key key, char *v, long *ret_number)
 {
         uint64_t n;
 
@@ -366,7 +386,33 @@ static const char *check_match_value(enum match_key key, const char *v, long *re
                 *ret_number = (long)pw->pw_uid;
                 return NULL;
         }
+        case MATCH_ENVIRONMENT:
+                return check_environment_match(v);
+        case MATCH_KUBERNETES_QOS: {
+                int q = kubernetes_qos_from_string(v);
+
+                if (q < 0)
+                        return "expected guaranteed, burstable or besteffort";
+                *ret_number = q;
+                return NULL;
+        }
+        case MATCH_POD: {
+                char uid[KUBERNETES_POD_UID_MAX + 1];
+
+                if (!kubernetes_pod_uid_parse(v, uid))
+                        return "expected a pod UID (kubectl get pod NAME -o jsonpath='{.metadata.uid}')";
+                strcpy(v, uid); /* never longer: only case and separators change */
+                return NULL;
+        }
+        case MATCH_SLURM_JOB:
+                if (parse_unsigned(v, 1, UINT32_MAX, &n) < 0)
+                        return "expected a Slurm job id (a number from 1)";
+                *ret_number = (long)n;
+                return NULL;
         case MATCH_COMMAND_LINE:
+        case MATCH_SLURM_PARTITION:
+        case MATCH_SLURM_QOS:
+        case MATCH_SLURM_ACCOUNT:
         case _MATCH_KEY_MAX:
                 break;
         }
@@ -409,7 +455,7 @@ static void set_match(struct parse_state *st, enum match_key key, const char *va
                                  match_key_to_string(key), WORKLOAD_MATCH_VALUES_MAX);
                         return;
                 }
-                if (key == MATCH_USER || key == MATCH_PID) {
+                if (key == MATCH_USER || key == MATCH_PID || key == MATCH_SLURM_JOB || key == MATCH_KUBERNETES_QOS) {
                         long *grown = realloc(rule->numbers, (rule->n_values + 1) * sizeof(*grown));
                         if (!grown) {
                                 diag_add(st->diag, file, line, "out of memory");

@@ -104,8 +104,11 @@ static int read_cmdline(const char *proc_root, pid_t pid, char **ret)
         return 0;
 }
 
-/* The unified hierarchy's line is "0::<path>"; on hybrid setups fall back to name=systemd. */
-static int read_cgroup(const char *proc_root, pid_t pid, char **ret)
+/*
+ * The unified hierarchy's line is "0::<path>"; on hybrid setups fall back to
+ * name=systemd. The cluster job is looked for in every line.
+ */
+static int read_cgroup(const char *proc_root, pid_t pid, char **ret, struct cluster_cgroup *ret_cluster)
 {
         _cleanup_free_ char *path = NULL, *buf = NULL;
         const char *found = NULL;
@@ -118,6 +121,7 @@ static int read_cgroup(const char *proc_root, pid_t pid, char **ret)
         r = process_facts_read_file(path, PROCESS_FACT_MAX, &buf, &len);
         if (r < 0)
                 return r;
+        (void)cluster_cgroup_parse_proc(buf, ret_cluster);
         for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 if (strncmp(line, "0::", 3) == 0) {
                         found = line + 3;
@@ -181,10 +185,13 @@ int process_facts_read(const char *proc_root, pid_t pid, struct process_facts *r
         int r;
 
         if ((r = read_status(proc_root, pid, &p.uid, &p.tracer)) < 0 || (r = read_cmdline(proc_root, pid, &p.cmdline)) < 0 ||
-            (r = read_cgroup(proc_root, pid, &p.cgroup)) < 0 || (r = process_facts_read_exe(proc_root, pid, &p.exe)) < 0) {
+            (r = read_cgroup(proc_root, pid, &p.cgroup, &p.cluster_cgroup)) < 0 ||
+            (r = process_environ_read(proc_root, pid, &p.environment)) < 0 ||
+            (r = process_facts_read_exe(proc_root, pid, &p.exe)) < 0) {
                 process_facts_done(&p);
                 return r;
         }
+        cluster_identity_derive(&p.cluster_cgroup, &p.environment, &p.cluster);
         *ret = p;
         return 0;
 }
@@ -194,5 +201,6 @@ void process_facts_done(struct process_facts *p)
         free(p->exe);
         free(p->cmdline);
         free(p->cgroup);
+        process_environ_done(&p->environment);
         *p = (struct process_facts){ 0 };
 }

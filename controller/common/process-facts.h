@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cluster-cgroup.h"
+#include "cluster-identity.h"
+#include "process-environ.h"
+
 /* /proc/<pid>/cmdline and /cgroup are bounded by the kernel, but not small. */
 #define PROCESS_FACT_MAX 65536
 
@@ -18,6 +22,9 @@ struct process_facts {
         char *exe;       /* NULL when the link cannot be read (kernel thread, gone) */
         char *cmdline;   /* arguments joined by single spaces; "" for none */
         char *cgroup;    /* the unified-hierarchy path, e.g. /system.slice/x.service */
+        struct cluster_cgroup cluster_cgroup; /* the pod or Slurm job any of its cgroups names */
+        struct process_environ environment;   /* may be unreadable: see its error */
+        struct cluster_identity cluster;      /* from the two above */
 };
 
 /* Returns 0, -ESRCH if the process is gone, or another -errno. */

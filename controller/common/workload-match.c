@@ -3,6 +3,7 @@
 
 #include <json.h>
 
+#include <errno.h>
 #include <fnmatch.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "parse-decimal.h"
 
 static bool has_suffix(const char *s, size_t len, const char *suffix)
 {
@@ -43,6 +45,36 @@ static const char *basename_of(const char *path)
         return slash ? slash + 1 : path;
 }
 
+/* The SLURM_* variable for a Slurm key, and whether the environment's Slurm variables are this job's. */
+static const char *slurm_variable_of(enum match_key key)
+{
+        switch (key) {
+        case MATCH_SLURM_PARTITION:
+                return "SLURM_JOB_PARTITION";
+        case MATCH_SLURM_QOS:
+                return "SLURM_JOB_QOS";
+        case MATCH_SLURM_ACCOUNT:
+                return "SLURM_JOB_ACCOUNT";
+        default:
+                return NULL;
+        }
+}
+
+static const char *slurm_job_value(enum match_key key, const struct process_facts *p)
+{
+        if (cluster_slurm_environment(&p->cluster_cgroup, &p->environment) != SLURM_ENVIRONMENT_OF_JOB)
+                return NULL;
+        return process_environ_get(&p->environment, slurm_variable_of(key));
+}
+
+static bool slurm_job_is(const struct process_facts *p, long job)
+{
+        uint64_t id;
+
+        return p->cluster.kind == CLUSTER_KIND_SLURM && parse_decimal(p->cluster.id, UINT32_MAX, &id) == 0 &&
+               (long)id == job;
+}
+
 static bool value_matches(enum match_key key, const struct match_rule *rule, size_t i,
                           const struct process_facts *p, const char *unit)
 {
@@ -66,14 +98,118 @@ static bool value_matches(enum match_key key, const struct match_rule *rule, siz
                 return strstr(p->cgroup, v) != NULL;
         case MATCH_PID:
                 return (pid_t)rule->numbers[i] == p->pid;
+        case MATCH_ENVIRONMENT: {
+                const char *value = process_environ_get(&p->environment, v);
+                return value && fnmatch(strchr(v, '=') + 1, value, 0) == 0;
+        }
+        case MATCH_KUBERNETES_QOS:
+                return p->cluster_cgroup.qos == (enum kubernetes_qos)rule->numbers[i];
+        case MATCH_POD:
+                return strcmp(p->cluster_cgroup.pod_uid, v) == 0;
+        case MATCH_SLURM_JOB:
+                return slurm_job_is(p, rule->numbers[i]);
+        case MATCH_SLURM_PARTITION:
+        case MATCH_SLURM_QOS:
+        case MATCH_SLURM_ACCOUNT: {
+                const char *value = slurm_job_value(key, p);
+                return value && fnmatch(v, value, 0) == 0;
+        }
         case _MATCH_KEY_MAX:
                 break;
         }
         return false;
 }
 
+/* Why no variable could be looked at, or NULL when the environment was read. */
+static char *describe_unread_environment(const struct process_environ *env)
+{
+        char *s = NULL;
+
+        if (env->error) {
+                if (asprintf(&s, "its environment cannot be read (%s): run as root, which gpreemptd is",
+                             strerror(-env->error)) < 0)
+                        return NULL;
+                return s;
+        }
+        if (env->len == 0)
+                return strdup("its environment is empty (a kernel thread, an exited process, or one started "
+                              "without any)");
+        return NULL;
+}
+
+/* "NAME is \"value\"" or "NAME is not set", for each name the rule looks at. */
+static char *describe_environment(const struct match_rule *rule, const struct process_facts *p)
+{
+        char *s = describe_unread_environment(&p->environment);
+
+        if (s || p->environment.error || p->environment.len == 0)
+                return s;
+        for (size_t i = 0; i < rule->n_values; i++) {
+                const char *v = rule->values[i];
+                int name_len = (int)strcspn(v, "=");
+                const char *value = process_environ_get(&p->environment, v);
+                char *grown;
+                int r;
+
+                if (value)
+                        r = asprintf(&grown, "%s%s%.*s is \"%s\"", s ? s : "", s ? ", " : "", name_len, v, value);
+                else
+                        r = asprintf(&grown, "%s%s%.*s is not set", s ? s : "", s ? ", " : "", name_len, v);
+                free(s);
+                if (r < 0)
+                        return NULL;
+                s = grown;
+        }
+        return s;
+}
+
+static char *describe_slurm_variable(enum match_key key, const struct process_facts *p)
+{
+        const char *name = slurm_variable_of(key);
+        const char *value;
+        char *s = NULL;
+        int r = -1;
+
+        switch (cluster_slurm_environment(&p->cluster_cgroup, &p->environment)) {
+        case SLURM_ENVIRONMENT_NONE:
+                s = describe_unread_environment(&p->environment);
+                if (s)
+                        return s;
+                return strdup("its environment has no SLURM_JOB_ID: not a Slurm task");
+        case SLURM_ENVIRONMENT_OTHER_JOB:
+                r = asprintf(&s, "its environment's SLURM_JOB_ID=%s is not its cgroup's job %u, so its SLURM_* "
+                                 "variables are not believed",
+                             process_environ_get(&p->environment, "SLURM_JOB_ID"), p->cluster_cgroup.slurm_job_id);
+                break;
+        case SLURM_ENVIRONMENT_OF_JOB:
+                value = process_environ_get(&p->environment, name);
+                if (value)
+                        r = asprintf(&s, "%s is \"%s\"", name, value);
+                else
+                        r = asprintf(&s, "%s is not set%s", name,
+                                     key == MATCH_SLURM_PARTITION ? "" : " (Slurm sets it only with accounting)");
+                break;
+        }
+        return r < 0 ? NULL : s;
+}
+
+static char *describe_pod(const struct process_facts *p)
+{
+        char *s = NULL;
+        int r;
+
+        if (p->cluster_cgroup.qos == KUBERNETES_QOS_NONE)
+                r = asprintf(&s, "is in no Kubernetes pod (cgroup %s)", p->cgroup);
+        else
+                r = asprintf(&s, "is in %s pod %s%s%s%s", kubernetes_qos_to_string(p->cluster_cgroup.qos),
+                             p->cluster_cgroup.pod_uid, p->cluster.name[0] ? " (" : "", p->cluster.name,
+                             p->cluster.name[0] ? ")" : "");
+        return r < 0 ? NULL : s;
+}
+
 /* What the process has for this key, for the sentence that explains a non-match. */
-static char *describe_fact(enum match_key key, const struct process_facts *p, const char *unit)
+static char *describe_fact(enum match_key key, const struct match_rule *rule, const struct process_facts *p,
+                           const char *unit)
 {
         char *s = NULL;
         int r = -1;
@@ -101,6 +237,22 @@ static char *describe_fact(enum match_key key, const struct process_facts *p, co
         case MATCH_PID:
                 r = asprintf(&s, "pid is %d", (int)p->pid);
                 break;
+        case MATCH_ENVIRONMENT:
+                return describe_environment(rule, p);
+        case MATCH_KUBERNETES_QOS:
+        case MATCH_POD:
+                return describe_pod(p);
+        case MATCH_SLURM_JOB:
+                if (p->cluster.kind == CLUSTER_KIND_SLURM)
+                        r = asprintf(&s, "is in Slurm job %s%s%s%s", p->cluster.id, p->cluster.name[0] ? " (" : "",
+                                     p->cluster.name, p->cluster.name[0] ? ")" : "");
+                else
+                        r = asprintf(&s, "is in no Slurm job (no job cgroup, no SLURM_JOB_ID; cgroup %s)", p->cgroup);
+                break;
+        case MATCH_SLURM_PARTITION:
+        case MATCH_SLURM_QOS:
+        case MATCH_SLURM_ACCOUNT:
+                return describe_slurm_variable(key, p);
         case _MATCH_KEY_MAX:
                 break;
         }
@@ -140,7 +292,7 @@ bool workload_match(const struct workload *w, const struct process_facts *p, cha
                         any = value_matches(k, rule, i, p, unit);
                 if (!any) {
                         if (ret_reason) {
-                                _cleanup_free_ char *fact = describe_fact(k, p, unit);
+                                _cleanup_free_ char *fact = describe_fact(k, rule, p, unit);
                                 _cleanup_free_ char *values = join_values(rule);
 
                                 if (asprintf(ret_reason, "%s=%s (%s:%u) does not match: %s",

@@ -19,6 +19,13 @@ static const char *const match_key_names[_MATCH_KEY_MAX] = {
         [MATCH_UNIT] = "MatchUnit",
         [MATCH_CONTAINER] = "MatchContainer",
         [MATCH_PID] = "MatchPID",
+        [MATCH_ENVIRONMENT] = "MatchEnvironment",
+        [MATCH_KUBERNETES_QOS] = "MatchKubernetesQoS",
+        [MATCH_POD] = "MatchPod",
+        [MATCH_SLURM_JOB] = "MatchSlurmJob",
+        [MATCH_SLURM_PARTITION] = "MatchSlurmPartition",
+        [MATCH_SLURM_QOS] = "MatchSlurmQOS",
+        [MATCH_SLURM_ACCOUNT] = "MatchSlurmAccount",
 };
 
 const char *workload_class_to_string(enum workload_class c)

@@ -23,13 +23,22 @@ enum match_key {
         MATCH_UNIT,
         MATCH_CONTAINER,
         MATCH_PID,
+        MATCH_ENVIRONMENT,
+        MATCH_KUBERNETES_QOS,
+        MATCH_POD,
+        MATCH_SLURM_JOB,
+        MATCH_SLURM_PARTITION,
+        MATCH_SLURM_QOS,
+        MATCH_SLURM_ACCOUNT,
         _MATCH_KEY_MAX,
 };
 
 struct match_rule {
         unsigned line;       /* 0: key not given */
-        char **values;       /* as written (a user as named; MatchCommandLine= keeps its spaces) */
-        long *numbers;       /* MatchUser= as uids, MatchPID= as pids; NULL for the others */
+        char **values;       /* as written (a user as named; MatchCommandLine= keeps its spaces;
+                                MatchPod= as the API server shows a UID) */
+        long *numbers;       /* MatchUser= as uids, MatchPID= as pids, MatchSlurmJob= as job ids,
+                                MatchKubernetesQoS= as enum kubernetes_qos; NULL for the others */
         size_t n_values;
 };
 

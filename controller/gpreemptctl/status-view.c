@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "cluster-identity.h"
 #include "printable.h"
 
 static int64_t get_int(struct json_object *o, const char *key)
@@ -137,6 +138,31 @@ static void format_state(char *buf, size_t size, struct json_object *p)
                  get_string(p, "stopped_by", NULL) ? ", stopped by " : "", get_string(p, "stopped_by", ""));
 }
 
+/*
+ * The cluster job a process is part of, by the name people know it by: the
+ * pod's namespace/name or the Slurm job's name, with the job id; a pod
+ * without a name in its environment by the start of its UID.
+ */
+static void format_job(char *buf, size_t size, struct json_object *p)
+{
+        struct json_object *cluster = NULL;
+        const char *kind, *id, *name;
+
+        if (!json_object_object_get_ex(p, "cluster", &cluster) || !cluster) {
+                snprintf(buf, size, "-");
+                return;
+        }
+        kind = get_string(cluster, "kind", "");
+        id = get_string(cluster, "id", "?");
+        name = get_string(cluster, "name", NULL);
+        if (strcmp(kind, "slurm") == 0)
+                snprintf(buf, size, "%s%sjob %s%s", name ? name : "", name ? " (" : "", id, name ? ")" : "");
+        else if (name)
+                snprintf(buf, size, "%s", name);
+        else
+                snprintf(buf, size, "pod %.8s", id);
+}
+
 static void print_processes(FILE *out, struct json_object *status)
 {
         struct json_object *procs = get_array(status, "processes");
@@ -153,11 +179,11 @@ static void print_processes(FILE *out, struct json_object *status)
                 fprintf(out, "No process is using the GPU.\n");
                 return;
         }
-        fprintf(out, "%-8s %-8s %-16s %-8s %6s %9s  %s\n", "PID", "CLASS", "WORKLOAD", "GPUS", "QUEUES",
-                "SUSP/RES", "STATE");
+        fprintf(out, "%-8s %-8s %-16s %-24s %-8s %6s %9s  %s\n", "PID", "CLASS", "WORKLOAD", "JOB", "GPUS",
+                "QUEUES", "SUSP/RES", "STATE");
         for (size_t i = 0; i < n; i++) {
                 struct json_object *p = json_object_array_get_idx(procs, i);
-                char gpus[64], counts[32], state[256], class[16];
+                char gpus[64], counts[32], state[256], class[16], job[PRINTABLE_SIZE(CLUSTER_NAME_MAX) + 32]; /* the name, escaped */
 
                 format_ids(gpus, sizeof(gpus), get_array(p, "gpus"));
                 snprintf(counts, sizeof(counts), "%" PRId64 "/%" PRId64, get_int(p, "suspends"),
@@ -165,8 +191,9 @@ static void print_processes(FILE *out, struct json_object *status)
                 snprintf(class, sizeof(class), "%s%s", get_string(p, "class", "-"),
                          get_bool(p, "registered") ? "*" : "");
                 format_state(state, sizeof(state), p);
-                fprintf(out, "%-8" PRId64 " %-8s %-16s %-8s %6" PRId64 " %9s  %s\n", get_int(p, "pid"), class,
-                        get_string(p, "workload", "-"), gpus, get_int(p, "queues"), counts, state);
+                format_job(job, sizeof(job), p);
+                fprintf(out, "%-8" PRId64 " %-8s %-16s %-24s %-8s %6" PRId64 " %9s  %s\n", get_int(p, "pid"), class,
+                        get_string(p, "workload", "-"), job, gpus, get_int(p, "queues"), counts, state);
         }
 }
 

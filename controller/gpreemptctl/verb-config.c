@@ -70,6 +70,15 @@ static struct json_object *diag_json(const struct diag *d)
         return a;
 }
 
+/* The cluster job the process is part of, as gpreemptctl status shows it. */
+static void print_cluster(const struct cluster_identity *id)
+{
+        if (id->kind == CLUSTER_KIND_NONE)
+                return;
+        printf("  %s %s", id->kind == CLUSTER_KIND_SLURM ? "in Slurm job" : "in Kubernetes pod", id->id);
+        print_printable(stdout, id->name[0] ? " (" : "", id->name, id->name[0] ? ")\n" : "\n");
+}
+
 /* Judges every workload against the process; returns the one gpreemptd picks (the first match). */
 static const struct workload *explain(const struct config *c, const struct process_facts *facts, bool json,
                                       struct json_object *result)
@@ -84,6 +93,7 @@ static const struct workload *explain(const struct config *c, const struct proce
                 else
                         printf("(no executable, no command line: a kernel thread, or a process that has "
                                "exited):\n");
+                print_cluster(&facts->cluster);
         }
         for (size_t i = 0; i < c->n_workloads; i++) {
                 const struct workload *w = &c->workloads[i];
@@ -100,6 +110,7 @@ static const struct workload *explain(const struct config *c, const struct proce
                 json_object_array_add(matches, workload_match_to_json(w, matched, reason));
         }
         if (json) {
+                json_object_object_add(result, "cluster", cluster_identity_to_json(&facts->cluster));
                 json_object_object_add(result, "matches", matches);
                 json_object_object_add(result, "workload", chosen ? json_object_new_string(chosen->name) : NULL);
                 json_object_object_add(result, "class",

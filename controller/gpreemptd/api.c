@@ -158,6 +158,7 @@ static struct json_object *process_json(const struct manager *m, const struct tr
         json_object_object_add(o, "managed", json_object_new_boolean(p->managed));
         add_string_or_null(o, "class", p->managed ? workload_class_to_string(p->class) : NULL);
         add_string_or_null(o, "workload", p->workload);
+        json_object_object_add(o, "cluster", cluster_identity_to_json(&p->cluster));
         json_object_object_add(o, "registered", json_object_new_boolean(p->registered));
         json_object_object_add(o, "held", json_object_new_boolean(p->held));
         json_object_object_add(o, "terminating", json_object_new_boolean(p->terminating));

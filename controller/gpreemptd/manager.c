@@ -654,7 +654,7 @@ static void apply_class(struct manager *m, struct tracked_process *p)
         refresh_gpu_params(m);
 }
 
-/* (Re)classifies p from the configuration, unless gpreemptctl registered it. */
+/* Reads p's cluster job and (re)classifies p: by the registration that covers it, else by the configuration. */
 static void classify(struct manager *m, struct tracked_process *p)
 {
         struct process_facts facts;
@@ -663,20 +663,21 @@ static void classify(struct manager *m, struct tracked_process *p)
         int r;
 
         p->registered = reg != NULL;
+        r = process_facts_read(m->paths.proc_root, p->pid, &facts);
+        if (r >= 0) {
+                p->cluster = facts.cluster;
+                if (!p->registered)
+                        w = workload_match_first(m->config, &facts);
+                process_facts_done(&facts);
+        }
+        free(p->workload);
         if (reg) {
-                free(p->workload);
                 p->workload = reg->name ? strdup(reg->name) : NULL;
                 p->managed = true;
                 p->class = reg->class;
                 p->policy = m->config->class_defaults[reg->class];
                 return;
         }
-        r = process_facts_read(m->paths.proc_root, p->pid, &facts);
-        if (r >= 0) {
-                w = workload_match_first(m->config, &facts);
-                process_facts_done(&facts);
-        }
-        free(p->workload);
         p->workload = w ? strdup(w->name) : NULL;
         p->managed = w != NULL;
         if (w) {

@@ -24,6 +24,7 @@
 #include <systemd/sd-event.h>
 
 #include "cadence.h"
+#include "cluster-identity.h"
 #include "config.h"
 #include "paths.h"
 #include "policy.h"
@@ -53,6 +54,7 @@ struct tracked_process {
         bool managed;            /* a workload matched, or gpreemptctl registered it */
         bool registered;         /* the class came from a registration (its own or an ancestor's) */
         char *workload;          /* the matching workload's name, or the registration's; NULL if none */
+        struct cluster_identity cluster; /* the Slurm job or Kubernetes pod it is part of, if any */
         enum workload_class class;
         struct policy_params policy;
         struct process_queues queues; /* as sysfs lists them */

@@ -157,6 +157,20 @@ static const struct malformed_case malformed[] = {
         { "workloads.d/a.conf", W "Frobnicate=1\n", 5, "unknown key Frobnicate=" },
         { "workloads.d/a.conf", W W, 5, "\"w\" is already used at" },
         { "workloads.d/a.conf", W "MaxSuspendMs=0\n", 5, "from 1 to" },
+#define WN "[Workload]\nName=w\nClass=offline\n"
+        { "workloads.d/a.conf", WN "MatchEnvironment=GPREEMPT_CLASS\n", 4, "expected NAME=GLOB" },
+        { "workloads.d/a.conf", WN "MatchEnvironment==x\n", 4, "expected NAME=GLOB" },
+        { "workloads.d/a.conf", WN "MatchEnvironment=1X=y\n", 4, "does not start with a digit" },
+        { "workloads.d/a.conf", WN "MatchEnvironment=A-B=y\n", 4, "letters, digits and '_'" },
+        { "workloads.d/a.conf", WN "MatchKubernetesQoS=Burstable\n", 4, "guaranteed, burstable or besteffort" },
+        { "workloads.d/a.conf", WN "MatchPod=my-pod\n", 4, "expected a pod UID" },
+        { "workloads.d/a.conf", WN "MatchPod=55c6c714-b240-4dec-9a45-57b61696ab6\n", 4, "expected a pod UID" },
+        { "workloads.d/a.conf", WN "MatchSlurmJob=0\n", 4, "expected a Slurm job id" },
+        { "workloads.d/a.conf", WN "MatchSlurmJob=4294967296\n", 4, "expected a Slurm job id" },
+        { "workloads.d/a.conf", WN "MatchSlurmJob=12.0\n", 4, "\"12.0\"" },
+        { "workloads.d/a.conf", WN "MatchSlurmPartition=\n", 4, "is empty" },
+        { "workloads.d/a.conf", WN "MatchSlurmQOS=a\nMatchSlurmQOS=b\n", 5, "already set on line 4" },
+#undef WN
 };
 
 static void test_malformed(void **state)

@@ -1,19 +1,45 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: what workload matching reads from /proc/<pid>/cgroup,
- * a path a process's own container setup chooses: the systemd unit it names.
+ * paths a process's own container or cluster setup chooses: the systemd
+ * unit it names, and the Kubernetes pod or Slurm job it names, from one
+ * path and from a whole /proc/<pid>/cgroup text.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster-cgroup.h"
 #include "workload-match.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static bool is_lower_hex_or_dash(const char *s)
+{
+        return strspn(s, "0123456789abcdef-") == strlen(s);
+}
+
+/* What a parsed cluster cgroup always is: a pod has a UID in the API server's form, a job an id from 1. */
+static void check_cluster(bool found, const struct cluster_cgroup *cg)
+{
+        size_t uid_len = strlen(cg->pod_uid);
+
+        if (found != (cg->qos != KUBERNETES_QOS_NONE || cg->slurm_job_id != 0))
+                abort();
+        if ((cg->qos == KUBERNETES_QOS_NONE) != (uid_len == 0) || cg->qos >= _KUBERNETES_QOS_MAX)
+                abort();
+        if (uid_len && ((uid_len != 32 && uid_len != 36) || !is_lower_hex_or_dash(cg->pod_uid)))
+                abort();
+        if (!is_lower_hex_or_dash(cg->container_id) || strchr(cg->container_id, '-'))
+                abort();
+        if (cg->container_id[0] && !uid_len)
+                abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         char *path = malloc(size + 1), *unit;
+        struct cluster_cgroup cg;
 
         if (!path)
                 return 0;
@@ -24,6 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (unit && (!*unit || strchr(unit, '/') || !strstr(path, unit)))
                 abort();
         free(unit);
+        check_cluster(cluster_cgroup_parse(path, &cg), &cg);
+        check_cluster(cluster_cgroup_parse_proc(path, &cg), &cg);
         free(path);
         return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the /proc files workload matching reads of a process
- * (status, cmdline, cgroup), which the process itself largely decides, read
+ * (status, cmdline, cgroup, environ), which the process itself largely decides, read
  * by process_facts_read() and matched against a configuration with every
  * kind of Match* key. The first byte picks the file the input becomes; the
  * others hold what a real process has. Written to a /proc-like tree of its
@@ -24,9 +24,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const files[] = { "status", "cmdline", "cgroup" };
-/* cmdline's arguments end in NULs: each default carries its length */
+static const char *const files[] = { "status", "cmdline", "cgroup", "environ" };
+/* cmdline's arguments and environ's strings end in NULs: each default carries its length */
 #define CMDLINE "python3\0train.py\0--epochs\0" "10\0"
+#define ENVIRON "PATH=/usr/bin\0SLURM_JOB_ID=42\0SLURM_JOB_PARTITION=gpu\0POD_NAME=train-0\0"
 static const struct {
         const char *text;
         size_t size;
@@ -34,6 +35,7 @@ static const struct {
         { "Name:\tpython3\nState:\tS (sleeping)\nUid:\t1000\t1000\t1000\t1000\n", 0 },
         { (CMDLINE), sizeof(CMDLINE) - 1 },
         { "0::/system.slice/train.service\n", 0 },
+        { (ENVIRON), sizeof(ENVIRON) - 1 },
 };
 
 static void write_file(const char *path, const void *data, size_t size)
@@ -76,7 +78,12 @@ static const char *setup(struct config **ret_config)
                                 "MatchCommandLine=*train.py*\n"
                                 "[Workload]\nName=by-unit\nClass=offline\nMatchUnit=train.service\n"
                                 "[Workload]\nName=by-cgroup\nClass=offline\nMatchCgroup=/kubepods*\n"
-                                "[Workload]\nName=by-user\nClass=offline\nMatchUser=1000\n";
+                                "[Workload]\nName=by-user\nClass=offline\nMatchUser=1000\n"
+                                "[Workload]\nName=by-env\nClass=offline\nMatchEnvironment=POD_NAME=train-* X=\n"
+                                "[Workload]\nName=by-pod\nClass=online\nMatchKubernetesQoS=guaranteed\n"
+                                "MatchPod=55c6c714-b240-4dec-9a45-57b61696ab6e\n"
+                                "[Workload]\nName=by-slurm\nClass=offline\nMatchSlurmJob=42\n"
+                                "MatchSlurmPartition=gpu*\nMatchSlurmQOS=*\nMatchSlurmAccount=*\n";
 
                         write_file(path, workloads, sizeof(workloads) - 1);
                 }
@@ -99,8 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (size == 0)
                 return 0;
-        chosen = data[0] % 3;
-        for (size_t i = 0; i < 3; i++) {
+        chosen = data[0] % 4;
+        for (size_t i = 0; i < 4; i++) {
                 snprintf(path, sizeof(path), "%s/%d/%s", root, FUZZ_PID, files[i]);
                 if (i == chosen)
                         write_file(path, data + 1, size - 1);
@@ -112,6 +119,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 return 0;
         if (!facts.cmdline || !facts.cgroup || !facts.exe || strcmp(facts.exe, "/usr/bin/python3.11") != 0)
                 abort();
+        if (facts.cluster.kind != CLUSTER_KIND_NONE && !facts.cluster.id[0])
+                abort(); /* a cluster job always has an id */
+        for (size_t i = 0; i < config->n_workloads; i++) {
+                char *reason = NULL;
+
+                (void)workload_match(&config->workloads[i], &facts, &reason);
+                free(reason);
+        }
         (void)workload_match_first(config, &facts);
         process_facts_done(&facts);
         return 0;

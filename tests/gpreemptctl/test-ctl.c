@@ -159,7 +159,12 @@ static void start(struct fixture *f)
         daemon_harness_start(&f->h, gpreemptd_path, NULL);
         if (!daemon_harness_wait_notify(&f->h, "READY=1", 10000))
                 fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(&f->h));
+        /* a Slurm task as slurmd starts one without job cgroups (proctrack/linuxproc): the daemon shows its job */
+        setenv("SLURM_JOB_ID", "77", 1);
+        setenv("SLURM_JOB_NAME", "resnet", 1);
         emulated_app_start(&f->offline, app_path, offline);
+        unsetenv("SLURM_JOB_ID");
+        unsetenv("SLURM_JOB_NAME");
         for (int i = 0; i < 500 && !(p && get_bool(p, "attached")); i++) {
                 json_object_put(p);
                 usleep(10000);
@@ -261,6 +266,13 @@ static void test_verbs_against_the_daemon(void **state)
         assert_contains(ctl(f, 0, "status")->out, "train");
         assert_contains(f->r.out, pid);
         assert_contains(f->r.out, "running");
+        assert_contains(f->r.out, "resnet (job 77)");
+        p = status_process(f, f->offline.pid);
+        o = json_object_object_get(p, "cluster");
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "kind")), "slurm");
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "id")), "77");
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "name")), "resnet");
+        json_object_put(p);
 
         assert_contains(ctl(f, 0, "suspend", pid)->out, "held suspended");
         p = status_process(f, f->offline.pid);
