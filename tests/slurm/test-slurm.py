@@ -114,6 +114,10 @@ SlurmdLogFile={tmp}/log/slurmd.log
         with open(os.path.join(self.gp_conf, "gpreemptd.conf"), "w") as f:
             f.write("[Daemon]\nLogLevel=info\nDiscoveryIntervalMs=20\n"
                     "[Offline]\nMaxSuspendMs=10000\nMinOfflineSharePercent=0\n")
+        # for jobs without --gpreempt; a registration outranks them
+        with open(os.path.join(self.gp_conf, "workloads.d", "50-slurm.conf"), "w") as f:
+            f.write("[Workload]\nName=scavenger\nClass=offline\nMatchSlurmPartition=scavenger\n"
+                    "[Workload]\nName=interactive\nClass=online\nMatchSlurmPartition=debug\n")
         os.environ["SLURM_CONF"] = conf
         # In a sanitized build the plugin brings ASan into Slurm's own
         # programs, which are not built with it: their leaks are not ours.
@@ -170,12 +174,6 @@ SlurmdLogFile={tmp}/log/slurmd.log
             if p["pid"] == pid:
                 return p
         return None
-
-    def reload(self, workloads):
-        with open(os.path.join(self.gp_conf, "workloads.d", "50-slurm.conf"), "w") as f:
-            f.write(workloads)
-        r = subprocess.run([self.gpreemptctl, "reload"], capture_output=True, text=True)
-        return r.returncode == 0
 
 
 def slurm(*argv):
@@ -257,7 +255,30 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin):
         slurm("scancel", job)
         check("scancel: the offline job leaves the daemon",
               wait_for(lambda: c.job_process(name) is None, 10, 0.05), json.dumps(c.status()))
-        check("the whole test took under 60 s so far (%.1f s)" % (time.monotonic() - started),
+
+        # --- without the plugin: the configuration's partition rules
+        job = sbatch(tmp, "scavenger", ["-p", "scavenger"], offline_app)
+        p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process("scavenger")), 15, 0.1)
+        if not check("a job in the scavenger partition, without --gpreempt, is classified offline by its partition",
+                     p and p["class"] == "offline" and not p["registered"], json.dumps(c.status()) + c.logs()):
+            return
+        pid = p["pid"]
+        online = subprocess.Popen(["srun", "-p", "debug"] + online_app,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        check("while a debug-partition srun job has work, the scavenger job's queues are suspended",
+              wait_for(lambda: suspended(c.process(pid)), 10, 0.05), json.dumps(c.status()) + c.logs())
+        on = [q for q in c.status()["processes"] if q.get("workload") == "interactive"]
+        check("... the srun job being online by its partition", on and on[0]["class"] == "online",
+              json.dumps(c.status()))
+        _, err = online.communicate(timeout=30)
+        check("the online job ends well, and the scavenger job runs again",
+              online.returncode == 0 and wait_for(lambda: not suspended(c.process(pid)), 10, 0.05),
+              err + json.dumps(c.status()))
+        slurm("scancel", job)
+        check("scancel: the scavenger job leaves the daemon, and Slurm",
+              wait_for(lambda: c.job_process("scavenger") is None and not slurm("squeue", "-h").stdout.strip(),
+                       10, 0.05), json.dumps(c.status()))
+        check("the whole test took under 60 s (%.1f s)" % (time.monotonic() - started),
               time.monotonic() - started < 60)
     finally:
         c.stop()
