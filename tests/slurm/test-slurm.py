@@ -4,7 +4,7 @@
 munge), started here, on an emulated GPU node. TAP output; run by meson test
 inside kfdemu-run, so that every job's kfdemu-app reaches the emulated GPU:
 
-  kfdemu-run --gpus 1 -- test-slurm.py GPREEMPTD GPREEMPTCTL KFDEMU-APP SPANK-PLUGIN
+  kfdemu-run --gpus 1 -- test-slurm.py GPREEMPTD GPREEMPTCTL KFDEMU-APP SPANK-PLUGIN PROLOG-SCRIPT
 
 munged, slurmctld and slurmd (-D, no systemd) run as root on localhost with
 ports, sockets and state of their own, so that nothing on the host is used
@@ -16,7 +16,8 @@ configuration's MatchSlurm* keys believe a job's environment by.
 With the plugin: an offline sbatch job is suspended while an online srun
 job has work, and `scontrol suspend` keeps its GPU queues suspended until
 `scontrol resume`, its signals arriving as sent. Without it: partition rules
-classify the same jobs.
+classify jobs, and so does gpreempt-slurm-job, slurmd's Prolog and Epilog,
+from a job's --comment=gpreempt=offline.
 """
 import json
 import os
@@ -66,7 +67,7 @@ def remove_slurm_cgroups():
 class Cluster:
     """munged, slurmctld, slurmd and gpreemptd, each a child of this process."""
 
-    def __init__(self, tmp, gpreemptd, gpreemptctl, plugin):
+    def __init__(self, tmp, gpreemptd, gpreemptctl, plugin, prolog):
         self.tmp = tmp
         self.gpreemptctl = gpreemptctl
         self.procs = []
@@ -100,6 +101,8 @@ MpiDefault=none
 MailProg=/bin/true
 JobCompType=jobcomp/none
 PlugStackConfig={tmp}/plugstack.conf
+Prolog={tmp}/prolog
+Epilog={tmp}/prolog
 StateSaveLocation={tmp}/state
 SlurmdSpoolDir={tmp}/spool
 SlurmctldPidFile={tmp}/slurmctld.pid
@@ -109,6 +112,12 @@ SlurmdLogFile={tmp}/log/slurmd.log
 """)
         with open(os.path.join(tmp, "cgroup.conf"), "w") as f:
             f.write("CgroupPlugin=cgroup/v1\nConstrainCores=yes\nConstrainRAMSpace=yes\n")
+        # slurmd gives its Prolog an environment of its own making: the
+        # daemon's directories and gpreemptctl reach the script through this
+        with open(os.path.join(tmp, "prolog"), "w") as f:
+            f.write(f"#!/bin/sh\nexport GPREEMPT_CONFIG_DIR={self.gp_conf} GPREEMPT_RUNTIME_DIR={self.gp_run}\n"
+                    f"export PATH={os.path.dirname(gpreemptctl)}:$PATH\nexec {prolog}\n")
+        os.chmod(os.path.join(tmp, "prolog"), 0o755)
         with open(os.path.join(tmp, "plugstack.conf"), "w") as f:
             f.write(f"required {plugin} runtime_dir={self.gp_run}\n")
         with open(os.path.join(self.gp_conf, "gpreemptd.conf"), "w") as f:
@@ -192,9 +201,9 @@ def suspended(p):
     return bool(p and p["suspended_gpus"])
 
 
-def run(tmp, gpreemptd, gpreemptctl, app, plugin):
+def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
     started = time.monotonic()
-    c = Cluster(tmp, gpreemptd, gpreemptctl, plugin)
+    c = Cluster(tmp, gpreemptd, gpreemptctl, plugin, prolog)
     try:
         idle = wait_for(lambda: slurm("sinfo", "-h", "-n", NODE, "-o", "%T").stdout.strip() == "idle", 15, 0.1)
         if not check("the cluster is up: %s idle" % NODE, idle, c.logs()):
@@ -278,6 +287,27 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin):
         check("scancel: the scavenger job leaves the daemon, and Slurm",
               wait_for(lambda: c.job_process("scavenger") is None and not slurm("squeue", "-h").stdout.strip(),
                        10, 0.05), json.dumps(c.status()))
+
+        # --- without the plugin: the Prolog/Epilog script and the job's comment
+        job = sbatch(tmp, "commented", ["-p", "debug", "--comment=gpreempt=offline"], offline_app)
+        dropin = os.path.join(c.gp_conf, "workloads.d", "10-slurm-job-%s.conf" % job)
+        name = "slurm-job-%s" % job
+        p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process(name)), 15, 0.1)
+        if not check("a job with --comment=gpreempt=offline is offline by the Prolog's drop-in (%s), "
+                     "which outranks its partition's rule" % name,
+                     p and p["class"] == "offline" and os.path.exists(dropin), json.dumps(c.status()) + c.logs()):
+            return
+        pid = p["pid"]
+        online = subprocess.Popen(["srun", "-p", "debug"] + online_app,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        check("while online work runs, the commented job's queues are suspended",
+              wait_for(lambda: suspended(c.process(pid)), 10, 0.05), json.dumps(c.status()) + c.logs())
+        online.communicate(timeout=30)
+        slurm("scancel", job)
+        check("scancel: the Epilog removes the drop-in, and the job leaves the daemon and Slurm",
+              wait_for(lambda: not os.path.exists(dropin) and c.job_process(name) is None
+                       and not slurm("squeue", "-h").stdout.strip(), 10, 0.05),
+              json.dumps(c.status()) + c.logs())
         check("the whole test took under 60 s (%.1f s)" % (time.monotonic() - started),
               time.monotonic() - started < 60)
     finally:
@@ -286,8 +316,8 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin):
 
 def main():
     exit_on_sigterm()
-    if len(sys.argv) != 5:
-        print("usage: test-slurm.py GPREEMPTD GPREEMPTCTL KFDEMU-APP SPANK-PLUGIN", file=sys.stderr)
+    if len(sys.argv) != 6:
+        print("usage: test-slurm.py GPREEMPTD GPREEMPTCTL KFDEMU-APP SPANK-PLUGIN PROLOG-SCRIPT", file=sys.stderr)
         sys.exit(2)
     tmp = tempfile.mkdtemp(prefix="gpreempt-slurm-")
     try:
