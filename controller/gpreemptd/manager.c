@@ -149,6 +149,7 @@ static void end_session(struct tracked_process *p)
                 return;
         r = held_session_end(p->session);
         p->session = NULL;
+        p->stop_signal = 0; /* its stops are no longer seen, nor its queues held for them */
         if (r < 0)
                 log_warning_errno(r, "Process %d: detaching failed; the kernel resumes its queues when gpreemptd exits",
                                   (int)p->pid);

@@ -215,6 +215,19 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
         check("srun --gpreempt=sometimes is refused before the job runs, saying what to give",
               r.returncode != 0 and "give online or offline" in r.stderr, r.stderr)
 
+        # slurmstepd reads plugstack.conf at each step: a daemon that is not there
+        plugstack = os.path.join(tmp, "plugstack.conf")
+        with open(plugstack) as f:
+            plugstack_text = f.read()
+        with open(plugstack, "w") as f:
+            f.write(f"required {plugin} runtime_dir={tmp}/nowhere\n")
+        r = slurm("srun", "--gpreempt=offline", "true")
+        with open(plugstack, "w") as f:
+            f.write(plugstack_text)
+        check("without gpreemptd the job runs anyway, and says why it is not registered",
+              r.returncode == 0 and "not registered as offline" in r.stderr and "is gpreemptd running?" in r.stderr,
+              r.stderr)
+
         # --- with the plugin
         signal_log = os.path.join(tmp, "signals")
         open(signal_log, "w").close()
