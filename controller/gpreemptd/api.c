@@ -32,6 +32,7 @@ static const char description[] =
         "  held: bool,\n"
         "  terminating: bool,\n"
         "  stopped_by: ?string,\n"
+        "  frozen: bool,\n"
         "  gpus: []int,\n"
         "  queues: int,\n"
         "  watched_queues: int,\n"
@@ -168,6 +169,7 @@ static struct json_object *process_json(const struct manager *m, const struct tr
                 snprintf(name, sizeof(name), "SIG%s", sigabbrev_np(p->stop_signal));
                 json_object_object_add(o, "stopped_by", json_object_new_string(name));
         }
+        json_object_object_add(o, "frozen", json_object_new_boolean(p->frozen));
         json_object_object_add(o, "gpus", int_array(p->queues.gpu_ids, p->queues.n_gpu_ids));
         json_object_object_add(o, "queues", json_object_new_int64((int64_t)p->queues.n_queues));
         json_object_object_add(o, "watched_queues", json_object_new_int64((int64_t)p->n_watched_queues));

@@ -24,6 +24,8 @@
 #define ATTACH_RETRY_FIRST_US 500000u
 #define ATTACH_RETRY_MAX_US 30000000u
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+/* Real cgroups, also on an emulated node (whose sysfs is the emulator's). */
+#define CGROUP_ROOT "/sys/fs/cgroup"
 
 uint64_t manager_now(const struct manager *m)
 {
@@ -149,7 +151,9 @@ static void end_session(struct tracked_process *p)
                 return;
         r = held_session_end(p->session);
         p->session = NULL;
-        p->stop_signal = 0; /* its stops are no longer seen, nor its queues held for them */
+        /* its stops and freezes are no longer seen, nor its queues held for them */
+        p->stop_signal = 0;
+        p->frozen = false;
         if (r < 0)
                 log_warning_errno(r, "Process %d: detaching failed; the kernel resumes its queues when gpreemptd exits",
                                   (int)p->pid);
@@ -181,6 +185,16 @@ static void suspend_where_suspended(struct manager *m, struct tracked_process *p
         for (size_t i = 0; i < p->queues.n_gpu_ids; i++)
                 if (gpu_suspended(m, p->queues.gpu_ids[i]))
                         session_suspend(m, p, p->queues.gpu_ids[i], true);
+}
+
+/*
+ * Stopped by a signal or frozen by its cgroup: its CPU threads do not run,
+ * and its GPU queues are kept suspended while that lasts, whatever the
+ * online side does.
+ */
+static bool is_still(const struct tracked_process *p)
+{
+        return p->stop_signal || p->frozen;
 }
 
 /*
@@ -224,7 +238,7 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
                  */
                 /* a stopped process's queues stay suspended until SIGCONT: on_session_stop_changed() */
                 if (!is_offline_attached(p) || !process_queues_on_gpu(&p->queues, g->gpu_id) || p->terminating ||
-                    p->held || p->stop_signal)
+                    p->held || is_still(p))
                         continue;
                 if (suspend ? session_suspend(m, p, g->gpu_id, true) >= 0 : resume_or_let_go(m, p, g->gpu_id) >= 0)
                         done++;
@@ -244,7 +258,7 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
 /* A held process's own bounds: its slices, and the suspension after each. */
 static void hold_apply(struct manager *m, struct tracked_process *p, enum policy_action action)
 {
-        if (action == POLICY_ACTION_NONE || !p->session || p->stop_signal)
+        if (action == POLICY_ACTION_NONE || !p->session || is_still(p))
                 return;
         if (action == POLICY_ACTION_SUSPEND ? session_suspend(m, p, 0, true) < 0 : resume_or_let_go(m, p, 0) < 0)
                 return;
@@ -514,20 +528,53 @@ static void on_session_ended(struct held_session *s, enum held_session_end how, 
  * side does, until SIGCONT ends it; the signals themselves reach the process
  * as sent (the library re-injects them and keeps the stop).
  */
+/* A stop or a freeze began or ended: p's queues are suspended while either lasts. */
+static void stillness_changed(struct manager *m, struct tracked_process *p, bool was_still)
+{
+        if (is_still(p) == was_still)
+                return;
+        if (is_still(p))
+                session_suspend(m, p, 0, true);
+        else
+                follow_policy(m, p);
+}
+
 static void on_session_stop_changed(struct held_session *s, int stop_signal, void *userdata)
 {
         struct tracked_process *p = userdata;
-        struct manager *m = p->manager;
+        bool was_still = is_still(p);
 
         p->stop_signal = stop_signal;
-        if (stop_signal) {
-                if (session_suspend(m, p, 0, true) >= 0)
-                        log_notice("Process %d: stopped by SIG%s; its GPU queues are suspended until SIGCONT",
-                                   (int)p->pid, sigabbrev_np(stop_signal));
+        if (stop_signal)
+                log_notice("Process %d: stopped by SIG%s; its GPU queues are suspended until SIGCONT", (int)p->pid,
+                           sigabbrev_np(stop_signal));
+        else
+                log_notice("Process %d: continued", (int)p->pid);
+        stillness_changed(p->manager, p, was_still);
+}
+
+/*
+ * A cgroup freezer stops a process's threads with no signal, so its tracer
+ * sees nothing: Slurm's proctrack/cgroup suspends jobs so. Its state is
+ * read at each discovery pass instead (a file read per offline process).
+ */
+static void check_freezer(struct manager *m, struct tracked_process *p)
+{
+        bool was_still = is_still(p);
+        int r;
+
+        if (!p->freezer_state || !p->session)
                 return;
-        }
-        log_notice("Process %d: continued; its GPU queues follow the policy again", (int)p->pid);
-        follow_policy(m, p);
+        r = cgroup_freezer_is_frozen(p->freezer, p->freezer_state);
+        if (r < 0 || (r > 0) == p->frozen)
+                return; /* a cgroup removed under it: not frozen either way, and exits are seen elsewhere */
+        p->frozen = r > 0;
+        if (p->frozen)
+                log_notice("Process %d: frozen by its cgroup (%s); its GPU queues are suspended until it is thawed",
+                           (int)p->pid, p->freezer_state);
+        else
+                log_notice("Process %d: thawed", (int)p->pid);
+        stillness_changed(m, p, was_still);
 }
 
 static void on_session_error(struct held_session *s, int error, enum gp_op op, void *userdata)
@@ -627,6 +674,9 @@ static void start_session(struct manager *m, struct tracked_process *p)
                 return;
         }
         p->attach_retry_us = 0;
+        free(p->freezer_state);
+        r = cgroup_freezer_state_file(m->paths.proc_root, CGROUP_ROOT, p->pid, &p->freezer_state);
+        p->freezer = r > 0 ? (enum cgroup_freezer_kind)r : CGROUP_FREEZER_NONE;
         log_notice("Process %d: attached (GPU runtime %s)", (int)p->pid,
                    gp_runtime_state_to_string(held_session_runtime_state(p->session)));
         /* its GPUs may be suspended already (a held process follows its hold alone) */
@@ -752,7 +802,7 @@ int manager_hold(struct manager *m, struct tracked_process *p, bool hold)
         p->held = false;
         rearm_policy(m);
         /* a stopped process stays suspended until SIGCONT */
-        return p->stop_signal ? 0 : follow_policy(m, p);
+        return is_still(p) ? 0 : follow_policy(m, p);
 }
 
 static int on_process_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -828,6 +878,7 @@ static void forget_process(struct manager *m, struct tracked_process *p)
         close(p->pidfd);
         free(p->workload);
         free(p->session_error);
+        free(p->freezer_state);
         free(p);
         refresh_gpu_params(m);
 }
@@ -877,6 +928,7 @@ static void on_pid_seen(pid_t pid, bool relisted, void *userdata)
                 return;
         if (p->attach_retry_us && !p->session && is_offline_managed(p) && manager_now(m) >= p->attach_retry_at)
                 start_session(m, p);
+        check_freezer(m, p);
         signature = p->queues.signature;
         n_queues = p->queues.n_queues;
         if (relisted) {

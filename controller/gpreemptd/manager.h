@@ -25,6 +25,7 @@
 
 #include "cadence.h"
 #include "cluster-identity.h"
+#include "cgroup-freezer.h"
 #include "config.h"
 #include "paths.h"
 #include "policy.h"
@@ -67,6 +68,9 @@ struct tracked_process {
         struct policy_gpu hold_policy; /* a hold's bounds: online work that never ends */
         bool terminating;         /* got a termination signal: never suspended again */
         int stop_signal;          /* offline: the signal of its group-stop (SIGSTOP...), 0 when not stopped */
+        enum cgroup_freezer_kind freezer; /* offline, attached: the freezer over its cgroup, if any */
+        char *freezer_state;      /* that freezer's state file */
+        bool frozen;              /* offline: its cgroup is frozen */
 };
 
 struct manager {

@@ -8,7 +8,8 @@
  * created later; and no offline process stays suspended longer than
  * MaxSuspendMs while the online side never goes idle. A group-stop
  * (SIGSTOP, SIGTSTP) of an offline process suspends its GPU work until
- * SIGCONT, whatever the online side does, and its signals arrive as sent.
+ * SIGCONT, whatever the online side does, and its signals arrive as sent;
+ * so does a cgroup freezer until the thaw, with no signal at all.
  * A registration covers a process from before it execs and the processes
  * it starts.
  *
@@ -25,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 #include "daemon-harness.h"
 #include "daemon-status.h"
@@ -45,9 +48,19 @@ static const char *gpreemptd_path, *app_path;
 /* Offline bounds beyond any test's length: a suspension lasts until its cause ends. */
 static const char no_slices[] = "[Offline]\nMaxSuspendMs=10000\nMinOfflineSharePercent=0\n";
 
+/*
+ * A freezer cgroup of the test's own: in cgroup v1's freezer hierarchy where
+ * it is mounted (as Slurm's proctrack/cgroup uses it), else in cgroup v2.
+ */
+struct test_freezer {
+        char dir[128]; /* "" when not made */
+        bool v1;
+};
+
 struct fixture {
         struct daemon_harness h;
         struct emulated_app offline, online;
+        struct test_freezer freezer;
 };
 
 static int setup(void **state)
@@ -59,10 +72,64 @@ static int setup(void **state)
         return 0;
 }
 
+static void write_cgroup_file(const char *dir, const char *name, const char *value)
+{
+        char path[192];
+        FILE *file;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        file = fopen(path, "we");
+        if (!file || fputs(value, file) < 0 || fclose(file) != 0)
+                fail_msg("cannot write \"%s\" to %s: %s", value, path, strerror(errno));
+}
+
+static void freezer_make(struct test_freezer *fz)
+{
+        fz->v1 = access("/sys/fs/cgroup/freezer/freezer.state", F_OK) == 0 ||
+                 access("/sys/fs/cgroup/freezer/cgroup.procs", F_OK) == 0;
+        snprintf(fz->dir, sizeof(fz->dir), "/sys/fs/cgroup/%sgpreempt-test-%d", fz->v1 ? "freezer/" : "",
+                 (int)getpid());
+        if (mkdir(fz->dir, 0755) < 0)
+                fail_msg("cannot make the freezer cgroup %s: %s", fz->dir, strerror(errno));
+}
+
+static void freezer_set(struct test_freezer *fz, bool frozen)
+{
+        if (fz->v1)
+                write_cgroup_file(fz->dir, "freezer.state", frozen ? "FROZEN" : "THAWED");
+        else
+                write_cgroup_file(fz->dir, "cgroup.freeze", frozen ? "1" : "0");
+}
+
+static void freezer_move(struct test_freezer *fz, pid_t pid)
+{
+        char value[16];
+
+        snprintf(value, sizeof(value), "%d", (int)pid);
+        write_cgroup_file(fz->dir, "cgroup.procs", value);
+}
+
+/* Thawed (a frozen process would not even die of SIGKILL), emptied into the root cgroup, removed. */
+static void freezer_remove(struct test_freezer *fz, pid_t pid)
+{
+        char value[16];
+
+        if (!fz->dir[0])
+                return;
+        freezer_set(fz, false);
+        if (pid > 0) {
+                snprintf(value, sizeof(value), "%d", (int)pid);
+                write_cgroup_file(fz->v1 ? "/sys/fs/cgroup/freezer" : "/sys/fs/cgroup", "cgroup.procs", value);
+        }
+        rmdir(fz->dir);
+        fz->dir[0] = '\0';
+}
+
 static int teardown(void **state)
 {
         struct fixture *f = *state;
 
+        freezer_remove(&f->freezer, f->offline.pid);
         emulated_app_stop(&f->online);
         emulated_app_stop(&f->offline);
         daemon_harness_cleanup(&f->h);
@@ -567,6 +634,66 @@ static void test_group_stop_holds_the_gpu_until_sigcont(void **state)
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+static bool is_frozen_and_suspended(struct json_object *p)
+{
+        return p && status_bool(p, "frozen") && json_object_array_length(json_object_object_get(p, "suspended_gpus")) > 0;
+}
+
+static bool is_thawed(struct json_object *p)
+{
+        return p && status_bool(p, "attached") && !status_bool(p, "frozen");
+}
+
+/*
+ * A cgroup freezer (Slurm's proctrack/cgroup suspends jobs so) stops the
+ * threads with no signal: the daemon reads the freezer's state, suspends
+ * the GPU work with them until the thaw, and the process sees no signal.
+ */
+static void test_frozen_cgroup_holds_the_gpu_until_thawed(void **state)
+{
+        char log_path[] = "/tmp/gpreempt-test-freeze-XXXXXX";
+        const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", "--kernels-per-request",
+                                         "2000", "--doorbell-per-request", "--signal-log", log_path, NULL };
+        struct fixture *f = *state;
+        uint64_t read_pointer;
+        char signals[64] = "";
+        FILE *log;
+        size_t n;
+        int fd;
+
+        fd = mkstemp(log_path);
+        assert_true(fd >= 0);
+        close(fd);
+        start_daemon(&f->h, no_slices, two_classes);
+        /* in its cgroup before it runs, as a job's task is */
+        freezer_make(&f->freezer);
+        emulated_app_fork(&f->offline, app_path, offline0);
+        freezer_move(&f->freezer, f->offline.pid);
+        emulated_app_release(&f->offline);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        read_pointer = emulated_app_read_pointer_address(&f->offline);
+        assert_gpu_running(f, read_pointer, "has the GPU to itself");
+
+        freezer_set(&f->freezer, true);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_frozen_and_suspended, "frozen, its queues suspended",
+                                   5000);
+        assert_gpu_still(f, read_pointer, "is frozen");
+        freezer_set(&f->freezer, false);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_thawed, "thawed", 5000);
+        assert_gpu_running(f, read_pointer, "was thawed");
+
+        log = fopen(log_path, "re");
+        assert_non_null(log);
+        n = fread(signals, 1, sizeof(signals) - 1, log);
+        fclose(log);
+        unlink(log_path);
+        signals[n] = '\0';
+        assert_string_equal(signals, "10\n"); /* the report's SIGUSR1 alone */
+        freezer_remove(&f->freezer, f->offline.pid);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 /* The Status entry whose workload is name, or NULL; owned by status. */
 static struct json_object *process_named(struct json_object *status, const char *name)
 {
@@ -653,6 +780,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_suspension_bound_beside_busy_online, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_bound_of_a_hold_beside_busy_online, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_group_stop_holds_the_gpu_until_sigcont, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_frozen_cgroup_holds_the_gpu_until_thawed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_registration_covers_exec_and_children, setup, teardown),
         };
 

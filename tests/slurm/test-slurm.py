@@ -9,7 +9,9 @@ inside kfdemu-run, so that every job's kfdemu-app reaches the emulated GPU:
 munged, slurmctld and slurmd (-D, no systemd) run as root on localhost with
 ports, sockets and state of their own, so that nothing on the host is used
 or changed. ProctrackType=proctrack/linuxproc: `scontrol suspend` arrives
-as SIGTSTP then SIGSTOP, a group-stop the daemon sees as the jobs' tracer.
+as SIGTSTP then SIGSTOP, a group-stop the daemon sees as the jobs' tracer;
+then proctrack/cgroup, where it arrives as the cgroup v1 freezer, with no
+signal, which the daemon reads from the job's freezer cgroup.
 TaskPlugin=task/cgroup puts each task in the job's cgroup, which is what the
 configuration's MatchSlurm* keys believe a job's environment by.
 
@@ -71,6 +73,7 @@ class Cluster:
         self.tmp = tmp
         self.gpreemptctl = gpreemptctl
         self.procs = []
+        self.conf = os.path.join(tmp, "slurm.conf")
         self.gp_conf = os.path.join(tmp, "gpreempt")
         self.gp_run = os.path.join(tmp, "gp-run")
         os.makedirs(os.path.join(self.gp_conf, "workloads.d"))
@@ -127,6 +130,7 @@ SlurmdLogFile={tmp}/log/slurmd.log
         with open(os.path.join(self.gp_conf, "workloads.d", "50-slurm.conf"), "w") as f:
             f.write("[Workload]\nName=scavenger\nClass=offline\nMatchSlurmPartition=scavenger\n"
                     "[Workload]\nName=interactive\nClass=online\nMatchSlurmPartition=debug\n")
+        daemon_env = dict(os.environ)  # gpreemptd keeps the sanitizers' settings, leak checks included
         os.environ["SLURM_CONF"] = conf
         # In a sanitized build the plugin brings ASan into Slurm's own
         # programs, which are not built with it: their leaks are not ours.
@@ -143,9 +147,26 @@ SlurmdLogFile={tmp}/log/slurmd.log
                               "--log-file=" + os.path.join(tmp, "log", "munged.log"),
                               "--seed-file=" + os.path.join(tmp, "munged.seed")])
         wait_for(lambda: os.path.exists(munge_socket), 5, 0.05)
-        self.start("gpreemptd", [gpreemptd, "--config-dir", self.gp_conf, "--runtime-dir", self.gp_run])
+        self.start("gpreemptd", [gpreemptd, "--config-dir", self.gp_conf, "--runtime-dir", self.gp_run], daemon_env)
+        self.slurmd_env = slurmd_env
+        self.start_slurm()
+
+    def start_slurm(self):
         self.start("slurmctld", ["slurmctld", "-D", "-i"])
-        self.start("slurmd", ["slurmd", "-D", "-N", NODE], slurmd_env)
+        self.start("slurmd", ["slurmd", "-D", "-N", NODE], self.slurmd_env)
+
+    def restart_slurm(self, proctrack):
+        """slurmd takes ProctrackType= when it starts, and slurmctld checks that both read the same file."""
+        for name, p in reversed(self.procs):
+            if name in ("slurmd", "slurmctld"):
+                p.terminate()
+                p.wait(timeout=10)
+        self.procs = [(n, p) for n, p in self.procs if n not in ("slurmd", "slurmctld")]
+        with open(self.conf) as f:
+            text = f.read()
+        with open(self.conf, "w") as f:
+            f.write(text.replace("ProctrackType=proctrack/linuxproc", "ProctrackType=" + proctrack))
+        self.start_slurm()
 
     def start(self, name, argv, env=None):
         log = open(os.path.join(self.tmp, "log", name + ".out"), "w")
@@ -159,14 +180,17 @@ SlurmdLogFile={tmp}/log/slurmd.log
         return "".join("--- %s\n%s" % (n, self.log(n)) for n in ("gpreemptd.out", "slurmd.log", "slurmctld.log"))
 
     def stop(self):
+        """Stops everything; returns gpreemptd's exit status (under ASan, not 0 for a leak)."""
+        status = {}
         for _, p in reversed(self.procs):
             p.terminate()
         for name, p in reversed(self.procs):
             try:
-                p.wait(timeout=10)
+                status[name] = p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
-                p.wait()
+                status[name] = p.wait()
+        return status.get("gpreemptd")
 
     def status(self):
         r = subprocess.run([self.gpreemptctl, "status", "--json"], capture_output=True, text=True)
@@ -321,10 +345,35 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
               wait_for(lambda: not os.path.exists(dropin) and c.job_process(name) is None
                        and not slurm("squeue", "-h").stdout.strip(), 10, 0.05),
               json.dumps(c.status()) + c.logs())
+
+        # --- proctrack/cgroup: scontrol suspend freezes the job's cgroup, with no signal
+        c.restart_slurm("proctrack/cgroup")
+        idle = wait_for(lambda: slurm("sinfo", "-h", "-n", NODE, "-o", "%T").stdout.strip() == "idle", 15, 0.1)
+        job = sbatch(tmp, "frozen", ["--gpreempt=offline", "-p", "debug"], offline_app)
+        name = "slurm-%s.batch" % job
+        p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process(name)), 15, 0.1)
+        if not check("with proctrack/cgroup, the offline job is registered and attached", idle and p,
+                     json.dumps(c.status()) + c.logs()):
+            return
+        pid = p["pid"]
+        r = slurm("scontrol", "suspend", job)
+        frozen = wait_for(lambda: (lambda q: q and q["frozen"] and suspended(q))(c.process(pid)), 10, 0.05)
+        check("scontrol suspend freezes the job's cgroup: its queues are suspended, and status says frozen",
+              r.returncode == 0 and frozen, r.stderr + json.dumps(c.status()) + c.logs())
+        r = slurm("scontrol", "resume", job)
+        check("scontrol resume thaws it and its queues run again",
+              r.returncode == 0 and wait_for(lambda: (lambda q: q and not q["frozen"] and not q.get("stopped_by")
+                                                      and not suspended(q))(c.process(pid)), 10, 0.05),
+              r.stderr + json.dumps(c.status()) + c.logs())
+        slurm("scancel", job)
+        check("scancel: the frozen-then-thawed job leaves the daemon, and Slurm",
+              wait_for(lambda: c.job_process(name) is None and not slurm("squeue", "-h").stdout.strip(), 10, 0.05),
+              json.dumps(c.status()))
         check("the whole test took under 60 s (%.1f s)" % (time.monotonic() - started),
               time.monotonic() - started < 60)
     finally:
-        c.stop()
+        status = c.stop()
+        check("gpreemptd stops cleanly on SIGTERM (exit status %s)" % status, status == 0, c.log("gpreemptd.out"))
 
 
 def main():
