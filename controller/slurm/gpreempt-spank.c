@@ -12,7 +12,9 @@
  * the task runs unclassified and lets it run.
  *
  * plugstack.conf arguments: runtime_dir=DIR (where the control socket is;
- * default /run/gpreempt), timeout_ms=N (per connect and call; default 1000).
+ * default /run/gpreempt), timeout_ms=N (per connect and call; default 1000),
+ * allow=offline (the classes users may ask for; default online,offline): a
+ * site where users must not preempt one another's jobs allows offline only.
  */
 #include <errno.h>
 #include <json.h>
@@ -66,12 +68,32 @@ static int check_class(int val, const char *optarg, int remote)
 struct settings {
         char socket_path[256];
         int timeout_ms;
+        bool allow_online, allow_offline;
 };
+
+/* allow=CLASS[,CLASS]: the classes users may ask for. */
+static int parse_allow(const char *list, struct settings *s)
+{
+        char copy[64], *save = NULL;
+
+        if (snprintf(copy, sizeof(copy), "%s", list) >= (int)sizeof(copy) || !*copy)
+                return -EINVAL;
+        s->allow_online = s->allow_offline = false;
+        for (char *c = strtok_r(copy, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+                if (strcmp(c, "online") == 0)
+                        s->allow_online = true;
+                else if (strcmp(c, "offline") == 0)
+                        s->allow_offline = true;
+                else
+                        return -EINVAL;
+        }
+        return 0;
+}
 
 static int parse_settings(int ac, char **av, struct settings *ret)
 {
         const char *runtime_dir = API_DEFAULT_RUNTIME_DIR;
-        struct settings s = { .timeout_ms = DEFAULT_TIMEOUT_MS };
+        struct settings s = { .timeout_ms = DEFAULT_TIMEOUT_MS, .allow_online = true, .allow_offline = true };
 
         for (int i = 0; i < ac; i++) {
                 if (strncmp(av[i], "runtime_dir=", strlen("runtime_dir=")) == 0 && av[i][strlen("runtime_dir=")] == '/') {
@@ -86,9 +108,16 @@ static int parse_settings(int ac, char **av, struct settings *ret)
                                 return -EINVAL;
                         }
                         s.timeout_ms = (int)v;
+                } else if (strncmp(av[i], "allow=", strlen("allow=")) == 0) {
+                        if (parse_allow(av[i] + strlen("allow="), &s) < 0) {
+                                slurm_error("gpreempt: plugstack.conf: %s: allow takes online, offline or "
+                                            "online,offline",
+                                            av[i]);
+                                return -EINVAL;
+                        }
                 } else {
                         slurm_error("gpreempt: plugstack.conf: unknown argument \"%s\"; the plugin takes "
-                                    "runtime_dir=/ABSOLUTE/DIR and timeout_ms=N",
+                                    "runtime_dir=/ABSOLUTE/DIR, timeout_ms=N and allow=online,offline",
                                     av[i]);
                         return -EINVAL;
                 }
@@ -178,6 +207,12 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
         if (parse_settings(ac, av, &settings) < 0)
                 return 0;
         job_step_name(sp, name, sizeof(name));
+        if (strcmp(class, "online") == 0 ? !settings.allow_online : !settings.allow_offline) {
+                slurm_error("gpreempt: %s: --gpreempt=%s is not allowed on this cluster (plugstack.conf allow=); "
+                            "the job runs classified by gpreemptd's configuration",
+                            name, class);
+                return 0;
+        }
         r = register_task(&settings, pid, class, name, &error);
         if (r < 0) {
                 /* the job runs either way: its class is what gpreemptd's configuration says */

@@ -246,11 +246,21 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
         with open(plugstack, "w") as f:
             f.write(f"required {plugin} runtime_dir={tmp}/nowhere\n")
         r = slurm("srun", "--gpreempt=offline", "true")
-        with open(plugstack, "w") as f:
-            f.write(plugstack_text)
         check("without gpreemptd the job runs anyway, and says why it is not registered",
               r.returncode == 0 and "not registered as offline" in r.stderr and "is gpreemptd running?" in r.stderr,
               r.stderr)
+        with open(plugstack, "w") as f:
+            f.write(f"required {plugin} runtime_dir={c.gp_run} allow=offline\n")
+        r = slurm("srun", "--gpreempt=online", "true")
+        check("allow=offline: a job asking for online runs unregistered, and is told why",
+              r.returncode == 0 and "--gpreempt=online is not allowed on this cluster" in r.stderr, r.stderr)
+        with open(plugstack, "w") as f:
+            f.write(f"required {plugin} allow=sometimes\n")
+        r = slurm("srun", "true")
+        check("a bad plugstack.conf argument is named, with what it takes",
+              r.returncode != 0 and "allow takes online, offline or online,offline" in r.stderr, r.stderr)
+        with open(plugstack, "w") as f:
+            f.write(plugstack_text)
 
         # --- with the plugin
         signal_log = os.path.join(tmp, "signals")
