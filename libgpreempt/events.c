@@ -128,6 +128,7 @@ static void report_stop(struct gp_target *target, const struct ptrace_stop *stop
                 break;
         case PTRACE_STOP_GROUP:
                 log_debug(logger, "pid %d: group-stop by signal %d", target->pid, stop->signal);
+                target->group_stopped = true;
                 target_emit(target, &(struct gp_event){ .type = GP_EVENT_STOPPED,
                                                         .stop_signal = stop->signal });
                 break;
@@ -153,6 +154,16 @@ static void report_stop(struct gp_target *target, const struct ptrace_stop *stop
                 target_emit(target, &(struct gp_event){ .type = GP_EVENT_EXECED });
                 break;
         case PTRACE_STOP_INTERRUPT:
+                /* A tracee left in PTRACE_LISTEN traps with PTRACE_EVENT_STOP
+                 * and SIGTRAP once SIGCONT has ended its group-stop
+                 * (kernel/signal.c: prepare_signal -> ptrace_trap_notify,
+                 * do_jobctl_trap); SIGCONT itself is delivered after it. */
+                if (target->group_stopped) {
+                        target->group_stopped = false;
+                        log_debug(logger, "pid %d: continued", target->pid);
+                        target_emit(target, &(struct gp_event){ .type = GP_EVENT_CONTINUED });
+                }
+                break;
         case PTRACE_STOP_OTHER_EVENT:
                 break;
         }

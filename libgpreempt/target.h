@@ -34,6 +34,8 @@ struct gp_target {
         bool seized;
         bool debug_enabled;
         bool gone;
+        /* Its last ptrace stop was a group-stop that SIGCONT has not ended. */
+        bool group_stopped;
         /* An event said the queue list changed since the last snapshot. */
         bool queues_stale;
 

@@ -38,6 +38,8 @@ struct held_session {
         bool end_reported;
         enum held_session_end end;
         bool terminating;
+        int stop_signal;          /* as the last ptrace stops said */
+        int reported_stop_signal; /* as the owner was told */
         struct held_session_counts counts;
 };
 
@@ -113,6 +115,10 @@ static void on_target_event(struct gp_target *target, const struct gp_event *e, 
                 s->end = e->type == GP_EVENT_EXECED ? HELD_SESSION_EXECED : HELD_SESSION_EXITED;
                 break;
         case GP_EVENT_STOPPED:
+                s->stop_signal = e->stop_signal;
+                break;
+        case GP_EVENT_CONTINUED:
+                s->stop_signal = 0;
                 break;
         }
 }
@@ -363,8 +369,15 @@ bool held_session_service_ptrace(struct held_session *s)
         } else if (r < 0) {
                 report_error(s, r, GP_OP_PTRACE);
         }
-        if (!s->ended && !gp_target_is_gone(s->target))
+        if (!s->ended && !gp_target_is_gone(s->target)) {
+                /* told after the round, not from the library's callback: the owner suspends or resumes in it */
+                if (s->stop_signal != s->reported_stop_signal) {
+                        s->reported_stop_signal = s->stop_signal;
+                        if (s->callbacks->stop_changed)
+                                s->callbacks->stop_changed(s, s->stop_signal, s->userdata);
+                }
                 return true;
+        }
         report_end(s);
         return false;
 }
@@ -372,6 +385,11 @@ bool held_session_service_ptrace(struct held_session *s)
 bool held_session_is_terminating(const struct held_session *s)
 {
         return s->terminating;
+}
+
+int held_session_stop_signal(const struct held_session *s)
+{
+        return s->reported_stop_signal;
 }
 
 pid_t held_session_pid(const struct held_session *s)

@@ -52,6 +52,12 @@ struct held_session_callbacks {
          * owner ends the session, here or later.
          */
         void (*ended)(struct held_session *s, enum held_session_end how, void *userdata);
+        /*
+         * The target entered a group-stop (stop_signal: SIGSTOP, SIGTSTP,
+         * SIGTTIN or SIGTTOU) or SIGCONT ended it (stop_signal 0). Called
+         * after the round of ptrace stops, with the state it ended in.
+         */
+        void (*stop_changed)(struct held_session *s, int stop_signal, void *userdata);
         /* Something the session did on its own failed (reading events, a stop, suspending a new queue). */
         void (*error)(struct held_session *s, int error, enum gp_op op, void *userdata);
 };
@@ -104,6 +110,8 @@ bool held_session_service_ptrace(struct held_session *s);
  * queue blocks until it is resumed (kfd-interface.md §4.4).
  */
 bool held_session_is_terminating(const struct held_session *s);
+/* The signal of the target's group-stop, 0 when it is not stopped. */
+int held_session_stop_signal(const struct held_session *s);
 
 pid_t held_session_pid(const struct held_session *s);
 enum gp_runtime_state held_session_runtime_state(const struct held_session *s);

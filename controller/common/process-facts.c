@@ -160,6 +160,25 @@ int process_facts_read_exe(const char *proc_root, pid_t pid, char **ret)
         return *ret ? 0 : -ENOMEM;
 }
 
+int process_facts_read_parent(const char *proc_root, pid_t pid, pid_t *ret_parent)
+{
+        _cleanup_free_ char *path = NULL, *status = NULL;
+        const char *line;
+        int parent;
+        int r;
+
+        if (asprintf(&path, "%s/%d/status", proc_root, (int)pid) < 0)
+                return -ENOMEM;
+        r = process_facts_read_file(path, PROCESS_FACT_MAX, &status, NULL);
+        if (r < 0)
+                return r;
+        line = strstr(status, "\nPPid:");
+        if (!line || sscanf(line + strlen("\nPPid:"), "%d", &parent) != 1 || parent < 0)
+                return -EIO;
+        *ret_parent = parent;
+        return 0;
+}
+
 int process_facts_read(const char *proc_root, pid_t pid, struct process_facts *ret)
 {
         struct process_facts p = { .pid = pid };

@@ -201,6 +201,17 @@ static int explain_too_many_connections(const char *error, struct json_object *p
                     "some (idle ones close after a minute) and try again");
 }
 
+/* The first of an InvalidConfiguration's errors. */
+static const char *first_error(struct json_object *params)
+{
+        struct json_object *errors, *first;
+
+        if (!json_object_object_get_ex(params, "errors", &errors) || !json_object_is_type(errors, json_type_array) ||
+            !(first = json_object_array_get_idx(errors, 0)) || !json_object_is_type(first, json_type_string))
+                return "it did not say why";
+        return json_object_get_string(first);
+}
+
 /* The daemon's error reply as a sentence and an exit code. */
 static int explain_error(const char *error, struct json_object *params, enum daemon_access access, pid_t pid,
                          struct daemon_failure *f)
@@ -234,6 +245,11 @@ static int explain_error(const char *error, struct json_object *params, enum dae
         if (strcmp(name, "OperationFailed") == 0)
                 return fail(f, CTL_EXIT_FAILURE, error, "gpreemptd could not do it for process %d: %s",
                             (int)pid, param_string(params, "reason"));
+        if (strcmp(name, "InvalidConfiguration") == 0)
+                return fail(f, CTL_EXIT_PRECONDITION, error,
+                            "gpreemptd refused the configuration on disk and keeps the one in effect: %s "
+                            "(gpreemptctl verify-config lists every problem)",
+                            first_error(params));
         if (strcmp(error, "org.varlink.service.InvalidParameter") == 0)
                 return fail(f, CTL_EXIT_USAGE, error, "gpreemptd rejected the parameter '%s'",
                             param_string(params, "parameter"));

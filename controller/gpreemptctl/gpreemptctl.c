@@ -22,6 +22,7 @@ static const struct verb verbs[] = {
         { "resume", "PID [--json]", "end a 'suspend': the process is back under the policy", verb_daemon_pid },
         { "register", "--online|--offline PID [--json]", "classify a process by hand", verb_daemon_pid },
         { "unregister", "PID [--json]", "let the configuration classify the process again", verb_daemon_pid },
+        { "reload", "[--json]", "have gpreemptd read its configuration again", verb_reload },
         { "top", "[--interval DURATION] [--iterations N] [--json]", "gpreemptd's status, live", verb_top },
         { "verify-config", "[--config-dir DIR] [--pid PID] [--json]",
           "check gpreemptd's configuration; explain how a process is matched", verb_verify_config },

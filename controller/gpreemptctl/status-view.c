@@ -133,8 +133,10 @@ static void format_state(char *buf, size_t size, struct json_object *p)
                 return;
         }
         format_ids(ids, sizeof(ids), get_array(p, "suspended_gpus"));
-        snprintf(buf, size, "%s%s%s%s", strcmp(ids, "-") ? "suspended on " : "running", strcmp(ids, "-") ? ids : "",
-                 get_bool(p, "held") ? ", held" : "", get_bool(p, "terminating") ? ", terminating" : "");
+        snprintf(buf, size, "%s%s%s%s%s%s%s", strcmp(ids, "-") ? "suspended on " : "running", strcmp(ids, "-") ? ids : "",
+                 get_bool(p, "held") ? ", held" : "", get_bool(p, "terminating") ? ", terminating" : "",
+                 get_string(p, "stopped_by", NULL) ? ", stopped by " : "", get_string(p, "stopped_by", ""),
+                 get_bool(p, "frozen") ? ", frozen" : "");
 }
 
 /*

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The verbs that ask gpreemptd over its Varlink socket: status, suspend,
- * resume, register, unregister. The daemon does the work and keeps the
+ * resume, register, unregister, reload. The daemon does the work and keeps the
  * state; these only shape the request and explain the answer.
  */
 #include <getopt.h>
@@ -46,9 +46,10 @@ static const struct daemon_verb pid_verbs[] = {
           "again what the process is. Needs root.\n",
           "is classified by the configuration again." },
         { "register", "Register", "gpreemptctl register --online|--offline PID [--json]",
-          "Classify PID by hand, whatever the configuration says, until it exits or\n"
-          "'gpreemptctl unregister PID'. An offline process is attached and suspended\n"
-          "while online work runs on its GPUs; an online process is watched. Needs root.\n",
+          "Classify PID and the processes it starts by hand, whatever the configuration\n"
+          "says, until it exits or 'gpreemptctl unregister PID'; PID need not use the GPU\n"
+          "yet. An offline process is attached and suspended while online work runs on\n"
+          "its GPUs; an online process is watched. Needs root.\n",
           "is registered as" },
 };
 
@@ -138,6 +139,56 @@ int verb_daemon_pid(const struct ctl_globals *globals, int argc, char **argv)
         } else
                 printf("Process %d %s%s%s%s\n", (int)pid, v->done, class ? " " : "", class ? class : "",
                        class ? "." : "");
+        return CTL_EXIT_OK;
+}
+
+int verb_reload(const struct ctl_globals *globals, int argc, char **argv)
+{
+        enum { OPT_JSON = 0x100 };
+        static const struct option options[] = {
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        _cleanup_(varlink_client_freep) struct varlink_client *client = NULL;
+        _cleanup_(json_object_putp) struct json_object *result = NULL;
+        bool json = false;
+        int c, r;
+
+        (void)globals;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case OPT_JSON:
+                        json = true;
+                        break;
+                case 'h':
+                        printf("Usage: gpreemptctl reload [--json]\n"
+                               "\n"
+                               "Have gpreemptd read its configuration again and classify every process\n"
+                               "afresh, as systemctl reload gpreemptd does. A configuration with errors is\n"
+                               "refused, with them, and the one in effect stays. Needs root.\n"
+                               "\n"
+                               "  --json       print the result, or the error, as JSON\n"
+                               "  -h, --help   show this help\n");
+                        return CTL_EXIT_OK;
+                default:
+                        return ctl_report_bad_option("reload", argc, argv, options);
+                }
+        }
+        if (optind != argc)
+                return ctl_report_usage("reload", "'%s': reload takes no arguments.", argv[optind]);
+        r = daemon_connect(json, &client);
+        if (r != 0)
+                return r;
+        r = daemon_call(client, "Reload", NULL, DAEMON_WRITE, 0, json, NULL);
+        if (r != 0)
+                return r;
+        if (json) {
+                result = json_object_new_object();
+                json_object_object_add(result, "done", json_object_new_string("reload"));
+                daemon_print_json(result);
+        } else
+                printf("gpreemptd's configuration reloaded.\n");
         return CTL_EXIT_OK;
 }
 

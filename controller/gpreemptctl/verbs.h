@@ -32,6 +32,7 @@ struct verb {
 int verb_hold(const struct ctl_globals *globals, int argc, char **argv);
 int verb_queues(const struct ctl_globals *globals, int argc, char **argv);
 int verb_status(const struct ctl_globals *globals, int argc, char **argv);
+int verb_reload(const struct ctl_globals *globals, int argc, char **argv);
 /* suspend, resume, register, unregister: told apart by argv[0]. */
 int verb_daemon_pid(const struct ctl_globals *globals, int argc, char **argv);
 int verb_top(const struct ctl_globals *globals, int argc, char **argv);

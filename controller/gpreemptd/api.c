@@ -31,6 +31,8 @@ static const char description[] =
         "  registered: bool,\n"
         "  held: bool,\n"
         "  terminating: bool,\n"
+        "  stopped_by: ?string,\n"
+        "  frozen: bool,\n"
         "  gpus: []int,\n"
         "  queues: int,\n"
         "  watched_queues: int,\n"
@@ -82,9 +84,12 @@ static const char description[] =
         "method Suspend(pid: int) -> ()\n"
         "# Ends a Suspend: the process is back under the policy (root only).\n"
         "method Resume(pid: int) -> ()\n"
-        "# Classifies the process by hand, overriding the configuration (root only).\n"
-        "method Register(pid: int, class: string) -> ()\n"
-        "# Hands the process back to the configuration (root only).\n"
+        "# Classifies the process and the processes it starts by hand, overriding the\n"
+        "# configuration, from now until it exits, through exec and before they use the\n"
+        "# GPU; name (printable ASCII, at most 64 bytes, e.g. a batch job's id) is shown\n"
+        "# as their workload (root only).\n"
+        "method Register(pid: int, class: string, name: ?string) -> ()\n"
+        "# Hands the process and those it started back to the configuration (root only).\n"
         "method Unregister(pid: int) -> ()\n"
         "# Checks the configuration on disk; with pid, explains which workload matches it.\n"
         "method VerifyConfig(pid: ?int) -> (valid: bool, errors: []string, workloads: []string,\n"
@@ -158,6 +163,13 @@ static struct json_object *process_json(const struct manager *m, const struct tr
         json_object_object_add(o, "registered", json_object_new_boolean(p->registered));
         json_object_object_add(o, "held", json_object_new_boolean(p->held));
         json_object_object_add(o, "terminating", json_object_new_boolean(p->terminating));
+        if (p->stop_signal) {
+                char name[16];
+
+                snprintf(name, sizeof(name), "SIG%s", sigabbrev_np(p->stop_signal));
+                json_object_object_add(o, "stopped_by", json_object_new_string(name));
+        }
+        json_object_object_add(o, "frozen", json_object_new_boolean(p->frozen));
         json_object_object_add(o, "gpus", int_array(p->queues.gpu_ids, p->queues.n_gpu_ids));
         json_object_object_add(o, "queues", json_object_new_int64((int64_t)p->queues.n_queues));
         json_object_object_add(o, "watched_queues", json_object_new_int64((int64_t)p->n_watched_queues));
@@ -319,31 +331,47 @@ static void method_resume(struct varlink_call *call, struct json_object *params,
 static void method_register(struct varlink_call *call, struct json_object *params, void *userdata)
 {
         struct manager *m = userdata;
-        struct tracked_process *p;
         struct json_object *v;
-        int class;
+        const char *name = NULL;
+        pid_t pid;
+        int class, r;
 
         if (!json_object_object_get_ex(params, "class", &v) || !json_object_is_type(v, json_type_string) ||
             (class = workload_class_from_string(json_object_get_string(v))) < 0) {
                 invalid_parameter(call, "class");
                 return;
         }
-        p = get_process(call, m, params);
-        if (!p)
+        if (json_object_object_get_ex(params, "name", &v) && !json_object_is_type(v, json_type_null)) {
+                name = json_object_get_string(v);
+                if (!json_object_is_type(v, json_type_string) || !registration_name_is_valid(name)) {
+                        invalid_parameter(call, "name");
+                        return;
+                }
+        }
+        if (get_pid(call, params, true, &pid) < 0)
                 return;
-        manager_register(m, p, true, class);
-        varlink_call_reply(call, NULL);
+        r = manager_register(m, pid, class, name);
+        if (r == -ESRCH)
+                error_with_pid(call, "NoSuchProcess", pid, NULL);
+        else if (r < 0)
+                error_with_pid(call, "OperationFailed", pid,
+                               r == -ENOSPC ? "too many registrations; processes registered earlier must exit first"
+                                            : strerror(-r));
+        else
+                varlink_call_reply(call, NULL);
 }
 
 static void method_unregister(struct varlink_call *call, struct json_object *params, void *userdata)
 {
         struct manager *m = userdata;
-        struct tracked_process *p = get_process(call, m, params);
+        pid_t pid;
 
-        if (!p)
+        if (get_pid(call, params, true, &pid) < 0)
                 return;
-        manager_register(m, p, false, p->class);
-        varlink_call_reply(call, NULL);
+        if (manager_unregister(m, pid) < 0)
+                error_with_pid(call, "NoSuchProcess", pid, NULL);
+        else
+                varlink_call_reply(call, NULL);
 }
 
 static struct json_object *diag_json(const struct diag *d)

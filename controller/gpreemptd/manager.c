@@ -24,6 +24,8 @@
 #define ATTACH_RETRY_FIRST_US 500000u
 #define ATTACH_RETRY_MAX_US 30000000u
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+/* Real cgroups, also on an emulated node (whose sysfs is the emulator's). */
+#define CGROUP_ROOT "/sys/fs/cgroup"
 
 uint64_t manager_now(const struct manager *m)
 {
@@ -149,6 +151,9 @@ static void end_session(struct tracked_process *p)
                 return;
         r = held_session_end(p->session);
         p->session = NULL;
+        /* its stops and freezes are no longer seen, nor its queues held for them */
+        p->stop_signal = 0;
+        p->frozen = false;
         if (r < 0)
                 log_warning_errno(r, "Process %d: detaching failed; the kernel resumes its queues when gpreemptd exits",
                                   (int)p->pid);
@@ -182,6 +187,33 @@ static void suspend_where_suspended(struct manager *m, struct tracked_process *p
                         session_suspend(m, p, p->queues.gpu_ids[i], true);
 }
 
+/*
+ * Stopped by a signal or frozen by its cgroup: its CPU threads do not run,
+ * and its GPU queues are kept suspended while that lasts, whatever the
+ * online side does.
+ */
+static bool is_still(const struct tracked_process *p)
+{
+        return p->stop_signal || p->frozen;
+}
+
+/*
+ * Puts p's queues where its hold, or else its GPUs' policies, want them now:
+ * after a hold or a group-stop ends. A terminating process is only resumed.
+ */
+static int follow_policy(struct manager *m, struct tracked_process *p)
+{
+        int r;
+
+        if (p->held && !p->terminating)
+                return p->hold_policy.suspended ? 0 : resume_or_let_go(m, p, 0);
+        r = resume_or_let_go(m, p, 0);
+        for (size_t i = 0; r >= 0 && !p->terminating && i < p->queues.n_gpu_ids; i++)
+                if (gpu_suspended(m, p->queues.gpu_ids[i]))
+                        r = session_suspend(m, p, p->queues.gpu_ids[i], true);
+        return r < 0 ? r : 0;
+}
+
 /* Carries out what the policy decided for one GPU on every offline process there. */
 static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action)
 {
@@ -204,8 +236,9 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
                  * suspended by the GPU's, a suspension begun in a hold's slice
                  * would last until the hold's next resume, past MaxSuspendMs.
                  */
+                /* a stopped process's queues stay suspended until SIGCONT: on_session_stop_changed() */
                 if (!is_offline_attached(p) || !process_queues_on_gpu(&p->queues, g->gpu_id) || p->terminating ||
-                    p->held)
+                    p->held || is_still(p))
                         continue;
                 if (suspend ? session_suspend(m, p, g->gpu_id, true) >= 0 : resume_or_let_go(m, p, g->gpu_id) >= 0)
                         done++;
@@ -225,7 +258,7 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
 /* A held process's own bounds: its slices, and the suspension after each. */
 static void hold_apply(struct manager *m, struct tracked_process *p, enum policy_action action)
 {
-        if (action == POLICY_ACTION_NONE || !p->session)
+        if (action == POLICY_ACTION_NONE || !p->session || is_still(p))
                 return;
         if (action == POLICY_ACTION_SUSPEND ? session_suspend(m, p, 0, true) < 0 : resume_or_let_go(m, p, 0) < 0)
                 return;
@@ -488,6 +521,62 @@ static void on_session_ended(struct held_session *s, enum held_session_end how, 
         remove_process(p->manager, p);
 }
 
+/*
+ * A group-stop (kill -STOP, Ctrl-Z's SIGTSTP, scontrol suspend) stops a
+ * process's CPU threads, but the work it queued goes on using the GPU. The
+ * stop of an offline process suspends its queues too, whatever the online
+ * side does, until SIGCONT ends it; the signals themselves reach the process
+ * as sent (the library re-injects them and keeps the stop).
+ */
+/* A stop or a freeze began or ended: p's queues are suspended while either lasts. */
+static void stillness_changed(struct manager *m, struct tracked_process *p, bool was_still)
+{
+        if (is_still(p) == was_still)
+                return;
+        if (is_still(p))
+                session_suspend(m, p, 0, true);
+        else
+                follow_policy(m, p);
+}
+
+static void on_session_stop_changed(struct held_session *s, int stop_signal, void *userdata)
+{
+        struct tracked_process *p = userdata;
+        bool was_still = is_still(p);
+
+        p->stop_signal = stop_signal;
+        if (stop_signal)
+                log_notice("Process %d: stopped by SIG%s; its GPU queues are suspended until SIGCONT", (int)p->pid,
+                           sigabbrev_np(stop_signal));
+        else
+                log_notice("Process %d: continued", (int)p->pid);
+        stillness_changed(p->manager, p, was_still);
+}
+
+/*
+ * A cgroup freezer stops a process's threads with no signal, so its tracer
+ * sees nothing: Slurm's proctrack/cgroup suspends jobs so. Its state is
+ * read at each discovery pass instead (a file read per offline process).
+ */
+static void check_freezer(struct manager *m, struct tracked_process *p)
+{
+        bool was_still = is_still(p);
+        int r;
+
+        if (!p->freezer_state || !p->session)
+                return;
+        r = cgroup_freezer_is_frozen(p->freezer, p->freezer_state);
+        if (r < 0 || (r > 0) == p->frozen)
+                return; /* a cgroup removed under it: not frozen either way, and exits are seen elsewhere */
+        p->frozen = r > 0;
+        if (p->frozen)
+                log_notice("Process %d: frozen by its cgroup (%s); its GPU queues are suspended until it is thawed",
+                           (int)p->pid, p->freezer_state);
+        else
+                log_notice("Process %d: thawed", (int)p->pid);
+        stillness_changed(m, p, was_still);
+}
+
 static void on_session_error(struct held_session *s, int error, enum gp_op op, void *userdata)
 {
         struct tracked_process *p = userdata;
@@ -504,6 +593,7 @@ static const struct held_session_callbacks session_callbacks = {
         .queues_changed = on_session_queues_changed,
         .runtime_changed = on_session_runtime_changed,
         .ended = on_session_ended,
+        .stop_changed = on_session_stop_changed,
         .error = on_session_error,
 };
 
@@ -584,6 +674,9 @@ static void start_session(struct manager *m, struct tracked_process *p)
                 return;
         }
         p->attach_retry_us = 0;
+        free(p->freezer_state);
+        r = cgroup_freezer_state_file(m->paths.proc_root, CGROUP_ROOT, p->pid, &p->freezer_state);
+        p->freezer = r > 0 ? (enum cgroup_freezer_kind)r : CGROUP_FREEZER_NONE;
         log_notice("Process %d: attached (GPU runtime %s)", (int)p->pid,
                    gp_runtime_state_to_string(held_session_runtime_state(p->session)));
         /* its GPUs may be suspended already (a held process follows its hold alone) */
@@ -612,13 +705,15 @@ static void apply_class(struct manager *m, struct tracked_process *p)
         refresh_gpu_params(m);
 }
 
-/* Reads p's cluster job and (re)classifies p from the configuration, unless gpreemptctl registered it. */
+/* Reads p's cluster job and (re)classifies p: by the registration that covers it, else by the configuration. */
 static void classify(struct manager *m, struct tracked_process *p)
 {
         struct process_facts facts;
         const struct workload *w = NULL;
+        const struct registration *reg = registrations_find(&m->registrations, m->paths.proc_root, p->pid);
         int r;
 
+        p->registered = reg != NULL;
         r = process_facts_read(m->paths.proc_root, p->pid, &facts);
         if (r >= 0) {
                 p->cluster = facts.cluster;
@@ -626,9 +721,14 @@ static void classify(struct manager *m, struct tracked_process *p)
                         w = workload_match_first(m->config, &facts);
                 process_facts_done(&facts);
         }
-        if (p->registered)
-                return;
         free(p->workload);
+        if (reg) {
+                p->workload = reg->name ? strdup(reg->name) : NULL;
+                p->managed = true;
+                p->class = reg->class;
+                p->policy = m->config->class_defaults[reg->class];
+                return;
+        }
         p->workload = w ? strdup(w->name) : NULL;
         p->managed = w != NULL;
         if (w) {
@@ -637,21 +737,43 @@ static void classify(struct manager *m, struct tracked_process *p)
         }
 }
 
-int manager_register(struct manager *m, struct tracked_process *p, bool registered, enum workload_class class)
+/* Classifies p again and puts the result into effect. */
+static void reclassify(struct manager *m, struct tracked_process *p)
 {
-        p->registered = registered;
-        if (registered) {
-                free(p->workload);
-                p->workload = NULL;
-                p->managed = true;
-                p->class = class;
-                p->policy = m->config->class_defaults[class];
-        } else {
-                classify(m, p);
-        }
-        log_notice("Process %d: %s", (int)p->pid,
-                   p->managed ? workload_class_to_string(p->class) : "no longer managed");
+        bool was_managed = p->managed;
+        enum workload_class was = p->class;
+
+        classify(m, p);
+        if (p->managed != was_managed || p->class != was)
+                log_notice("Process %d: now %s", (int)p->pid,
+                           p->managed ? workload_class_to_string(p->class) : "unmanaged");
         apply_class(m, p);
+}
+
+static void reclassify_all(struct manager *m)
+{
+        for (size_t i = 0; i < m->n_processes; i++)
+                reclassify(m, m->processes[i]);
+}
+
+int manager_register(struct manager *m, pid_t pid, enum workload_class class, const char *name)
+{
+        int r = registrations_set(&m->registrations, pid, class, name);
+
+        if (r < 0)
+                return r;
+        log_notice("Process %d%s%s%s: registered as %s, with the processes it starts", (int)pid, name ? " (" : "",
+                   name ? name : "", name ? ")" : "", workload_class_to_string(class));
+        reclassify_all(m);
+        return 0;
+}
+
+int manager_unregister(struct manager *m, pid_t pid)
+{
+        if (!registrations_remove(&m->registrations, pid) && !manager_find_process(m, pid))
+                return -ESRCH;
+        log_notice("Process %d: back to the configuration's classes", (int)pid);
+        reclassify_all(m);
         return 0;
 }
 
@@ -679,12 +801,8 @@ int manager_hold(struct manager *m, struct tracked_process *p, bool hold)
         }
         p->held = false;
         rearm_policy(m);
-        /* back under the policy: resume only where the policy does not want it suspended */
-        r = resume_or_let_go(m, p, 0);
-        for (size_t i = 0; r >= 0 && i < p->queues.n_gpu_ids; i++)
-                if (gpu_suspended(m, p->queues.gpu_ids[i]))
-                        r = session_suspend(m, p, p->queues.gpu_ids[i], true);
-        return r < 0 ? r : 0;
+        /* a stopped process stays suspended until SIGCONT */
+        return is_still(p) ? 0 : follow_policy(m, p);
 }
 
 static int on_process_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -760,6 +878,7 @@ static void forget_process(struct manager *m, struct tracked_process *p)
         close(p->pidfd);
         free(p->workload);
         free(p->session_error);
+        free(p->freezer_state);
         free(p);
         refresh_gpu_params(m);
 }
@@ -809,6 +928,7 @@ static void on_pid_seen(pid_t pid, bool relisted, void *userdata)
                 return;
         if (p->attach_retry_us && !p->session && is_offline_managed(p) && manager_now(m) >= p->attach_retry_at)
                 start_session(m, p);
+        check_freezer(m, p);
         signature = p->queues.signature;
         n_queues = p->queues.n_queues;
         if (relisted) {
@@ -966,16 +1086,10 @@ int manager_reload(struct manager *m, struct diag *diag)
         m->reloads++;
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];
-                bool was_managed = p->managed;
-                enum workload_class was = p->class;
 
                 if (p->session)
                         held_session_set_grace_period(p->session, fresh->daemon.grace_period);
-                classify(m, p);
-                if (p->managed != was_managed || p->class != was)
-                        log_notice("Process %d: now %s", (int)p->pid,
-                                   p->managed ? workload_class_to_string(p->class) : "unmanaged");
-                apply_class(m, p);
+                reclassify(m, p);
         }
         discovery_set_interval(m->discovery, fresh->daemon.discovery_interval_us);
         log_notice("Configuration reloaded: %zu workloads", fresh->n_workloads);
@@ -990,6 +1104,7 @@ void manager_free(struct manager *m)
         while (m->n_processes)
                 remove_process(m, m->processes[0]);
         free(m->processes);
+        registrations_done(&m->registrations);
         m->gp = m->gp ? gp_context_free(m->gp) : NULL;
         sd_event_source_disable_unref(m->detector_timer);
         sd_event_source_disable_unref(m->policy_timer);

@@ -25,10 +25,12 @@
 
 #include "cadence.h"
 #include "cluster-identity.h"
+#include "cgroup-freezer.h"
 #include "config.h"
 #include "paths.h"
 #include "policy.h"
 #include "process-queues.h"
+#include "registrations.h"
 #include "loop-scheduling.h"
 
 #define MANAGER_MAX_PROCESSES 1024
@@ -51,8 +53,8 @@ struct tracked_process {
         int pidfd;
         sd_event_source *exit_source;
         bool managed;            /* a workload matched, or gpreemptctl registered it */
-        bool registered;         /* the class came from gpreemptctl register */
-        char *workload;          /* the matching workload's name; NULL when registered or unmanaged */
+        bool registered;         /* the class came from a registration (its own or an ancestor's) */
+        char *workload;          /* the matching workload's name, or the registration's; NULL if none */
         struct cluster_identity cluster; /* the Slurm job or Kubernetes pod it is part of, if any */
         enum workload_class class;
         struct policy_params policy;
@@ -65,6 +67,10 @@ struct tracked_process {
         bool held;                /* gpreemptctl suspend: kept suspended until resume, within the bounds */
         struct policy_gpu hold_policy; /* a hold's bounds: online work that never ends */
         bool terminating;         /* got a termination signal: never suspended again */
+        int stop_signal;          /* offline: the signal of its group-stop (SIGSTOP...), 0 when not stopped */
+        enum cgroup_freezer_kind freezer; /* offline, attached: the freezer over its cgroup, if any */
+        char *freezer_state;      /* that freezer's state file */
+        bool frozen;              /* offline: its cgroup is frozen */
 };
 
 struct manager {
@@ -77,6 +83,7 @@ struct manager {
         struct gp_context *gp; /* opened when the first offline process needs it */
         struct tracked_process **processes;
         size_t n_processes;
+        struct registrations registrations; /* io.gpreempt.Register */
         struct gpu gpus[MANAGER_MAX_GPUS];
         size_t n_gpus;
         struct cadence cadence;
@@ -102,7 +109,16 @@ uint64_t manager_now(const struct manager *m);
 bool manager_kfd_present(const struct manager *m);
 struct tracked_process *manager_find_process(struct manager *m, pid_t pid);
 
-/* Sets p's class by hand (gpreemptctl register) or back to the configuration's. */
-int manager_register(struct manager *m, struct tracked_process *p, bool registered, enum workload_class class);
+/*
+ * Registers pid (which need not use the GPU yet) and the processes it
+ * starts as class, named name (may be NULL); every tracked process is
+ * classified again. Returns registrations_set()'s -errno or 0.
+ */
+int manager_register(struct manager *m, pid_t pid, enum workload_class class, const char *name);
+/*
+ * Drops pid's registration: it and its descendants go back to the
+ * configuration. Returns -ESRCH when pid is neither registered nor tracked.
+ */
+int manager_unregister(struct manager *m, pid_t pid);
 /* Holds p suspended on all its GPUs (gpreemptctl suspend) or releases it. */
 int manager_hold(struct manager *m, struct tracked_process *p, bool hold);

@@ -6,7 +6,12 @@
  * classified again; online work stops offline work on its own GPU only,
  * and only while it lasts; a hold survives a reload and covers queues
  * created later; and no offline process stays suspended longer than
- * MaxSuspendMs while the online side never goes idle.
+ * MaxSuspendMs while the online side never goes idle. A group-stop
+ * (SIGSTOP, SIGTSTP) of an offline process suspends its GPU work until
+ * SIGCONT, whatever the online side does, and its signals arrive as sent;
+ * so does a cgroup freezer until the thaw, with no signal at all.
+ * A registration covers a process from before it execs and the processes
+ * it starts.
  *
  *   test-lifecycle PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
  */
@@ -21,10 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 #include "daemon-harness.h"
 #include "daemon-status.h"
 #include "emulated-app.h"
+#include "test-support.h"
 
 /*
  * What a stall may exceed MaxSuspendMs by before the test calls it a broken
@@ -40,9 +48,19 @@ static const char *gpreemptd_path, *app_path;
 /* Offline bounds beyond any test's length: a suspension lasts until its cause ends. */
 static const char no_slices[] = "[Offline]\nMaxSuspendMs=10000\nMinOfflineSharePercent=0\n";
 
+/*
+ * A freezer cgroup of the test's own: in cgroup v1's freezer hierarchy where
+ * it is mounted (as Slurm's proctrack/cgroup uses it), else in cgroup v2.
+ */
+struct test_freezer {
+        char dir[128]; /* "" when not made */
+        bool v1;
+};
+
 struct fixture {
         struct daemon_harness h;
         struct emulated_app offline, online;
+        struct test_freezer freezer;
 };
 
 static int setup(void **state)
@@ -54,10 +72,64 @@ static int setup(void **state)
         return 0;
 }
 
+static void write_cgroup_file(const char *dir, const char *name, const char *value)
+{
+        char path[192];
+        FILE *file;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        file = fopen(path, "we");
+        if (!file || fputs(value, file) < 0 || fclose(file) != 0)
+                fail_msg("cannot write \"%s\" to %s: %s", value, path, strerror(errno));
+}
+
+static void freezer_make(struct test_freezer *fz)
+{
+        fz->v1 = access("/sys/fs/cgroup/freezer/freezer.state", F_OK) == 0 ||
+                 access("/sys/fs/cgroup/freezer/cgroup.procs", F_OK) == 0;
+        snprintf(fz->dir, sizeof(fz->dir), "/sys/fs/cgroup/%sgpreempt-test-%d", fz->v1 ? "freezer/" : "",
+                 (int)getpid());
+        if (mkdir(fz->dir, 0755) < 0)
+                fail_msg("cannot make the freezer cgroup %s: %s", fz->dir, strerror(errno));
+}
+
+static void freezer_set(struct test_freezer *fz, bool frozen)
+{
+        if (fz->v1)
+                write_cgroup_file(fz->dir, "freezer.state", frozen ? "FROZEN" : "THAWED");
+        else
+                write_cgroup_file(fz->dir, "cgroup.freeze", frozen ? "1" : "0");
+}
+
+static void freezer_move(struct test_freezer *fz, pid_t pid)
+{
+        char value[16];
+
+        snprintf(value, sizeof(value), "%d", (int)pid);
+        write_cgroup_file(fz->dir, "cgroup.procs", value);
+}
+
+/* Thawed (a frozen process would not even die of SIGKILL), emptied into the root cgroup, removed. */
+static void freezer_remove(struct test_freezer *fz, pid_t pid)
+{
+        char value[16];
+
+        if (!fz->dir[0])
+                return;
+        freezer_set(fz, false);
+        if (pid > 0) {
+                snprintf(value, sizeof(value), "%d", (int)pid);
+                write_cgroup_file(fz->v1 ? "/sys/fs/cgroup/freezer" : "/sys/fs/cgroup", "cgroup.procs", value);
+        }
+        rmdir(fz->dir);
+        fz->dir[0] = '\0';
+}
+
 static int teardown(void **state)
 {
         struct fixture *f = *state;
 
+        freezer_remove(&f->freezer, f->offline.pid);
         emulated_app_stop(&f->online);
         emulated_app_stop(&f->offline);
         daemon_harness_cleanup(&f->h);
@@ -447,6 +519,254 @@ static void test_suspension_bound_of_a_hold_beside_busy_online(void **state)
         assert_bounded_beside_busy_online(*state, true, 80);
 }
 
+/* How far the GPU moved a's queue (its read index) in about ms milliseconds; a need not run to answer. */
+static uint64_t gpu_progress_in(struct emulated_app *a, uint64_t read_pointer, int ms)
+{
+        uint64_t before, after;
+
+        assert_int_equal(peek_u64(a->pid, read_pointer, &before), 0);
+        usleep((useconds_t)ms * 1000);
+        assert_int_equal(peek_u64(a->pid, read_pointer, &after), 0);
+        return after - before;
+}
+
+static bool is_stopped_by_sigstop(struct json_object *p)
+{
+        const char *by = status_string(p, "stopped_by");
+
+        return p && by && strcmp(by, "SIGSTOP") == 0;
+}
+
+static bool is_stopped_by_sigtstp(struct json_object *p)
+{
+        const char *by = status_string(p, "stopped_by");
+
+        return p && by && strcmp(by, "SIGTSTP") == 0;
+}
+
+static bool is_not_stopped(struct json_object *p)
+{
+        return p && status_bool(p, "attached") && !status_string(p, "stopped_by");
+}
+
+static void assert_gpu_still(struct fixture *f, uint64_t read_pointer, const char *why)
+{
+        uint64_t done = gpu_progress_in(&f->offline, read_pointer, 300);
+
+        if (done > 1)
+                fail_msg("pid %d %s, yet its queue ran %llu kernels in 300 ms; daemon log:\n%s", (int)f->offline.pid,
+                         why, (unsigned long long)done, daemon_harness_log(&f->h));
+}
+
+static void assert_gpu_running(struct fixture *f, uint64_t read_pointer, const char *why)
+{
+        uint64_t done = 0;
+
+        /* the daemon acts on SIGCONT within its loop's turn; a loaded host may take a while */
+        for (int i = 0; i < 25 && done < 10; i++)
+                done = gpu_progress_in(&f->offline, read_pointer, 200);
+        if (done < 10)
+                fail_msg("pid %d %s, yet its queue ran only %llu kernels in 200 ms; daemon log:\n%s",
+                         (int)f->offline.pid, why, (unsigned long long)done, daemon_harness_log(&f->h));
+}
+
+/* Stops the offline app with sig and checks that its GPU work stops with it, also once online work came and went. */
+static void assert_stop_holds_the_gpu(struct fixture *f, int sig, status_process_test_fn stopped, uint64_t read_pointer)
+{
+        char state;
+
+        kill(f->offline.pid, sig);
+        daemon_status_wait_process(&f->h, f->offline.pid, stopped, "stopped, its queues suspended", 5000);
+        state = process_state(f->offline.pid);
+        if (state != 'T' && state != 't')
+                fail_msg("pid %d is in state %c after signal %d, not stopped", (int)f->offline.pid, state, sig);
+        assert_gpu_still(f, read_pointer, "is stopped");
+        /* online work starts and ends on its GPU: the policy resumes offline work, but not a stopped process's */
+        start_busy_online(f, "0.5");
+        if (emulated_app_wait(&f->online, 10000) == -1)
+                fail_msg("the online job did not end within 10 s");
+        usleep(100000);
+        assert_gpu_still(f, read_pointer, "is stopped, though online work came and went");
+        kill(f->offline.pid, SIGCONT);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_not_stopped, "continued", 5000);
+        assert_gpu_running(f, read_pointer, "was continued");
+}
+
+/*
+ * kill -STOP and Ctrl-Z's SIGTSTP stop the CPU threads; the GPU goes on
+ * with what was queued (2 s of kernels per request here) unless the daemon
+ * suspends it, which it does for an offline process until SIGCONT. The
+ * process sees every SIGCONT, once each, as without a tracer.
+ */
+static void test_group_stop_holds_the_gpu_until_sigcont(void **state)
+{
+        char log_path[] = "/tmp/gpreempt-test-stop-XXXXXX";
+        const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", "--kernels-per-request",
+                                         "2000", "--doorbell-per-request", "--signal-log", log_path, NULL };
+        struct fixture *f = *state;
+        uint64_t read_pointer;
+        char signals[64] = "";
+        FILE *log;
+        size_t n;
+        int fd;
+
+        fd = mkstemp(log_path);
+        assert_true(fd >= 0);
+        close(fd);
+        start_daemon(&f->h, no_slices, two_classes);
+        emulated_app_start(&f->offline, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        read_pointer = emulated_app_read_pointer_address(&f->offline);
+        assert_gpu_running(f, read_pointer, "has the GPU to itself");
+
+        assert_stop_holds_the_gpu(f, SIGSTOP, is_stopped_by_sigstop, read_pointer);
+        assert_stop_holds_the_gpu(f, SIGTSTP, is_stopped_by_sigtstp, read_pointer);
+
+        /* the SIGUSR1 of the report, then each SIGCONT, and nothing else */
+        log = fopen(log_path, "re");
+        assert_non_null(log);
+        n = fread(signals, 1, sizeof(signals) - 1, log);
+        fclose(log);
+        unlink(log_path);
+        signals[n] = '\0';
+        assert_string_equal(signals, "10\n18\n18\n");
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+static bool is_frozen_and_suspended(struct json_object *p)
+{
+        return p && status_bool(p, "frozen") && json_object_array_length(json_object_object_get(p, "suspended_gpus")) > 0;
+}
+
+static bool is_thawed(struct json_object *p)
+{
+        return p && status_bool(p, "attached") && !status_bool(p, "frozen");
+}
+
+/*
+ * A cgroup freezer (Slurm's proctrack/cgroup suspends jobs so) stops the
+ * threads with no signal: the daemon reads the freezer's state, suspends
+ * the GPU work with them until the thaw, and the process sees no signal.
+ */
+static void test_frozen_cgroup_holds_the_gpu_until_thawed(void **state)
+{
+        char log_path[] = "/tmp/gpreempt-test-freeze-XXXXXX";
+        const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", "--kernels-per-request",
+                                         "2000", "--doorbell-per-request", "--signal-log", log_path, NULL };
+        struct fixture *f = *state;
+        uint64_t read_pointer;
+        char signals[64] = "";
+        FILE *log;
+        size_t n;
+        int fd;
+
+        fd = mkstemp(log_path);
+        assert_true(fd >= 0);
+        close(fd);
+        start_daemon(&f->h, no_slices, two_classes);
+        /* in its cgroup before it runs, as a job's task is */
+        freezer_make(&f->freezer);
+        emulated_app_fork(&f->offline, app_path, offline0);
+        freezer_move(&f->freezer, f->offline.pid);
+        emulated_app_release(&f->offline);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        read_pointer = emulated_app_read_pointer_address(&f->offline);
+        assert_gpu_running(f, read_pointer, "has the GPU to itself");
+
+        freezer_set(&f->freezer, true);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_frozen_and_suspended, "frozen, its queues suspended",
+                                   5000);
+        assert_gpu_still(f, read_pointer, "is frozen");
+        freezer_set(&f->freezer, false);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_thawed, "thawed", 5000);
+        assert_gpu_running(f, read_pointer, "was thawed");
+
+        log = fopen(log_path, "re");
+        assert_non_null(log);
+        n = fread(signals, 1, sizeof(signals) - 1, log);
+        fclose(log);
+        unlink(log_path);
+        signals[n] = '\0';
+        assert_string_equal(signals, "10\n"); /* the report's SIGUSR1 alone */
+        freezer_remove(&f->freezer, f->offline.pid);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* The Status entry whose workload is name, or NULL; owned by status. */
+static struct json_object *process_named(struct json_object *status, const char *name)
+{
+        struct json_object *procs;
+
+        if (!json_object_object_get_ex(status, "processes", &procs))
+                return NULL;
+        for (size_t i = 0; i < json_object_array_length(procs); i++) {
+                struct json_object *p = json_object_array_get_idx(procs, i);
+                const char *workload = status_string(p, "workload");
+
+                if (workload && strcmp(workload, name) == 0)
+                        return p;
+        }
+        return NULL;
+}
+
+static bool has_registered_offline_child(struct json_object *status, void *userdata)
+{
+        struct json_object *p = process_named(status, "job-8");
+        const char *class = status_string(p, "class");
+
+        return p && status_int(p, "pid") != *(const pid_t *)userdata && class && strcmp(class, "offline") == 0 &&
+               status_bool(p, "registered") && status_bool(p, "attached");
+}
+
+static bool is_registered_offline(struct json_object *p)
+{
+        const char *workload = status_string(p, "workload");
+
+        return is_attached_offline(p) && status_bool(p, "registered") && workload && strcmp(workload, "job-7") == 0;
+}
+
+/*
+ * What a batch system does: it registers a task before the task execs the
+ * job's program, and a batch script's GPU work runs in its children. The
+ * registration outranks the configuration (which calls --rate jobs online)
+ * and ends with Unregister.
+ */
+static void test_registration_covers_exec_and_children(void **state)
+{
+        static const char *const serve[] = { "--rate", "100", "--gpu", "0", NULL };
+        struct fixture *f = *state;
+        struct emulated_app script = { 0 };
+        char command[512];
+        const char *script_args[] = { "-c", command, NULL };
+
+        start_daemon(&f->h, no_slices, two_classes);
+        daemon_call_pid(&f->h, "io.gpreempt.Register", 4000000, ",\"class\":\"offline\"", "io.gpreempt.NoSuchProcess");
+
+        emulated_app_fork(&f->offline, app_path, serve);
+        daemon_call_pid(&f->h, "io.gpreempt.Register", f->offline.pid, ",\"class\":\"offline\",\"name\":\"job 7\"",
+                        "org.varlink.service.InvalidParameter");
+        daemon_call_pid(&f->h, "io.gpreempt.Register", f->offline.pid, ",\"class\":\"offline\",\"name\":\"job-7\"",
+                        NULL);
+        emulated_app_release(&f->offline);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_registered_offline, "registered offline as job-7", 5000);
+
+        snprintf(command, sizeof(command), "%s --rate 100 --gpu 0 --report json & wait", app_path);
+        emulated_app_fork(&script, "/bin/sh", script_args);
+        daemon_call_pid(&f->h, "io.gpreempt.Register", script.pid, ",\"class\":\"offline\",\"name\":\"job-8\"", NULL);
+        emulated_app_release(&script);
+        daemon_status_wait(&f->h, has_registered_offline_child, &script.pid, "the script's child registered offline",
+                           5000, 20);
+
+        daemon_call_pid(&f->h, "io.gpreempt.Unregister", f->offline.pid, NULL, NULL);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_watched_online, "back to the configuration's online",
+                                   5000);
+        emulated_app_stop(&script);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -459,6 +779,9 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_reload_keeps_a_held_session, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_bound_beside_busy_online, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_bound_of_a_hold_beside_busy_online, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_group_stop_holds_the_gpu_until_sigcont, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_frozen_cgroup_holds_the_gpu_until_thawed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_registration_covers_exec_and_children, setup, teardown),
         };
 
         if (argc != 3) {

@@ -3,12 +3,14 @@
  * libFuzzer target: what workload matching reads from /proc/<pid>/cgroup,
  * paths a process's own container or cluster setup chooses: the systemd
  * unit it names, and the Kubernetes pod or Slurm job it names, from one
- * path and from a whole /proc/<pid>/cgroup text.
+ * path and from a whole /proc/<pid>/cgroup text; and the freezer gpreemptd
+ * reads for it, with a state file of either kind.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup-freezer.h"
 #include "cluster-cgroup.h"
 #include "workload-match.h"
 
@@ -36,6 +38,21 @@ static void check_cluster(bool found, const struct cluster_cgroup *cg)
                 abort();
 }
 
+/* A freezer found names an absolute path that is in the text. */
+static void check_freezer(const char *text)
+{
+        char *path = NULL;
+        int kind = cgroup_freezer_parse_membership(text, &path);
+
+        if (kind < CGROUP_FREEZER_NONE || (kind == CGROUP_FREEZER_NONE) != !path)
+                abort();
+        if (path && (path[0] != '/' || !strstr(text, path)))
+                abort();
+        free(path);
+        (void)cgroup_freezer_parse_frozen(CGROUP_FREEZER_V1, text);
+        (void)cgroup_freezer_parse_frozen(CGROUP_FREEZER_V2, text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         char *path = malloc(size + 1), *unit;
@@ -52,6 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(unit);
         check_cluster(cluster_cgroup_parse(path, &cg), &cg);
         check_cluster(cluster_cgroup_parse_proc(path, &cg), &cg);
+        check_freezer(path);
         free(path);
         return 0;
 }

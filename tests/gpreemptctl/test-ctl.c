@@ -215,8 +215,8 @@ static void test_without_daemon(void **state)
 
 static void test_usage_errors_and_help(void **state)
 {
-        static const char *const verbs[] = { "status", "suspend", "resume", "register", "unregister", "top",
-                                             "verify-config" };
+        static const char *const verbs[] = { "status", "suspend", "resume", "register", "unregister", "reload",
+                                             "top", "verify-config" };
         struct fixture *f = *state;
         struct json_object *o;
 
@@ -334,6 +334,18 @@ static void test_verbs_against_the_daemon(void **state)
 
         /* verify-config --pid explains the match of a live process */
         assert_contains(ctl(f, 0, "verify-config", "--pid", pid)->out, "would classify it offline (workload train");
+
+        /* reload: a broken drop-in is refused with its problem, and the configuration in effect stays */
+        assert_contains(ctl(f, 0, "reload")->out, "reloaded");
+        config_fixture_write(&f->h.config, "workloads.d/60-bad.conf", "[Workload]\nName=x\nClass=sometimes\n");
+        assert_contains(ctl(f, 2, "reload")->err, "refused the configuration on disk and keeps the one in effect");
+        assert_contains(f->r.err, "60-bad.conf");
+        o = json_out(ctl(f, 2, "reload", "--json"));
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "varlink_error")),
+                            "io.gpreempt.InvalidConfiguration");
+        json_object_put(o);
+        assert_contains(ctl(f, 0, "status")->out, "train");
+        assert_contains(ctl(f, 1, "reload", "now")->err, "no arguments");
 
         /* the daemon going away mid-session is explained too */
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);

@@ -33,6 +33,7 @@ struct seen {
         int runtime_enabled;
         int runtime_disabled;
         int stopped;
+        int continued;
         int exiting;
         int terminated;
         int exit_status;
@@ -57,6 +58,9 @@ static void on_event(struct gp_target *target, const struct gp_event *event, voi
                 break;
         case GP_EVENT_STOPPED:
                 seen->stopped++;
+                break;
+        case GP_EVENT_CONTINUED:
+                seen->continued++;
                 break;
         case GP_EVENT_EXITED:
                 if (event->exit_status == -1) {
@@ -313,7 +317,10 @@ static void test_signals_reach_a_held_target(void **state)
         assert_int_equal(f->seen.stopped, 1);
         pump(f->target, 50, NULL);
         assert_true(process_state(f->app.pid) == 'T' || process_state(f->app.pid) == 't');
+        assert_int_equal(f->seen.continued, 0);
         kill(f->app.pid, SIGCONT);
+        pump(f->target, 2000, &f->seen.continued);
+        assert_int_equal(f->seen.continued, 1);
         pump(f->target, 100, NULL);
         assert_true(process_state(f->app.pid) != 'T' && process_state(f->app.pid) != 't');
 

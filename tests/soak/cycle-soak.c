@@ -111,6 +111,8 @@ static const char *event_name(enum gp_event_type type)
                 return "the exit";
         case GP_EVENT_EXECED:
                 return "an exec";
+        case GP_EVENT_CONTINUED:
+                return "a continuation";
         }
         return "an unknown event";
 }

@@ -118,6 +118,9 @@ enum gp_event_type {
         GP_EVENT_EXITED,
         /* The target exec'd: the kernel ended its kfd debug session. */
         GP_EVENT_EXECED,
+        /* The group-stop GP_EVENT_STOPPED reported ended: someone sent
+         * SIGCONT (which the target still receives as sent). */
+        GP_EVENT_CONTINUED,
 };
 
 struct gp_event {

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Classes given by hand (io.gpreempt.Register): each names a live process
+ * and covers it and the processes it starts, whenever they come to use the
+ * GPU, through every exec. That is what a batch system needs: a Slurm task
+ * is registered before it execs the job's program (the SPANK plugin's
+ * task_init_privileged), and a batch script's GPU work runs in its children.
+ *
+ * A registration lasts as long as its process: each holds a pidfd, and one
+ * whose process exited is dropped before the next lookup, so a pid the
+ * kernel hands out again is never mistaken for it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "workload.h"
+
+/* Registrations held at once; a node runs far fewer job tasks. */
+#define REGISTRATIONS_MAX 4096
+/* A registration's name (e.g. "slurm-job-42.0"): printable ASCII, at most this many bytes. */
+#define REGISTRATION_NAME_MAX 64
+
+struct registration {
+        pid_t pid;
+        int pidfd;
+        enum workload_class class;
+        char *name; /* NULL: none given */
+};
+
+struct registrations {
+        struct registration *items;
+        size_t n;
+};
+
+/* Whether name may be a registration's name. */
+bool registration_name_is_valid(const char *name);
+
+/*
+ * Registers pid (replacing its earlier registration) with class and name
+ * (may be NULL). Returns 0, -ESRCH when pid does not exist, -ENOSPC past
+ * REGISTRATIONS_MAX, -EINVAL for a name that is not valid, or -ENOMEM.
+ */
+int registrations_set(struct registrations *r, pid_t pid, enum workload_class class, const char *name);
+/* Drops pid's own registration. Returns whether it had one. */
+bool registrations_remove(struct registrations *r, pid_t pid);
+/*
+ * The registration that covers pid: its own, else its nearest registered
+ * ancestor's, read from <proc_root>/<pid>/status. NULL when none does (or
+ * the ancestry cannot be read).
+ */
+const struct registration *registrations_find(struct registrations *r, const char *proc_root, pid_t pid);
+void registrations_done(struct registrations *r);
