@@ -29,9 +29,11 @@
 #include "policy.h"
 #include "process-queues.h"
 #include "loop-scheduling.h"
+#include "metrics.h"
 
 #define MANAGER_MAX_PROCESSES 1024
 #define MANAGER_MAX_GPUS PROCESS_QUEUES_MAX_GPUS
+_Static_assert(MANAGER_MAX_GPUS == METRICS_MAX_GPUS, "a process's counters are kept per GPU index");
 
 struct detector;
 struct discovery;
@@ -42,6 +44,7 @@ struct varlink_server;
 struct gpu {
         uint32_t gpu_id;
         struct policy_gpu policy;
+        struct metrics_gpu metrics;
 };
 
 struct tracked_process {
@@ -63,6 +66,9 @@ struct tracked_process {
         bool held;                /* gpreemptctl suspend: kept suspended until resume, within the bounds */
         struct policy_gpu hold_policy; /* a hold's bounds: online work that never ends */
         bool terminating;         /* got a termination signal: never suspended again */
+        struct metrics_process metrics; /* its transitions, per GPU index, since it got its identity */
+        bool counted;             /* metrics_id holds the identity its counts are kept under */
+        struct metrics_identity metrics_id; /* its workload's name is owned here */
 };
 
 struct manager {
@@ -84,6 +90,8 @@ struct manager {
         uint64_t started_us;
         uint64_t reloads;
         struct loop_scheduling scheduling;
+        struct metrics_retired metrics_retired; /* the counts of processes gone or re-identified */
+        uint64_t errors[_METRICS_ERROR_MAX];
 };
 
 int manager_new(sd_event *event, struct paths *paths, struct config *config, struct manager **ret_manager);
@@ -96,6 +104,8 @@ int manager_start(struct manager *m);
 int manager_reload(struct manager *m, struct diag *diag);
 
 uint64_t manager_now(const struct manager *m);
+/* The index of a GPU in gpus[] (what per-GPU counters are kept by), or -ENOENT. */
+int manager_gpu_index(const struct manager *m, uint32_t gpu_id);
 /* Whether the node has a KFD (amdgpu loaded, an AMD GPU): without one there is nothing to manage. */
 bool manager_kfd_present(const struct manager *m);
 struct tracked_process *manager_find_process(struct manager *m, pid_t pid);
