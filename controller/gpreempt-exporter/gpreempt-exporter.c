@@ -122,6 +122,10 @@ static char *explain_no_answer(const char *socket_path, int error, const char *v
         else if (error == -ENOENT || error == -ECONNREFUSED)
                 r = asprintf(&s, "gpreemptd is not running (nothing listens on %s): start it with 'systemctl start "
                                  "gpreemptd', or set GPREEMPT_RUNTIME_DIR to its runtime directory", socket_path);
+        else if (error == -EBADMSG)
+                r = asprintf(&s, "gpreemptd's answer on %s is not a Varlink message or larger than one may be "
+                                 "(256 KiB): with --per-process on a node of many processes, leave that option out",
+                             socket_path);
         else if (error == -EACCES)
                 r = asprintf(&s, "may not connect to %s: run gpreempt-exporter as root or in the gpreempt group",
                              socket_path);
