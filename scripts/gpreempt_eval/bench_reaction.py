@@ -74,10 +74,12 @@ def die(message):
     sys.exit(1)
 
 
-def build(build_dir):
-    targets = ["controller/gpreemptd/gpreemptd", "controller/gpreempt-exporter/gpreempt-exporter",
-               "tests/controller/bench-reaction", "tests/controller/bench-floor",
+def build(build_dir, scraped):
+    """scraped: the exporter too (a build older than it can still be compared without --scrape)."""
+    targets = ["controller/gpreemptd/gpreemptd", "tests/controller/bench-reaction", "tests/controller/bench-floor",
                "tests/kfdemu/app/kfdemu-app", "tests/kfdemu/transport/kfdemu-run"]
+    if scraped:
+        targets.append("controller/gpreempt-exporter/gpreempt-exporter")
     if not os.path.exists(os.path.join(build_dir, "build.ninja")):
         die(f"{build_dir} is not a meson build directory; run 'meson setup {build_dir}' first.")
     if subprocess.run(["ninja", "-C", build_dir] + targets, stdout=subprocess.DEVNULL).returncode != 0:
@@ -207,7 +209,7 @@ def main():
             die(f"--daemon-setting '{setting}' is not one KEY=VALUE line of the [Daemon] section")
     if args.runs < 1 or args.events < 0 or args.seconds < 1:
         die("--runs must be 1 or more, --events 0 or more, --seconds 1 or more")
-    build(build_dir)
+    build(build_dir, any(scrape != "none" for scrape in scrapes))
 
     keys = [(c, d, sc) for c in cases for d in (detectors if c != "baseline" else detectors[:1]) for sc in scrapes]
     results = {k: [] for k in keys}
