@@ -2,8 +2,11 @@
 #include "paths.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "api-names.h"
 
 static int fill(char **member, const char *env, const char *fallback)
 {
@@ -43,4 +46,16 @@ void paths_done(struct paths *p)
         free(p->kfd_device);
         free(p->group);
         *p = (struct paths){ 0 };
+}
+
+int paths_api_socket(char **ret_path)
+{
+        struct paths p = { 0 };
+        int r = paths_fill_defaults(&p);
+        const char *dir = p.runtime_dir ? p.runtime_dir : API_DEFAULT_RUNTIME_DIR;
+
+        if (r >= 0 && asprintf(ret_path, "%s/" API_SOCKET_NAME, dir) < 0)
+                r = -ENOMEM;
+        paths_done(&p);
+        return r;
 }

@@ -22,6 +22,14 @@ struct paths {
         char *group;
 };
 
+/*
+ * Where a client finds gpreemptd's control socket: $GPREEMPT_RUNTIME_DIR/io.gpreempt,
+ * else the shipped unit's RuntimeDirectory= (/run/gpreempt/io.gpreempt). A
+ * daemon configured elsewhere is found through $GPREEMPT_RUNTIME_DIR.
+ * Returns 0 or -ENOMEM.
+ */
+int paths_api_socket(char **ret_path);
+
 /* Fills unset members from the environment and the defaults. Returns 0 or -ENOMEM. */
 int paths_fill_defaults(struct paths *p);
 void paths_done(struct paths *p);

@@ -19,20 +19,6 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct varlink_client *, varlink_client_free);
 
-/* What RuntimeDirectory= defaults to (gpreemptd.conf(5)); a daemon configured
- * elsewhere is found through $GPREEMPT_RUNTIME_DIR. */
-
-int daemon_socket_path(char **ret_path)
-{
-        struct paths p = { 0 };
-        int r = paths_fill_defaults(&p);
-
-        if (r >= 0 && asprintf(ret_path, "%s/" API_SOCKET_NAME, p.runtime_dir ? p.runtime_dir : API_DEFAULT_RUNTIME_DIR) < 0)
-                r = -ENOMEM;
-        paths_done(&p);
-        return r;
-}
-
 void daemon_print_json(struct json_object *o)
 {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -114,7 +100,7 @@ int daemon_connect_quiet(struct varlink_client **ret_client, struct daemon_failu
         _cleanup_free_ char *path = NULL;
         int r;
 
-        r = daemon_socket_path(&path);
+        r = paths_api_socket(&path);
         if (r < 0)
                 return fail(f, CTL_EXIT_FAILURE, NULL, "%s", strerror(-r));
         r = varlink_client_connect(path, DAEMON_CALL_TIMEOUT_MS, ret_client);
@@ -277,7 +263,7 @@ static int explain_hangup(const char *method, struct daemon_failure *f)
         struct json_object *reply = NULL;
         int r;
 
-        r = daemon_socket_path(&path);
+        r = paths_api_socket(&path);
         if (r >= 0)
                 r = varlink_client_connect(path, DAEMON_CALL_TIMEOUT_MS, &probe);
         if (r == -ENOENT || r == -ECONNREFUSED)

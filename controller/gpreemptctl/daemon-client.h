@@ -37,9 +37,6 @@ struct daemon_failure {
 
 void daemon_failure_done(struct daemon_failure *f);
 
-/* $GPREEMPT_RUNTIME_DIR/io.gpreempt, else /run/gpreempt/io.gpreempt. Returns -ENOMEM or 0. */
-int daemon_socket_path(char **ret_path);
-
 /*
  * Connects to gpreemptd. On failure prints why (on stderr; with json also
  * {"error": ...} on stdout) and returns the ctl_exit code; 0 on success.

@@ -18,6 +18,7 @@
 
 #include "cleanup.h"
 #include "daemon-client.h"
+#include "paths.h"
 #include "varlink-client.h"
 #include "varlink-protocol.h"
 #include "verbs.h"
@@ -98,7 +99,7 @@ void doctor_check_daemon(struct doctor *d)
                 _cleanup_free_ char *path = NULL;
 
                 /* the node may be ready for a daemon not started yet: say how to start it at every boot */
-                if (daemon_socket_path(&path) < 0) {
+                if (paths_api_socket(&path) < 0) {
                         d->out_of_memory = true;
                         return;
                 }

@@ -7,39 +7,8 @@
 #include <string.h>
 
 #include "cluster-identity.h"
+#include "json-get.h"
 #include "printable.h"
-
-static int64_t get_int(struct json_object *o, const char *key)
-{
-        struct json_object *v;
-
-        return o && json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : 0;
-}
-
-static bool get_bool(struct json_object *o, const char *key)
-{
-        struct json_object *v;
-
-        return o && json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
-}
-
-static const char *get_string(struct json_object *o, const char *key, const char *fallback)
-{
-        struct json_object *v;
-
-        if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
-                return json_object_get_string(v);
-        return fallback;
-}
-
-static struct json_object *get_array(struct json_object *o, const char *key)
-{
-        struct json_object *v;
-
-        if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_array))
-                return v;
-        return NULL;
-}
 
 /* "850ms", "12.3s", "4m05s", "2h07m": precise when short, readable when long. */
 static void format_usec(char *buf, size_t size, int64_t usec)
@@ -71,12 +40,12 @@ static void format_ids(char *buf, size_t size, struct json_object *array)
 
 static struct json_object *find_gpu(struct json_object *status, int64_t gpu_id)
 {
-        struct json_object *gpus = get_array(status, "gpus");
+        struct json_object *gpus = json_get_array(status, "gpus");
 
         for (size_t i = 0; gpus && i < json_object_array_length(gpus); i++) {
                 struct json_object *g = json_object_array_get_idx(gpus, i);
 
-                if (get_int(g, "gpu_id") == gpu_id)
+                if (json_get_int(g, "gpu_id") == gpu_id)
                         return g;
         }
         return NULL;
@@ -84,7 +53,7 @@ static struct json_object *find_gpu(struct json_object *status, int64_t gpu_id)
 
 static void print_gpus(FILE *out, struct json_object *status, struct json_object *previous)
 {
-        struct json_object *gpus = get_array(status, "gpus");
+        struct json_object *gpus = json_get_array(status, "gpus");
         size_t n = gpus ? json_object_array_length(gpus) : 0;
 
         if (n == 0) {
@@ -97,17 +66,18 @@ static void print_gpus(FILE *out, struct json_object *status, struct json_object
                 struct json_object *g = json_object_array_get_idx(gpus, i);
                 char resumes[48], suspended[24];
 
-                snprintf(resumes, sizeof(resumes), "%" PRId64 "/%" PRId64 "/%" PRId64, get_int(g, "resumes_idle"),
-                         get_int(g, "resumes_max_suspend"), get_int(g, "resumes_share"));
-                format_usec(suspended, sizeof(suspended), get_int(g, "suspended_usec"));
-                fprintf(out, "%-8" PRId64 " %-7s %-10s %9" PRId64 " %-21s %12s", get_int(g, "gpu_id"),
-                        get_bool(g, "online_busy") ? "busy" : "idle",
-                        get_bool(g, "offline_suspended") ? "suspended" : "running", get_int(g, "suspends"),
+                snprintf(resumes, sizeof(resumes), "%" PRId64 "/%" PRId64 "/%" PRId64, json_get_int(g, "resumes_idle"),
+                         json_get_int(g, "resumes_max_suspend"), json_get_int(g, "resumes_share"));
+                format_usec(suspended, sizeof(suspended), json_get_int(g, "suspended_usec"));
+                fprintf(out, "%-8" PRId64 " %-7s %-10s %9" PRId64 " %-21s %12s", json_get_int(g, "gpu_id"),
+                        json_get_bool(g, "online_busy") ? "busy" : "idle",
+                        json_get_bool(g, "offline_suspended") ? "suspended" : "running", json_get_int(g, "suspends"),
                         resumes, suspended);
                 if (previous) {
-                        struct json_object *p = find_gpu(previous, get_int(g, "gpu_id"));
+                        struct json_object *p = find_gpu(previous, json_get_int(g, "gpu_id"));
 
-                        fprintf(out, "  +%" PRId64 " suspends", get_int(g, "suspends") - get_int(p, "suspends"));
+                        fprintf(out, "  +%" PRId64 " suspends",
+                                json_get_int(g, "suspends") - json_get_int(p, "suspends"));
                 }
                 fputc('\n', out);
         }
@@ -116,27 +86,27 @@ static void print_gpus(FILE *out, struct json_object *status, struct json_object
 /* What the daemon is doing with the process, in a few words. */
 static void format_state(char *buf, size_t size, struct json_object *p)
 {
-        const char *class = get_string(p, "class", NULL);
+        const char *class = json_get_string(p, "class", NULL);
         char ids[128];
 
-        if (!get_bool(p, "managed")) {
+        if (!json_get_bool(p, "managed")) {
                 snprintf(buf, size, "not managed (no workload matches)");
                 return;
         }
         if (class && strcmp(class, "online") == 0) {
-                snprintf(buf, size, "watching %" PRId64 "/%" PRId64 " queues", get_int(p, "watched_queues"),
-                         get_int(p, "queues"));
+                snprintf(buf, size, "watching %" PRId64 "/%" PRId64 " queues", json_get_int(p, "watched_queues"),
+                         json_get_int(p, "queues"));
                 return;
         }
-        if (!get_bool(p, "attached")) {
-                snprintf(buf, size, "not attached: %s", get_string(p, "attach_error", "starting"));
+        if (!json_get_bool(p, "attached")) {
+                snprintf(buf, size, "not attached: %s", json_get_string(p, "attach_error", "starting"));
                 return;
         }
-        format_ids(ids, sizeof(ids), get_array(p, "suspended_gpus"));
+        format_ids(ids, sizeof(ids), json_get_array(p, "suspended_gpus"));
         snprintf(buf, size, "%s%s%s%s%s%s%s", strcmp(ids, "-") ? "suspended on " : "running", strcmp(ids, "-") ? ids : "",
-                 get_bool(p, "held") ? ", held" : "", get_bool(p, "terminating") ? ", terminating" : "",
-                 get_string(p, "stopped_by", NULL) ? ", stopped by " : "", get_string(p, "stopped_by", ""),
-                 get_bool(p, "frozen") ? ", frozen" : "");
+                 json_get_bool(p, "held") ? ", held" : "", json_get_bool(p, "terminating") ? ", terminating" : "",
+                 json_get_string(p, "stopped_by", NULL) ? ", stopped by " : "", json_get_string(p, "stopped_by", ""),
+                 json_get_bool(p, "frozen") ? ", frozen" : "");
 }
 
 /*
@@ -153,9 +123,9 @@ static void format_job(char *buf, size_t size, struct json_object *p)
                 snprintf(buf, size, "-");
                 return;
         }
-        kind = get_string(cluster, "kind", "");
-        id = get_string(cluster, "id", "?");
-        name = get_string(cluster, "name", NULL);
+        kind = json_get_string(cluster, "kind", "");
+        id = json_get_string(cluster, "id", "?");
+        name = json_get_string(cluster, "name", NULL);
         if (strcmp(kind, "slurm") == 0)
                 snprintf(buf, size, "%s%sjob %s%s", name ? name : "", name ? " (" : "", id, name ? ")" : "");
         else if (name)
@@ -166,7 +136,7 @@ static void format_job(char *buf, size_t size, struct json_object *p)
 
 static void print_processes(FILE *out, struct json_object *status)
 {
-        struct json_object *procs = get_array(status, "processes");
+        struct json_object *procs = json_get_array(status, "processes");
         size_t n = procs ? json_object_array_length(procs) : 0;
         struct json_object *kfd_present;
 
@@ -186,24 +156,25 @@ static void print_processes(FILE *out, struct json_object *status)
                 struct json_object *p = json_object_array_get_idx(procs, i);
                 char gpus[64], counts[32], state[256], class[16], job[PRINTABLE_SIZE(CLUSTER_NAME_MAX) + 32]; /* the name, escaped */
 
-                format_ids(gpus, sizeof(gpus), get_array(p, "gpus"));
-                snprintf(counts, sizeof(counts), "%" PRId64 "/%" PRId64, get_int(p, "suspends"),
-                         get_int(p, "resumes"));
-                snprintf(class, sizeof(class), "%s%s", get_string(p, "class", "-"),
-                         get_bool(p, "registered") ? "*" : "");
+                format_ids(gpus, sizeof(gpus), json_get_array(p, "gpus"));
+                snprintf(counts, sizeof(counts), "%" PRId64 "/%" PRId64, json_get_int(p, "suspends"),
+                         json_get_int(p, "resumes"));
+                snprintf(class, sizeof(class), "%s%s", json_get_string(p, "class", "-"),
+                         json_get_bool(p, "registered") ? "*" : "");
                 format_state(state, sizeof(state), p);
                 format_job(job, sizeof(job), p);
-                fprintf(out, "%-8" PRId64 " %-8s %-16s %-24s %-8s %6" PRId64 " %9s  %s\n", get_int(p, "pid"), class,
-                        get_string(p, "workload", "-"), job, gpus, get_int(p, "queues"), counts, state);
+                fprintf(out, "%-8" PRId64 " %-8s %-16s %-24s %-8s %6" PRId64 " %9s  %s\n", json_get_int(p, "pid"), class,
+                        json_get_string(p, "workload", "-"), job, gpus, json_get_int(p, "queues"), counts, state);
         }
 }
 
 /* The loop's scheduling in effect, and why it is not the configured one. */
 static void print_loop_scheduling(FILE *out, struct json_object *status)
 {
-        int64_t priority = get_int(status, "realtime_priority"), wanted = get_int(status, "realtime_wanted");
-        int64_t cap = get_int(status, "realtime_cpu_percent"), demotions = get_int(status, "realtime_demotions");
-        const char *error = get_string(status, "realtime_error", "");
+        int64_t priority = json_get_int(status, "realtime_priority"), wanted = json_get_int(status, "realtime_wanted");
+        int64_t cap = json_get_int(status, "realtime_cpu_percent");
+        int64_t demotions = json_get_int(status, "realtime_demotions");
+        const char *error = json_get_string(status, "realtime_error", "");
         const char *times = demotions == 1 ? "time" : "times";
 
         if (priority > 0)
@@ -232,9 +203,9 @@ void status_view_print(FILE *out, struct json_object *status, struct json_object
         } else
                 status = NULL; /* out of memory: the tables say nothing rather than print raw text */
 
-        format_usec(uptime, sizeof(uptime), get_int(status, "uptime_usec"));
+        format_usec(uptime, sizeof(uptime), json_get_int(status, "uptime_usec"));
         fprintf(out, "gpreemptd: up %s, %" PRId64 " workloads configured, %" PRId64 " reloads, ", uptime,
-                get_int(status, "workloads"), get_int(status, "reloads"));
+                json_get_int(status, "workloads"), json_get_int(status, "reloads"));
         print_loop_scheduling(out, status);
         fputs("\n\n", out);
         print_gpus(out, status, previous);

@@ -19,6 +19,7 @@
 
 #include "cleanup.h"
 #include "daemon-client.h"
+#include "metrics-view.h"
 #include "parse.h"
 #include "ctl-report.h"
 #include "status-view.h"
@@ -36,13 +37,17 @@ static void print_help(void)
         printf("Usage: gpreemptctl top [--interval DURATION] [--iterations N] [--json]\n"
                "\n"
                "Show gpreemptd's status (see 'gpreemptctl status --help') and redraw it every\n"
-               "interval, with the suspends each GPU made since the last refresh. On a\n"
+               "interval, with the suspends each GPU made since the last refresh, and the\n"
+               "counters Prometheus scrapes (gpreempt-exporter): suspensions and time\n"
+               "suspended per workload, the reaction and the preemption calls as percentiles\n"
+               "of what happened since the last refresh. On a\n"
                "terminal press q or Ctrl-C to quit; when the output is not a terminal, print\n"
                "%d snapshots and end. Needs root or the gpreempt group.\n"
                "\n"
                "  --interval DURATION  time between refreshes (default 1s; 250ms, 2s, ...)\n"
                "  --iterations N       stop after N snapshots (0: until q or Ctrl-C)\n"
-               "  --json               one Status reply per line, as JSON\n"
+               "  --json               one Status reply per line, as JSON, with the Metrics\n"
+               "                       reply's families in its member metrics\n"
                "  -h, --help           show this help\n",
                TOP_SNAPSHOTS_NOT_A_TTY);
 }
@@ -125,7 +130,7 @@ int verb_top(const struct ctl_globals *globals, int argc, char **argv)
                 {},
         };
         _cleanup_(varlink_client_freep) struct varlink_client *client = NULL;
-        _cleanup_(json_object_putp) struct json_object *previous = NULL;
+        _cleanup_(json_object_putp) struct json_object *previous = NULL, *previous_metrics = NULL;
         _cleanup_close_ int sfd = -1;
         struct raw_terminal terminal = { 0 };
         bool json = false, tty = isatty(STDOUT_FILENO), iterations_given = false;
@@ -178,12 +183,18 @@ int verb_top(const struct ctl_globals *globals, int argc, char **argv)
         if (tty && !json && isatty(STDIN_FILENO))
                 raw_terminal_enter(&terminal);
         for (uint32_t i = 0; iterations == 0 || i < iterations; i++) {
-                struct json_object *status = NULL;
+                struct json_object *status = NULL, *metrics = NULL, *families = NULL;
+                struct daemon_failure metrics_failure = { 0 };
 
                 /* the wait between snapshots may outlast the daemon's idle timeout, or a restart */
                 r = daemon_call_read_again(&client, "Status", json, &status);
                 if (r != 0)
                         break;
+                /* a daemon older than Metrics still gets its status shown */
+                if (daemon_call_quiet(client, "Metrics", NULL, DAEMON_READ, 0, &metrics, &metrics_failure) == 0 &&
+                    json_object_object_get_ex(metrics, "families", &families))
+                        json_object_object_add(status, "metrics", json_object_get(families));
+                json_object_put(metrics);
                 if (json) {
                         puts(json_object_to_json_string_ext(status, JSON_C_TO_STRING_PLAIN));
                 } else {
@@ -197,10 +208,17 @@ int verb_top(const struct ctl_globals *globals, int argc, char **argv)
                         printf("%s  every %.3gs%s\n", when, (double)interval_us / 1e6,
                                terminal.active ? ", q to quit" : "");
                         status_view_print(stdout, status, previous);
+                        if (families)
+                                metrics_view_print(stdout, families, previous_metrics);
+                        else
+                                printf("\nmetrics: %s\n", metrics_failure.sentence ? metrics_failure.sentence : "-");
                         if (!tty)
                                 putchar('\n');
                 }
                 fflush(stdout);
+                daemon_failure_done(&metrics_failure);
+                json_object_put(previous_metrics);
+                previous_metrics = families ? json_object_get(families) : NULL;
                 json_object_put(previous);
                 previous = status;
                 if ((iterations == 0 || i + 1 < iterations) &&

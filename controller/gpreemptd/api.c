@@ -10,6 +10,7 @@
 
 #include <gpreempt/gpreempt.h>
 
+#include "api-metrics.h"
 #include "cleanup.h"
 #include "detector.h"
 #include "held-session.h"
@@ -78,6 +79,21 @@ static const char description[] =
         "                    uptime_usec: int,\n"
         "                    realtime_priority: int, realtime_wanted: int, realtime_error: ?string,\n"
         "                    realtime_cpu_percent: int, realtime_demotions: int)\n"
+        "\n"
+        "# A metric's label set, e.g. {\"gpu_id\": \"1234\", \"class\": \"offline\"}; a histogram's\n"
+        "# buckets are cumulative: count is how many observations were at most le seconds.\n"
+        "type MetricBucket (le: float, count: int)\n"
+        "type MetricSample (labels: [string]string, value: ?float, buckets: ?[]MetricBucket, count: ?int,\n"
+        "                   sum: ?float)\n"
+        "# One metric family, named as Prometheus names them (gpreempt_ prefix, base units,\n"
+        "# _total counters); histogram samples carry buckets, count and sum instead of value.\n"
+        "type MetricFamily (name: string, type: (counter, gauge, histogram), help: string,\n"
+        "                   samples: []MetricSample)\n"
+        "\n"
+        "# The daemon's counters, for gpreempt-exporter (Prometheus) and gpreemptctl top.\n"
+        "# Series are per GPU and workload; per_process: per live process instead, with\n"
+        "# a pid label (a series per process: mind the cardinality).\n"
+        "method Metrics(per_process: ?bool) -> (families: []MetricFamily)\n"
         "\n"
         "# Suspends the process's queues on every GPU until Resume, within the offline\n"
         "# bounds (MaxSuspendMs, MinOfflineSharePercent) so its watchdogs do not fire (root only).\n"
@@ -236,6 +252,23 @@ static void invalid_parameter(struct varlink_call *call, const char *name)
 
         json_object_object_add(p, "parameter", json_object_new_string(name));
         varlink_call_error(call, "org.varlink.service.InvalidParameter", p);
+}
+
+static void method_metrics(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        struct json_object *reply, *v;
+        bool per_process = false;
+
+        if (json_object_object_get_ex(params, "per_process", &v) && !json_object_is_type(v, json_type_null)) {
+                if (!json_object_is_type(v, json_type_boolean)) {
+                        invalid_parameter(call, "per_process");
+                        return;
+                }
+                per_process = json_object_get_boolean(v);
+        }
+        reply = json_object_new_object();
+        json_object_object_add(reply, "families", api_metrics_families(userdata, per_process));
+        varlink_call_reply(call, reply);
 }
 
 static void error_with_pid(struct varlink_call *call, const char *error, pid_t pid, const char *reason)
@@ -458,6 +491,7 @@ static void method_reload(struct varlink_call *call, struct json_object *params,
 static const struct varlink_method methods[] = {
         { "Status", VARLINK_ACCESS_READ, method_status },
         { "VerifyConfig", VARLINK_ACCESS_READ, method_verify_config },
+        { "Metrics", VARLINK_ACCESS_READ, method_metrics },
         { "Suspend", VARLINK_ACCESS_WRITE, method_suspend },
         { "Resume", VARLINK_ACCESS_WRITE, method_resume },
         { "Register", VARLINK_ACCESS_WRITE, method_register },

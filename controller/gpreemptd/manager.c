@@ -18,6 +18,7 @@
 #include "monotonic-clock.h"
 #include "online-queues.h"
 #include "process-facts.h"
+#include "sources.h"
 #include "workload-match.h"
 
 /* An attach that may work later is tried again after this, doubling up to the most. */
@@ -46,6 +47,14 @@ struct tracked_process *manager_find_process(struct manager *m, pid_t pid)
                 if (m->processes[i]->pid == pid)
                         return m->processes[i];
         return NULL;
+}
+
+int manager_gpu_index(const struct manager *m, uint32_t gpu_id)
+{
+        for (size_t i = 0; i < m->n_gpus; i++)
+                if (m->gpus[i].gpu_id == gpu_id)
+                        return (int)i;
+        return -ENOENT;
 }
 
 static bool is_offline_managed(const struct tracked_process *p)
@@ -83,7 +92,40 @@ static struct gpu *find_gpu(struct manager *m, uint32_t gpu_id)
         return NULL;
 }
 
-/* The GPU's policy, made when a process first has queues there. NULL past MANAGER_MAX_GPUS. */
+/*
+ * The GPU's name for the metrics' gpu_name label, and whether its
+ * suspensions preempt the whole device: gfx11 and later run MES, which
+ * removes the suspended queues alone; gfx9 and gfx10 run HWS, whose
+ * suspend and resume unmap every process's queues (kfd-interface.md §4.1,
+ * §9.5). A GPU the topology does not show is taken to be HWS, the case
+ * with the cost.
+ */
+static void describe_gpu(struct manager *m, struct gpu *g)
+{
+        _cleanup_free_ char *kfd_root = NULL;
+        _cleanup_free_ struct qf_gpu *gpus = NULL;
+        struct qf_diags diags = { 0 };
+        size_t n = 0;
+
+        g->metrics.device_wide_preemption = true;
+        if (asprintf(&kfd_root, "%s/class/kfd/kfd", m->paths.sysfs_root) < 0) {
+                kfd_root = NULL;
+                return;
+        }
+        if (qf_topology_read(kfd_root, &diags, &gpus, &n) >= 0)
+                for (size_t i = 0; i < n; i++)
+                        if (gpus[i].gpu_id == g->gpu_id) {
+                                qf_gpu_name_resolve(&gpus[i]);
+                                snprintf(g->metrics.name, sizeof(g->metrics.name), "%s", gpus[i].marketing_name);
+                                g->metrics.device_wide_preemption = gpus[i].gfx_target_version < 110000;
+                        }
+        qf_diags_clear(&diags);
+}
+
+/*
+ * The GPU's policy, made when a process first has queues there (discovery
+ * reads them, off the reaction path). NULL past MANAGER_MAX_GPUS.
+ */
 static struct gpu *get_gpu(struct manager *m, uint32_t gpu_id)
 {
         struct gpu *g = find_gpu(m, gpu_id);
@@ -95,6 +137,7 @@ static struct gpu *get_gpu(struct manager *m, uint32_t gpu_id)
         g = &m->gpus[m->n_gpus++];
         g->gpu_id = gpu_id;
         policy_gpu_init(&g->policy, &params, manager_now(m));
+        describe_gpu(m, g);
         return g;
 }
 
@@ -105,6 +148,29 @@ static bool gpu_suspended(struct manager *m, uint32_t gpu_id)
         return g && g->policy.suspended;
 }
 
+/* How many online queues each GPU has watched: what a device-wide preemption there takes with it. */
+static void count_online_queues(struct manager *m)
+{
+        struct detector_queue_status queues[DETECTOR_MAX_QUEUES_PER_PROCESS];
+
+        for (size_t i = 0; i < m->n_gpus; i++)
+                m->gpus[i].metrics.online_queues = 0;
+        for (size_t i = 0; i < m->n_processes; i++) {
+                const struct tracked_process *p = m->processes[i];
+                size_t n = p->n_watched_queues ? detector_process_queues(m->detector, p->pid, queues,
+                                                                         ELEMENTSOF(queues))
+                                               : 0;
+
+                for (size_t q = 0; q < n; q++) {
+                        struct gpu *g = find_gpu(m, queues[q].gpu_id);
+
+                        if (g)
+                                g->metrics.online_queues++;
+                }
+        }
+}
+
+/* Who is on which GPU changed: the GPUs' parameters, and their online queues for the metrics. */
 static void refresh_gpu_params(struct manager *m)
 {
         uint64_t now = manager_now(m);
@@ -113,9 +179,51 @@ static void refresh_gpu_params(struct manager *m)
                 struct policy_params params = gpu_params(m, m->gpus[i].gpu_id);
                 policy_gpu_set_params(&m->gpus[i].policy, &params, now);
         }
+        count_online_queues(m);
 }
 
 /* ---- carrying out suspensions on the sessions ---- */
+
+/* Counts a transition of p on one GPU: its own counts, and the online queues a device-wide preemption took. */
+static void count_transition(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend,
+                             uint64_t now_us)
+{
+        int i = manager_gpu_index(m, gpu_id);
+
+        if (i < 0)
+                return;
+        if (suspend)
+                metrics_process_suspended(&p->metrics, (size_t)i, now_us);
+        else
+                metrics_process_resumed(&p->metrics, (size_t)i, now_us);
+        if (m->gpus[i].metrics.device_wide_preemption)
+                m->gpus[i].metrics.collateral_preemptions += m->gpus[i].metrics.online_queues;
+}
+
+/* After the call: what it cost, what it did, what failed. Off the reaction path, where the ioctl was. */
+static void count_session_call(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend, int r,
+                               const struct gp_queue_report *report, uint64_t took_ns)
+{
+        uint64_t now = manager_now(m);
+        struct gpu *g = gpu_id ? find_gpu(m, gpu_id) : NULL;
+
+        if (g)
+                metrics_histogram_observe(&g->metrics.call[suspend ? METRICS_CALL_SUSPEND : METRICS_CALL_RESUME],
+                                          took_ns);
+        if (r < 0 && r != -EIO) {
+                m->errors[suspend ? METRICS_ERROR_SUSPEND : METRICS_ERROR_RESUME]++;
+                return;
+        }
+        m->errors[METRICS_ERROR_QUEUE_SCHEDULER] += report->n_error;
+        if (report->n_done == 0)
+                return; /* no queues there: nothing was preempted */
+        if (gpu_id) {
+                count_transition(m, p, gpu_id, suspend, now);
+                return;
+        }
+        for (size_t i = 0; i < p->queues.n_gpu_ids; i++)
+                count_transition(m, p, p->queues.gpu_ids[i], suspend, now);
+}
 
 /*
  * Suspends or resumes p's queues on gpu_id (0: every GPU); logs what failed
@@ -124,9 +232,11 @@ static void refresh_gpu_params(struct manager *m)
  */
 static int session_suspend(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend)
 {
-        struct gp_queue_report report;
+        struct gp_queue_report report = { 0 };
+        uint64_t start = monotonic_clock_ns();
         int r = held_session_set_suspended(p->session, gpu_id ? &gpu_id : NULL, gpu_id ? 1 : 0, suspend, &report);
 
+        count_session_call(m, p, gpu_id, suspend, r, &report, monotonic_clock_ns() - start);
         if (r < 0 && r != -EIO) {
                 _cleanup_free_ char *why = explain_sentence(r, suspend ? GP_OP_SUSPEND : GP_OP_RESUME, p->pid,
                                                             (int)held_session_runtime_state(p->session), m->gp);
@@ -149,6 +259,8 @@ static void end_session(struct tracked_process *p)
 
         if (!p->session)
                 return;
+        /* the kernel resumes whatever the session held suspended */
+        metrics_process_end(&p->metrics, manager_now(p->manager));
         r = held_session_end(p->session);
         p->session = NULL;
         /* its stops and freezes are no longer seen, nor its queues held for them */
@@ -214,15 +326,22 @@ static int follow_policy(struct manager *m, struct tracked_process *p)
         return r < 0 ? r : 0;
 }
 
-/* Carries out what the policy decided for one GPU on every offline process there. */
-static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action)
+/*
+ * Carries out what the policy decided for one GPU on every offline process
+ * there. seen_ns: when the detector saw the online work this answers
+ * (CLOCK_MONOTONIC), 0 for a decision of the clock (a bound, the hold-off).
+ */
+static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action, uint64_t seen_ns)
 {
         bool suspend = action == POLICY_ACTION_SUSPEND;
         struct timespec issued = { 0 };
+        uint64_t issued_ns = 0;
         size_t done = 0;
 
         if (action == POLICY_ACTION_NONE)
                 return;
+        if (suspend && seen_ns)
+                issued_ns = monotonic_clock_ns();
         /* The reaction benchmark (tests/controller/bench-reaction.c) pairs this
          * stamp with the write time. It is logged after the ioctls: a write to
          * stderr before them would delay the suspension it measures. */
@@ -242,6 +361,13 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
                         continue;
                 if (suspend ? session_suspend(m, p, g->gpu_id, true) >= 0 : resume_or_let_go(m, p, g->gpu_id) >= 0)
                         done++;
+        }
+        if (issued_ns && done) {
+                uint64_t returned_ns = monotonic_clock_ns();
+
+                metrics_histogram_observe(&g->metrics.reaction[METRICS_REACTION_SEEN_TO_ISSUED], issued_ns - seen_ns);
+                metrics_histogram_observe(&g->metrics.reaction[METRICS_REACTION_ISSUED_TO_RETURNED],
+                                          returned_ns - issued_ns);
         }
         if (issued.tv_sec)
                 log_debug("GPU %u: suspend issued at %lld ns", g->gpu_id,
@@ -297,7 +423,7 @@ static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
         uint64_t now = manager_now(m);
 
         for (size_t i = 0; i < m->n_gpus; i++)
-                gpu_apply(m, &m->gpus[i], policy_tick(&m->gpus[i].policy, now));
+                gpu_apply(m, &m->gpus[i], policy_tick(&m->gpus[i].policy, now), 0);
         for (size_t i = 0; i < m->n_processes; i++)
                 if (m->processes[i]->held)
                         hold_apply(m, m->processes[i], policy_tick(&m->processes[i]->hold_policy, now));
@@ -403,12 +529,14 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void on_gpu_busy(uint32_t gpu_id, uint64_t now, void *userdata)
 {
+        /* the reaction's first stage starts here (a vDSO clock read, no system call) */
+        uint64_t seen_ns = monotonic_clock_ns();
         struct manager *m = userdata;
         struct gpu *g = get_gpu(m, gpu_id);
 
         /* act first, log after: the suspension is what online work waits for */
         if (g)
-                gpu_apply(m, g, policy_online_busy(&g->policy, now));
+                gpu_apply(m, g, policy_online_busy(&g->policy, now), seen_ns);
         /* a breakpoint's trap: this GPU is looked at from now on, until its queues drain */
         arm_detector(m, now);
         log_debug("GPU %u: online work seen at %.3f ms", gpu_id, now / 1000.0);
@@ -421,7 +549,7 @@ static void on_gpu_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *use
 
         log_debug("GPU %u: online idle since %.3f ms (now %.3f ms)", gpu_id, since / 1000.0, now / 1000.0);
         if (g)
-                gpu_apply(m, g, policy_online_idle(&g->policy, since, now));
+                gpu_apply(m, g, policy_online_idle(&g->policy, since, now), 0);
 }
 
 static void on_online_gone(pid_t pid, void *userdata)
@@ -431,6 +559,7 @@ static void on_online_gone(pid_t pid, void *userdata)
 
         if (p)
                 p->n_watched_queues = 0;
+        count_online_queues(m);
 }
 
 static void watch_online(struct manager *m, struct tracked_process *p)
@@ -441,6 +570,7 @@ static void watch_online(struct manager *m, struct tracked_process *p)
 
         r = online_queues_read(m->paths.sysfs_root, p->pid, &queues, &n);
         if (r < 0) {
+                m->errors[METRICS_ERROR_WATCH]++;
                 log_warning_errno(r, "Process %d: cannot read its queue addresses from debugfs mqds; "
                                      "its GPU work goes unnoticed until this works (is debugfs mounted, "
                                      "and gpreemptd root?)", (int)p->pid);
@@ -449,6 +579,7 @@ static void watch_online(struct manager *m, struct tracked_process *p)
         r = detector_watch(m->detector, p->pid, queues, n);
         free(queues);
         if (r < 0) {
+                m->errors[METRICS_ERROR_WATCH]++;
                 log_warning_errno(r, "Process %d: cannot watch its %zu queues", (int)p->pid, n);
                 return;
         }
@@ -462,6 +593,14 @@ static void watch_online(struct manager *m, struct tracked_process *p)
 
 static void remove_process(struct manager *m, struct tracked_process *p);
 
+/* The GPUs p has queues on now have its series (a process that ends has destroyed them first). */
+static void note_process_gpus(struct manager *m, struct tracked_process *p)
+{
+        for (size_t i = 0; p->counted && i < m->n_gpus; i++)
+                if (process_queues_on_gpu(&p->queues, m->gpus[i].gpu_id))
+                        p->metrics.on_gpu[i] = true;
+}
+
 /* Re-reads p's queues from sysfs; makes the policies of GPUs it is new on. */
 static void read_queues(struct manager *m, struct tracked_process *p)
 {
@@ -469,6 +608,7 @@ static void read_queues(struct manager *m, struct tracked_process *p)
                 return;
         for (size_t i = 0; i < p->queues.n_gpu_ids; i++)
                 get_gpu(m, p->queues.gpu_ids[i]);
+        note_process_gpus(m, p);
 }
 
 /* p's queues (read afresh) changed: what the detector watches, the GPUs' parameters. */
@@ -581,6 +721,7 @@ static void on_session_error(struct held_session *s, int error, enum gp_op op, v
 {
         struct tracked_process *p = userdata;
 
+        p->manager->errors[METRICS_ERROR_SESSION]++;
         if (op == GP_OP_SUSPEND)
                 log_warning_errno(error, "Process %d: could not suspend its new queues", (int)p->pid);
         else
@@ -661,6 +802,7 @@ static void start_session(struct manager *m, struct tracked_process *p)
                         why = explain_sentence(r, GP_OP_ATTACH, p->pid, -1, m->gp);
         }
         if (r < 0) {
+                m->errors[METRICS_ERROR_ATTACH]++;
                 if (retrying)
                         log_debug("Process %d: still cannot manage it: %s", (int)p->pid, why ? why : strerror(-r));
                 else
@@ -686,6 +828,58 @@ static void start_session(struct manager *m, struct tracked_process *p)
                 session_suspend(m, p, 0, true);
 }
 
+/*
+ * The labels p's counts are kept under: the one place a process's identity
+ * becomes labels. A cluster identity (Slurm job, pod) of the process goes
+ * into struct metrics_identity here.
+ */
+static struct metrics_identity process_metrics_identity(const struct tracked_process *p)
+{
+        return (struct metrics_identity){ .workload = p->workload, .class = p->class };
+}
+
+/*
+ * p's counts so far go to the identity they were made under, kept by the
+ * manager past p (a counter must not go back when a process exits or is
+ * classified afresh); p counts from zero under its new identity, if any.
+ * A suspension in progress goes on under the new one.
+ */
+static void retire_process_metrics(struct manager *m, struct tracked_process *p)
+{
+        uint64_t now = manager_now(m);
+        uint64_t ongoing[METRICS_MAX_GPUS];
+
+        if (!p->counted)
+                return;
+        memcpy(ongoing, p->metrics.suspended_since, sizeof(ongoing));
+        metrics_process_end(&p->metrics, now);
+        if (metrics_retire(&m->metrics_retired, &p->metrics_id, &p->metrics, m->n_gpus) < 0)
+                log_warning("Process %d: out of memory; its suspensions leave the metrics", (int)p->pid);
+        memset(&p->metrics, 0, sizeof(p->metrics));
+        for (size_t i = 0; i < METRICS_MAX_GPUS; i++)
+                p->metrics.suspended_since[i] = ongoing[i] ? now : 0;
+        free((char *)p->metrics_id.workload);
+        p->metrics_id = (struct metrics_identity){ 0 };
+        p->counted = false;
+}
+
+/* Counts p under its identity from now on (managed processes only); a change retires the old counts. */
+static void identify_process_metrics(struct manager *m, struct tracked_process *p)
+{
+        struct metrics_identity id = process_metrics_identity(p);
+        char *workload = NULL;
+
+        if (p->counted && p->managed && metrics_identity_equal(&p->metrics_id, &id))
+                return;
+        retire_process_metrics(m, p);
+        if (!p->managed || (id.workload && !(workload = strdup(id.workload))))
+                return;
+        p->metrics_id = id;
+        p->metrics_id.workload = workload;
+        p->counted = true;
+        note_process_gpus(m, p);
+}
+
 /* Puts p into effect for its class: watched if online, attached if offline, neither if unmanaged. */
 static void apply_class(struct manager *m, struct tracked_process *p)
 {
@@ -694,6 +888,7 @@ static void apply_class(struct manager *m, struct tracked_process *p)
 
         if (!want_session)
                 end_session(p);
+        identify_process_metrics(m, p);
         if (!want_watch && p->n_watched_queues) {
                 detector_unwatch(m->detector, p->pid);
                 p->n_watched_queues = 0;
@@ -873,6 +1068,7 @@ static void forget_process(struct manager *m, struct tracked_process *p)
         /* seen again, it is a new process to discovery too */
         discovery_forget(m->discovery, p->pid);
         end_session(p);
+        retire_process_metrics(m, p);
         detector_unwatch(m->detector, p->pid);
         sd_event_source_disable_unref(p->exit_source);
         close(p->pidfd);
@@ -1110,6 +1306,7 @@ void manager_free(struct manager *m)
         sd_event_source_disable_unref(m->policy_timer);
         sd_event_source_disable_unref(m->sigchld_source);
         loop_scheduling_done(&m->scheduling);
+        metrics_retired_done(&m->metrics_retired);
         detector_free(m->detector);
         config_free(m->config);
         paths_done(&m->paths);

@@ -32,9 +32,11 @@
 #include "process-queues.h"
 #include "registrations.h"
 #include "loop-scheduling.h"
+#include "metrics.h"
 
 #define MANAGER_MAX_PROCESSES 1024
 #define MANAGER_MAX_GPUS PROCESS_QUEUES_MAX_GPUS
+_Static_assert(MANAGER_MAX_GPUS == METRICS_MAX_GPUS, "a process's counters are kept per GPU index");
 
 struct detector;
 struct discovery;
@@ -45,6 +47,7 @@ struct varlink_server;
 struct gpu {
         uint32_t gpu_id;
         struct policy_gpu policy;
+        struct metrics_gpu metrics;
 };
 
 struct tracked_process {
@@ -71,6 +74,9 @@ struct tracked_process {
         enum cgroup_freezer_kind freezer; /* offline, attached: the freezer over its cgroup, if any */
         char *freezer_state;      /* that freezer's state file */
         bool frozen;              /* offline: its cgroup is frozen */
+        struct metrics_process metrics; /* its transitions, per GPU index, since it got its identity */
+        bool counted;             /* metrics_id holds the identity its counts are kept under */
+        struct metrics_identity metrics_id; /* its workload's name is owned here */
 };
 
 struct manager {
@@ -93,6 +99,8 @@ struct manager {
         uint64_t started_us;
         uint64_t reloads;
         struct loop_scheduling scheduling;
+        struct metrics_retired metrics_retired; /* the counts of processes gone or re-identified */
+        uint64_t errors[_METRICS_ERROR_MAX];
 };
 
 int manager_new(sd_event *event, struct paths *paths, struct config *config, struct manager **ret_manager);
@@ -105,6 +113,8 @@ int manager_start(struct manager *m);
 int manager_reload(struct manager *m, struct diag *diag);
 
 uint64_t manager_now(const struct manager *m);
+/* The index of a GPU in gpus[] (what per-GPU counters are kept by), or -ENOENT. */
+int manager_gpu_index(const struct manager *m, uint32_t gpu_id);
 /* Whether the node has a KFD (amdgpu loaded, an AMD GPU): without one there is nothing to manage. */
 bool manager_kfd_present(const struct manager *m);
 struct tracked_process *manager_find_process(struct manager *m, pid_t pid);

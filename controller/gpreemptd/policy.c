@@ -115,6 +115,8 @@ static enum policy_action evaluate(struct policy_gpu *g, uint64_t now)
 
 enum policy_action policy_online_busy(struct policy_gpu *g, uint64_t now_us)
 {
+        if (!g->online_busy)
+                g->busy_since = now_us;
         g->online_busy = true;
         return evaluate(g, now_us);
 }
@@ -124,6 +126,8 @@ enum policy_action policy_online_idle(struct policy_gpu *g, uint64_t since_us, u
         if (g->online_busy) {
                 g->online_busy = false;
                 g->idle_since = min_u64(since_us, now_us);
+                if (g->idle_since > g->busy_since)
+                        g->stats.online_busy_us += g->idle_since - g->busy_since;
         }
         return evaluate(g, now_us);
 }
@@ -172,6 +176,11 @@ void policy_action_failed(struct policy_gpu *g, enum policy_action a, uint64_t n
 uint64_t policy_suspended_us(const struct policy_gpu *g, uint64_t now_us)
 {
         return g->stats.suspended_us + (g->suspended ? now_us - g->suspended_since : 0);
+}
+
+uint64_t policy_online_busy_us(const struct policy_gpu *g, uint64_t now_us)
+{
+        return g->stats.online_busy_us + (g->online_busy && now_us > g->busy_since ? now_us - g->busy_since : 0);
 }
 
 void policy_params_mix_init(struct policy_params_mix *mix, const struct policy_params *online_defaults,

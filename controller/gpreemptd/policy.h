@@ -39,6 +39,7 @@ struct policy_stats {
         uint64_t suspends;
         uint64_t resumes[_POLICY_RESUMED_MAX];
         uint64_t suspended_us; /* closed suspensions only; see policy_suspended_us() */
+        uint64_t online_busy_us; /* ended busy periods only; see policy_online_busy_us() */
 };
 
 struct policy_gpu {
@@ -46,6 +47,7 @@ struct policy_gpu {
         bool online_busy;
         bool suspended;
         uint64_t idle_since;      /* valid while !online_busy */
+        uint64_t busy_since;      /* valid while online_busy */
         uint64_t suspended_since; /* valid while suspended */
         uint64_t offline_run_until; /* a bound forced a resume: no suspension before this */
         uint64_t window_start;
@@ -75,6 +77,8 @@ void policy_action_failed(struct policy_gpu *g, enum policy_action a, uint64_t n
 
 /* Total time suspended, including the suspension in progress. */
 uint64_t policy_suspended_us(const struct policy_gpu *g, uint64_t now_us);
+/* Total time the online side was busy, including the busy period in progress. */
+uint64_t policy_online_busy_us(const struct policy_gpu *g, uint64_t now_us);
 /* How long offline work runs after MaxSuspendMs forced a resume. */
 uint64_t policy_offline_slice_us(const struct policy_params *p);
 

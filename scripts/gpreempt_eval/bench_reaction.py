@@ -17,7 +17,9 @@ the small case, CPU <= 5%), and on request small-8gpu (the small case's
 online side on the scale case's 8-GPU node: the node's load without the 64
 watched processes), with each DetectorMode (auto: write breakpoints,
 poll: the poll-only detector), interleaved in one run so that machine load
-hits all alike. Baselines from the same run: the machine's wake-up floor (an
+hits all alike; with --scrape, also without a scraper and with
+gpreempt-exporter asked every interval (a Prometheus scrape: one Metrics call
+of the daemon each), alternated the same way. Baselines from the same run: the machine's wake-up floor (an
 eventfd ping between two processes, as many events), what an armed
 breakpoint costs a store of the online process, and for the CPU figures the
 daemon with an offline process and nothing online to watch.
@@ -26,7 +28,7 @@ usage: scripts/bench-reaction [BUILD-DIR] [--runs N] [--events N] [--rate R]
                               [--seconds S] [--cases small,small8p,scale,small-8gpu]
                               [--detector auto,poll] [--realtime-priority N]
                               [--realtime-cpu-percent N] [--daemon-setting KEY=VALUE]...
-                              [--json]
+                              [--scrape none,1s] [--json]
        scripts/bench-daemon-cpu [BUILD-DIR] [...]   (the cpu figures)
 
 Simulated: kfdemu, not a GPU.
@@ -72,9 +74,12 @@ def die(message):
     sys.exit(1)
 
 
-def build(build_dir):
+def build(build_dir, scraped):
+    """scraped: the exporter too (a build older than it can still be compared without --scrape)."""
     targets = ["controller/gpreemptd/gpreemptd", "tests/controller/bench-reaction", "tests/controller/bench-floor",
                "tests/kfdemu/app/kfdemu-app", "tests/kfdemu/transport/kfdemu-run"]
+    if scraped:
+        targets.append("controller/gpreempt-exporter/gpreempt-exporter")
     if not os.path.exists(os.path.join(build_dir, "build.ninja")):
         die(f"{build_dir} is not a meson build directory; run 'meson setup {build_dir}' first.")
     if subprocess.run(["ninja", "-C", build_dir] + targets, stdout=subprocess.DEVNULL).returncode != 0:
@@ -99,7 +104,24 @@ def daemon_settings(args):
                                          ("RealtimeCpuPercent", args.realtime_cpu_percent))] + args.daemon_setting)
 
 
-def run_case(build_dir, case, detector, mode, args):
+def parse_scrape(text):
+    """--scrape's value: "none", or an interval such as "1s" or "250ms", as ms (None for none)."""
+    if text == "none":
+        return None
+    for suffix, factor in (("ms", 1), ("s", 1000)):
+        if text.endswith(suffix) and text[:-len(suffix)].isdigit() and 10 <= int(text[:-len(suffix)]) * factor:
+            return int(text[:-len(suffix)]) * factor
+    die(f"--scrape '{text}' is neither none nor an interval of 10ms or more such as 1s or 250ms")
+
+
+def scrape_options(build_dir, scrape):
+    if scrape == "none":
+        return []
+    return ["--scrape-exporter", os.path.join(build_dir, "controller/gpreempt-exporter/gpreempt-exporter"),
+            "--scrape-interval-ms", str(parse_scrape(scrape))]
+
+
+def run_case(build_dir, case, detector, scrape, mode, args):
     """One case's figures, with the hypervisor's steal during it as a
     percentage of the machine's CPU time (0 on bare metal), or (None, error)."""
     gpus, procs, queues = CASES[case]
@@ -112,7 +134,7 @@ def run_case(build_dir, case, detector, mode, args):
                os.path.join(build_dir, "tests/kfdemu/app/kfdemu-app"),
                "--trace", trace.name, "--mode", detector,
                "--gpus", str(gpus), "--online-processes", str(procs), "--queues", str(queues), "--json",
-               *realtime_options(args),
+               *realtime_options(args), *scrape_options(build_dir, scrape),
                "--events", str(args.events if mode == "reaction" else 0),
                "--rate", str(args.rate),
                "--idle-seconds", str(args.seconds if mode == "cpu" else 0)]
@@ -158,6 +180,9 @@ def main():
                     help="the daemon's RealtimeCpuPercent= (default: the daemon's; 100: no cap)")
     ap.add_argument("--daemon-setting", action="append", default=[], metavar="KEY=VALUE",
                     help="another line of the daemon's [Daemon] section, e.g. DiscoveryIntervalMs=1000 (repeatable)")
+    ap.add_argument("--scrape", default="none",
+                    help="comma-separated: none, or how often gpreempt-exporter asks the daemon (1s, 250ms); "
+                         "several are alternated within each run (default: none)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--mode", choices=("reaction", "cpu"), default="reaction",
                     help="which figures (scripts/bench-daemon-cpu is --mode cpu)")
@@ -166,6 +191,9 @@ def main():
     build_dir = os.path.join(ROOT, args.build_dir) if not os.path.isabs(args.build_dir) else args.build_dir
     cases = (args.cases or ("baseline,small,small8p,scale" if mode == "cpu" else "small,small8p,scale")).split(",")
     detectors = args.detector.split(",")
+    scrapes = args.scrape.split(",")
+    for scrape in scrapes:
+        parse_scrape(scrape)
     for c in cases:
         if c not in CASES:
             die(f"unknown case '{c}': choose from {', '.join(CASES)}")
@@ -181,9 +209,9 @@ def main():
             die(f"--daemon-setting '{setting}' is not one KEY=VALUE line of the [Daemon] section")
     if args.runs < 1 or args.events < 0 or args.seconds < 1:
         die("--runs must be 1 or more, --events 0 or more, --seconds 1 or more")
-    build(build_dir)
+    build(build_dir, any(scrape != "none" for scrape in scrapes))
 
-    keys = [(c, d) for c in cases for d in (detectors if c != "baseline" else detectors[:1])]
+    keys = [(c, d, sc) for c in cases for d in (detectors if c != "baseline" else detectors[:1]) for sc in scrapes]
     results = {k: [] for k in keys}
     floors = {"wakeup": [], "store": []}
     failures = []
@@ -197,9 +225,9 @@ def main():
                 continue
             floors[what].append(r)
         for key in keys:
-            case, detector = key
-            r, error = run_case(build_dir, case, detector, mode, args)
-            label = f"run {run + 1}/{args.runs} {case} {detector}"
+            case, detector, scrape = key
+            r, error = run_case(build_dir, case, detector, scrape, mode, args)
+            label = f"run {run + 1}/{args.runs} {case} {detector} scrape {scrape}"
             if r is None:
                 failures.append(f"{label}: {error}")
                 print(f"{label}: failed: {error}", file=sys.stderr)
@@ -222,10 +250,10 @@ def main():
     if floors["store"]:
         summary["breakpoint_store_cost"] = {k: spread([r[k] for r in floors["store"]])
                                             for k in ("store_plain_ns", "store_armed_ns", "store_disarmed_ns")}
-    for (case, detector), rs in results.items():
+    for (case, detector, scrape), rs in results.items():
         if not rs:
             continue
-        c = {"case": case, "detector": detector, "queues": rs[0]["idle_queues"],
+        c = {"case": case, "detector": detector, "scrape": scrape, "queues": rs[0]["idle_queues"],
              "watched": spread([r["idle_queues_watched"] for r in rs]),
              "breakpoint": spread([r["idle_queues_breakpoint"] for r in rs]),
              "steal_percent": spread([r["steal_percent"] for r in rs]),
@@ -242,11 +270,11 @@ def main():
             c["busy_cpu_percent"] = spread([r["busy_cpu_percent"] for r in rs])
         summary["cases"].append(c)
     if mode == "reaction":
-        by = {(c["case"], c["detector"]): c for c in summary["cases"]}
+        by = {(c["case"], c["detector"], c["scrape"]): c for c in summary["cases"]}
         for d in detectors:
-            if ("small", d) in by and ("scale", d) in by:
-                summary[f"scale_over_small_p99_{d}"] = (by[("scale", d)]["reaction_p99"]["median"] /
-                                                        by[("small", d)]["reaction_p99"]["median"])
+            if ("small", d, scrapes[0]) in by and ("scale", d, scrapes[0]) in by:
+                summary[f"scale_over_small_p99_{d}"] = (by[("scale", d, scrapes[0])]["reaction_p99"]["median"] /
+                                                        by[("small", d, scrapes[0])]["reaction_p99"]["median"])
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0 if not failures else 3
@@ -254,9 +282,9 @@ def main():
     print(f"simulated on kfdemu, {args.runs} runs, median (min-max) over runs, "
           f"{daemon_settings(args)}, load average {os.getloadavg()[0]:.1f} at the end")
     if mode == "cpu":
-        print(f"{'case':9} {'mode':6} {'queues':>6} {'bp':>4} {'CPU % of a core':>22} {'steal %':>7}  target")
+        print(f"{'case':9} {'mode':6} {'scrape':>6} {'queues':>6} {'bp':>4} {'CPU % of a core':>22} {'steal %':>7}  target")
         for c in summary["cases"]:
-            print(f"{c['case']:9} {c['detector']:6} {c['queues']:6} {c['breakpoint']['median']:4.0f} "
+            print(f"{c['case']:9} {c['detector']:6} {c['scrape']:>6} {c['queues']:6} {c['breakpoint']['median']:4.0f} "
                   f"{fmt(c['cpu_percent']):>22} {c['steal_percent']['median']:7.1f}  "
                   f"{TARGETS.get((mode, c['case']), 'baseline')}")
     else:
@@ -265,11 +293,12 @@ def main():
               "landed while the daemon was inside RESUME_QUEUES (the kernel's wait for the preemption), and the "
               "others' p50/p99; 'CPU %': the daemon's, of a core, while serving the requests; 'steal %': the "
               "hypervisor's share of the machine's CPU time during the case (0 on bare metal); 'demoted': how "
-              "often RealtimeCpuPercent= put the loop at normal priority")
-        print(f"{'case':9} {'mode':6} {'queues':>6} {'bp':>4} {'events':>6} {'p50 us':>20} {'p99 us':>22} "
+              "often RealtimeCpuPercent= put the loop at normal priority; 'scrape': how often gpreempt-exporter asked "
+              "the daemon for its metrics (none: no scraper)")
+        print(f"{'case':9} {'mode':6} {'scrape':>6} {'queues':>6} {'bp':>4} {'events':>6} {'p50 us':>20} {'p99 us':>22} "
               f"{'server p50/p99':>16} {'wakeup->ioctl':>14} {'in resume':>9} {'others p50/p99':>15} {'CPU %':>6} {'steal %':>7} {'demoted':>7}  target")
         for c in summary["cases"]:
-            print(f"{c['case']:9} {c['detector']:6} {c['queues']:6} {c['breakpoint']['median']:4.0f} "
+            print(f"{c['case']:9} {c['detector']:6} {c['scrape']:>6} {c['queues']:6} {c['breakpoint']['median']:4.0f} "
                   f"{c['events']['median']:6.0f} {fmt(c['reaction_p50']):>20} {fmt(c['reaction_p99']):>22} "
                   f"{c['to_server_p50']['median']:8.1f}/{c['to_server_p99']['median']:<7.1f} "
                   f"{c['wakeup_to_ioctl_p50']['median']:6.1f}/{c['wakeup_to_ioctl_p99']['median']:<7.1f} "

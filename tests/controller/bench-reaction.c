@@ -12,7 +12,8 @@
  *   bench-reaction GPREEMPTD KFDEMU_APP --trace TRACE [--events N] [--rate R]
  *                  [--idle-seconds S] [--online-processes P] [--queues Q]
  *                  [--gpus G] [--mode auto|breakpoint|poll] [--realtime-priority N]
- *                  [--realtime-cpu-percent N] [--daemon-setting KEY=VALUE]... [--json]
+ *                  [--realtime-cpu-percent N] [--daemon-setting KEY=VALUE]...
+ *                  [--scrape-exporter GPREEMPT_EXPORTER --scrape-interval-ms MS] [--json]
  * P idle online processes of Q queues each, spread over G GPUs, and one offline
  * process per GPU are running throughout (64 × 8 over 8 is the scale case of
  * docs/evaluation.md §2; run under kfdemu-run --gpus 8). The idle phase measures
@@ -23,6 +24,9 @@
  * RealtimePriority= and RealtimeCpuPercent= (not given: the daemon's defaults);
  * --daemon-setting adds any other line to the config's [Daemon] section (the
  * daemon checks it: a bad key or value stops the run at start-up).
+ * --scrape-exporter runs the exporter in textfile mode every MS ms from start
+ * to end, as a Prometheus scrape would (one Metrics call each): what a
+ * scraper costs the reaction. The run fails if a scrape failed.
  * Simulated: the figures are for kfdemu, not a real GPU.
  */
 #include <errno.h>
@@ -95,6 +99,45 @@ static pid_t spawn(const char *const *argv, const char *out_path)
                 dup2(fd, STDERR_FILENO);
                 execv(argv[0], (char *const *)argv);
                 _exit(127);
+        }
+        return pid;
+}
+
+/*
+ * A scraper: `exporter --textfile DIR/scrape.prom` every interval until
+ * SIGTERM, like Prometheus asking gpreempt-exporter. Exits 1 if a scrape
+ * failed (the daemon did not answer), 0 otherwise.
+ */
+static volatile sig_atomic_t scraper_stop;
+
+static void on_scraper_term(int sig)
+{
+        scraper_stop = 1;
+}
+
+static pid_t spawn_scraper(const char *exporter, long interval_ms, const char *out_path)
+{
+        pid_t pid = fork();
+
+        if (pid < 0)
+                die("fork failed");
+        if (pid == 0) {
+                char textfile[128];
+                bool failed = false;
+
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                signal(SIGTERM, on_scraper_term);
+                snprintf(textfile, sizeof(textfile), "%s/scrape.prom", dir);
+                while (!scraper_stop) {
+                        int status;
+                        pid_t scrape = spawn((const char *const[]){ exporter, "--textfile", textfile, NULL }, out_path);
+
+                        while (waitpid(scrape, &status, 0) < 0 && errno == EINTR)
+                                ;
+                        failed = failed || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+                        usleep((useconds_t)interval_ms * 1000);
+                }
+                _exit(failed ? 1 : 0);
         }
         return pid;
 }
@@ -331,6 +374,10 @@ int main(int argc, char **argv)
         long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1;
         long realtime_priority = -1, realtime_cpu_percent = -1; /* -1: not given */
         double request_rate = 100;
+        const char *scrape_exporter = NULL;
+        long scrape_interval_ms = 1000;
+        char scrape_out[128];
+        pid_t scraper = -1;
         static pid_t idle_online[256], offline[16];
         FILE *trace_file;
         size_t issued_so_far = 0;
@@ -375,7 +422,11 @@ int main(int argc, char **argv)
                         if (!strchr(setting, '=') || setting[0] == '=' || strpbrk(setting, "\r\n["))
                                 die("--daemon-setting takes one KEY=VALUE of the [Daemon] section");
                         append_setting(daemon_settings, sizeof(daemon_settings), setting);
-                } else if (strcmp(argv[i], "--json") == 0)
+                } else if (strcmp(argv[i], "--scrape-exporter") == 0 && i + 1 < argc)
+                        scrape_exporter = argv[++i];
+                else if (strcmp(argv[i], "--scrape-interval-ms") == 0 && i + 1 < argc)
+                        scrape_interval_ms = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--json") == 0)
                         json = true;
                 else {
                         fprintf(stderr, "bench-reaction: unknown or incomplete option %s\n", argv[i]);
@@ -389,10 +440,11 @@ int main(int argc, char **argv)
         if (events < 0 || events > MAX_EVENTS || idle_seconds < 0 || online_processes < 0 || online_processes > 256 ||
             queues < 1 || queues > 64 || gpus < 1 || gpus > 16 || !(request_rate >= 1 && request_rate <= 1000) ||
             (realtime_priority != -1 && (realtime_priority < 0 || realtime_priority > 99)) ||
-            (realtime_cpu_percent != -1 && (realtime_cpu_percent < 1 || realtime_cpu_percent > 100)))
+            (realtime_cpu_percent != -1 && (realtime_cpu_percent < 1 || realtime_cpu_percent > 100)) ||
+            scrape_interval_ms < 10 || scrape_interval_ms > 3600000)
                 die("--events must be 0..200000, --idle-seconds 0 or more, --online-processes 0..256, "
                     "--realtime-priority 0..99, --realtime-cpu-percent 1..100, "
-                    "--queues 1..64, --gpus 1..16, --rate 1..1000");
+                    "--queues 1..64, --gpus 1..16, --rate 1..1000, --scrape-interval-ms 10..3600000");
 
         /* mkdtemp's template: the name, then six 'X' it replaces */
         snprintf(dir, sizeof(dir), "/tmp/gpreempt-bench-%6s", "");
@@ -429,6 +481,10 @@ int main(int argc, char **argv)
 
         daemon = spawn((const char *const[]){ argv[1], NULL }, log_path);
         wait_for(log_path, "running", 10);
+        if (scrape_exporter) {
+                snprintf(scrape_out, sizeof(scrape_out), "%s/scrape.out", dir);
+                scraper = spawn_scraper(scrape_exporter, scrape_interval_ms, scrape_out);
+        }
         snprintf(suspend_marker, sizeof(suspend_marker), " SUSPEND_QUEUES caller %d ", (int)daemon);
         snprintf(resume_marker, sizeof(resume_marker), " RESUME_QUEUES caller %d ", (int)daemon);
         for (long g = 0; g < gpus; g++) {
@@ -508,6 +564,14 @@ int main(int argc, char **argv)
                 waitpid(idle_online[i], NULL, 0);
         for (long g = 0; g < gpus; g++)
                 waitpid(offline[g], NULL, 0);
+        if (scraper > 0) {
+                int status;
+
+                kill(scraper, SIGTERM);
+                waitpid(scraper, &status, 0);
+                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                        die("a scrape failed: the daemon did not answer Metrics (see scrape.out)");
+        }
         kill(daemon, SIGTERM);
         waitpid(daemon, NULL, 0);
 

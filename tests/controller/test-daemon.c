@@ -480,6 +480,10 @@ static void test_api_errors(void **state)
         expect_error(&h, "io.gpreempt.Register", "{\"pid\":1,\"class\":\"urgent\"}", "org.varlink.service.InvalidParameter");
         expect_error(&h, "io.gpreempt.Unregister", "{\"pid\":4000000}", "io.gpreempt.NoSuchProcess");
         expect_error(&h, "io.gpreempt.VerifyConfig", "{\"pid\":4000000}", "io.gpreempt.NoSuchProcess");
+        expect_error(&h, "io.gpreempt.Metrics", "{\"per_process\":\"yes\"}", "org.varlink.service.InvalidParameter");
+        expect_error(&h, "io.gpreempt.Metrics", "{\"per_process\":1}", "org.varlink.service.InvalidParameter");
+        expect_error(&h, "io.gpreempt.Metrics", "{\"per_process\":null}", NULL);
+        expect_error(&h, "io.gpreempt.Metrics", "{\"per_process\":true}", NULL);
         expect_error(&h, "io.gpreempt.Frobnicate", NULL, "org.varlink.service.MethodNotFound");
         expect_error(&h, "org.varlink.service.GetInfo", NULL, NULL);
         assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
@@ -538,6 +542,11 @@ static void test_unauthorised_caller(void **state)
                 if (varlink_client_call(c, "io.gpreempt.Reload", NULL, 5000, &reply, &error) < 0 || !error ||
                     strcmp(error, "io.gpreempt.PermissionDenied") != 0)
                         _exit(4);
+                free(error);
+                /* the metrics name workloads: read access, as Status */
+                if (varlink_client_call(c, "io.gpreempt.Metrics", NULL, 5000, &reply, &error) < 0 || !error ||
+                    strcmp(error, "io.gpreempt.PermissionDenied") != 0)
+                        _exit(5);
                 _exit(0);
         }
         assert_int_equal(waitpid(pid, &status, 0), pid);

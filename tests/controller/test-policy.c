@@ -41,6 +41,26 @@ static void test_suspend_at_once_resume_after_hold_off(void **state)
         assert_int_equal(policy_suspended_us(&g, 20 * MS), 4 * MS);
 }
 
+/* Busy time counts from the first busy report to the start of the idle period, the period in progress too. */
+static void test_online_busy_time(void **state)
+{
+        struct policy_params p = params();
+        struct policy_gpu g;
+
+        policy_gpu_init(&g, &p, 0);
+        assert_int_equal(policy_online_busy_us(&g, 5 * MS), 0);
+        policy_online_busy(&g, 10 * MS);
+        policy_online_busy(&g, 11 * MS);
+        assert_int_equal(policy_online_busy_us(&g, 12 * MS), 2 * MS);
+        /* idle since 13 ms, reported at 15 ms */
+        policy_online_idle(&g, 13 * MS, 15 * MS);
+        assert_int_equal(policy_online_busy_us(&g, 20 * MS), 3 * MS);
+        policy_online_idle(&g, 21 * MS, 21 * MS);
+        assert_int_equal(policy_online_busy_us(&g, 30 * MS), 3 * MS);
+        policy_online_busy(&g, 30 * MS);
+        assert_int_equal(policy_online_busy_us(&g, 31 * MS), 4 * MS);
+}
+
 static void test_bursts_inside_hold_off_are_one_suspension(void **state)
 {
         struct policy_params p = params();
@@ -268,6 +288,7 @@ int main(void)
                 cmocka_unit_test(test_new_params_apply),
                 cmocka_unit_test(test_random_traffic_keeps_every_bound),
                 cmocka_unit_test(test_params_mix),
+                cmocka_unit_test(test_online_busy_time),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,8 @@ TAP output; run by meson test:
    reason, in debian/*.lintian-overrides).
 2. A fresh Debian 12 root (debootstrap, kept in BUILD_DIR between runs and
    copied for each) boots under systemd-nspawn, its systemd as PID 1.
-3. Installed there without /dev/kfd: nothing starts, the units are enabled,
+3. Installed there without /dev/kfd: nothing starts (the exporter's socket
+   neither), the units are enabled,
    the files are where the units and man pages say, and purging removes them.
 4. README.md's "On a GPU node" commands, run as written (those with sudo as
    root, sudo dropped; any other as nobody) on the emulated node (kfdemu from BUILD_DIR, as in
@@ -38,7 +39,11 @@ check = tap.check
 
 # What the root needs beyond minbase: systemd to boot, and the libraries the
 # packages and kfdemu link (the container has no network for apt to fetch them).
-ROOT_PACKAGES = ["systemd", "systemd-sysv", "dbus", "libjson-c5", "libdrm-amdgpu1", "libinih1"]
+ROOT_PACKAGES = ["systemd", "systemd-sysv", "dbus", "libjson-c5", "libdrm-amdgpu1", "libinih1", "libmicrohttpd12"]
+UNITS = ("gpreemptd.socket", "gpreemptd.service", "gpreempt-exporter.socket", "gpreempt-exporter.service")
+# How each is after installing: the exporter's service is only started by its socket.
+UNIT_STATES = {"gpreemptd.socket": ("enabled", "inactive"), "gpreemptd.service": ("enabled", "inactive"),
+               "gpreempt-exporter.socket": ("enabled", "inactive"), "gpreempt-exporter.service": ("static", "inactive")}
 
 
 def copy_tree(source, dest):
@@ -170,21 +175,22 @@ def test_install_without_kfd(c):
                          "../libgpreempt-dev_*_amd64.deb ../gpreempt-queue-finder_*_amd64.deb", timeout=120)
     check("the packages install into a fresh Debian 12 with nothing fetched", rc == 0, out[-3000:] + err)
     states = {u: (c.run("systemctl is-enabled " + u)[1].strip(), c.show(u, "ActiveState"))
-              for u in ("gpreemptd.socket", "gpreemptd.service")}
+              for u in UNITS}
     check("without /dev/kfd, installing enables the units and starts nothing: %s" % states,
-          all(s == ("enabled", "inactive") for s in states.values()))
+          states == UNIT_STATES)
     check("the gpreempt group and /run/gpreempt exist (sysusers, tmpfiles)",
           c.run("getent group gpreempt && test -d /run/gpreempt")[0] == 0)
     exec_start = c.show("gpreemptd.service", "ExecStart")
     binary = re.search(r"path=(\S+)", exec_start)
     check("ExecStart= names the installed daemon (%s)" % (binary.group(1) if binary else exec_start),
           binary and c.run("test -x " + binary.group(1))[0] == 0)
-    pages, missing = missing_man_pages(c, ("gpreemptd.service", "gpreemptd.socket"), "/usr/share/man", ".gz")
+    pages, missing = missing_man_pages(c, UNITS, "/usr/share/man", ".gz")
     check("each man page the units name is installed", pages and not missing, " ".join(missing))
-    check("gpreemptctl and queue_finder run, the header and pkg-config file are there",
-          c.run("gpreemptctl --help && queue_finder --help && test -f /usr/include/gpreempt/gpreempt.h && "
+    check("gpreemptctl, gpreempt-exporter and queue_finder run, the header and pkg-config file are there",
+          c.run("gpreemptctl --help && gpreempt-exporter --help && queue_finder --help && "
+                "test -f /usr/include/gpreempt/gpreempt.h && "
                 "grep -q '^Libs:.* -lgpreempt' /usr/lib/x86_64-linux-gnu/pkgconfig/libgpreempt.pc")[0] == 0,
-          c.run("gpreemptctl --help; queue_finder --help")[2])
+          c.run("gpreemptctl --help; gpreempt-exporter --help; queue_finder --help")[2])
     rc, out, err = c.run("gpreemptctl status")
     check("gpreemptctl status then says the daemon is not running, and how to start it",
           rc != 0 and "systemctl start" in err, out + err)
@@ -192,7 +198,8 @@ def test_install_without_kfd(c):
     check("started by hand, the daemon says the node has no KFD", rc == 0 and "No KFD" in out, out + err)
     rc, out, err = c.run("systemctl stop gpreemptd.service gpreemptd.socket && "
                          "apt-get purge -y gpreempt libgpreempt0 libgpreempt-dev gpreempt-queue-finder", timeout=120)
-    left = c.run("ls /lib/systemd/system/gpreemptd.* /etc/gpreempt /usr/sbin/gpreemptd 2>/dev/null")[1]
+    left = c.run("ls /lib/systemd/system/gpreemptd.* /lib/systemd/system/gpreempt-exporter.* /etc/gpreempt "
+                 "/usr/sbin/gpreemptd /usr/sbin/gpreempt-exporter 2>/dev/null")[1]
     check("purging removes the units, the daemon and /etc/gpreempt", rc == 0 and not left.strip(),
           out[-2000:] + err + left)
 

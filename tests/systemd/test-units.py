@@ -7,7 +7,8 @@ playing the node. TAP output; run by meson test:
   tests/systemd/test-units.py --build BUILD_DIR
 
 What is installed is what `meson install` installs, bound at its prefix: the
-units, sysusers and tmpfiles entries, gpreemptd, gpreemptctl and the library.
+units, sysusers and tmpfiles entries, gpreemptd, gpreemptctl, gpreempt-exporter
+and the library.
 Two things stand in for the node, each stated where it is set up:
 kfdemu-run --system-wide as a service of its own (the kernel, whose sysfs,
 debugfs and /dev/kfd it mounts for the whole container), and a drop-in that
@@ -208,6 +209,36 @@ def test_stop(c, node, off):
           c.show("gpreemptd.socket", "ActiveState") == "active")
 
 
+SCRAPE = ("python3 -c \"import urllib.request; "
+          "print(urllib.request.urlopen('http://127.0.0.1:10179/metrics', timeout=10).read().decode())\"")
+
+
+def test_exporter(c):
+    """gpreempt-exporter.socket: a scrape on loopback starts the exporter,
+    which asks gpreemptd over its control socket from inside its sandbox (a
+    dynamic user in group gpreempt, PrivateNetwork=yes: the passed socket
+    still works)."""
+    check("gpreempt-exporter.socket, enabled by preset-all, listens at boot",
+          c.show("gpreempt-exporter.socket", "ActiveState") == "active",
+          c.out("systemctl status --no-pager gpreempt-exporter.socket || true"))
+    check("the exporter is not running before a scrape", c.show("gpreempt-exporter.service", "ActiveState") == "inactive")
+    rc, out, err = c.run(SCRAPE, timeout=30)
+    check("a scrape of 127.0.0.1:10179/metrics starts the exporter and gets gpreempt_up 1",
+          rc == 0 and "gpreempt_up 1" in out, out[-2000:] + err + c.journal("gpreempt-exporter"))
+    check("... with the daemon's metrics", "gpreempt_build_info{" in out and "gpreempt_processes{" in out, out[-2000:])
+    check("... served by a dynamic user, not root",
+          c.show("gpreempt-exporter.service", "DynamicUser") == "yes"
+          and c.out("ps -o user= -p %s" % c.show("gpreempt-exporter.service", "MainPID")).strip() != "root")
+    c.out("systemctl stop gpreemptd.service gpreemptd.socket")
+    rc, out, err = c.run(SCRAPE, timeout=30)
+    check("with gpreemptd stopped, the scrape gets gpreempt_up 0", rc == 0 and "gpreempt_up 0" in out,
+          out + err + c.journal("gpreempt-exporter"))
+    check("... and the exporter's log says why", "gpreemptd is not running" in c.journal("gpreempt-exporter"),
+          c.journal("gpreempt-exporter"))
+    # as test_activation left it, for the tests after this one
+    c.out("systemctl start gpreemptd.socket gpreemptd.service")
+
+
 def claimed_exposure(unit_path):
     """The exposure score the unit's comments state ("rates what is left at N")."""
     with open(unit_path) as f:
@@ -216,21 +247,24 @@ def claimed_exposure(unit_path):
     return float(words[1].split()[0]) if len(words) == 2 else None
 
 
-def test_analyze(c, prefix, unit_path):
-    rc, out, err = c.run("systemd-analyze verify --man=no gpreemptd.service gpreemptd.socket")
+UNITS = ("gpreemptd.service", "gpreemptd.socket", "gpreempt-exporter.service", "gpreempt-exporter.socket")
+
+
+def test_analyze(c, prefix, unit_dir):
+    rc, out, err = c.run("systemd-analyze verify --man=no " + " ".join(UNITS))
     check("systemd-analyze verify: no complaint about the units", rc == 0 and not err.strip(), out + err)
-    pages, missing = missing_man_pages(c, ("gpreemptd.service", "gpreemptd.socket"),
-                                       os.path.join(prefix, "share/man"))
+    pages, missing = missing_man_pages(c, UNITS, os.path.join(prefix, "share/man"))
     check("every man page in Documentation= is installed", pages and not missing, " ".join(missing))
-    rc, out, err = c.run("systemd-analyze security --no-pager gpreemptd.service")
-    score = None
-    for line in out.splitlines():
-        if "Overall exposure level" in line:
-            score = float(line.split("exposure level for gpreemptd.service:")[1].split()[0])
-    claimed = claimed_exposure(unit_path)
-    check("systemd-analyze security: exposure %s, at most the %s the unit's comments state and justify"
-          % (score, claimed), score is not None and claimed is not None and score <= claimed,
-          out[-3000:] + err)
+    for service in ("gpreemptd.service", "gpreempt-exporter.service"):
+        rc, out, err = c.run("systemd-analyze security --no-pager " + service)
+        score = None
+        for line in out.splitlines():
+            if "Overall exposure level" in line:
+                score = float(line.split("exposure level for %s:" % service)[1].split()[0])
+        claimed = claimed_exposure(os.path.join(unit_dir, service))
+        check("systemd-analyze security %s: exposure %s, at most the %s the unit's comments state and justify"
+              % (service, score, claimed), score is not None and claimed is not None and score <= claimed,
+              out[-3000:] + err)
 
 
 def test_debugfs_in_sandbox(c):
@@ -288,6 +322,7 @@ def main():
                   "[Workload]\\nName=offline\\nClass=offline\\nMatchCommandLine=*--kernel-name sd-offline*\\n'"
                   " > /etc/gpreempt/workloads.d/50-test.conf")
             test_activation(c)
+            test_exporter(c)
             test_debugfs_in_sandbox(c)
             off = test_sandbox_suspends(c, node)
             test_realtime(c)
@@ -296,7 +331,7 @@ def main():
             test_watchdog(c, node, off)
             test_stop(c, node, off)
             unit_dir = options["systemd_system_unit_dir"] or os.path.join(prefix, "lib/systemd/system")
-            test_analyze(c, prefix, os.path.join(stage + unit_dir, "gpreemptd.service"))
+            test_analyze(c, prefix, stage + unit_dir)
         except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
             check("the test ran to its end", False, str(e) + ("\n" + c.journal("gpreemptd") if c else ""))
         finally:
