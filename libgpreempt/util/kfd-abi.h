@@ -74,12 +74,52 @@ struct kfd_ioctl_destroy_queue_args {
         __u32 pad;
 };
 
+/* What the ROCt thunk sets up in hsaKmtOpenKFD: the VM of a render node,
+ * the apertures, the cache policy (kfd-interface.md §12). */
+#define KFD_IOC_CACHE_POLICY_COHERENT 0
+#define KFD_IOC_CACHE_POLICY_NONCOHERENT 1
+
+struct kfd_ioctl_set_memory_policy_args {
+        __u64 alternate_aperture_base;
+        __u64 alternate_aperture_size;
+        __u32 gpu_id;
+        __u32 default_policy;
+        __u32 alternate_policy;
+        __u32 pad;
+};
+
+struct kfd_process_device_apertures {
+        __u64 lds_base;
+        __u64 lds_limit;
+        __u64 scratch_base;
+        __u64 scratch_limit;
+        __u64 gpuvm_base;
+        __u64 gpuvm_limit;
+        __u32 gpu_id;
+        __u32 pad;
+};
+
+struct kfd_ioctl_get_process_apertures_new_args {
+        __u64 kfd_process_device_apertures_ptr;
+        __u32 num_of_nodes;
+        __u32 pad;
+};
+
+struct kfd_ioctl_acquire_vm_args {
+        __u32 drm_fd;
+        __u32 gpu_id;
+};
+
 #define AMDKFD_IOCTL_BASE 'K'
 #define AMDKFD_IOR(nr, type) _IOR(AMDKFD_IOCTL_BASE, nr, type)
+#define AMDKFD_IOW(nr, type) _IOW(AMDKFD_IOCTL_BASE, nr, type)
 #define AMDKFD_IOWR(nr, type) _IOWR(AMDKFD_IOCTL_BASE, nr, type)
 #define AMDKFD_IOC_GET_VERSION AMDKFD_IOR(0x01, struct kfd_ioctl_get_version_args)
 #define AMDKFD_IOC_CREATE_QUEUE AMDKFD_IOWR(0x02, struct kfd_ioctl_create_queue_args)
 #define AMDKFD_IOC_DESTROY_QUEUE AMDKFD_IOWR(0x03, struct kfd_ioctl_destroy_queue_args)
+#define AMDKFD_IOC_SET_MEMORY_POLICY AMDKFD_IOW(0x04, struct kfd_ioctl_set_memory_policy_args)
+#define AMDKFD_IOC_GET_PROCESS_APERTURES_NEW AMDKFD_IOWR(0x14, struct kfd_ioctl_get_process_apertures_new_args)
+#define AMDKFD_IOC_ACQUIRE_VM AMDKFD_IOW(0x15, struct kfd_ioctl_acquire_vm_args)
 #endif /* no usable system header */
 
 #if KFD_IOCTL_MINOR_VERSION < 13
@@ -398,6 +438,10 @@ struct kfd_ioctl_dbg_trap_args {
 _Static_assert(AMDKFD_IOC_GET_VERSION == 0x80084B01u, "GET_VERSION request");
 _Static_assert(AMDKFD_IOC_CREATE_QUEUE == 0xC0584B02u, "CREATE_QUEUE request");
 _Static_assert(AMDKFD_IOC_DESTROY_QUEUE == 0xC0084B03u, "DESTROY_QUEUE request");
+_Static_assert(AMDKFD_IOC_SET_MEMORY_POLICY == 0x40204B04u, "SET_MEMORY_POLICY request");
+_Static_assert(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW == 0xC0104B14u, "GET_PROCESS_APERTURES_NEW request");
+_Static_assert(AMDKFD_IOC_ACQUIRE_VM == 0x40084B15u, "ACQUIRE_VM request");
+GP_ABI_SIZE(struct kfd_process_device_apertures, 56);
 _Static_assert(AMDKFD_IOC_RUNTIME_ENABLE == 0xC0104B25u, "RUNTIME_ENABLE request");
 _Static_assert(AMDKFD_IOC_DBG_TRAP == 0xC0204B26u, "DBG_TRAP request");
 

@@ -102,6 +102,18 @@ static void write_node_properties(FILE *f, const struct emu_gpu *gpu)
         prop32(f, "max_engine_clk_ccompute", HOST_MAX_CLOCK_MHZ);
 }
 
+/* The GPU's DRM render node in sysfs: /sys/dev/char/226:<minor>/device/drm
+ * lists it, which is how libdrm tells a DRM device from another character
+ * device (drmNodeIsDRM). */
+static int render_drm_node(const char *root, const struct emu_gpu *gpu)
+{
+        char path[PATH_LEN];
+        unsigned minor = gpu->cfg.drm_render_minor;
+
+        snprintf(path, sizeof(path), "sys/dev/char/226:%u/device/drm/renderD%u", minor, minor);
+        return emu_render_dir(root, path);
+}
+
 static int render_node(const char *root, unsigned n, const struct emu_gpu *gpu)
 {
         _cleanup_free_ char *text = NULL;
@@ -125,7 +137,10 @@ static int render_node(const char *root, unsigned n, const struct emu_gpu *gpu)
         if (fclose(f) != 0)
                 return -ENOMEM;
         snprintf(path, sizeof(path), KFD_DIR "/topology/nodes/%u/properties", n);
-        return emu_render_write(root, path, text, len);
+        r = emu_render_write(root, path, text, len);
+        if (r >= 0 && gpu)
+                r = render_drm_node(root, gpu);
+        return r;
 }
 
 int emu_render_topology(struct emu_node *node)

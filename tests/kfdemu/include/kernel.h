@@ -17,9 +17,19 @@ struct emu_caller {
         pid_t tid;
 };
 
-/* An open /dev/kfd (struct file): kfd_open attaches it to the caller's kfd_process. */
+/* An open /dev/kfd (struct file): kfd_open attaches it to the caller's
+ * kfd_process. Or an open amdgpu render node (/dev/dri/renderD<minor>), a
+ * drm_file of one GPU that any process holding the fd may use. */
 struct emu_file {
-        struct emu_process *process;     /* filep->private_data */
+        struct emu_process *process;     /* /dev/kfd: filep->private_data; NULL on a render node */
+        struct emu_gpu *render_gpu;      /* render node: its device; NULL on /dev/kfd */
+        /* Render node: its VM became a process's compute VM (ACQUIRE_VM,
+         * amdgpu_amdkfd_gpuvm_acquire_process_vm sets vm->process_info). */
+        bool vm_acquired;
+        /* Render node: references held by the transport (while the fd is
+         * open) and by kfd_process_devices that acquired its VM (the
+         * kernel's fget in ACQUIRE_VM). */
+        unsigned refs;
         struct emu_file_transport *transport;
 };
 
@@ -91,6 +101,16 @@ void emu_call_abandon(struct emu_call *call);
 /* Finish a parked call with `ret`: copy kdata out like kfd_ioctl, then reply. */
 void emu_call_complete(struct emu_call *call, long ret);
 
+/* The amdgpu render node (kernel/amdgpu-drm.c). drm_open of
+ * /dev/dri/renderD<minor>: -ENOENT when no GPU has that minor (no such
+ * device node). The file starts with the transport's reference. */
+int emu_drm_open(struct emu_node *node, uint32_t minor, struct emu_file **ret_file);
+/* The transport's reference goes (the fd's last close). */
+void emu_drm_release(struct emu_file *file);
+/* drm_ioctl on a render node: the core and amdgpu tables, the argument
+ * copies, drm_ioctl_permit. Never parks. */
+long emu_drm_ioctl(struct emu_call *call);
+
 /* kfd_mmap. On success fills the segments the caller must map. */
 struct emu_mmap_segment {
         int memfd;                       /* borrowed; valid until the reply is sent */
@@ -117,3 +137,8 @@ void emu_node_fini(struct emu_node *node);
  * calls it once when it creates a kfd_process. Returns 0 or -errno (the
  * process is already gone: -ESRCH). */
 int emu_transport_watch_process(struct emu_node *node, struct emu_process *p);
+
+/* Provided by transport/: the kfdemu file (/dev/kfd or a render node)
+ * that `fd`, the server's own copy of a client's fd, refers to; NULL for
+ * any other file. */
+struct emu_file *emu_transport_file_of_fd(struct emu_node *node, int fd);

@@ -32,6 +32,7 @@ struct emu_gpu_hw;     /* gpu/: the time model's per-device state */
 struct emu_queue_hw;   /* gpu/: the time model's per-queue state */
 struct emu_file_transport; /* transport/: the connection behind an open /dev/kfd */
 struct emu_call;
+struct emu_file;
 struct kfd_ev_writer;  /* kernel/: a raiser blocked writing the debug event byte */
 
 /* One GPU as configured (kfdemu-run --gpus / --config). */
@@ -40,6 +41,7 @@ struct emu_gpu_config {
         uint32_t gfx_target_version; /* e.g. 90402 for gfx942 */
         char name[32];               /* topology nodes/N/name, e.g. "gfx942" */
         uint32_t device_id;          /* PCI device id, e.g. 0x74a2 */
+        uint32_t pci_revision;       /* PCI revision id: with device_id, names the part (libdrm's amdgpu.ids) */
         uint32_t location_id;        /* bus << 8 | devfn */
         uint32_t domain;
         uint32_t drm_render_minor;   /* 128 + index */
@@ -85,6 +87,7 @@ struct emu_gpu {
 /* A per-process, per-device record (the kernel's kfd_process_device). */
 struct emu_pdd {
         struct emu_gpu *gpu;
+        struct emu_file *drm_file;       /* the render node whose VM ACQUIRE_VM took; NULL before */
         uint64_t exception_status;       /* device-level exceptions (EC_DEVICE_*) */
         uint64_t doorbell_slots_used[EMU_DOORBELL_SLOTS / 64];
         unsigned queue_count;            /* qpd.queue_count: the process's queues here, SDMA included */

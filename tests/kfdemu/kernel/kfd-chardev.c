@@ -49,7 +49,7 @@ static const struct kfd_ioctl_desc kfd_ioctls[KFD_COMMAND_END] = {
         [0x01] = { KFD_R(0x01, 8), kfd_ioctl_get_version },            /* GET_VERSION */
         [0x02] = { KFD_WR(0x02, 88), kfd_ioctl_create_queue },      /* CREATE_QUEUE */
         [0x03] = { KFD_WR(0x03, 8), kfd_ioctl_destroy_queue },      /* DESTROY_QUEUE */
-        [0x04] = { KFD_W(0x04, 32), kfd_ioctl_not_emulated },          /* SET_MEMORY_POLICY */
+        [0x04] = { KFD_W(0x04, 32), kfd_ioctl_set_memory_policy },     /* SET_MEMORY_POLICY */
         [0x05] = { KFD_WR(0x05, 40), kfd_ioctl_not_emulated },         /* GET_CLOCK_COUNTERS */
         [0x06] = { KFD_R(0x06, 400), kfd_ioctl_not_emulated },         /* GET_PROCESS_APERTURES */
         [0x07] = { KFD_W(0x07, 24), kfd_ioctl_not_emulated },          /* UPDATE_QUEUE */
@@ -65,8 +65,8 @@ static const struct kfd_ioctl_desc kfd_ioctls[KFD_COMMAND_END] = {
         [0x11] = { KFD_WR(0x11, 16), kfd_ioctl_not_emulated },         /* SET_SCRATCH_BACKING_VA */
         [0x12] = { KFD_WR(0x12, 40), kfd_ioctl_not_emulated },         /* GET_TILE_CONFIG */
         [0x13] = { KFD_W(0x13, 24), kfd_ioctl_not_emulated },          /* SET_TRAP_HANDLER */
-        [0x14] = { KFD_WR(0x14, 16), kfd_ioctl_not_emulated },         /* GET_PROCESS_APERTURES_NEW */
-        [0x15] = { KFD_W(0x15, 8), kfd_ioctl_not_emulated },           /* ACQUIRE_VM */
+        [0x14] = { KFD_WR(0x14, 16), kfd_ioctl_get_process_apertures_new }, /* GET_PROCESS_APERTURES_NEW */
+        [0x15] = { KFD_W(0x15, 8), kfd_ioctl_acquire_vm },             /* ACQUIRE_VM */
         [0x16] = { KFD_WR(0x16, 40), kfd_ioctl_not_emulated },         /* ALLOC_MEMORY_OF_GPU */
         [0x17] = { KFD_W(0x17, 8), kfd_ioctl_not_emulated },           /* FREE_MEMORY_OF_GPU */
         [0x18] = { KFD_WR(0x18, 24), kfd_ioctl_not_emulated },         /* MAP_MEMORY_TO_GPU */
@@ -90,6 +90,9 @@ _Static_assert(KFD_WR(0x02, 88) == AMDKFD_IOC_CREATE_QUEUE, "CREATE_QUEUE table 
 _Static_assert(KFD_WR(0x25, 16) == AMDKFD_IOC_RUNTIME_ENABLE, "RUNTIME_ENABLE table entry");
 _Static_assert(KFD_WR(0x26, 32) == AMDKFD_IOC_DBG_TRAP, "DBG_TRAP table entry");
 _Static_assert(KFD_R(0x01, 8) == AMDKFD_IOC_GET_VERSION, "GET_VERSION table entry");
+_Static_assert(KFD_W(0x04, 32) == AMDKFD_IOC_SET_MEMORY_POLICY, "SET_MEMORY_POLICY table entry");
+_Static_assert(KFD_WR(0x14, 16) == AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, "GET_PROCESS_APERTURES_NEW table entry");
+_Static_assert(KFD_W(0x15, 8) == AMDKFD_IOC_ACQUIRE_VM, "ACQUIRE_VM table entry");
 _Static_assert(EMU_KDATA_MAX == _IOC_SIZEMASK, "kdata holds the largest _IOC_SIZE");
 
 long kfd_ioctl_copy_out(struct emu_call *call, long ret)

@@ -44,6 +44,9 @@ enum kfd_wait_kind {
         KFD_WAIT_LOCK,           /* mutex_lock of a process's mutex or event_mutex (kfd-mutex.c) */
 };
 
+/* kzalloc() of more than KMALLOC_MAX_SIZE (4 MiB with 4 KiB pages) fails. */
+#define KFD_KMALLOC_MAX_SIZE (4u << 20)
+
 /* kfd-log.c: what the kernel would print to dmesg. */
 void kfd_log(struct emu_node *node, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -90,6 +93,16 @@ int kfd_create_process(struct emu_node *node, pid_t tgid, struct emu_process **r
 struct emu_process *kfd_lookup_process_by_tgid(struct emu_node *node, pid_t tgid);
 struct emu_pdd *kfd_process_device_by_id(struct emu_process *p, uint32_t gpu_id);
 void kfd_process_put_file(struct emu_process *p);
+
+/* kfd-vm.c: the VM of a render node, apertures, cache policy (§12). */
+long kfd_ioctl_acquire_vm(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_get_process_apertures_new(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_set_memory_policy(struct emu_call *call, struct emu_process *p, void *data);
+/* The process's mm is gone: the device's VM goes back to its render node. */
+void kfd_process_device_release_vm(struct emu_pdd *pdd);
+
+/* amdgpu-drm.c: drop a reference to a render node's file. */
+void kfd_drm_file_put(struct emu_file *file);
 
 /* kfd-queue.c */
 long kfd_ioctl_create_queue(struct emu_call *call, struct emu_process *p, void *data);

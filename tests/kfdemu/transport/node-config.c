@@ -39,6 +39,7 @@ static const struct gpu_field gpu_fields[] = {
         U32_FIELD("GfxTargetVersion", gfx_target_version, 10000, 199999),
         { "Name", FIELD_NAME, offsetof(struct emu_gpu_config, name), 0, 0 },
         U32_FIELD("DeviceId", device_id, 0, 0xffff),
+        U32_FIELD("PciRevision", pci_revision, 0, 0xff),
         U32_FIELD("LocationId", location_id, 0, 0xffff),
         U32_FIELD("Domain", domain, 0, 0xffff),
         U32_FIELD("DrmRenderMinor", drm_render_minor, 128, 255),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Path interposers: open("/dev/kfd") becomes a connection to the server;
+ * Path interposers: open("/dev/kfd") and open("/dev/dri/renderD<minor>")
+ * become connections to the server;
  * the KFD's sysfs and debugfs, and amdgpu's module parameters, are read
  * from the tree the server renders under $KFDEMU_ROOT. Everything else goes
  * to libc untouched.
@@ -10,10 +11,13 @@
  * interposed themselves.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +25,7 @@
 #include "preload.h"
 
 #define KFD_DEVICE "/dev/kfd"
+#define RENDER_NODE_PREFIX "/dev/dri/renderD"
 
 static const char *const redirected_trees[] = {
         "/sys/class/kfd/kfd",
@@ -34,6 +39,45 @@ bool preload_is_kfd_device(const char *path)
         return path && preload_socket_path() && strcmp(path, KFD_DEVICE) == 0;
 }
 
+/* /dev/dri/renderD<minor>, the minor in canonical decimal: the server says
+ * which minors exist (ENOENT for the others, as for a missing node). */
+static bool is_render_node(const char *path, uint32_t *ret_minor)
+{
+        const char *digits;
+        unsigned long minor;
+        char *end;
+
+        if (!path || !preload_socket_path() || strncmp(path, RENDER_NODE_PREFIX, strlen(RENDER_NODE_PREFIX)) != 0)
+                return false;
+        digits = path + strlen(RENDER_NODE_PREFIX);
+        if (digits[0] < '1' || digits[0] > '9')
+                return false;
+        errno = 0;
+        minor = strtoul(digits, &end, 10);
+        if (*end != '\0' || errno || minor > UINT32_MAX)
+                return false;
+        *ret_minor = (uint32_t)minor;
+        return true;
+}
+
+/* open of an emulated device: true, with the fd (or -1 and errno) in *ret_fd. */
+static bool open_device(const char *path, int flags, int *ret_fd)
+{
+        uint32_t minor;
+        int saved_errno = errno;
+
+        if (preload_is_kfd_device(path)) {
+                *ret_fd = preload_device_open(0, flags);
+                return true;
+        }
+        if (is_render_node(path, &minor)) {
+                *ret_fd = preload_device_open(minor, flags);
+                return true;
+        }
+        errno = saved_errno;
+        return false;
+}
+
 static bool under(const char *path, const char *tree)
 {
         size_t n = strlen(tree);
@@ -41,12 +85,18 @@ static bool under(const char *path, const char *tree)
         return strncmp(path, tree, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+/* The DRM character devices' sysfs entries (226:<minor>): the emulated
+ * render nodes' own, in place of the host's. */
+#define DRM_CHAR_SYSFS_PREFIX "/sys/dev/char/226:"
+
 const char *preload_redirect_path(const char *path, char *buf)
 {
         const char *root = preload_root_path();
 
         if (!path || !root || path[0] != '/')
                 return path;
+        if (strncmp(path, DRM_CHAR_SYSFS_PREFIX, strlen(DRM_CHAR_SYSFS_PREFIX)) == 0)
+                return (size_t)snprintf(buf, PATH_MAX, "%s%s", root, path) < PATH_MAX ? buf : path;
         /* stat/access of the device node itself: the server's socket stands
          * in for it (exists, readable and writable by the node's users). */
         if (preload_is_kfd_device(path))
@@ -78,9 +128,10 @@ PRELOAD_EXPORT int open(const char *path, int flags, ...)
 {
         mode_t mode = OPEN_MODE(flags);
         char buf[PATH_MAX];
+        int fd;
 
-        if (preload_is_kfd_device(path))
-                return preload_kfd_open(flags);
+        if (open_device(path, flags, &fd))
+                return fd;
         return REAL(open)(preload_redirect_path(path, buf), flags, mode);
 }
 
@@ -88,9 +139,10 @@ PRELOAD_EXPORT int open64(const char *path, int flags, ...)
 {
         mode_t mode = OPEN_MODE(flags);
         char buf[PATH_MAX];
+        int fd;
 
-        if (preload_is_kfd_device(path))
-                return preload_kfd_open(flags);
+        if (open_device(path, flags, &fd))
+                return fd;
         return REAL(open64)(preload_redirect_path(path, buf), flags, mode);
 }
 
@@ -98,9 +150,10 @@ PRELOAD_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
         mode_t mode = OPEN_MODE(flags);
         char buf[PATH_MAX];
+        int fd;
 
-        if (preload_is_kfd_device(path))
-                return preload_kfd_open(flags);
+        if (open_device(path, flags, &fd))
+                return fd;
         return REAL(openat)(dirfd, preload_redirect_path(path, buf), flags, mode);
 }
 
@@ -108,9 +161,10 @@ PRELOAD_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
         mode_t mode = OPEN_MODE(flags);
         char buf[PATH_MAX];
+        int fd;
 
-        if (preload_is_kfd_device(path))
-                return preload_kfd_open(flags);
+        if (open_device(path, flags, &fd))
+                return fd;
         return REAL(openat64)(dirfd, preload_redirect_path(path, buf), flags, mode);
 }
 
@@ -123,36 +177,40 @@ int __openat64_2(int dirfd, const char *path, int flags);
 PRELOAD_EXPORT int __open_2(const char *path, int flags)
 {
         char buf[PATH_MAX];
+        int fd;
 
-        if (preload_is_kfd_device(path))
-                return preload_kfd_open(flags);
+        if (open_device(path, flags, &fd))
+                return fd;
         return REAL(__open_2)(preload_redirect_path(path, buf), flags);
 }
 
 PRELOAD_EXPORT int __open64_2(const char *path, int flags)
 {
         char buf[PATH_MAX];
+        int fd;
 
-        if (preload_is_kfd_device(path))
-                return preload_kfd_open(flags);
+        if (open_device(path, flags, &fd))
+                return fd;
         return REAL(__open64_2)(preload_redirect_path(path, buf), flags);
 }
 
 PRELOAD_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
         char buf[PATH_MAX];
+        int fd;
 
-        if (preload_is_kfd_device(path))
-                return preload_kfd_open(flags);
+        if (open_device(path, flags, &fd))
+                return fd;
         return REAL(__openat_2)(dirfd, preload_redirect_path(path, buf), flags);
 }
 
 PRELOAD_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
         char buf[PATH_MAX];
+        int fd;
 
-        if (preload_is_kfd_device(path))
-                return preload_kfd_open(flags);
+        if (open_device(path, flags, &fd))
+                return fd;
         return REAL(__openat64_2)(dirfd, preload_redirect_path(path, buf), flags);
 }
 

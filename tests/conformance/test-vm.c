@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the ROCt thunk's hsaKmtOpenKFD asks of amdkfd before any queue
+ * (kfd-interface.md §12): ACQUIRE_VM (kfd_ioctl_acquire_vm,
+ * kfd_process_device_init_vm, amdgpu_amdkfd_gpuvm_acquire_process_vm),
+ * GET_PROCESS_APERTURES_NEW (kfd_ioctl_get_process_apertures_new) and
+ * SET_MEMORY_POLICY (kfd_ioctl_set_memory_policy,
+ * kfd_bind_process_to_device).
+ *
+ * The program's kfd_process keeps what it acquired: the tests run in this
+ * order, and each says what it expects to find.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "conf-helpers.h"
+
+static uint32_t gpu_ids[16];
+static int n_gpus;
+
+static int render_node_of(uint32_t gpu_id)
+{
+        long long minor = conf_gpu_property(gpu_id, "drm_render_minor");
+        char path[64];
+        int fd;
+
+        assert_true(minor >= 128);
+        snprintf(path, sizeof(path), "/dev/dri/renderD%lld", minor);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                fail_msg("open %s: %s", path, strerror(errno));
+        return fd;
+}
+
+static long acquire_vm(uint32_t gpu_id, int drm_fd)
+{
+        struct kfd_ioctl_acquire_vm_args args = { .drm_fd = (uint32_t)drm_fd, .gpu_id = gpu_id };
+
+        return conf_ioctl(conf_kfd(), AMDKFD_IOC_ACQUIRE_VM, &args);
+}
+
+static long set_memory_policy(uint32_t gpu_id, uint32_t default_policy, uint32_t alternate_policy)
+{
+        struct kfd_ioctl_set_memory_policy_args args = {
+                .gpu_id = gpu_id,
+                .default_policy = default_policy,
+                .alternate_policy = alternate_policy,
+                .alternate_aperture_base = 1ull << 40,
+                .alternate_aperture_size = 1ull << 30,
+        };
+
+        return conf_ioctl(conf_kfd(), AMDKFD_IOC_SET_MEMORY_POLICY, &args);
+}
+
+static int setup(void **state)
+{
+        n_gpus = conf_gpu_ids(gpu_ids, 16);
+        return n_gpus >= 2 ? 0 : -1;
+}
+
+/* Before its VM is acquired the process cannot bind to the device:
+ * kfd_bind_process_to_device's -ENODEV becomes -ESRCH. Bad policies and
+ * unknown GPUs are -EINVAL first. */
+static void memory_policy_needs_the_vm(void **state)
+{
+        assert_int_equal(set_memory_policy(gpu_ids[0], 2, KFD_IOC_CACHE_POLICY_COHERENT), -EINVAL);
+        assert_int_equal(set_memory_policy(gpu_ids[0], KFD_IOC_CACHE_POLICY_COHERENT, 7), -EINVAL);
+        assert_int_equal(set_memory_policy(0x7, KFD_IOC_CACHE_POLICY_COHERENT, KFD_IOC_CACHE_POLICY_COHERENT),
+                         -EINVAL);
+        assert_int_equal(set_memory_policy(gpu_ids[0], KFD_IOC_CACHE_POLICY_COHERENT,
+                                           KFD_IOC_CACHE_POLICY_NONCOHERENT),
+                         -ESRCH);
+}
+
+/* fget fails, or the file is not amdgpu's (amdgpu_file_to_fpriv), or the
+ * GPU is unknown: -EINVAL, and nothing is acquired. */
+static void acquire_vm_rejects_other_files(void **state)
+{
+        int pipe_fds[2];
+        _cleanup_close_ int drm = render_node_of(gpu_ids[0]);
+
+        assert_int_equal(acquire_vm(gpu_ids[0], -1), -EINVAL);
+        assert_int_equal(acquire_vm(gpu_ids[0], 1000), -EINVAL);
+        assert_int_equal(pipe(pipe_fds), 0);
+        assert_int_equal(acquire_vm(gpu_ids[0], pipe_fds[0]), -EINVAL);
+        close(pipe_fds[0]);
+        close(pipe_fds[1]);
+        assert_int_equal(acquire_vm(gpu_ids[0], conf_kfd()), -EINVAL);
+        assert_int_equal(acquire_vm(0x7, drm), -EINVAL);
+        assert_int_equal(set_memory_policy(gpu_ids[0], KFD_IOC_CACHE_POLICY_COHERENT,
+                                           KFD_IOC_CACHE_POLICY_COHERENT),
+                         -ESRCH);
+}
+
+/* The first render file acquired for a GPU stays its VM: the same file
+ * again is 0, another -EBUSY; a file whose VM is already a compute VM
+ * cannot become another device's (-EINVAL). The pdd keeps the file open
+ * after the caller closes its fd. */
+static void acquire_vm_once_per_device(void **state)
+{
+        int drm = render_node_of(gpu_ids[0]);
+        _cleanup_close_ int other = render_node_of(gpu_ids[0]);
+
+        assert_int_equal(acquire_vm(gpu_ids[0], drm), 0);
+        assert_int_equal(acquire_vm(gpu_ids[0], drm), 0);
+        assert_int_equal(acquire_vm(gpu_ids[0], other), -EBUSY);
+        assert_int_equal(acquire_vm(gpu_ids[1], drm), -EINVAL);
+        close(drm);
+        assert_int_equal(set_memory_policy(gpu_ids[0], KFD_IOC_CACHE_POLICY_COHERENT,
+                                           KFD_IOC_CACHE_POLICY_NONCOHERENT),
+                         0);
+        /* the second device still has no VM */
+        assert_int_equal(set_memory_policy(gpu_ids[1], KFD_IOC_CACHE_POLICY_COHERENT,
+                                           KFD_IOC_CACHE_POLICY_COHERENT),
+                         -ESRCH);
+}
+
+/* GET_PROCESS_APERTURES_NEW: num_of_nodes 0 asks for the count; then at
+ * most that many entries, in device order, with the GC 9 apertures
+ * (kfd_init_apertures_v9); a bad pointer is -EFAULT. */
+static void apertures_of_every_device(void **state)
+{
+        struct kfd_process_device_apertures pa[16];
+        struct kfd_ioctl_get_process_apertures_new_args args = { 0 };
+
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &args), 0);
+        assert_int_equal(args.num_of_nodes, n_gpus);
+
+        memset(pa, 0, sizeof(pa));
+        args.kfd_process_device_apertures_ptr = (uintptr_t)pa;
+        args.num_of_nodes = 16;
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &args), 0);
+        assert_int_equal(args.num_of_nodes, n_gpus);
+        for (int i = 0; i < n_gpus; i++) {
+                assert_int_equal(pa[i].gpu_id, gpu_ids[i]);
+                assert_true(pa[i].lds_base < pa[i].lds_limit);
+                assert_true(pa[i].scratch_base < pa[i].scratch_limit);
+                assert_true(pa[i].gpuvm_base < pa[i].gpuvm_limit);
+        }
+
+        memset(pa, 0, sizeof(pa));
+        args.num_of_nodes = 1;
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &args), 0);
+        assert_int_equal(args.num_of_nodes, 1);
+        assert_int_equal(pa[0].gpu_id, gpu_ids[0]);
+        assert_int_equal(pa[1].gpu_id, 0);
+
+        args.kfd_process_device_apertures_ptr = 8;
+        args.num_of_nodes = 2;
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &args), -EFAULT);
+}
+
+int main(int argc, char **argv)
+{
+        conf_init(argc, argv);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(memory_policy_needs_the_vm),
+                cmocka_unit_test(acquire_vm_rejects_other_files),
+                cmocka_unit_test(acquire_vm_once_per_device),
+                cmocka_unit_test(apertures_of_every_device),
+        };
+        return cmocka_run_group_tests(tests, setup, NULL);
+}

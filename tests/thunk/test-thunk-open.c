@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Debian's ROCt thunk (libhsakmt 5.2.3) opens the emulated node: it reads
+ * the topology, opens each GPU's render node, names the GPU through
+ * libdrm_amdgpu, acquires the render node's VM for KFD and sets the
+ * apertures up (hsaKmtOpenKFD: topology_sysfs_get_system_props,
+ * fmm_init_process_apertures). Runs on the MI210 node of
+ * tests/kfdemu/configs/mi210.conf.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <hsakmt.h>
+
+/* The MI210 of mi210.conf: gfx90a, 104 CUs of 4 SIMDs. */
+#define MI210_DEVICE_ID 0x740f
+#define MI210_SIMDS (104 * 4)
+
+static void ascii_of(const HSAuint16 *wide, char *out, size_t size)
+{
+        size_t i;
+
+        for (i = 0; i + 1 < size && wide[i]; i++)
+                out[i] = (char)wide[i];
+        out[i] = '\0';
+}
+
+/* The GPU node as the thunk describes it: the gfx target from its device
+ * table, the marketing name libdrm_amdgpu found for device and revision. */
+static void open_describes_the_gpu(void **state)
+{
+        HsaSystemProperties system;
+        HsaNodeProperties gpu;
+        char marketing[HSA_PUBLIC_NAME_SIZE];
+
+        assert_int_equal(hsaKmtOpenKFD(), HSAKMT_STATUS_SUCCESS);
+        assert_int_equal(hsaKmtAcquireSystemProperties(&system), HSAKMT_STATUS_SUCCESS);
+        assert_int_equal(system.NumNodes, 2);
+        assert_int_equal(hsaKmtGetNodeProperties(1, &gpu), HSAKMT_STATUS_SUCCESS);
+        assert_int_equal(gpu.DeviceId, MI210_DEVICE_ID);
+        assert_int_equal(gpu.NumFComputeCores, MI210_SIMDS);
+        assert_int_equal(gpu.EngineId.ui32.Major, 9);
+        assert_int_equal(gpu.EngineId.ui32.Minor, 0);
+        assert_int_equal(gpu.EngineId.ui32.Stepping, 10);
+        assert_string_equal((const char *)gpu.AMDName, "Aldebaran");
+        ascii_of(gpu.MarketingName, marketing, sizeof(marketing));
+        assert_string_equal(marketing, "AMD Instinct MI210");
+        assert_int_equal(hsaKmtReleaseSystemProperties(), HSAKMT_STATUS_SUCCESS);
+        assert_int_equal(hsaKmtCloseKFD(), HSAKMT_STATUS_SUCCESS);
+}
+
+/* Closing and opening again reuses the render node the thunk keeps for
+ * the process's lifetime: ACQUIRE_VM of the same file is 0 again. */
+static void open_again_after_close(void **state)
+{
+        assert_int_equal(hsaKmtOpenKFD(), HSAKMT_STATUS_SUCCESS);
+        assert_int_equal(hsaKmtCloseKFD(), HSAKMT_STATUS_SUCCESS);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(open_describes_the_gpu),
+                cmocka_unit_test(open_again_after_close),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
