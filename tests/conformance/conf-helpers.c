@@ -68,6 +68,30 @@ int conf_open_kfd(void)
         return fd < 0 ? -errno : fd;
 }
 
+long conf_acquire_vms(int kfd)
+{
+        uint32_t gpus[CONF_MAX_GPUS];
+        int n = conf_gpu_ids(gpus, CONF_MAX_GPUS);
+
+        for (int i = 0; i < n; i++) {
+                long long minor = conf_gpu_property(gpus[i], "drm_render_minor");
+                char path[64];
+
+                if (minor < 0)
+                        return minor;
+                snprintf(path, sizeof(path), "/dev/dri/renderD%lld", minor);
+                /* The device keeps the file once it has its VM. */
+                _cleanup_close_ int drm = open(path, O_RDWR | O_CLOEXEC);
+                if (drm < 0)
+                        return -errno;
+                struct kfd_ioctl_acquire_vm_args args = { .drm_fd = (uint32_t)drm, .gpu_id = gpus[i] };
+                long r = conf_ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, &args);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int conf_kfd(void)
 {
         if (program_kfd < 0)

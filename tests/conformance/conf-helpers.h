@@ -47,6 +47,11 @@ long conf_ioctl(int fd, unsigned long request, void *arg);
 /* The test program's own /dev/kfd (opened once, kept for the whole program). */
 int conf_kfd(void);
 int conf_open_kfd(void);
+/* What a runtime does after opening /dev/kfd (the thunk's
+ * fmm_init_process_apertures): ACQUIRE_VM of every GPU with its render
+ * node, which amdkfd requires before a queue (kfd-interface.md §12).
+ * Returns 0 or the first -errno. */
+long conf_acquire_vms(int kfd);
 long conf_dbg_trap(int kfd, pid_t pid, uint32_t op, struct kfd_ioctl_dbg_trap_args *args);
 long conf_dbg_enable(int kfd, pid_t pid, uint64_t mask, int dbg_fd, struct kfd_runtime_info *ret_rinfo);
 long conf_dbg_disable(int kfd, pid_t pid);

@@ -82,6 +82,37 @@ static void memory_policy_needs_the_vm(void **state)
                          -ESRCH);
 }
 
+/* CREATE_QUEUE of an AQL queue on `gpu_id`; its id in *ret_id. */
+static long create_queue(uint32_t gpu_id, uint32_t percentage, uint32_t *ret_id)
+{
+        static uint64_t pointers[2];
+        static uint8_t ring[4096] __attribute__((aligned(4096)));
+        struct kfd_ioctl_create_queue_args a = {
+                .ring_base_address = (uintptr_t)ring,
+                .write_pointer_address = (uintptr_t)&pointers[0],
+                .read_pointer_address = (uintptr_t)&pointers[1],
+                .ring_size = sizeof(ring),
+                .gpu_id = gpu_id,
+                .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                .queue_percentage = percentage,
+        };
+        long r = conf_ioctl(conf_kfd(), AMDKFD_IOC_CREATE_QUEUE, &a);
+
+        *ret_id = a.queue_id;
+        return r;
+}
+
+/* CREATE_QUEUE binds the process to the device: -ESRCH until its VM is
+ * acquired, after the argument checks and the gpu_id lookup. */
+static void create_queue_needs_the_vm(void **state)
+{
+        uint32_t id;
+
+        assert_int_equal(create_queue(gpu_ids[0], 100, &id), -ESRCH);
+        assert_int_equal(create_queue(0x7, 100, &id), -EINVAL);
+        assert_int_equal(create_queue(gpu_ids[0], 101, &id), -EINVAL);
+}
+
 /* fget fails, or the file is not amdgpu's (amdgpu_file_to_fpriv), or the
  * GPU is unknown: -EINVAL, and nothing is acquired. */
 static void acquire_vm_rejects_other_files(void **state)
@@ -105,7 +136,7 @@ static void acquire_vm_rejects_other_files(void **state)
 /* The first render file acquired for a GPU stays its VM: the same file
  * again is 0, another -EBUSY; a file whose VM is already a compute VM
  * cannot become another device's (-EINVAL). The pdd keeps the file open
- * after the caller closes its fd. */
+ * after the caller closes its fd, and the device now takes queues. */
 static void acquire_vm_once_per_device(void **state)
 {
         int drm = render_node_of(gpu_ids[0]);
@@ -119,6 +150,11 @@ static void acquire_vm_once_per_device(void **state)
         assert_int_equal(set_memory_policy(gpu_ids[0], KFD_IOC_CACHE_POLICY_COHERENT,
                                            KFD_IOC_CACHE_POLICY_NONCOHERENT),
                          0);
+        uint32_t id;
+        assert_int_equal(create_queue(gpu_ids[0], 100, &id), 0);
+        struct kfd_ioctl_destroy_queue_args destroy = { .queue_id = id };
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_DESTROY_QUEUE, &destroy), 0);
+        assert_int_equal(create_queue(gpu_ids[1], 100, &id), -ESRCH);
         /* the second device still has no VM */
         assert_int_equal(set_memory_policy(gpu_ids[1], KFD_IOC_CACHE_POLICY_COHERENT,
                                            KFD_IOC_CACHE_POLICY_COHERENT),
@@ -165,6 +201,7 @@ int main(int argc, char **argv)
         conf_init(argc, argv);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(memory_policy_needs_the_vm),
+                cmocka_unit_test(create_queue_needs_the_vm),
                 cmocka_unit_test(acquire_vm_rejects_other_files),
                 cmocka_unit_test(acquire_vm_once_per_device),
                 cmocka_unit_test(apertures_of_every_device),

@@ -240,6 +240,10 @@ long kfd_ioctl_create_queue(struct emu_call *call, struct emu_process *p, void *
         pdd = kfd_process_device_by_id(p, args->gpu_id);
         if (!pdd)
                 return -EINVAL;
+        /* kfd_bind_process_to_device: the device's VM must have been
+         * acquired from a render node first (kfd-interface.md §12). */
+        if (!pdd->drm_file)
+                return -ESRCH;
 
         r = kfd_pqm_create_queue(p, pdd, args, &q);
         if (r < 0)
