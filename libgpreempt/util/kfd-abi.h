@@ -110,6 +110,19 @@ struct kfd_ioctl_acquire_vm_args {
         __u32 gpu_id;
 };
 
+struct kfd_ioctl_set_scratch_backing_va_args {
+        __u64 va_addr;
+        __u32 gpu_id;
+        __u32 pad;
+};
+
+struct kfd_ioctl_set_trap_handler_args {
+        __u64 tba_addr;
+        __u64 tma_addr;
+        __u32 gpu_id;
+        __u32 pad;
+};
+
 #define AMDKFD_IOCTL_BASE 'K'
 #define AMDKFD_IOR(nr, type) _IOR(AMDKFD_IOCTL_BASE, nr, type)
 #define AMDKFD_IOW(nr, type) _IOW(AMDKFD_IOCTL_BASE, nr, type)
@@ -118,6 +131,8 @@ struct kfd_ioctl_acquire_vm_args {
 #define AMDKFD_IOC_CREATE_QUEUE AMDKFD_IOWR(0x02, struct kfd_ioctl_create_queue_args)
 #define AMDKFD_IOC_DESTROY_QUEUE AMDKFD_IOWR(0x03, struct kfd_ioctl_destroy_queue_args)
 #define AMDKFD_IOC_SET_MEMORY_POLICY AMDKFD_IOW(0x04, struct kfd_ioctl_set_memory_policy_args)
+#define AMDKFD_IOC_SET_SCRATCH_BACKING_VA AMDKFD_IOWR(0x11, struct kfd_ioctl_set_scratch_backing_va_args)
+#define AMDKFD_IOC_SET_TRAP_HANDLER AMDKFD_IOW(0x13, struct kfd_ioctl_set_trap_handler_args)
 #define AMDKFD_IOC_GET_PROCESS_APERTURES_NEW AMDKFD_IOWR(0x14, struct kfd_ioctl_get_process_apertures_new_args)
 #define AMDKFD_IOC_ACQUIRE_VM AMDKFD_IOW(0x15, struct kfd_ioctl_acquire_vm_args)
 #endif /* no usable system header */
@@ -441,6 +456,8 @@ _Static_assert(AMDKFD_IOC_DESTROY_QUEUE == 0xC0084B03u, "DESTROY_QUEUE request")
 _Static_assert(AMDKFD_IOC_SET_MEMORY_POLICY == 0x40204B04u, "SET_MEMORY_POLICY request");
 _Static_assert(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW == 0xC0104B14u, "GET_PROCESS_APERTURES_NEW request");
 _Static_assert(AMDKFD_IOC_ACQUIRE_VM == 0x40084B15u, "ACQUIRE_VM request");
+_Static_assert(AMDKFD_IOC_SET_SCRATCH_BACKING_VA == 0xC0104B11u, "SET_SCRATCH_BACKING_VA request");
+_Static_assert(AMDKFD_IOC_SET_TRAP_HANDLER == 0x40184B13u, "SET_TRAP_HANDLER request");
 GP_ABI_SIZE(struct kfd_process_device_apertures, 56);
 _Static_assert(AMDKFD_IOC_RUNTIME_ENABLE == 0xC0104B25u, "RUNTIME_ENABLE request");
 _Static_assert(AMDKFD_IOC_DBG_TRAP == 0xC0204B26u, "DBG_TRAP request");

@@ -161,6 +161,26 @@ static void acquire_vm_once_per_device(void **state)
                          -ESRCH);
 }
 
+/* SET_TRAP_HANDLER and SET_SCRATCH_BACKING_VA bind too: an unknown GPU is
+ * -EINVAL, a device without its VM -ESRCH and -ENODEV respectively (the
+ * second passes the bind's errno on). Expects the first GPU's VM acquired
+ * and the second's not (acquire_vm_once_per_device). */
+static void trap_handler_and_scratch_need_the_vm(void **state)
+{
+        struct kfd_ioctl_set_trap_handler_args trap = { .tba_addr = 1ull << 32, .tma_addr = 2ull << 32 };
+        struct kfd_ioctl_set_scratch_backing_va_args scratch = { .va_addr = 3ull << 32 };
+
+        trap.gpu_id = scratch.gpu_id = 0x7;
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_SET_TRAP_HANDLER, &trap), -EINVAL);
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &scratch), -EINVAL);
+        trap.gpu_id = scratch.gpu_id = gpu_ids[1];
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_SET_TRAP_HANDLER, &trap), -ESRCH);
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &scratch), -ENODEV);
+        trap.gpu_id = scratch.gpu_id = gpu_ids[0];
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_SET_TRAP_HANDLER, &trap), 0);
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &scratch), 0);
+}
+
 /* GET_PROCESS_APERTURES_NEW: num_of_nodes 0 asks for the count; then at
  * most that many entries, in device order, with the GC 9 apertures
  * (kfd_init_apertures_v9); a bad pointer is -EFAULT. */
@@ -204,6 +224,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(create_queue_needs_the_vm),
                 cmocka_unit_test(acquire_vm_rejects_other_files),
                 cmocka_unit_test(acquire_vm_once_per_device),
+                cmocka_unit_test(trap_handler_and_scratch_need_the_vm),
                 cmocka_unit_test(apertures_of_every_device),
         };
         return cmocka_run_group_tests(tests, setup, NULL);

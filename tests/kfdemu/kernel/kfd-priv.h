@@ -94,10 +94,13 @@ struct emu_process *kfd_lookup_process_by_tgid(struct emu_node *node, pid_t tgid
 struct emu_pdd *kfd_process_device_by_id(struct emu_process *p, uint32_t gpu_id);
 void kfd_process_put_file(struct emu_process *p);
 
-/* kfd-vm.c: the VM of a render node, apertures, cache policy (§12). */
+/* kfd-vm.c: the VM of a render node, apertures, cache policy, trap
+ * handler and scratch addresses (§12). */
 long kfd_ioctl_acquire_vm(struct emu_call *call, struct emu_process *p, void *data);
 long kfd_ioctl_get_process_apertures_new(struct emu_call *call, struct emu_process *p, void *data);
 long kfd_ioctl_set_memory_policy(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_set_trap_handler(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_set_scratch_backing_va(struct emu_call *call, struct emu_process *p, void *data);
 /* The process's mm is gone: the device's VM goes back to its render node. */
 void kfd_process_device_release_vm(struct emu_pdd *pdd);
 

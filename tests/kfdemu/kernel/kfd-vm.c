@@ -7,7 +7,9 @@
  * amdgpu_amdkfd_gpuvm_acquire_process_vm), GET_PROCESS_APERTURES_NEW
  * reports each device's apertures (kfd_ioctl_get_process_apertures_new),
  * SET_MEMORY_POLICY sets its cache policy (kfd_ioctl_set_memory_policy,
- * kfd_bind_process_to_device).
+ * kfd_bind_process_to_device), SET_TRAP_HANDLER and SET_SCRATCH_BACKING_VA
+ * the addresses of its trap handler and scratch (kfd_ioctl_set_trap_handler,
+ * kfd_ioctl_set_scratch_backing_va).
  */
 #include <errno.h>
 
@@ -99,10 +101,22 @@ long kfd_ioctl_get_process_apertures_new(struct emu_call *call, struct emu_proce
         return 0;
 }
 
+/* The process's device for a call that binds to it (§12): -EINVAL for an
+ * unknown gpu_id, then kfd_bind_process_to_device's -ENODEV before
+ * ACQUIRE_VM, which the caller may turn into its own errno. */
+static long kfd_bind_device(struct emu_process *p, uint32_t gpu_id)
+{
+        struct emu_pdd *pdd = kfd_process_device_by_id(p, gpu_id);
+
+        if (!pdd)
+                return -EINVAL;
+        return pdd->drm_file ? 0 : -ENODEV;
+}
+
 long kfd_ioctl_set_memory_policy(struct emu_call *call, struct emu_process *p, void *data)
 {
         const struct kfd_ioctl_set_memory_policy_args *args = data;
-        struct emu_pdd *pdd;
+        long r;
 
         if (args->default_policy != KFD_IOC_CACHE_POLICY_COHERENT &&
             args->default_policy != KFD_IOC_CACHE_POLICY_NONCOHERENT)
@@ -110,14 +124,28 @@ long kfd_ioctl_set_memory_policy(struct emu_call *call, struct emu_process *p, v
         if (args->alternate_policy != KFD_IOC_CACHE_POLICY_COHERENT &&
             args->alternate_policy != KFD_IOC_CACHE_POLICY_NONCOHERENT)
                 return -EINVAL;
-        pdd = kfd_process_device_by_id(p, args->gpu_id);
-        if (!pdd)
-                return -EINVAL;
-        /* kfd_bind_process_to_device fails (-ENODEV) until the process has
-         * acquired the device's VM, and the ioctl says -ESRCH. */
-        if (!pdd->drm_file)
-                return -ESRCH;
-        /* set_cache_memory_policy_v9 accepts any aperture: the policy only
-         * goes into SH_MEM_CONFIG, which nothing here reads. */
-        return 0;
+        /* A failed bind is -ESRCH here. set_cache_memory_policy_v9 accepts
+         * any aperture: the policy only goes into SH_MEM_CONFIG, which
+         * nothing here reads. */
+        r = kfd_bind_device(p, args->gpu_id);
+        return r == -ENODEV ? -ESRCH : r;
+}
+
+long kfd_ioctl_set_trap_handler(struct emu_call *call, struct emu_process *p, void *data)
+{
+        const struct kfd_ioctl_set_trap_handler_args *args = data;
+        long r = kfd_bind_device(p, args->gpu_id);
+
+        /* The emulated GPU runs no trap handler: the addresses, which the
+         * kernel writes into the CWSR area's header, change nothing here. */
+        return r == -ENODEV ? -ESRCH : r;
+}
+
+long kfd_ioctl_set_scratch_backing_va(struct emu_call *call, struct emu_process *p, void *data)
+{
+        const struct kfd_ioctl_set_scratch_backing_va_args *args = data;
+
+        /* The bind's own errno; the emulated GPU has no scratch memory, so
+         * qpd.sh_hidden_private_base changes nothing here. */
+        return kfd_bind_device(p, args->gpu_id);
 }
