@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -161,6 +162,36 @@ static void acquire_vm_once_per_device(void **state)
                          -ESRCH);
 }
 
+/* A render file is one VM: once this process's device has it, a forked
+ * child (another kfd_process) cannot acquire it for its own (-EINVAL,
+ * "already a compute VM"), and takes its own render file instead, as the
+ * thunk's clear_after_fork does. Expects the first GPU's VM acquired with
+ * a file the test still holds. */
+static void render_file_is_one_process_vm(void **state)
+{
+        _cleanup_close_ int drm = render_node_of(gpu_ids[1]);
+        int status;
+        pid_t child;
+
+        assert_int_equal(acquire_vm(gpu_ids[1], drm), 0);
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                int kfd = conf_open_kfd();
+                struct kfd_ioctl_acquire_vm_args inherited = { .drm_fd = (uint32_t)drm, .gpu_id = gpu_ids[1] };
+                struct kfd_ioctl_acquire_vm_args own = { .drm_fd = (uint32_t)render_node_of(gpu_ids[1]),
+                                                         .gpu_id = gpu_ids[1] };
+
+                _exit(kfd >= 0 && conf_ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, &inherited) == -EINVAL &&
+                                      conf_ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, &own) == 0
+                              ? 0
+                              : 1);
+        }
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* SET_TRAP_HANDLER and SET_SCRATCH_BACKING_VA bind too: an unknown GPU is
  * -EINVAL, a device without its VM -ESRCH and -ENODEV respectively (the
  * second passes the bind's errno on). Expects the first GPU's VM acquired
@@ -225,6 +256,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(acquire_vm_rejects_other_files),
                 cmocka_unit_test(acquire_vm_once_per_device),
                 cmocka_unit_test(trap_handler_and_scratch_need_the_vm),
+                cmocka_unit_test(render_file_is_one_process_vm),
                 cmocka_unit_test(apertures_of_every_device),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
