@@ -338,5 +338,7 @@ void kfd_drm_file_put(struct emu_file *file)
 
 void emu_drm_release(struct emu_file *file)
 {
+        /* A device that acquired the file's VM keeps it past the fd. */
+        file->transport = NULL;
         kfd_drm_file_put(file);
 }
