@@ -116,6 +116,17 @@ struct kfd_ioctl_set_scratch_backing_va_args {
         __u32 pad;
 };
 
+struct kfd_ioctl_get_tile_config_args {
+        __u64 tile_config_ptr;
+        __u64 macro_tile_config_ptr;
+        __u32 num_tile_configs;
+        __u32 num_macro_tile_configs;
+        __u32 gpu_id;
+        __u32 gb_addr_config;
+        __u32 num_banks;
+        __u32 num_ranks;
+};
+
 struct kfd_ioctl_set_trap_handler_args {
         __u64 tba_addr;
         __u64 tma_addr;
@@ -132,6 +143,7 @@ struct kfd_ioctl_set_trap_handler_args {
 #define AMDKFD_IOC_DESTROY_QUEUE AMDKFD_IOWR(0x03, struct kfd_ioctl_destroy_queue_args)
 #define AMDKFD_IOC_SET_MEMORY_POLICY AMDKFD_IOW(0x04, struct kfd_ioctl_set_memory_policy_args)
 #define AMDKFD_IOC_SET_SCRATCH_BACKING_VA AMDKFD_IOWR(0x11, struct kfd_ioctl_set_scratch_backing_va_args)
+#define AMDKFD_IOC_GET_TILE_CONFIG AMDKFD_IOWR(0x12, struct kfd_ioctl_get_tile_config_args)
 #define AMDKFD_IOC_SET_TRAP_HANDLER AMDKFD_IOW(0x13, struct kfd_ioctl_set_trap_handler_args)
 #define AMDKFD_IOC_GET_PROCESS_APERTURES_NEW AMDKFD_IOWR(0x14, struct kfd_ioctl_get_process_apertures_new_args)
 #define AMDKFD_IOC_ACQUIRE_VM AMDKFD_IOW(0x15, struct kfd_ioctl_acquire_vm_args)
@@ -458,6 +470,7 @@ _Static_assert(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW == 0xC0104B14u, "GET_PROCESS
 _Static_assert(AMDKFD_IOC_ACQUIRE_VM == 0x40084B15u, "ACQUIRE_VM request");
 _Static_assert(AMDKFD_IOC_SET_SCRATCH_BACKING_VA == 0xC0104B11u, "SET_SCRATCH_BACKING_VA request");
 _Static_assert(AMDKFD_IOC_SET_TRAP_HANDLER == 0x40184B13u, "SET_TRAP_HANDLER request");
+_Static_assert(AMDKFD_IOC_GET_TILE_CONFIG == 0xC0284B12u, "GET_TILE_CONFIG request");
 GP_ABI_SIZE(struct kfd_process_device_apertures, 56);
 _Static_assert(AMDKFD_IOC_RUNTIME_ENABLE == 0xC0104B25u, "RUNTIME_ENABLE request");
 _Static_assert(AMDKFD_IOC_DBG_TRAP == 0xC0204B26u, "DBG_TRAP request");

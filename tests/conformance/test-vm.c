@@ -212,6 +212,41 @@ static void trap_handler_and_scratch_need_the_vm(void **state)
         assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &scratch), 0);
 }
 
+/* GET_TILE_CONFIG needs no VM: an unknown GPU is -EINVAL; the counts are
+ * cut to the device's table sizes (32 tile modes, 16 macro-tile modes on
+ * amdgpu), a fault copying a table is -EFAULT with that count reset to 0.
+ * GC 9 and later fill neither table nor num_banks/num_ranks. */
+static void tile_config_of_a_device(void **state)
+{
+        uint32_t tiles[64], macro[64];
+        struct kfd_ioctl_get_tile_config_args args = {
+                .tile_config_ptr = (uintptr_t)tiles,
+                .macro_tile_config_ptr = (uintptr_t)macro,
+                .num_tile_configs = 64,
+                .num_macro_tile_configs = 64,
+                .gpu_id = 0x7,
+        };
+
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_TILE_CONFIG, &args), -EINVAL);
+        args.gpu_id = gpu_ids[1];
+        memset(tiles, 0x5a, sizeof(tiles));
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_TILE_CONFIG, &args), 0);
+        assert_int_equal(args.num_tile_configs, 32);
+        assert_int_equal(args.num_macro_tile_configs, 16);
+        assert_int_equal(tiles[32], 0x5a5a5a5a);
+        if (conf_gpu_property(gpu_ids[1], "gfx_target_version") >= 90000) {
+                assert_int_equal(tiles[0], 0);
+                assert_int_equal(args.num_banks, 0);
+                assert_int_equal(args.num_ranks, 0);
+        }
+
+        args.num_tile_configs = 4;
+        args.macro_tile_config_ptr = 8;
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_TILE_CONFIG, &args), -EFAULT);
+        assert_int_equal(args.num_tile_configs, 4);
+        assert_int_equal(args.num_macro_tile_configs, 0);
+}
+
 /* GET_PROCESS_APERTURES_NEW: num_of_nodes 0 asks for the count; then at
  * most that many entries, in device order, with the GC 9 apertures
  * (kfd_init_apertures_v9); a bad pointer is -EFAULT. */
@@ -257,6 +292,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(acquire_vm_once_per_device),
                 cmocka_unit_test(trap_handler_and_scratch_need_the_vm),
                 cmocka_unit_test(render_file_is_one_process_vm),
+                cmocka_unit_test(tile_config_of_a_device),
                 cmocka_unit_test(apertures_of_every_device),
         };
         return cmocka_run_group_tests(tests, setup, NULL);

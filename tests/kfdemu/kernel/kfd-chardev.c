@@ -63,7 +63,7 @@ static const struct kfd_ioctl_desc kfd_ioctls[KFD_COMMAND_END] = {
         [0x0f] = { KFD_W(0x0f, 16), kfd_ioctl_not_emulated },          /* DBG_ADDRESS_WATCH_DEPRECATED */
         [0x10] = { KFD_W(0x10, 16), kfd_ioctl_not_emulated },          /* DBG_WAVE_CONTROL_DEPRECATED */
         [0x11] = { KFD_WR(0x11, 16), kfd_ioctl_set_scratch_backing_va }, /* SET_SCRATCH_BACKING_VA */
-        [0x12] = { KFD_WR(0x12, 40), kfd_ioctl_not_emulated },         /* GET_TILE_CONFIG */
+        [0x12] = { KFD_WR(0x12, 40), kfd_ioctl_get_tile_config },      /* GET_TILE_CONFIG */
         [0x13] = { KFD_W(0x13, 24), kfd_ioctl_set_trap_handler },      /* SET_TRAP_HANDLER */
         [0x14] = { KFD_WR(0x14, 16), kfd_ioctl_get_process_apertures_new }, /* GET_PROCESS_APERTURES_NEW */
         [0x15] = { KFD_W(0x15, 8), kfd_ioctl_acquire_vm },             /* ACQUIRE_VM */
@@ -95,6 +95,7 @@ _Static_assert(KFD_WR(0x14, 16) == AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, "GET_PR
 _Static_assert(KFD_W(0x15, 8) == AMDKFD_IOC_ACQUIRE_VM, "ACQUIRE_VM table entry");
 _Static_assert(KFD_WR(0x11, 16) == AMDKFD_IOC_SET_SCRATCH_BACKING_VA, "SET_SCRATCH_BACKING_VA table entry");
 _Static_assert(KFD_W(0x13, 24) == AMDKFD_IOC_SET_TRAP_HANDLER, "SET_TRAP_HANDLER table entry");
+_Static_assert(KFD_WR(0x12, 40) == AMDKFD_IOC_GET_TILE_CONFIG, "GET_TILE_CONFIG table entry");
 _Static_assert(EMU_KDATA_MAX == _IOC_SIZEMASK, "kdata holds the largest _IOC_SIZE");
 
 long kfd_ioctl_copy_out(struct emu_call *call, long ret)

@@ -101,8 +101,17 @@ long kfd_ioctl_get_process_apertures_new(struct emu_call *call, struct emu_proce
 long kfd_ioctl_set_memory_policy(struct emu_call *call, struct emu_process *p, void *data);
 long kfd_ioctl_set_trap_handler(struct emu_call *call, struct emu_process *p, void *data);
 long kfd_ioctl_set_scratch_backing_va(struct emu_call *call, struct emu_process *p, void *data);
+/* The process's device `gpu_id` for a call that binds to it
+ * (kfd_process_device_data_by_id, then kfd_bind_process_to_device):
+ * -EINVAL for a GPU the process has no device for, -ENODEV before
+ * ACQUIRE_VM gave the device its VM (callers may turn it into their own
+ * errno), else 0 and the device in *ret_pdd (if not NULL). */
+long kfd_bind_device(struct emu_process *p, uint32_t gpu_id, struct emu_pdd **ret_pdd);
 /* The process's mm is gone: the device's VM goes back to its render node. */
 void kfd_process_device_release_vm(struct emu_pdd *pdd);
+
+/* kfd-device-queries.c: what a process asks about one of its devices. */
+long kfd_ioctl_get_tile_config(struct emu_call *call, struct emu_process *p, void *data);
 
 /* amdgpu-drm.c: drop a reference to a render node's file. */
 void kfd_drm_file_put(struct emu_file *file);

@@ -101,16 +101,17 @@ long kfd_ioctl_get_process_apertures_new(struct emu_call *call, struct emu_proce
         return 0;
 }
 
-/* The process's device for a call that binds to it (§12): -EINVAL for an
- * unknown gpu_id, then kfd_bind_process_to_device's -ENODEV before
- * ACQUIRE_VM, which the caller may turn into its own errno. */
-static long kfd_bind_device(struct emu_process *p, uint32_t gpu_id)
+long kfd_bind_device(struct emu_process *p, uint32_t gpu_id, struct emu_pdd **ret_pdd)
 {
         struct emu_pdd *pdd = kfd_process_device_by_id(p, gpu_id);
 
         if (!pdd)
                 return -EINVAL;
-        return pdd->drm_file ? 0 : -ENODEV;
+        if (!pdd->drm_file)
+                return -ENODEV;
+        if (ret_pdd)
+                *ret_pdd = pdd;
+        return 0;
 }
 
 long kfd_ioctl_set_memory_policy(struct emu_call *call, struct emu_process *p, void *data)
@@ -127,14 +128,14 @@ long kfd_ioctl_set_memory_policy(struct emu_call *call, struct emu_process *p, v
         /* A failed bind is -ESRCH here. set_cache_memory_policy_v9 accepts
          * any aperture: the policy only goes into SH_MEM_CONFIG, which
          * nothing here reads. */
-        r = kfd_bind_device(p, args->gpu_id);
+        r = kfd_bind_device(p, args->gpu_id, NULL);
         return r == -ENODEV ? -ESRCH : r;
 }
 
 long kfd_ioctl_set_trap_handler(struct emu_call *call, struct emu_process *p, void *data)
 {
         const struct kfd_ioctl_set_trap_handler_args *args = data;
-        long r = kfd_bind_device(p, args->gpu_id);
+        long r = kfd_bind_device(p, args->gpu_id, NULL);
 
         /* The emulated GPU runs no trap handler: the addresses, which the
          * kernel writes into the CWSR area's header, change nothing here. */
@@ -147,5 +148,5 @@ long kfd_ioctl_set_scratch_backing_va(struct emu_call *call, struct emu_process 
 
         /* The bind's own errno; the emulated GPU has no scratch memory, so
          * qpd.sh_hidden_private_base changes nothing here. */
-        return kfd_bind_device(p, args->gpu_id);
+        return kfd_bind_device(p, args->gpu_id, NULL);
 }
