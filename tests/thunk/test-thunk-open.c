@@ -52,6 +52,34 @@ static void open_describes_the_gpu(void **state)
         assert_int_equal(hsaKmtCloseKFD(), HSAKMT_STATUS_SUCCESS);
 }
 
+/* What ROCr asks of each GPU once the node is open: its tiling (none on
+ * GFX9: the thunk passes the kernel's counts on) and where its trap
+ * handler lives. */
+static void device_queries_after_open(void **state)
+{
+        HSAuint32 tiles[64], macro[64];
+        HsaGpuTileConfig config = {
+                .TileConfig = tiles,
+                .MacroTileConfig = macro,
+                .NumTileConfigs = 64,
+                .NumMacroTileConfigs = 64,
+        };
+        static uint8_t trap_handler[4096], trap_buffer[4096];
+        HsaSystemProperties system;
+
+        /* Node ids mean something once the topology has been taken. */
+        assert_int_equal(hsaKmtOpenKFD(), HSAKMT_STATUS_SUCCESS);
+        assert_int_equal(hsaKmtAcquireSystemProperties(&system), HSAKMT_STATUS_SUCCESS);
+        assert_int_equal(hsaKmtGetTileConfig(1, &config), HSAKMT_STATUS_SUCCESS);
+        assert_int_equal(config.NumTileConfigs, 32);
+        assert_int_equal(config.NumMacroTileConfigs, 16);
+        assert_int_equal(config.NumBanks, 0);
+        assert_int_equal(hsaKmtSetTrapHandler(1, trap_handler, sizeof(trap_handler), trap_buffer, sizeof(trap_buffer)),
+                         HSAKMT_STATUS_SUCCESS);
+        assert_int_equal(hsaKmtReleaseSystemProperties(), HSAKMT_STATUS_SUCCESS);
+        assert_int_equal(hsaKmtCloseKFD(), HSAKMT_STATUS_SUCCESS);
+}
+
 /* Closing and opening again reuses the render node the thunk keeps for
  * the process's lifetime: ACQUIRE_VM of the same file is 0 again. */
 static void open_again_after_close(void **state)
@@ -65,6 +93,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(open_describes_the_gpu),
                 cmocka_unit_test(open_again_after_close),
+                cmocka_unit_test(device_queries_after_open),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
