@@ -79,6 +79,15 @@ struct kfd_ioctl_destroy_queue_args {
 #define KFD_IOC_CACHE_POLICY_COHERENT 0
 #define KFD_IOC_CACHE_POLICY_NONCOHERENT 1
 
+struct kfd_ioctl_get_clock_counters_args {
+        __u64 gpu_clock_counter;
+        __u64 cpu_clock_counter;
+        __u64 system_clock_counter;
+        __u64 system_clock_freq;
+        __u32 gpu_id;
+        __u32 pad;
+};
+
 struct kfd_ioctl_set_memory_policy_args {
         __u64 alternate_aperture_base;
         __u64 alternate_aperture_size;
@@ -142,6 +151,7 @@ struct kfd_ioctl_set_trap_handler_args {
 #define AMDKFD_IOC_CREATE_QUEUE AMDKFD_IOWR(0x02, struct kfd_ioctl_create_queue_args)
 #define AMDKFD_IOC_DESTROY_QUEUE AMDKFD_IOWR(0x03, struct kfd_ioctl_destroy_queue_args)
 #define AMDKFD_IOC_SET_MEMORY_POLICY AMDKFD_IOW(0x04, struct kfd_ioctl_set_memory_policy_args)
+#define AMDKFD_IOC_GET_CLOCK_COUNTERS AMDKFD_IOWR(0x05, struct kfd_ioctl_get_clock_counters_args)
 #define AMDKFD_IOC_SET_SCRATCH_BACKING_VA AMDKFD_IOWR(0x11, struct kfd_ioctl_set_scratch_backing_va_args)
 #define AMDKFD_IOC_GET_TILE_CONFIG AMDKFD_IOWR(0x12, struct kfd_ioctl_get_tile_config_args)
 #define AMDKFD_IOC_SET_TRAP_HANDLER AMDKFD_IOW(0x13, struct kfd_ioctl_set_trap_handler_args)
@@ -466,6 +476,7 @@ _Static_assert(AMDKFD_IOC_GET_VERSION == 0x80084B01u, "GET_VERSION request");
 _Static_assert(AMDKFD_IOC_CREATE_QUEUE == 0xC0584B02u, "CREATE_QUEUE request");
 _Static_assert(AMDKFD_IOC_DESTROY_QUEUE == 0xC0084B03u, "DESTROY_QUEUE request");
 _Static_assert(AMDKFD_IOC_SET_MEMORY_POLICY == 0x40204B04u, "SET_MEMORY_POLICY request");
+_Static_assert(AMDKFD_IOC_GET_CLOCK_COUNTERS == 0xC0284B05u, "GET_CLOCK_COUNTERS request");
 _Static_assert(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW == 0xC0104B14u, "GET_PROCESS_APERTURES_NEW request");
 _Static_assert(AMDKFD_IOC_ACQUIRE_VM == 0x40084B15u, "ACQUIRE_VM request");
 _Static_assert(AMDKFD_IOC_SET_SCRATCH_BACKING_VA == 0xC0104B11u, "SET_SCRATCH_BACKING_VA request");

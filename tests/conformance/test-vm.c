@@ -5,11 +5,14 @@
  * kfd_process_device_init_vm, amdgpu_amdkfd_gpuvm_acquire_process_vm),
  * GET_PROCESS_APERTURES_NEW (kfd_ioctl_get_process_apertures_new) and
  * SET_MEMORY_POLICY (kfd_ioctl_set_memory_policy,
- * kfd_bind_process_to_device).
+ * kfd_bind_process_to_device); and what ROCr then asks of each device
+ * (kfd_ioctl_get_tile_config, kfd_ioctl_get_clock_counters).
  *
  * The program's kfd_process keeps what it acquired: the tests run in this
  * order, and each says what it expects to find.
  */
+#include <amdgpu_drm.h>
+#include <drm.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -18,7 +21,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -247,6 +252,53 @@ static void tile_config_of_a_device(void **state)
         assert_int_equal(args.num_macro_tile_configs, 0);
 }
 
+static uint64_t clock_ns(clockid_t id)
+{
+        struct timespec ts;
+
+        clock_gettime(id, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* GET_CLOCK_COUNTERS never fails: raw monotonic and boot-time
+ * nanoseconds at 1 GHz, the GPU's counter (0 for a GPU the process has
+ * no device for), which advances at the rate DRM's DEV_INFO reports as
+ * gpu_counter_freq. */
+static void clock_counters(void **state)
+{
+        struct kfd_ioctl_get_clock_counters_args a = { .gpu_id = 0x7 }, b;
+        struct drm_amdgpu_info_device dev_info;
+        _cleanup_close_ int drm = render_node_of(gpu_ids[0]);
+        struct drm_amdgpu_info info = {
+                .return_pointer = (uintptr_t)&dev_info,
+                .return_size = sizeof(dev_info),
+                .query = AMDGPU_INFO_DEV_INFO,
+        };
+
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_CLOCK_COUNTERS, &a), 0);
+        assert_int_equal(a.gpu_clock_counter, 0);
+        assert_int_equal(a.system_clock_freq, 1000000000);
+
+        uint64_t raw_before = clock_ns(CLOCK_MONOTONIC_RAW), boot_before = clock_ns(CLOCK_BOOTTIME);
+        a = (struct kfd_ioctl_get_clock_counters_args){ .gpu_id = gpu_ids[0] };
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_CLOCK_COUNTERS, &a), 0);
+        assert_true(a.cpu_clock_counter >= raw_before && a.cpu_clock_counter <= clock_ns(CLOCK_MONOTONIC_RAW));
+        assert_true(a.system_clock_counter >= boot_before && a.system_clock_counter <= clock_ns(CLOCK_BOOTTIME));
+
+        /* Long enough that a stall between the two counters' reads in one
+         * call (a loaded host) stays within the 10 % allowed below. */
+        conf_sleep_ms(200);
+        b = (struct kfd_ioctl_get_clock_counters_args){ .gpu_id = gpu_ids[0] };
+        assert_int_equal(conf_ioctl(conf_kfd(), AMDKFD_IOC_GET_CLOCK_COUNTERS, &b), 0);
+        assert_int_equal(conf_ioctl(drm, DRM_IOCTL_AMDGPU_INFO, &info), 0);
+        assert_true(dev_info.gpu_counter_freq > 0);
+        /* ticks per millisecond of the CPU counter read beside them, in kHz */
+        double khz = (double)(b.gpu_clock_counter - a.gpu_clock_counter) /
+                     ((double)(b.cpu_clock_counter - a.cpu_clock_counter) / 1e6);
+        if (khz < dev_info.gpu_counter_freq * 0.9 || khz > dev_info.gpu_counter_freq * 1.1)
+                fail_msg("the GPU counter ran at %.0f kHz, DEV_INFO says %u kHz", khz, dev_info.gpu_counter_freq);
+}
+
 /* GET_PROCESS_APERTURES_NEW: num_of_nodes 0 asks for the count; then at
  * most that many entries, in device order, with the GC 9 apertures
  * (kfd_init_apertures_v9); a bad pointer is -EFAULT. */
@@ -293,6 +345,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(trap_handler_and_scratch_need_the_vm),
                 cmocka_unit_test(render_file_is_one_process_vm),
                 cmocka_unit_test(tile_config_of_a_device),
+                cmocka_unit_test(clock_counters),
                 cmocka_unit_test(apertures_of_every_device),
         };
         return cmocka_run_group_tests(tests, setup, NULL);

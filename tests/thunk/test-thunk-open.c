@@ -53,8 +53,8 @@ static void open_describes_the_gpu(void **state)
 }
 
 /* What ROCr asks of each GPU once the node is open: its tiling (none on
- * GFX9: the thunk passes the kernel's counts on) and where its trap
- * handler lives. */
+ * GFX9: the thunk passes the kernel's counts on), its clock counters and
+ * where its trap handler lives. */
 static void device_queries_after_open(void **state)
 {
         HSAuint32 tiles[64], macro[64];
@@ -74,6 +74,10 @@ static void device_queries_after_open(void **state)
         assert_int_equal(config.NumTileConfigs, 32);
         assert_int_equal(config.NumMacroTileConfigs, 16);
         assert_int_equal(config.NumBanks, 0);
+        HsaClockCounters clocks;
+        assert_int_equal(hsaKmtGetClockCounters(1, &clocks), HSAKMT_STATUS_SUCCESS);
+        assert_true(clocks.GPUClockCounter > 0);
+        assert_int_equal(clocks.SystemClockFrequencyHz, 1000000000);
         assert_int_equal(hsaKmtSetTrapHandler(1, trap_handler, sizeof(trap_handler), trap_buffer, sizeof(trap_buffer)),
                          HSAKMT_STATUS_SUCCESS);
         assert_int_equal(hsaKmtReleaseSystemProperties(), HSAKMT_STATUS_SUCCESS);

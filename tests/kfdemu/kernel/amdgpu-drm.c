@@ -132,6 +132,8 @@ static void amdgpu_dev_info(const struct emu_gpu *gpu, struct drm_amdgpu_info_de
         *d = (struct drm_amdgpu_info_device){
                 .device_id = c->device_id,
                 .pci_rev = info.revision_id,
+                /* amdgpu_asic_get_xclk() * 10: the reference clock in kHz */
+                .gpu_counter_freq = EMU_GPU_REFCLK_KHZ,
                 .family = amdgpu_family(c),
                 .num_shader_engines = info.array_count,
                 .num_shader_arrays_per_engine = info.simd_arrays_per_engine,

@@ -50,7 +50,7 @@ static const struct kfd_ioctl_desc kfd_ioctls[KFD_COMMAND_END] = {
         [0x02] = { KFD_WR(0x02, 88), kfd_ioctl_create_queue },      /* CREATE_QUEUE */
         [0x03] = { KFD_WR(0x03, 8), kfd_ioctl_destroy_queue },      /* DESTROY_QUEUE */
         [0x04] = { KFD_W(0x04, 32), kfd_ioctl_set_memory_policy },     /* SET_MEMORY_POLICY */
-        [0x05] = { KFD_WR(0x05, 40), kfd_ioctl_not_emulated },         /* GET_CLOCK_COUNTERS */
+        [0x05] = { KFD_WR(0x05, 40), kfd_ioctl_get_clock_counters },   /* GET_CLOCK_COUNTERS */
         [0x06] = { KFD_R(0x06, 400), kfd_ioctl_not_emulated },         /* GET_PROCESS_APERTURES */
         [0x07] = { KFD_W(0x07, 24), kfd_ioctl_not_emulated },          /* UPDATE_QUEUE */
         [0x08] = { KFD_WR(0x08, 32), kfd_ioctl_not_emulated },         /* CREATE_EVENT */
@@ -96,6 +96,7 @@ _Static_assert(KFD_W(0x15, 8) == AMDKFD_IOC_ACQUIRE_VM, "ACQUIRE_VM table entry"
 _Static_assert(KFD_WR(0x11, 16) == AMDKFD_IOC_SET_SCRATCH_BACKING_VA, "SET_SCRATCH_BACKING_VA table entry");
 _Static_assert(KFD_W(0x13, 24) == AMDKFD_IOC_SET_TRAP_HANDLER, "SET_TRAP_HANDLER table entry");
 _Static_assert(KFD_WR(0x12, 40) == AMDKFD_IOC_GET_TILE_CONFIG, "GET_TILE_CONFIG table entry");
+_Static_assert(KFD_WR(0x05, 40) == AMDKFD_IOC_GET_CLOCK_COUNTERS, "GET_CLOCK_COUNTERS table entry");
 _Static_assert(EMU_KDATA_MAX == _IOC_SIZEMASK, "kdata holds the largest _IOC_SIZE");
 
 long kfd_ioctl_copy_out(struct emu_call *call, long ret)

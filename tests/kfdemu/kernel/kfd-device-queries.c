@@ -2,9 +2,13 @@
 /*
  * What a process asks about one of its devices without binding to it:
  * AMDKFD_IOC_GET_TILE_CONFIG (kfd_ioctl_get_tile_config,
- * amdgpu_amdkfd_get_tile_config; kfd-interface.md §12).
+ * amdgpu_amdkfd_get_tile_config) and AMDKFD_IOC_GET_CLOCK_COUNTERS
+ * (kfd_ioctl_get_clock_counters); kfd-interface.md §12.
  */
 #include <errno.h>
+#include <time.h>
+
+#include "gpu.h"
 
 #include "kfd-priv.h"
 #include "usermem.h"
@@ -47,4 +51,27 @@ long kfd_ioctl_get_tile_config(struct emu_call *call, struct emu_process *p, voi
         if (args->num_macro_tile_configs > GFX_MACROTILE_MODES)
                 args->num_macro_tile_configs = GFX_MACROTILE_MODES;
         return copy_zero_modes(call, args->macro_tile_config_ptr, &args->num_macro_tile_configs);
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+        struct timespec ts;
+
+        clock_gettime(id, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+long kfd_ioctl_get_clock_counters(struct emu_call *call, struct emu_process *p, void *data)
+{
+        struct kfd_ioctl_get_clock_counters_args *args = data;
+        struct emu_pdd *pdd = kfd_process_device_by_id(p, args->gpu_id);
+
+        /* A GPU the process has no device for ("node without GPU
+         * resource") reads 0; the ioctl never fails. */
+        args->gpu_clock_counter = pdd ? emu_gpu_clock_counter(pdd->gpu) : 0;
+        /* ktime_get_raw_ns and ktime_get_boottime_ns, in nanoseconds. */
+        args->cpu_clock_counter = clock_ns(CLOCK_MONOTONIC_RAW);
+        args->system_clock_counter = clock_ns(CLOCK_BOOTTIME);
+        args->system_clock_freq = 1000000000u;
+        return 0;
 }

@@ -112,6 +112,7 @@ void kfd_process_device_release_vm(struct emu_pdd *pdd);
 
 /* kfd-device-queries.c: what a process asks about one of its devices. */
 long kfd_ioctl_get_tile_config(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_get_clock_counters(struct emu_call *call, struct emu_process *p, void *data);
 
 /* amdgpu-drm.c: drop a reference to a render node's file. */
 void kfd_drm_file_put(struct emu_file *file);

@@ -105,6 +105,11 @@ void emu_render_process_removed(struct emu_node *node, pid_t tgid)
         fake_gpu.processes_removed++;
 }
 
+uint64_t emu_gpu_clock_counter(const struct emu_gpu *gpu)
+{
+        return 0;
+}
+
 void emu_gpu_device_info(const struct emu_gpu *gpu, struct emu_gpu_device_info *ret)
 {
         *ret = (struct emu_gpu_device_info){ .vendor_id = 0x1002 };
