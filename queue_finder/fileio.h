@@ -6,7 +6,8 @@
  * Kernel attributes are one page at most; anything that does not fit the
  * caller's buffer is an error rather than silently cut. Paths are opened
  * with open(2) on the full path (no openat on a directory fd) so that a
- * preload library redirecting paths, as the test emulator does, sees them.
+ * preload library watching paths sees them: the test emulator renders a
+ * file the kernel generates on read (cu_occupancy) when it is opened.
  */
 #pragma once
 

@@ -170,7 +170,6 @@ class EmulatedNode:
         self.env = {
             "LD_PRELOAD": os.path.join(build, "tests/kfdemu/transport/libkfdemu-preload.so"),
             "KFDEMU_SOCKET": "/run/kfdemu/kfdemu.sock",
-            "KFDEMU_ROOT": "/run/kfdemu",
         }
         asan = os.environ.get("ASAN_OPTIONS")
         if asan:
@@ -179,17 +178,19 @@ class EmulatedNode:
             self.env["UBSAN_OPTIONS"] = os.environ.get("UBSAN_OPTIONS", "")
 
     def start(self, dropin_dir="/run/systemd/system/gpreemptd.service.d"):
-        """The emulated kernel as a service of its own, /dev/kfd, and a drop-in
-        that gives gpreemptd the preload's environment."""
+        """The emulated kernel as a service of its own, its files (/dev/kfd,
+        the KFD's sysfs and debugfs) mounted for the whole container as a
+        node has them, and a drop-in that gives gpreemptd the preload's
+        environment."""
         run = os.path.join(self.build, "tests/kfdemu/transport/kfdemu-run")
-        self.c.out("systemd-run -q --unit=kfdemu -E KFDEMU_PRELOAD=%s %s --root /run/kfdemu --gpus 1 -- "
-                   "sleep infinity" % (self.env["LD_PRELOAD"], run))
-        if not wait_for(lambda: self.c.run("test -S /run/kfdemu/kfdemu.sock")[0] == 0, 10):
-            raise RuntimeError("kfdemu made no socket:\n" + self.c.journal("kfdemu"))
+        self.c.out("systemd-run -q --unit=kfdemu -E KFDEMU_PRELOAD=%s %s --system-wide --root /run/kfdemu "
+                   "--gpus 1 -- sleep infinity" % (self.env["LD_PRELOAD"], run))
+        # /dev/kfd is the last of its mounts
+        if not wait_for(lambda: self.c.run("test -S /dev/kfd")[0] == 0, 10):
+            raise RuntimeError("kfdemu mounted no /dev/kfd:\n" + self.c.journal("kfdemu"))
         # udev gives /dev/kfd mode 0666 on Debian; kfdemu's socket, the way
-        # in, is the root's only until made so. The empty /dev/kfd stands for
-        # the device node (the preload serves opens of that path).
-        self.c.out("chmod 0755 /run/kfdemu && chmod 0666 /run/kfdemu/kfdemu.sock && touch /dev/kfd")
+        # in, is the root's only until made so.
+        self.c.out("chmod 0755 /run/kfdemu && chmod 0666 /run/kfdemu/kfdemu.sock")
         env = " ".join("%s=%s" % kv for kv in self.env.items())
         self.c.out("mkdir -p %s && printf '[Service]\\nEnvironment=%s\\n' > %s/50-kfdemu.conf"
                    " && systemctl daemon-reload" % (dropin_dir, env, dropin_dir))

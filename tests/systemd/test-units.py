@@ -8,11 +8,11 @@ playing the node. TAP output; run by meson test:
 
 What is installed is what `meson install` installs, bound at its prefix: the
 units, sysusers and tmpfiles entries, gpreemptd, gpreemptctl and the library.
-Three things stand in for the node, each stated where it is set up:
-kfdemu-run as a service of its own (the kernel), an empty /dev/kfd (the
-device node udev would create; the preload serves opens of that path), and a
-drop-in that gives gpreemptd the preload's environment. Everything else, the
-sandbox first, is the shipped unit as written.
+Two things stand in for the node, each stated where it is set up:
+kfdemu-run --system-wide as a service of its own (the kernel, whose sysfs,
+debugfs and /dev/kfd it mounts for the whole container), and a drop-in that
+gives gpreemptd the preload's environment. Everything else, the sandbox
+first, is the shipped unit as written.
 """
 import argparse
 import json

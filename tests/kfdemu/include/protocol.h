@@ -28,7 +28,6 @@
 
 /* The environment kfdemu-run gives COMMAND. */
 #define KFDEMU_ENV_SOCKET "KFDEMU_SOCKET"
-#define KFDEMU_ENV_ROOT "KFDEMU_ROOT"
 #define KFDEMU_ENV_PRELOAD "KFDEMU_PRELOAD"
 
 enum kfdemu_msg_type {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kfdemu-run: start an emulated amdkfd node, run COMMAND inside it (with
- * the preload library that routes /dev/kfd and the KFD sysfs/debugfs to
- * this server), tear the node down, exit with COMMAND's status.
+ * kfdemu-run: start an emulated amdkfd node, run COMMAND inside it (its
+ * sysfs/debugfs trees bound where the kernel's would be, in a mount
+ * namespace of the run's own; the preload library carrying /dev/kfd's
+ * calls to this server), tear the node down, exit with COMMAND's status.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +25,9 @@
 #include "command.h"
 #include "gpu.h"
 #include "kfdemu-preload-path.h"
+#include "mount-namespace.h"
 #include "node-config.h"
+#include "node-mounts.h"
 #include "protocol.h"
 #include "server.h"
 
@@ -35,6 +38,7 @@ struct options {
         const char *log_path;
         const char *trace_path;
         bool keep;
+        bool system_wide;
         char **command;
 };
 
@@ -44,7 +48,8 @@ static void usage(FILE *out)
                 "Usage: kfdemu-run [OPTIONS] -- COMMAND [ARG...]\n"
                 "\n"
                 "Run COMMAND (and everything it starts) on an emulated AMD GPU node:\n"
-                "its /dev/kfd, /sys/class/kfd and /sys/kernel/debug/kfd are kfdemu's.\n"
+                "its /dev/kfd, /dev/dri, /sys/class/kfd, /sys/kernel/debug/kfd... are\n"
+                "kfdemu's, in a mount namespace of the run's own.\n"
                 "The run ends when COMMAND exits; kfdemu-run exits with its status.\n"
                 "\n"
                 "Options:\n"
@@ -55,6 +60,9 @@ static void usage(FILE *out)
                 "  --trace FILE    append one line per DBG_TRAP SUSPEND_QUEUES/RESUME_QUEUES call\n"
                 "                  to FILE: the CLOCK_MONOTONIC ns it reached the emulator, op, pids\n"
                 "  --keep          keep the private directory and print its path\n"
+                "  --system-wide   mount the node's files in kfdemu-run's own mount namespace,\n"
+                "                  for every process of the machine, until the run ends\n"
+                "                  (a container standing in for a node; needs CAP_SYS_ADMIN)\n"
                 "  --help          show this help\n"
                 "\n"
                 "Environment: KFDEMU_PRELOAD overrides the preload library's path.\n"
@@ -64,7 +72,7 @@ static void usage(FILE *out)
 
 static int parse_options(int argc, char **argv, struct options *ret)
 {
-        enum { OPT_GPUS = 256, OPT_CONFIG, OPT_ROOT, OPT_LOG, OPT_TRACE, OPT_KEEP, OPT_HELP };
+        enum { OPT_GPUS = 256, OPT_CONFIG, OPT_ROOT, OPT_LOG, OPT_TRACE, OPT_KEEP, OPT_SYSTEM_WIDE, OPT_HELP };
         static const struct option longopts[] = {
                 { "gpus", required_argument, NULL, OPT_GPUS },
                 { "config", required_argument, NULL, OPT_CONFIG },
@@ -72,6 +80,7 @@ static int parse_options(int argc, char **argv, struct options *ret)
                 { "log", required_argument, NULL, OPT_LOG },
                 { "trace", required_argument, NULL, OPT_TRACE },
                 { "keep", no_argument, NULL, OPT_KEEP },
+                { "system-wide", no_argument, NULL, OPT_SYSTEM_WIDE },
                 { "help", no_argument, NULL, OPT_HELP },
                 {},
         };
@@ -108,6 +117,9 @@ static int parse_options(int argc, char **argv, struct options *ret)
                         break;
                 case OPT_KEEP:
                         o.keep = true;
+                        break;
+                case OPT_SYSTEM_WIDE:
+                        o.system_wide = true;
                         break;
                 case OPT_HELP:
                         usage(stdout);
@@ -226,15 +238,14 @@ static int preload_path(char path[static PATH_MAX])
 
 /* COMMAND's environment: the preload first, so its open/ioctl win over the
  * application's own libraries. */
-static int set_child_environment(const char *preload, const char *socket_path, const char *root)
+static int set_child_environment(const char *preload, const char *socket_path)
 {
         const char *old = getenv("LD_PRELOAD");
         _cleanup_free_ char *value = NULL;
 
         if (asprintf(&value, "%s%s%s", preload, old && *old ? ":" : "", old && *old ? old : "") < 0)
                 return -ENOMEM;
-        if (setenv("LD_PRELOAD", value, 1) < 0 || setenv(KFDEMU_ENV_SOCKET, socket_path, 1) < 0 ||
-            setenv(KFDEMU_ENV_ROOT, root, 1) < 0)
+        if (setenv("LD_PRELOAD", value, 1) < 0 || setenv(KFDEMU_ENV_SOCKET, socket_path, 1) < 0)
                 return NEG_ERRNO();
         return 0;
 }
@@ -251,10 +262,23 @@ static void raise_fd_limit(struct rlimit *ret_saved)
         setrlimit(RLIMIT_NOFILE, &raised);
 }
 
+static int present_node_files(const struct options *o, const char *root, const char *socket_path,
+                              struct node_mounts *mounts)
+{
+        const char *failed = NULL;
+        int r = node_mounts_present(mounts, root, socket_path, &failed);
+
+        if (r < 0)
+                fprintf(stderr, "kfdemu-run: cannot mount the node's %s: %s.%s\n", failed, strerror(-r),
+                        o->system_wide && r == -EPERM ? " --system-wide needs CAP_SYS_ADMIN; run it as root." : "");
+        return r;
+}
+
 static int run_node(const struct options *o, const struct emu_config *cfg, const char *socket_path, int log_fd,
                     int trace_fd)
 {
         static struct kfdemu_server server;
+        static struct node_mounts mounts;
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         struct command_run run;
         struct rlimit saved_limit = { 0 };
@@ -284,14 +308,20 @@ static int run_node(const struct options *o, const struct emu_config *cfg, const
         }
         server.trace_fd = trace_fd;
 
-        r = command_start(&run, event, o->command, &saved_mask, &saved_limit);
+        r = present_node_files(o, cfg->root, socket_path, &mounts);
         if (r >= 0) {
-                r = sd_event_loop(event);
-                command_done(&run);
+                r = command_start(&run, event, o->command, &saved_mask, &saved_limit);
+                if (r >= 0) {
+                        r = sd_event_loop(event);
+                        command_done(&run);
+                }
+                if (r < 0)
+                        fprintf(stderr, "kfdemu-run: cannot run %s: %s.\n", o->command[0], strerror(-r));
         }
-        if (r < 0)
-                fprintf(stderr, "kfdemu-run: cannot run %s: %s.\n", o->command[0], strerror(-r));
 
+        /* A private namespace takes its mounts along when its last process
+         * goes; a --system-wide run must take them down itself. */
+        node_mounts_remove(&mounts);
         server_stop(&server);
         return r < 0 ? EXIT_FAILURE : run.exit_status;
 }
@@ -307,6 +337,18 @@ int main(int argc, char **argv)
                 return EXIT_FAILURE;
         if (preload_path(preload) < 0)
                 return EXIT_FAILURE;
+        /* While the process still has one thread: a user namespace can
+         * only be entered by a single-threaded process (unshare(2)). */
+        if (!o.system_wide) {
+                int r = mount_namespace_enter_private();
+                if (r < 0) {
+                        fprintf(stderr, "kfdemu-run: cannot make a mount namespace for the node's files: %s. "
+                                        "Run as root, or allow unprivileged user namespaces (sysctl "
+                                        "user.max_user_namespaces > 0, and kernel.unprivileged_userns_clone=1 "
+                                        "where it exists).\n", strerror(-r));
+                        return EXIT_FAILURE;
+                }
+        }
         if (o.log_path) {
                 log_fd = open(o.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
                 if (log_fd < 0) {
@@ -328,7 +370,7 @@ int main(int argc, char **argv)
         snprintf(socket_path, sizeof(socket_path), "%s/kfdemu.sock", dir);
 
         int status = EXIT_FAILURE;
-        if (set_child_environment(preload, socket_path, dir) < 0)
+        if (set_child_environment(preload, socket_path) < 0)
                 fprintf(stderr, "kfdemu-run: cannot set COMMAND's environment: %m.\n");
         else
                 status = run_node(&o, &cfg, socket_path, log_fd, trace_fd);

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,7 +34,6 @@ struct channel {
 };
 
 static struct sockaddr_un server_address;
-static char root_path[PATH_MAX];
 static pthread_once_t environment_once = PTHREAD_ONCE_INIT;
 static pthread_key_t channel_key;
 static pthread_once_t channel_key_once = PTHREAD_ONCE_INIT;
@@ -66,10 +64,6 @@ void *preload_next_symbol(const char *name)
 static void load_environment(void)
 {
         const char *socket_path = getenv(KFDEMU_ENV_SOCKET);
-        const char *root = getenv(KFDEMU_ENV_ROOT);
-
-        if (root && *root == '/' && strlen(root) < sizeof(root_path))
-                memcpy(root_path, root, strlen(root) + 1);
         if (!socket_path || !*socket_path)
                 return;
         if (strlen(socket_path) >= sizeof(server_address.sun_path)) {
@@ -85,12 +79,6 @@ const char *preload_socket_path(void)
 {
         pthread_once(&environment_once, load_environment);
         return server_address.sun_path[0] ? server_address.sun_path : NULL;
-}
-
-const char *preload_root_path(void)
-{
-        pthread_once(&environment_once, load_environment);
-        return root_path[0] ? root_path : NULL;
 }
 
 uint64_t preload_socket_inode(int fd)

@@ -4,9 +4,9 @@
  * COMMAND and everything it starts (see protocol.h for the other end).
  *
  * Global state, all of it set once and then only read:
- *   - the server's socket path and the rendered tree's root, copied from
- *     the environment once, on first use (pthread_once; later setenv or
- *     unsetenv by the application does not matter);
+ *   - the server's socket path, copied from the environment once, on
+ *     first use (pthread_once; later setenv or unsetenv by the application
+ *     does not matter);
  *   - the real libc functions, looked up once each with dlsym(RTLD_NEXT);
  *   - the pthread key whose destructor closes a thread's call channel.
  * Per thread: the call channel (preload-channel.c).
@@ -37,14 +37,8 @@ void *preload_next_symbol(const char *name);
 
 /* The server's socket, or NULL outside kfdemu-run. */
 const char *preload_socket_path(void);
-/* The rendered sysfs/debugfs tree, or NULL outside kfdemu-run. */
-const char *preload_root_path(void);
-/* Rewrites `path` if it names the KFD's sysfs/debugfs (see preload-paths.c);
- * returns `path` itself otherwise. `buf` must hold PATH_MAX bytes. */
-const char *preload_redirect_path(const char *path, char *buf);
-bool preload_is_kfd_device(const char *path);
-/* `path` (absolute, not yet redirected) names a file the kernel generates
- * on read: have the server render it now (preload-refresh.c). */
+/* If `path` (as an open names it) is a file the kernel generates on
+ * read, has the server render it now (preload-refresh.c). */
 void preload_refresh_on_read(const char *path);
 
 /* The inode of `fd` if it is a socket (a kfdemu file is one), else 0. */

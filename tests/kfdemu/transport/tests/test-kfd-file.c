@@ -118,7 +118,8 @@ static void test_fork_child_gets_ebadf(void **state)
         close(fd);
 }
 
-static void test_sysfs_redirection(void **state)
+/* The node's sysfs where the kernel's is (mounted by kfdemu-run). */
+static void test_sysfs_in_place(void **state)
 {
         char path[128], line[256];
         struct stat st;
@@ -153,9 +154,11 @@ static void test_sysfs_redirection(void **state)
         assert_int_equal(atoi(line), 0);
         fclose(f);
 
+        /* Nobody writes it, root included (sysfs has no store for it). */
+        assert_int_equal(open(path, O_WRONLY | O_CLOEXEC), -1);
         /* The device node itself answers stat/access. */
         assert_int_equal(access("/dev/kfd", R_OK | W_OK), 0);
-        /* Paths outside the KFD's trees are left alone. */
+        /* Nothing but the KFD's own entries. */
         assert_int_equal(stat("/sys/class/kfd/kfd-not", &st), -1);
         assert_int_equal(errno, ENOENT);
 }
@@ -504,7 +507,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_bad_argument_pointer),
                 cmocka_unit_test(test_foreign_socket_untouched),
                 cmocka_unit_test(test_fork_child_gets_ebadf),
-                cmocka_unit_test(test_sysfs_redirection),
+                cmocka_unit_test(test_sysfs_in_place),
                 cmocka_unit_test(test_proc_dir_follows_open),
                 cmocka_unit_test(test_doorbell_mmap),
                 cmocka_unit_test(test_read_and_write_fail_and_change_nothing),

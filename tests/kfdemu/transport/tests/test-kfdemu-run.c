@@ -2,8 +2,10 @@
 /*
  * kfdemu-run as a command: COMMAND's status comes back (128 + signal when
  * killed), COMMAND gets the node's environment with the preload first,
- * the private directory goes afterwards, and every mistake on the command
- * line or in --config is refused with a sentence. argv[1] is kfdemu-run.
+ * the private directory goes afterwards, --system-wide shows the node to
+ * every process of the namespace while the run lasts, and every mistake on
+ * the command line or in --config, and every refused mount, is reported
+ * with a sentence. argv[1] is kfdemu-run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,25 +33,18 @@ struct result {
         char output[4096];               /* stdout and stderr together */
 };
 
-/* Runs kfdemu-run with `args` (NULL-terminated), capturing its output. */
-static void run(struct result *r, const char *const *args)
+/* Runs `argv` (NULL-terminated, argv[0] a path), capturing its output. */
+static void spawn(struct result *r, const char *const *argv)
 {
-        const char *argv[32] = { kfdemu_run };
-        size_t n = 1;
         int out[2], status;
         posix_spawn_file_actions_t actions;
         pid_t pid;
 
-        while (args[n - 1] && n < 31) {
-                argv[n] = args[n - 1];
-                n++;
-        }
-        argv[n] = NULL;
         assert_int_equal(pipe2(out, O_CLOEXEC), 0);
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
         posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
-        assert_int_equal(posix_spawn(&pid, kfdemu_run, &actions, NULL, (char **)argv, environ), 0);
+        assert_int_equal(posix_spawn(&pid, argv[0], &actions, NULL, (char **)argv, environ), 0);
         posix_spawn_file_actions_destroy(&actions);
         close(out[1]);
 
@@ -61,6 +56,22 @@ static void run(struct result *r, const char *const *args)
         close(out[0]);
         assert_int_equal(waitpid(pid, &status, 0), pid);
         r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs kfdemu-run with `args` (NULL-terminated). */
+static void run(struct result *r, const char *const *args)
+{
+        const char *argv[32] = { kfdemu_run };
+
+        for (size_t n = 1; args[n - 1] && n < 31; n++)
+                argv[n] = args[n - 1];
+        spawn(r, argv);
+}
+
+/* Runs a shell script, kfdemu-run's path as its $0. */
+static void run_script(struct result *r, const char *script)
+{
+        spawn(r, (const char *[]){ "/bin/sh", "-c", script, kfdemu_run, NULL });
 }
 
 static void assert_output_has(const struct result *r, const char *needle)
@@ -115,8 +126,9 @@ static void test_command_environment(void **state)
 
         run(&r, (const char *[]){ "--gpus", "2", "--", "sh", "-c",
                                   "echo \"preload=$LD_PRELOAD\"; test -S \"$KFDEMU_SOCKET\" && echo socket-ok;"
-                                  "test -d \"$KFDEMU_ROOT/sys/class/kfd/kfd/topology\" && echo root-ok;"
-                                  "echo \"dir=$KFDEMU_ROOT\"",
+                                  "dir=$(dirname \"$KFDEMU_SOCKET\");"
+                                  "test -d \"$dir/sys/class/kfd/kfd/topology\" && echo root-ok;"
+                                  "echo \"dir=$dir\"",
                                   NULL });
         assert_int_equal(r.status, 0);
         assert_output_has(&r, "libkfdemu-preload.so");
@@ -223,6 +235,62 @@ static void test_config_mistakes(void **state)
         assert_output_has(&r, "cannot read the configuration file /nonexistent.conf");
 }
 
+/* --system-wide: a process that is not COMMAND's (a service of a
+ * container standing in for a node) sees the node's files while the run
+ * lasts, and they are gone after it. In a mount namespace of the test's
+ * own, so that the machine running it is left alone. */
+static void test_system_wide(void **state)
+{
+        struct result r;
+
+        run_script(&r, "exec unshare --mount --propagation private sh -c '"
+                       "before=$(wc -l < /proc/self/mountinfo);"
+                       "\"$0\" --system-wide --gpus 2 -- sleep 1 & run=$!;"
+                       "i=0; until test -S /dev/kfd; do i=$((i + 1)); test $i -lt 100 || exit 9; sleep 0.1; done;"
+                       "echo nodes: $(ls /sys/class/kfd/kfd/topology/nodes);"
+                       "wait $run; echo status=$?;"
+                       "test \"$(wc -l < /proc/self/mountinfo)\" = \"$before\" && echo unmounted' \"$0\"");
+        assert_int_equal(r.status, 0);
+        assert_output_has(&r, "nodes: 0 1 2");
+        assert_output_has(&r, "status=0");
+        assert_output_has(&r, "unmounted");
+}
+
+/* A user other than root runs the node too (through a user namespace),
+ * also where debugfs is mounted for root only, as Debian mounts it: the
+ * run shows its own kfd there. In a mount namespace of the test's own. */
+static void test_not_root_beside_a_private_debugfs(void **state)
+{
+        struct result r;
+
+        run_script(&r, "exec unshare --mount --propagation private sh -c '"
+                       "mount -t tmpfs -o mode=0700 root-only /sys/kernel/debug &&"
+                       "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$0\" -- "
+                       "sh -c \"id -u; ls /sys/kernel/debug/kfd\"' \"$0\"");
+        assert_int_equal(r.status, 0);
+        assert_output_has(&r, "65534\n");
+        assert_output_has(&r, "mqds");
+}
+
+/* Without CAP_SYS_ADMIN, --system-wide cannot mount; and a user who may
+ * not create a user namespace (here: none left in the namespace's quota)
+ * cannot have a mount namespace. Both are told what to do. */
+static void test_mounts_refused(void **state)
+{
+        struct result r;
+
+        run_script(&r, "exec setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin \"$0\" --system-wide -- true");
+        assert_int_equal(r.status, 1);
+        assert_output_has(&r, "--system-wide needs CAP_SYS_ADMIN");
+
+        run_script(&r, "exec unshare --user --map-root-user sh -c '"
+                       "echo 0 > /proc/sys/user/max_user_namespaces &&"
+                       "exec setpriv --inh-caps=-all --bounding-set=-all \"$0\" -- true' \"$0\"");
+        assert_int_equal(r.status, 1);
+        assert_output_has(&r, "cannot make a mount namespace for the node's files");
+        assert_output_has(&r, "allow unprivileged user namespaces");
+}
+
 static void test_bad_preload_override(void **state)
 {
         struct result r;
@@ -245,6 +313,9 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_trace_file_created),
                 cmocka_unit_test(test_config_mistakes),
                 cmocka_unit_test(test_bad_preload_override),
+                cmocka_unit_test(test_system_wide),
+                cmocka_unit_test(test_not_root_beside_a_private_debugfs),
+                cmocka_unit_test(test_mounts_refused),
         };
 
         if (argc != 2) {
