@@ -143,6 +143,47 @@ struct kfd_ioctl_set_trap_handler_args {
         __u32 pad;
 };
 
+/* Memory of a process's devices (kfd-interface.md §13). */
+#define KFD_IOC_ALLOC_MEM_FLAGS_VRAM (1 << 0)
+#define KFD_IOC_ALLOC_MEM_FLAGS_GTT (1 << 1)
+#define KFD_IOC_ALLOC_MEM_FLAGS_USERPTR (1 << 2)
+#define KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL (1 << 3)
+#define KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP (1 << 4)
+#define KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE (1u << 31)
+#define KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE (1 << 30)
+#define KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC (1 << 29)
+#define KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE (1 << 28)
+#define KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM (1 << 27)
+#define KFD_IOC_ALLOC_MEM_FLAGS_COHERENT (1 << 26)
+#define KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED (1 << 25)
+
+struct kfd_ioctl_alloc_memory_of_gpu_args {
+        __u64 va_addr;
+        __u64 size;
+        __u64 handle;
+        __u64 mmap_offset;
+        __u32 gpu_id;
+        __u32 flags;
+};
+
+struct kfd_ioctl_free_memory_of_gpu_args {
+        __u64 handle;
+};
+
+struct kfd_ioctl_map_memory_to_gpu_args {
+        __u64 handle;
+        __u64 device_ids_array_ptr;
+        __u32 n_devices;
+        __u32 n_success;
+};
+
+struct kfd_ioctl_unmap_memory_from_gpu_args {
+        __u64 handle;
+        __u64 device_ids_array_ptr;
+        __u32 n_devices;
+        __u32 n_success;
+};
+
 #define AMDKFD_IOCTL_BASE 'K'
 #define AMDKFD_IOR(nr, type) _IOR(AMDKFD_IOCTL_BASE, nr, type)
 #define AMDKFD_IOW(nr, type) _IOW(AMDKFD_IOCTL_BASE, nr, type)
@@ -157,6 +198,10 @@ struct kfd_ioctl_set_trap_handler_args {
 #define AMDKFD_IOC_SET_TRAP_HANDLER AMDKFD_IOW(0x13, struct kfd_ioctl_set_trap_handler_args)
 #define AMDKFD_IOC_GET_PROCESS_APERTURES_NEW AMDKFD_IOWR(0x14, struct kfd_ioctl_get_process_apertures_new_args)
 #define AMDKFD_IOC_ACQUIRE_VM AMDKFD_IOW(0x15, struct kfd_ioctl_acquire_vm_args)
+#define AMDKFD_IOC_ALLOC_MEMORY_OF_GPU AMDKFD_IOWR(0x16, struct kfd_ioctl_alloc_memory_of_gpu_args)
+#define AMDKFD_IOC_FREE_MEMORY_OF_GPU AMDKFD_IOW(0x17, struct kfd_ioctl_free_memory_of_gpu_args)
+#define AMDKFD_IOC_MAP_MEMORY_TO_GPU AMDKFD_IOWR(0x18, struct kfd_ioctl_map_memory_to_gpu_args)
+#define AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU AMDKFD_IOWR(0x19, struct kfd_ioctl_unmap_memory_from_gpu_args)
 #endif /* no usable system header */
 
 #if KFD_IOCTL_MINOR_VERSION < 13
@@ -482,6 +527,10 @@ _Static_assert(AMDKFD_IOC_ACQUIRE_VM == 0x40084B15u, "ACQUIRE_VM request");
 _Static_assert(AMDKFD_IOC_SET_SCRATCH_BACKING_VA == 0xC0104B11u, "SET_SCRATCH_BACKING_VA request");
 _Static_assert(AMDKFD_IOC_SET_TRAP_HANDLER == 0x40184B13u, "SET_TRAP_HANDLER request");
 _Static_assert(AMDKFD_IOC_GET_TILE_CONFIG == 0xC0284B12u, "GET_TILE_CONFIG request");
+_Static_assert(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU == 0xC0284B16u, "ALLOC_MEMORY_OF_GPU request");
+_Static_assert(AMDKFD_IOC_FREE_MEMORY_OF_GPU == 0x40084B17u, "FREE_MEMORY_OF_GPU request");
+_Static_assert(AMDKFD_IOC_MAP_MEMORY_TO_GPU == 0xC0184B18u, "MAP_MEMORY_TO_GPU request");
+_Static_assert(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU == 0xC0184B19u, "UNMAP_MEMORY_FROM_GPU request");
 GP_ABI_SIZE(struct kfd_process_device_apertures, 56);
 _Static_assert(AMDKFD_IOC_RUNTIME_ENABLE == 0xC0104B25u, "RUNTIME_ENABLE request");
 _Static_assert(AMDKFD_IOC_DBG_TRAP == 0xC0204B26u, "DBG_TRAP request");

@@ -601,16 +601,16 @@ bool conf_path_exists(const char *path)
         return stat(path, &st) == 0;
 }
 
-long long conf_gpu_property(uint32_t gpu_id, const char *key)
+long long conf_gpu_topology_value(uint32_t gpu_id, const char *file, const char *key)
 {
         for (int node = 0;; node++) {
-                char path[128], buf[8192];
+                char path[192], buf[8192];
                 snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/gpu_id", node);
                 if (conf_read_file(path, buf, sizeof(buf)) < 0)
                         return -ENOENT;
                 if (strtoul(buf, NULL, 10) != gpu_id)
                         continue;
-                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/properties", node);
+                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/%s", node, file);
                 if (conf_read_file(path, buf, sizeof(buf)) < 0)
                         return -ENOENT;
                 /* "name value" lines: match whole names only. */
@@ -620,6 +620,11 @@ long long conf_gpu_property(uint32_t gpu_id, const char *key)
                                 return strtoll(line + n + 1, NULL, 10);
                 return -ENOENT;
         }
+}
+
+long long conf_gpu_property(uint32_t gpu_id, const char *key)
+{
+        return conf_gpu_topology_value(gpu_id, "properties", key);
 }
 
 int conf_wait_kfd_process_gone(pid_t pid)

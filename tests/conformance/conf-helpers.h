@@ -135,6 +135,9 @@ int conf_gpu_ids(uint32_t *ids, int max);
 /* A decimal key of the GPU's topology node properties (§8.2); -ENOENT if
  * the GPU or the key is not there. */
 long long conf_gpu_property(uint32_t gpu_id, const char *key);
+/* The same from another file of the GPU's topology node, e.g.
+ * "mem_banks/0/properties". */
+long long conf_gpu_topology_value(uint32_t gpu_id, const char *file, const char *key);
 /* Waits until /sys/class/kfd/kfd/proc/<pid> is gone: the kernel removes a
  * kfd_process (its queues included) from a work item after the mm went. */
 int conf_wait_kfd_process_gone(pid_t pid);

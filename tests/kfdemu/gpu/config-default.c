@@ -57,6 +57,7 @@ void emu_gpu_config_default(unsigned index, struct emu_gpu_config *ret)
                 /* 32 wave slots per CU (8 waves x 4 SIMDs) hold eight
                  * 256-work-item (4-wave) workgroups. */
                 .wg_slots_per_cu = 8,
+                .vram_mib = 192 * 1024,          /* MI308X: 192 GB of HBM3 */
         };
         snprintf(ret->name, sizeof(ret->name), "%s", "gfx942");
 }

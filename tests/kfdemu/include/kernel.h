@@ -123,6 +123,9 @@ struct emu_mmap_result {
 };
 int emu_kfd_mmap(struct emu_file *file, const struct emu_caller *caller, uint64_t offset,
                  uint64_t length, struct emu_mmap_result *ret);
+/* mmap of a render node (drm_gem_mmap): the buffer object at `offset`,
+ * made by ALLOC_MEMORY_OF_GPU for the VM of this file. */
+int emu_drm_mmap(struct emu_file *file, uint64_t offset, uint64_t length, struct emu_mmap_result *ret);
 
 /* kfd_process_notifier_release: the process's mm is gone (exit or exec). */
 void emu_process_mm_release(struct emu_node *node, pid_t tgid);

@@ -58,6 +58,7 @@ struct emu_gpu_config {
         uint32_t cwsr_save_us;       /* context save of the waves of one queue */
         uint32_t cwsr_restore_us;
         uint32_t wg_slots_per_cu;    /* workgroups one CU runs at once */
+        uint32_t vram_mib;           /* the device's VRAM (real_vram_size), MiB */
 };
 
 struct emu_config {
@@ -81,13 +82,31 @@ struct emu_gpu {
         struct emu_process *debug_vmid_owner; /* non-per-VMID parts: who holds the debug VMID */
         uint32_t alloc_watch_ids;        /* address-watch slots taken on the device (kfd->alloc_watch_ids) */
         unsigned total_queue_count;      /* dqm->total_queue_count: user queues of every process */
+        uint64_t vram_used;              /* adev->kfd.vram_used: KFD VRAM BOs of every process, bytes */
+        uint64_t next_mmap_page;         /* the DRM device's next free mmap offset page (vma manager) */
+        int mmio_remap_memfd;            /* the register page KFD maps for HDP flushes; -1 until mapped */
         struct emu_gpu_hw *hw;
+};
+
+/* A buffer object of a process's device (kgd_mem), made by
+ * ALLOC_MEMORY_OF_GPU; kernel/kfd-memory.c. */
+struct emu_bo {
+        struct emu_bo *next;
+        uint32_t idr_handle;             /* low half of the handle: lowest free id (idr_alloc) */
+        uint32_t flags;                  /* KFD_IOC_ALLOC_MEM_FLAGS_* */
+        uint64_t va;                     /* GPU virtual address */
+        uint64_t size;                   /* the BO's size: PAGE_ALIGN, halved for AQL queue memory */
+        uint64_t mmap_offset;            /* on the render node (amdgpu_bo_mmap_offset) */
+        uint32_t mapped_gpus;            /* bit per device index: mapped in that device's VM */
+        int memfd;                       /* contents of VRAM and GTT BOs; -1 for the other kinds */
 };
 
 /* A per-process, per-device record (the kernel's kfd_process_device). */
 struct emu_pdd {
         struct emu_gpu *gpu;
         struct emu_file *drm_file;       /* the render node whose VM ACQUIRE_VM took; NULL before */
+        struct emu_bo *bos;              /* alloc_idr's objects, newest first */
+        uint64_t vram_usage;             /* pdd->vram_usage: bytes of VRAM BOs allocated here */
         uint64_t exception_status;       /* device-level exceptions (EC_DEVICE_*) */
         uint64_t doorbell_slots_used[EMU_DOORBELL_SLOTS / 64];
         unsigned queue_count;            /* qpd.queue_count: the process's queues here, SDMA included */

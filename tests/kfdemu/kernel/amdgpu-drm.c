@@ -332,6 +332,12 @@ int emu_drm_open(struct emu_node *node, uint32_t minor, struct emu_file **ret_fi
         return -ENOENT;
 }
 
+int emu_drm_mmap(struct emu_file *file, uint64_t offset, uint64_t length, struct emu_mmap_result *ret)
+{
+        /* amdgpu_mmap → drm_gem_mmap: only BO offsets exist on a render node. */
+        return kfd_bo_mmap(file->render_gpu, file, offset, length, ret);
+}
+
 void kfd_drm_file_put(struct emu_file *file)
 {
         if (--file->refs == 0)

@@ -29,7 +29,7 @@ static long kfd_ioctl_get_version(struct emu_call *call, struct emu_process *p, 
         return 0;
 }
 
-/* The KFD 1.13 ioctls kfdemu does not emulate (memory, events, CRIU, ...):
+/* The KFD 1.13 ioctls kfdemu does not emulate (events, CRIU, SVM, ...):
  * the table keeps their real direction and size, so kfd_ioctl's copies and
  * errors stay those of the kernel, and the handler refuses the request. */
 static long kfd_ioctl_not_emulated(struct emu_call *call, struct emu_process *p, void *data)
@@ -67,10 +67,10 @@ static const struct kfd_ioctl_desc kfd_ioctls[KFD_COMMAND_END] = {
         [0x13] = { KFD_W(0x13, 24), kfd_ioctl_set_trap_handler },      /* SET_TRAP_HANDLER */
         [0x14] = { KFD_WR(0x14, 16), kfd_ioctl_get_process_apertures_new }, /* GET_PROCESS_APERTURES_NEW */
         [0x15] = { KFD_W(0x15, 8), kfd_ioctl_acquire_vm },             /* ACQUIRE_VM */
-        [0x16] = { KFD_WR(0x16, 40), kfd_ioctl_not_emulated },         /* ALLOC_MEMORY_OF_GPU */
-        [0x17] = { KFD_W(0x17, 8), kfd_ioctl_not_emulated },           /* FREE_MEMORY_OF_GPU */
-        [0x18] = { KFD_WR(0x18, 24), kfd_ioctl_not_emulated },         /* MAP_MEMORY_TO_GPU */
-        [0x19] = { KFD_WR(0x19, 24), kfd_ioctl_not_emulated },         /* UNMAP_MEMORY_FROM_GPU */
+        [0x16] = { KFD_WR(0x16, 40), kfd_ioctl_alloc_memory_of_gpu }, /* ALLOC_MEMORY_OF_GPU */
+        [0x17] = { KFD_W(0x17, 8), kfd_ioctl_free_memory_of_gpu }, /* FREE_MEMORY_OF_GPU */
+        [0x18] = { KFD_WR(0x18, 24), kfd_ioctl_map_memory_to_gpu }, /* MAP_MEMORY_TO_GPU */
+        [0x19] = { KFD_WR(0x19, 24), kfd_ioctl_unmap_memory_from_gpu }, /* UNMAP_MEMORY_FROM_GPU */
         [0x1a] = { KFD_W(0x1a, 16), kfd_ioctl_not_emulated },          /* SET_CU_MASK */
         [0x1b] = { KFD_WR(0x1b, 24), kfd_ioctl_not_emulated },         /* GET_QUEUE_WAVE_STATE */
         [0x1c] = { KFD_WR(0x1c, 32), kfd_ioctl_not_emulated },         /* GET_DMABUF_INFO */
@@ -97,6 +97,10 @@ _Static_assert(KFD_WR(0x11, 16) == AMDKFD_IOC_SET_SCRATCH_BACKING_VA, "SET_SCRAT
 _Static_assert(KFD_W(0x13, 24) == AMDKFD_IOC_SET_TRAP_HANDLER, "SET_TRAP_HANDLER table entry");
 _Static_assert(KFD_WR(0x12, 40) == AMDKFD_IOC_GET_TILE_CONFIG, "GET_TILE_CONFIG table entry");
 _Static_assert(KFD_WR(0x05, 40) == AMDKFD_IOC_GET_CLOCK_COUNTERS, "GET_CLOCK_COUNTERS table entry");
+_Static_assert(KFD_WR(0x16, 40) == AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, "ALLOC_MEMORY_OF_GPU table entry");
+_Static_assert(KFD_W(0x17, 8) == AMDKFD_IOC_FREE_MEMORY_OF_GPU, "FREE_MEMORY_OF_GPU table entry");
+_Static_assert(KFD_WR(0x18, 24) == AMDKFD_IOC_MAP_MEMORY_TO_GPU, "MAP_MEMORY_TO_GPU table entry");
+_Static_assert(KFD_WR(0x19, 24) == AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, "UNMAP_MEMORY_FROM_GPU table entry");
 _Static_assert(EMU_KDATA_MAX == _IOC_SIZEMASK, "kdata holds the largest _IOC_SIZE");
 
 long kfd_ioctl_copy_out(struct emu_call *call, long ret)
@@ -335,11 +339,18 @@ int emu_kfd_mmap(struct emu_file *file, const struct emu_caller *caller, uint64_
                 if (length != EMU_DOORBELL_FRAME_SIZE || !kfd_process_device_by_id(p, gpu_id))
                         return -EINVAL;
                 return emu_gpu_doorbell_segments(gpu, p, ret);
-        default:
-                /* Event page, reserved memory and MMIO remap are outside
-                 * what kfdemu emulates (README "Known differences"). */
-                if ((offset & EMU_KFD_MMAP_TYPE_MASK) != (0x2ull << EMU_KFD_MMAP_TYPE_SHIFT) && !gpu)
+        case 0x0ull << EMU_KFD_MMAP_TYPE_SHIFT: /* KFD_MMAP_TYPE_MMIO */
+                if (!gpu)
                         return -ENODEV;
+                return kfd_mmio_mmap(gpu, length, ret);
+        case 0x1ull << EMU_KFD_MMAP_TYPE_SHIFT: /* KFD_MMAP_TYPE_RESERVED_MEM */
+                if (!gpu)
+                        return -ENODEV;
+                /* Reserved memory (the CWSR trap handler pages of GPUs
+                 * without a per-queue area) is not emulated. */
+                return -EINVAL;
+        default:
+                /* The event page is not emulated (README "Known differences"). */
                 return -EINVAL;
         }
 }

@@ -110,6 +110,19 @@ long kfd_bind_device(struct emu_process *p, uint32_t gpu_id, struct emu_pdd **re
 /* The process's mm is gone: the device's VM goes back to its render node. */
 void kfd_process_device_release_vm(struct emu_pdd *pdd);
 
+/* kfd-memory.c: buffer objects of a process's devices (§13). */
+long kfd_ioctl_alloc_memory_of_gpu(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_free_memory_of_gpu(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_map_memory_to_gpu(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_unmap_memory_from_gpu(struct emu_call *call, struct emu_process *p, void *data);
+/* kfd_process_destroy_pdds: the device's BOs go with the process. */
+void kfd_process_device_free_bos(struct emu_pdd *pdd);
+/* mmap of `gpu`'s render file `drm_file` at a BO's offset (drm_gem_mmap). */
+int kfd_bo_mmap(struct emu_gpu *gpu, const struct emu_file *drm_file, uint64_t offset, uint64_t length,
+                struct emu_mmap_result *ret);
+/* mmap of /dev/kfd at KFD_MMAP_TYPE_MMIO: the GPU's remapped register page. */
+int kfd_mmio_mmap(struct emu_gpu *gpu, uint64_t length, struct emu_mmap_result *ret);
+
 /* kfd-device-queries.c: what a process asks about one of its devices. */
 long kfd_ioctl_get_tile_config(struct emu_call *call, struct emu_process *p, void *data);
 long kfd_ioctl_get_clock_counters(struct emu_call *call, struct emu_process *p, void *data);

@@ -192,10 +192,13 @@ void emu_process_mm_release(struct emu_node *node, pid_t tgid)
         /* kfd_process_wq_release: process_termination_cpsch removes the
          * queues without waiting for anything, then the sysfs entries go. */
         kfd_process_remove_queues(p);
-        /* kfd_process_destroy_pdds: each device's VM goes back to its
-         * render node (amdgpu_amdkfd_gpuvm_release_process_vm). */
-        for (unsigned i = 0; i < p->n_pdds; i++)
+        /* kfd_process_destroy_pdds: each device's BOs are freed and its
+         * VM goes back to its render node
+         * (amdgpu_amdkfd_gpuvm_release_process_vm). */
+        for (unsigned i = 0; i < p->n_pdds; i++) {
+                kfd_process_device_free_bos(&p->pdds[i]);
                 kfd_process_device_release_vm(&p->pdds[i]);
+        }
         kfd_process_unlink(p);
         p->is_released = true;
         emu_render_process_removed(node, tgid);

@@ -309,11 +309,8 @@ static int handle_mmap(struct connection *ch, const struct kfdemu_msg_mmap *msg)
 
         if (!file)
                 return send_result(ch, KFDEMU_REPLY_NOT_MINE, 0);
-        /* Buffer objects of a render node are not emulated (README
-         * "Known differences"): no offset maps. */
-        if (file->file->render_gpu)
-                return send_mmap_reply(ch, -EINVAL, &map);
-        int r = emu_kfd_mmap(file->file, &ch->caller, msg->offset, msg->length, &map);
+        int r = file->file->render_gpu ? emu_drm_mmap(file->file, msg->offset, msg->length, &map)
+                                       : emu_kfd_mmap(file->file, &ch->caller, msg->offset, msg->length, &map);
         return send_mmap_reply(ch, r, &map);
 }
 

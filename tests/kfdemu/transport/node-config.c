@@ -56,6 +56,8 @@ static const struct gpu_field gpu_fields[] = {
         U32_FIELD("CwsrSaveMicroseconds", cwsr_save_us, 0, 60000000),
         U32_FIELD("CwsrRestoreMicroseconds", cwsr_restore_us, 0, 60000000),
         U32_FIELD("WorkgroupSlotsPerCU", wg_slots_per_cu, 1, 1024),
+        /* Up to 16 TiB, more than any part has. */
+        U32_FIELD("VramMiB", vram_mib, 1, 16u << 20),
 };
 
 struct parse_state {
