@@ -66,6 +66,8 @@ struct emu_call {
         /* kernel/ private: a debug event write this call is blocked in
          * (a full, blocking event pipe). NULL when transport/ builds it. */
         void *kernel_private;
+        /* kernel/ private: the waiters of a WAIT_EVENTS call asleep. */
+        void *event_wait;
         /* kernel/ private: whose mutex a KFD_WAIT_LOCK call sleeps on. */
         struct emu_process *lock_process;
         /* kernel/ private: a completion that arrives while kernel/ is still

@@ -101,6 +101,18 @@ struct emu_bo {
         int memfd;                       /* contents of VRAM and GTT BOs; -1 for the other kinds */
 };
 
+/* An HSA event of a process (kfd_event, kfd_events.c): CREATE_EVENT's. */
+struct kfd_event_waiter;
+struct emu_event {
+        struct emu_event *next;
+        uint32_t id;                     /* signal events: their slot in the event page */
+        uint32_t type;                   /* KFD_IOC_EVENT_* */
+        bool auto_reset;
+        bool signaled;
+        uint64_t age;                    /* event_age: 1 at creation, +1 per set that is consumed */
+        struct kfd_event_waiter *waiters; /* WAIT_EVENTS calls asleep on it (ev->wq) */
+};
+
 /* A per-process, per-device record (the kernel's kfd_process_device). */
 struct emu_pdd {
         struct emu_gpu *gpu;
@@ -179,6 +191,14 @@ struct emu_process {
         int debugged_process_count;      /* this process as a debugger (atomic_t: a DISABLE after a
                                           * failed second ENABLE can take it below 0) */
         struct emu_call *destroy_waiters; /* DESTROY_QUEUE calls sleeping in wait_on_destroy_queue */
+
+        /* HSA events (kernel/kfd-hsa-events.c). */
+        struct emu_event *events;        /* event_idr */
+        unsigned signal_event_count;
+        uint64_t signal_handle;          /* the user's event page BO handle; 0 = none */
+        int signal_page_memfd;           /* the signal page's contents; -1 before one exists */
+        uint64_t *signal_slots;          /* the page, mapped in the server (kernel_address) */
+        uint64_t signal_mapped_size;     /* slots user mode sees: ids are allocated below it */
 
         /* kernel/: p->mutex and p->event_mutex as far as they outlive a
          * kernel entry (kfd-mutex.c). */

@@ -31,10 +31,7 @@
  * offsets start above 4 GiB. */
 #define DRM_FILE_PAGE_OFFSET_START ((0xffffffffull >> 12) + 1)
 
-/* KFD_MMAP_TYPE_MMIO (kfd_priv.h): type bits 0. */
-#define KFD_MMAP_TYPE_MMIO (0x0ull << EMU_KFD_MMAP_TYPE_SHIFT)
-
-static struct emu_bo *bo_by_handle(struct emu_pdd *pdd, uint32_t idr_handle)
+struct emu_bo *kfd_bo_by_handle(struct emu_pdd *pdd, uint32_t idr_handle)
 {
         for (struct emu_bo *bo = pdd->bos; bo; bo = bo->next)
                 if (bo->idr_handle == idr_handle)
@@ -47,7 +44,7 @@ static uint32_t lowest_free_handle(struct emu_pdd *pdd)
 {
         uint32_t id = 0;
 
-        while (bo_by_handle(pdd, id))
+        while (kfd_bo_by_handle(pdd, id))
                 id++;
         return id;
 }
@@ -184,12 +181,14 @@ long kfd_ioctl_alloc_memory_of_gpu(struct emu_call *call, struct emu_process *p,
 long kfd_ioctl_free_memory_of_gpu(struct emu_call *call, struct emu_process *p, void *data)
 {
         const struct kfd_ioctl_free_memory_of_gpu_args *args = data;
-        struct emu_pdd *pdd = kfd_process_device_by_id(p, KFD_HANDLE_GPU_ID(args->handle));
+        struct emu_pdd *pdd;
         struct emu_bo **link, *bo;
 
-        /* The signal BO (the event page) is never the user's to free: no
-         * event page exists yet (events are not emulated), so the
-         * kernel's -EPERM for it cannot arise. */
+        /* "Safeguard to prevent user space from freeing signal BO. It
+         * will be freed at process termination." */
+        if (p->signal_handle && p->signal_handle == args->handle)
+                return -EPERM;
+        pdd = kfd_process_device_by_id(p, KFD_HANDLE_GPU_ID(args->handle));
         if (!pdd)
                 return -EINVAL;
         for (link = &pdd->bos; (bo = *link); link = &bo->next)
@@ -243,7 +242,7 @@ long kfd_ioctl_map_memory_to_gpu(struct emu_call *call, struct emu_process *p, v
         r = kfd_bind_device(p, KFD_HANDLE_GPU_ID(args->handle), &pdd);
         if (r < 0)
                 return r;
-        bo = bo_by_handle(pdd, KFD_HANDLE_IDR(args->handle));
+        bo = kfd_bo_by_handle(pdd, KFD_HANDLE_IDR(args->handle));
         if (!bo)
                 return -ENOMEM;
         for (uint32_t i = args->n_success; i < args->n_devices; i++) {
@@ -272,7 +271,7 @@ long kfd_ioctl_unmap_memory_from_gpu(struct emu_call *call, struct emu_process *
         pdd = kfd_process_device_by_id(p, KFD_HANDLE_GPU_ID(args->handle));
         if (!pdd)
                 return -EINVAL;
-        bo = bo_by_handle(pdd, KFD_HANDLE_IDR(args->handle));
+        bo = kfd_bo_by_handle(pdd, KFD_HANDLE_IDR(args->handle));
         if (!bo)
                 return -ENOMEM;
         for (uint32_t i = args->n_success; i < args->n_devices; i++) {

@@ -42,6 +42,7 @@ enum kfd_wait_kind {
         KFD_WAIT_DEVICE,         /* the preemption fence: emu_gpu_complete_after */
         KFD_WAIT_EVENT_WRITE,    /* only the debug event byte is left to write */
         KFD_WAIT_LOCK,           /* mutex_lock of a process's mutex or event_mutex (kfd-mutex.c) */
+        KFD_WAIT_EVENTS,         /* schedule_timeout in kfd_wait_on_events (kfd-hsa-events.c) */
 };
 
 /* kzalloc() of more than KMALLOC_MAX_SIZE (4 MiB with 4 KiB pages) fails. */
@@ -110,11 +111,18 @@ long kfd_bind_device(struct emu_process *p, uint32_t gpu_id, struct emu_pdd **re
 /* The process's mm is gone: the device's VM goes back to its render node. */
 void kfd_process_device_release_vm(struct emu_pdd *pdd);
 
+/* kfd_priv.h's mmap offset types besides the doorbells' (emu-hw.h). */
+#define KFD_MMAP_TYPE_EVENTS (0x2ull << EMU_KFD_MMAP_TYPE_SHIFT)
+#define KFD_MMAP_TYPE_RESERVED_MEM (0x1ull << EMU_KFD_MMAP_TYPE_SHIFT)
+#define KFD_MMAP_TYPE_MMIO (0x0ull << EMU_KFD_MMAP_TYPE_SHIFT)
+
 /* kfd-memory.c: buffer objects of a process's devices (§13). */
 long kfd_ioctl_alloc_memory_of_gpu(struct emu_call *call, struct emu_process *p, void *data);
 long kfd_ioctl_free_memory_of_gpu(struct emu_call *call, struct emu_process *p, void *data);
 long kfd_ioctl_map_memory_to_gpu(struct emu_call *call, struct emu_process *p, void *data);
 long kfd_ioctl_unmap_memory_from_gpu(struct emu_call *call, struct emu_process *p, void *data);
+/* The BO of `pdd` with that idr number, or NULL. */
+struct emu_bo *kfd_bo_by_handle(struct emu_pdd *pdd, uint32_t idr_handle);
 /* kfd_process_destroy_pdds: the device's BOs go with the process. */
 void kfd_process_device_free_bos(struct emu_pdd *pdd);
 /* mmap of `gpu`'s render file `drm_file` at a BO's offset (drm_gem_mmap). */
@@ -122,6 +130,25 @@ int kfd_bo_mmap(struct emu_gpu *gpu, const struct emu_file *drm_file, uint64_t o
                 struct emu_mmap_result *ret);
 /* mmap of /dev/kfd at KFD_MMAP_TYPE_MMIO: the GPU's remapped register page. */
 int kfd_mmio_mmap(struct emu_gpu *gpu, uint64_t length, struct emu_mmap_result *ret);
+
+/* kfd-hsa-events.c: HSA events (§14). */
+long kfd_ioctl_create_event(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_destroy_event(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_set_event(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_reset_event(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_wait_events(struct emu_call *call, struct emu_process *p, void *data);
+/* A parked WAIT_EVENTS call: its timeout passed, a signal interrupted
+ * it, or its caller is gone (no reply). */
+void kfd_wait_events_timed_out(struct emu_call *call);
+void kfd_wait_events_interrupted(struct emu_call *call);
+void kfd_wait_events_abandon(struct emu_call *call);
+/* mmap of /dev/kfd at KFD_MMAP_TYPE_EVENTS (kfd_event_mmap). */
+int kfd_event_mmap(struct emu_process *p, uint64_t length, struct emu_mmap_result *ret);
+/* The process's threads are gone: their WAIT_EVENTS calls asleep with them. */
+void kfd_event_abandon_waits(struct emu_process *p);
+/* kfd_event_free_process: the process's events and signal page go. Its
+ * waits must have been abandoned first. */
+void kfd_event_free_process(struct emu_process *p);
 
 /* kfd-device-queries.c: what a process asks about one of its devices. */
 long kfd_ioctl_get_tile_config(struct emu_call *call, struct emu_process *p, void *data);
