@@ -129,6 +129,11 @@ int emu_kfd_mmap(struct emu_file *file, const struct emu_caller *caller, uint64_
  * made by ALLOC_MEMORY_OF_GPU for the VM of this file. */
 int emu_drm_mmap(struct emu_file *file, uint64_t offset, uint64_t length, struct emu_mmap_result *ret);
 
+/* The GPU's end-of-pipe interrupt for a completion signal with an event
+ * mailbox (kfd_signal_event_interrupt with a valid event id): the event
+ * whose slot the CP wrote is acknowledged and set. Called by gpu/. */
+void emu_signal_event_interrupt(struct emu_process *p, uint32_t event_id);
+
 /* kfd_process_notifier_release: the process's mm is gone (exit or exec). */
 void emu_process_mm_release(struct emu_node *node, pid_t tgid);
 

@@ -3,7 +3,8 @@
  * HSA events (kfd_events.c and their ioctls in kfd_chardev.c, 6.x trees;
  * kfd-interface.md §14): CREATE/DESTROY/SET/RESET_EVENT, WAIT_EVENTS with
  * its sleep, timeout and signal handling, the signal page (the user's BO
- * or the kernel's own, which /dev/kfd maps).
+ * or the kernel's own, which /dev/kfd maps), and the GPU's interrupt for
+ * a completion signal's event.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -498,6 +499,23 @@ void kfd_wait_events_abandon(struct emu_call *call)
         call->event_wait = NULL;
         call->wait_kind = KFD_WAIT_NONE;
         free(w);
+}
+
+void emu_signal_event_interrupt(struct emu_process *p, uint32_t event_id)
+{
+        struct emu_event *ev;
+
+        /* lookup_signaled_event_by_partial_id: the slot must have been
+         * written; then set_event_from_interrupt for events the GPU may
+         * signal, after acknowledge_signal resets the slot. */
+        if (p->is_released || !p->signal_slots || event_id >= KFD_SIGNAL_EVENT_LIMIT ||
+            p->signal_slots[event_id] == KFD_UNSIGNALED_EVENT_SLOT)
+                return;
+        ev = lookup_event_by_id(p, event_id);
+        if (!ev || (ev->type != KFD_IOC_EVENT_SIGNAL && ev->type != KFD_IOC_EVENT_DEBUG_EVENT))
+                return;
+        p->signal_slots[event_id] = KFD_UNSIGNALED_EVENT_SLOT;
+        set_event_and_wake(ev);
 }
 
 int kfd_event_mmap(struct emu_process *p, uint64_t length, struct emu_mmap_result *ret)
