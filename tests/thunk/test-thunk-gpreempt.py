@@ -144,16 +144,33 @@ class Daemon:
         return log
 
 
+def attached_entry(daemon, gpreemptctl, pid):
+    """The daemon's status entry of pid once it has attached (or None)."""
+    deadline = time.monotonic() + 10
+    entry = None
+    while time.monotonic() < deadline and not (entry and entry.get("attached")):
+        time.sleep(0.1)
+        entry = daemon.process(gpreemptctl, pid)
+    return entry
+
+
 def managed_by_the_daemon(tap, target_binary, gpreemptctl, gpreemptd, kfdemu_app):
     daemon = Daemon(gpreemptd)
+    target = Target(target_binary, runtime_enable=False)
+    try:
+        entry = attached_entry(daemon, gpreemptctl, target.proc.pid)
+        env = dict(os.environ, GPREEMPT_RUNTIME_DIR=daemon.runtime_dir)
+        table = subprocess.run([gpreemptctl, "status"], capture_output=True, text=True, env=env, timeout=30).stdout
+        tap.check(entry is not None and entry.get("runtime") == "disabled" and
+                  "not suspendable: its ROCm runtime never enabled debugging (run it with ROCm 5.7 or newer)" in table,
+                  "gpreemptctl status says the daemon cannot suspend it without the runtime, and what to do",
+                  json.dumps(entry) + "\n" + table)
+    finally:
+        target.stop()
     target = Target(target_binary, runtime_enable=True)
     try:
-        deadline = time.monotonic() + 10
-        entry = None
-        while time.monotonic() < deadline and not (entry and entry.get("class") == "offline"):
-            time.sleep(0.1)
-            entry = daemon.process(gpreemptctl, target.proc.pid)
-        tap.check(entry is not None and entry["class"] == "offline",
+        entry = attached_entry(daemon, gpreemptctl, target.proc.pid)
+        tap.check(entry is not None and entry["class"] == "offline" and entry.get("runtime") == "enabled",
                   "gpreemptd manages the thunk target as offline work", json.dumps(entry))
         subprocess.run([kfdemu_app, "--rate", "200", "--kernel-us", "1000", "--duration", "1"],
                        stdout=subprocess.DEVNULL, check=True, timeout=30)
@@ -172,7 +189,7 @@ def managed_by_the_daemon(tap, target_binary, gpreemptctl, gpreemptd, kfdemu_app
 def main():
     target_binary, gpreemptctl, queue_finder, gpreemptd, kfdemu_app = sys.argv[1:6]
     tap = Tap()
-    print("1..12")
+    print("1..13")
 
     # As the 5.2.3 thunk leaves a process: no RUNTIME_ENABLE.
     target = Target(target_binary, runtime_enable=False)
