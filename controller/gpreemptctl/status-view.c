@@ -87,7 +87,7 @@ static void print_gpus(FILE *out, struct json_object *status, struct json_object
 static void format_state(char *buf, size_t size, struct json_object *p)
 {
         const char *class = json_get_string(p, "class", NULL);
-        char ids[128];
+        char ids[128], what[160];
 
         if (!json_get_bool(p, "managed")) {
                 snprintf(buf, size, "not managed (no workload matches)");
@@ -102,9 +102,20 @@ static void format_state(char *buf, size_t size, struct json_object *p)
                 snprintf(buf, size, "not attached: %s", json_get_string(p, "attach_error", "starting"));
                 return;
         }
+        /* A process whose runtime has not enabled debugging cannot be
+         * suspended; once it has queues it never will (RUNTIME_ENABLE
+         * fails with EEXIST then): say so, and what to do. */
         format_ids(ids, sizeof(ids), json_get_array(p, "suspended_gpus"));
-        snprintf(buf, size, "%s%s%s%s%s%s%s", strcmp(ids, "-") ? "suspended on " : "running", strcmp(ids, "-") ? ids : "",
-                 json_get_bool(p, "held") ? ", held" : "", json_get_bool(p, "terminating") ? ", terminating" : "",
+        if (strcmp(json_get_string(p, "runtime", ""), "disabled") == 0)
+                snprintf(what, sizeof(what), "running, not suspendable: %s",
+                         json_get_int(p, "queues") > 0
+                                 ? "its ROCm runtime never enabled debugging (run it with ROCm 5.7 or newer)"
+                                 : "waiting for its ROCm runtime to enable debugging");
+        else
+                snprintf(what, sizeof(what), "%s%s", strcmp(ids, "-") ? "suspended on " : "running",
+                         strcmp(ids, "-") ? ids : "");
+        snprintf(buf, size, "%s%s%s%s%s%s", what, json_get_bool(p, "held") ? ", held" : "",
+                 json_get_bool(p, "terminating") ? ", terminating" : "",
                  json_get_string(p, "stopped_by", NULL) ? ", stopped by " : "", json_get_string(p, "stopped_by", ""),
                  json_get_bool(p, "frozen") ? ", frozen" : "");
 }

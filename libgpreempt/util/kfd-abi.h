@@ -74,12 +74,226 @@ struct kfd_ioctl_destroy_queue_args {
         __u32 pad;
 };
 
+/* What the ROCt thunk sets up in hsaKmtOpenKFD: the VM of a render node,
+ * the apertures, the cache policy (kfd-interface.md §12). */
+#define KFD_IOC_CACHE_POLICY_COHERENT 0
+#define KFD_IOC_CACHE_POLICY_NONCOHERENT 1
+
+struct kfd_ioctl_get_clock_counters_args {
+        __u64 gpu_clock_counter;
+        __u64 cpu_clock_counter;
+        __u64 system_clock_counter;
+        __u64 system_clock_freq;
+        __u32 gpu_id;
+        __u32 pad;
+};
+
+struct kfd_ioctl_set_memory_policy_args {
+        __u64 alternate_aperture_base;
+        __u64 alternate_aperture_size;
+        __u32 gpu_id;
+        __u32 default_policy;
+        __u32 alternate_policy;
+        __u32 pad;
+};
+
+struct kfd_process_device_apertures {
+        __u64 lds_base;
+        __u64 lds_limit;
+        __u64 scratch_base;
+        __u64 scratch_limit;
+        __u64 gpuvm_base;
+        __u64 gpuvm_limit;
+        __u32 gpu_id;
+        __u32 pad;
+};
+
+struct kfd_ioctl_get_process_apertures_new_args {
+        __u64 kfd_process_device_apertures_ptr;
+        __u32 num_of_nodes;
+        __u32 pad;
+};
+
+struct kfd_ioctl_acquire_vm_args {
+        __u32 drm_fd;
+        __u32 gpu_id;
+};
+
+struct kfd_ioctl_set_scratch_backing_va_args {
+        __u64 va_addr;
+        __u32 gpu_id;
+        __u32 pad;
+};
+
+struct kfd_ioctl_get_tile_config_args {
+        __u64 tile_config_ptr;
+        __u64 macro_tile_config_ptr;
+        __u32 num_tile_configs;
+        __u32 num_macro_tile_configs;
+        __u32 gpu_id;
+        __u32 gb_addr_config;
+        __u32 num_banks;
+        __u32 num_ranks;
+};
+
+struct kfd_ioctl_set_trap_handler_args {
+        __u64 tba_addr;
+        __u64 tma_addr;
+        __u32 gpu_id;
+        __u32 pad;
+};
+
+/* Memory of a process's devices (kfd-interface.md §13). */
+#define KFD_IOC_ALLOC_MEM_FLAGS_VRAM (1 << 0)
+#define KFD_IOC_ALLOC_MEM_FLAGS_GTT (1 << 1)
+#define KFD_IOC_ALLOC_MEM_FLAGS_USERPTR (1 << 2)
+#define KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL (1 << 3)
+#define KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP (1 << 4)
+#define KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE (1u << 31)
+#define KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE (1 << 30)
+#define KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC (1 << 29)
+#define KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE (1 << 28)
+#define KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM (1 << 27)
+#define KFD_IOC_ALLOC_MEM_FLAGS_COHERENT (1 << 26)
+#define KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED (1 << 25)
+
+struct kfd_ioctl_alloc_memory_of_gpu_args {
+        __u64 va_addr;
+        __u64 size;
+        __u64 handle;
+        __u64 mmap_offset;
+        __u32 gpu_id;
+        __u32 flags;
+};
+
+struct kfd_ioctl_free_memory_of_gpu_args {
+        __u64 handle;
+};
+
+struct kfd_ioctl_map_memory_to_gpu_args {
+        __u64 handle;
+        __u64 device_ids_array_ptr;
+        __u32 n_devices;
+        __u32 n_success;
+};
+
+struct kfd_ioctl_unmap_memory_from_gpu_args {
+        __u64 handle;
+        __u64 device_ids_array_ptr;
+        __u32 n_devices;
+        __u32 n_success;
+};
+
+/* HSA events (kfd-interface.md §14). */
+#define KFD_IOC_EVENT_SIGNAL 0
+#define KFD_IOC_EVENT_NODECHANGE 1
+#define KFD_IOC_EVENT_DEVICESTATECHANGE 2
+#define KFD_IOC_EVENT_HW_EXCEPTION 3
+#define KFD_IOC_EVENT_SYSTEM_EVENT 4
+#define KFD_IOC_EVENT_DEBUG_EVENT 5
+#define KFD_IOC_EVENT_PROFILE_EVENT 6
+#define KFD_IOC_EVENT_QUEUE_EVENT 7
+#define KFD_IOC_EVENT_MEMORY 8
+
+#define KFD_IOC_WAIT_RESULT_COMPLETE 0
+#define KFD_IOC_WAIT_RESULT_TIMEOUT 1
+#define KFD_IOC_WAIT_RESULT_FAIL 2
+
+#define KFD_SIGNAL_EVENT_LIMIT 4096
+
+struct kfd_ioctl_create_event_args {
+        __u64 event_page_offset;
+        __u32 event_trigger_data;
+        __u32 event_type;
+        __u32 auto_reset;
+        __u32 node_id;
+        __u32 event_id;
+        __u32 event_slot_index;
+};
+
+struct kfd_ioctl_destroy_event_args {
+        __u32 event_id;
+        __u32 pad;
+};
+
+struct kfd_ioctl_set_event_args {
+        __u32 event_id;
+        __u32 pad;
+};
+
+struct kfd_ioctl_reset_event_args {
+        __u32 event_id;
+        __u32 pad;
+};
+
+struct kfd_memory_exception_failure {
+        __u32 NotPresent;
+        __u32 ReadOnly;
+        __u32 NoExecute;
+        __u32 imprecise;
+};
+
+struct kfd_hsa_memory_exception_data {
+        struct kfd_memory_exception_failure failure;
+        __u64 va;
+        __u32 gpu_id;
+        __u32 ErrorType;
+};
+
+struct kfd_hsa_hw_exception_data {
+        __u32 reset_type;
+        __u32 reset_cause;
+        __u32 memory_lost;
+        __u32 gpu_id;
+};
+
+/* KFD 1.12 (Linux 6.4) added the signal data's event age to the union. */
+struct kfd_hsa_signal_event_data {
+        __u64 last_event_age;
+};
+
+struct kfd_event_data {
+        union {
+                struct kfd_hsa_memory_exception_data memory_exception_data;
+                struct kfd_hsa_hw_exception_data hw_exception_data;
+                struct kfd_hsa_signal_event_data signal_event_data;
+        };
+        __u64 kfd_event_data_ext;
+        __u32 event_id;
+        __u32 pad;
+};
+
+struct kfd_ioctl_wait_events_args {
+        __u64 events_ptr;
+        __u32 num_events;
+        __u32 wait_for_all;
+        __u32 timeout;
+        __u32 wait_result;
+};
+
 #define AMDKFD_IOCTL_BASE 'K'
 #define AMDKFD_IOR(nr, type) _IOR(AMDKFD_IOCTL_BASE, nr, type)
+#define AMDKFD_IOW(nr, type) _IOW(AMDKFD_IOCTL_BASE, nr, type)
 #define AMDKFD_IOWR(nr, type) _IOWR(AMDKFD_IOCTL_BASE, nr, type)
 #define AMDKFD_IOC_GET_VERSION AMDKFD_IOR(0x01, struct kfd_ioctl_get_version_args)
 #define AMDKFD_IOC_CREATE_QUEUE AMDKFD_IOWR(0x02, struct kfd_ioctl_create_queue_args)
 #define AMDKFD_IOC_DESTROY_QUEUE AMDKFD_IOWR(0x03, struct kfd_ioctl_destroy_queue_args)
+#define AMDKFD_IOC_SET_MEMORY_POLICY AMDKFD_IOW(0x04, struct kfd_ioctl_set_memory_policy_args)
+#define AMDKFD_IOC_GET_CLOCK_COUNTERS AMDKFD_IOWR(0x05, struct kfd_ioctl_get_clock_counters_args)
+#define AMDKFD_IOC_SET_SCRATCH_BACKING_VA AMDKFD_IOWR(0x11, struct kfd_ioctl_set_scratch_backing_va_args)
+#define AMDKFD_IOC_GET_TILE_CONFIG AMDKFD_IOWR(0x12, struct kfd_ioctl_get_tile_config_args)
+#define AMDKFD_IOC_SET_TRAP_HANDLER AMDKFD_IOW(0x13, struct kfd_ioctl_set_trap_handler_args)
+#define AMDKFD_IOC_GET_PROCESS_APERTURES_NEW AMDKFD_IOWR(0x14, struct kfd_ioctl_get_process_apertures_new_args)
+#define AMDKFD_IOC_ACQUIRE_VM AMDKFD_IOW(0x15, struct kfd_ioctl_acquire_vm_args)
+#define AMDKFD_IOC_CREATE_EVENT AMDKFD_IOWR(0x08, struct kfd_ioctl_create_event_args)
+#define AMDKFD_IOC_DESTROY_EVENT AMDKFD_IOW(0x09, struct kfd_ioctl_destroy_event_args)
+#define AMDKFD_IOC_SET_EVENT AMDKFD_IOW(0x0A, struct kfd_ioctl_set_event_args)
+#define AMDKFD_IOC_RESET_EVENT AMDKFD_IOW(0x0B, struct kfd_ioctl_reset_event_args)
+#define AMDKFD_IOC_WAIT_EVENTS AMDKFD_IOWR(0x0C, struct kfd_ioctl_wait_events_args)
+#define AMDKFD_IOC_ALLOC_MEMORY_OF_GPU AMDKFD_IOWR(0x16, struct kfd_ioctl_alloc_memory_of_gpu_args)
+#define AMDKFD_IOC_FREE_MEMORY_OF_GPU AMDKFD_IOW(0x17, struct kfd_ioctl_free_memory_of_gpu_args)
+#define AMDKFD_IOC_MAP_MEMORY_TO_GPU AMDKFD_IOWR(0x18, struct kfd_ioctl_map_memory_to_gpu_args)
+#define AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU AMDKFD_IOWR(0x19, struct kfd_ioctl_unmap_memory_from_gpu_args)
 #endif /* no usable system header */
 
 #if KFD_IOCTL_MINOR_VERSION < 13
@@ -398,6 +612,24 @@ struct kfd_ioctl_dbg_trap_args {
 _Static_assert(AMDKFD_IOC_GET_VERSION == 0x80084B01u, "GET_VERSION request");
 _Static_assert(AMDKFD_IOC_CREATE_QUEUE == 0xC0584B02u, "CREATE_QUEUE request");
 _Static_assert(AMDKFD_IOC_DESTROY_QUEUE == 0xC0084B03u, "DESTROY_QUEUE request");
+_Static_assert(AMDKFD_IOC_SET_MEMORY_POLICY == 0x40204B04u, "SET_MEMORY_POLICY request");
+_Static_assert(AMDKFD_IOC_GET_CLOCK_COUNTERS == 0xC0284B05u, "GET_CLOCK_COUNTERS request");
+_Static_assert(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW == 0xC0104B14u, "GET_PROCESS_APERTURES_NEW request");
+_Static_assert(AMDKFD_IOC_ACQUIRE_VM == 0x40084B15u, "ACQUIRE_VM request");
+_Static_assert(AMDKFD_IOC_SET_SCRATCH_BACKING_VA == 0xC0104B11u, "SET_SCRATCH_BACKING_VA request");
+_Static_assert(AMDKFD_IOC_SET_TRAP_HANDLER == 0x40184B13u, "SET_TRAP_HANDLER request");
+_Static_assert(AMDKFD_IOC_GET_TILE_CONFIG == 0xC0284B12u, "GET_TILE_CONFIG request");
+_Static_assert(AMDKFD_IOC_CREATE_EVENT == 0xC0204B08u, "CREATE_EVENT request");
+_Static_assert(AMDKFD_IOC_DESTROY_EVENT == 0x40084B09u, "DESTROY_EVENT request");
+_Static_assert(AMDKFD_IOC_SET_EVENT == 0x40084B0Au, "SET_EVENT request");
+_Static_assert(AMDKFD_IOC_RESET_EVENT == 0x40084B0Bu, "RESET_EVENT request");
+_Static_assert(AMDKFD_IOC_WAIT_EVENTS == 0xC0184B0Cu, "WAIT_EVENTS request");
+GP_ABI_SIZE(struct kfd_event_data, 48);
+_Static_assert(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU == 0xC0284B16u, "ALLOC_MEMORY_OF_GPU request");
+_Static_assert(AMDKFD_IOC_FREE_MEMORY_OF_GPU == 0x40084B17u, "FREE_MEMORY_OF_GPU request");
+_Static_assert(AMDKFD_IOC_MAP_MEMORY_TO_GPU == 0xC0184B18u, "MAP_MEMORY_TO_GPU request");
+_Static_assert(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU == 0xC0184B19u, "UNMAP_MEMORY_FROM_GPU request");
+GP_ABI_SIZE(struct kfd_process_device_apertures, 56);
 _Static_assert(AMDKFD_IOC_RUNTIME_ENABLE == 0xC0104B25u, "RUNTIME_ENABLE request");
 _Static_assert(AMDKFD_IOC_DBG_TRAP == 0xC0204B26u, "DBG_TRAP request");
 

@@ -104,7 +104,7 @@ static long cmd_open(void)
         if (kfd >= 0)
                 return -EALREADY;
         kfd = conf_open_kfd();
-        return kfd < 0 ? kfd : 0;
+        return kfd < 0 ? kfd : conf_acquire_vms(kfd);
 }
 
 /* capabilities_mask is passed in with a marker: the kernel never writes it,

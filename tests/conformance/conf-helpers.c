@@ -68,6 +68,30 @@ int conf_open_kfd(void)
         return fd < 0 ? -errno : fd;
 }
 
+long conf_acquire_vms(int kfd)
+{
+        uint32_t gpus[CONF_MAX_GPUS];
+        int n = conf_gpu_ids(gpus, CONF_MAX_GPUS);
+
+        for (int i = 0; i < n; i++) {
+                long long minor = conf_gpu_property(gpus[i], "drm_render_minor");
+                char path[64];
+
+                if (minor < 0)
+                        return minor;
+                snprintf(path, sizeof(path), "/dev/dri/renderD%lld", minor);
+                /* The device keeps the file once it has its VM. */
+                _cleanup_close_ int drm = open(path, O_RDWR | O_CLOEXEC);
+                if (drm < 0)
+                        return -errno;
+                struct kfd_ioctl_acquire_vm_args args = { .drm_fd = (uint32_t)drm, .gpu_id = gpus[i] };
+                long r = conf_ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, &args);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int conf_kfd(void)
 {
         if (program_kfd < 0)
@@ -577,16 +601,16 @@ bool conf_path_exists(const char *path)
         return stat(path, &st) == 0;
 }
 
-long long conf_gpu_property(uint32_t gpu_id, const char *key)
+long long conf_gpu_topology_value(uint32_t gpu_id, const char *file, const char *key)
 {
         for (int node = 0;; node++) {
-                char path[128], buf[8192];
+                char path[192], buf[8192];
                 snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/gpu_id", node);
                 if (conf_read_file(path, buf, sizeof(buf)) < 0)
                         return -ENOENT;
                 if (strtoul(buf, NULL, 10) != gpu_id)
                         continue;
-                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/properties", node);
+                snprintf(path, sizeof(path), CONF_SYSFS_KFD "/topology/nodes/%d/%s", node, file);
                 if (conf_read_file(path, buf, sizeof(buf)) < 0)
                         return -ENOENT;
                 /* "name value" lines: match whole names only. */
@@ -596,6 +620,11 @@ long long conf_gpu_property(uint32_t gpu_id, const char *key)
                                 return strtoll(line + n + 1, NULL, 10);
                 return -ENOENT;
         }
+}
+
+long long conf_gpu_property(uint32_t gpu_id, const char *key)
+{
+        return conf_gpu_topology_value(gpu_id, "properties", key);
 }
 
 int conf_wait_kfd_process_gone(pid_t pid)

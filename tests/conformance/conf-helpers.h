@@ -47,6 +47,11 @@ long conf_ioctl(int fd, unsigned long request, void *arg);
 /* The test program's own /dev/kfd (opened once, kept for the whole program). */
 int conf_kfd(void);
 int conf_open_kfd(void);
+/* What a runtime does after opening /dev/kfd (the thunk's
+ * fmm_init_process_apertures): ACQUIRE_VM of every GPU with its render
+ * node, which amdkfd requires before a queue (kfd-interface.md §12).
+ * Returns 0 or the first -errno. */
+long conf_acquire_vms(int kfd);
 long conf_dbg_trap(int kfd, pid_t pid, uint32_t op, struct kfd_ioctl_dbg_trap_args *args);
 long conf_dbg_enable(int kfd, pid_t pid, uint64_t mask, int dbg_fd, struct kfd_runtime_info *ret_rinfo);
 long conf_dbg_disable(int kfd, pid_t pid);
@@ -130,6 +135,9 @@ int conf_gpu_ids(uint32_t *ids, int max);
 /* A decimal key of the GPU's topology node properties (§8.2); -ENOENT if
  * the GPU or the key is not there. */
 long long conf_gpu_property(uint32_t gpu_id, const char *key);
+/* The same from another file of the GPU's topology node, e.g.
+ * "mem_banks/0/properties". */
+long long conf_gpu_topology_value(uint32_t gpu_id, const char *file, const char *key);
 /* Waits until /sys/class/kfd/kfd/proc/<pid> is gone: the kernel removes a
  * kfd_process (its queues included) from a work item after the mm went. */
 int conf_wait_kfd_process_gone(pid_t pid);

@@ -130,6 +130,7 @@ static void queue_percentage_checks_its_low_byte(void **state)
         };
 
         assert_true(conf_gpu_ids(gpus, CONF_MAX_GPUS) > 0);
+        assert_int_equal(conf_acquire_vms(conf_kfd()), 0);
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct kfd_ioctl_create_queue_args a = {
                         .ring_base_address = (uintptr_t)ring,

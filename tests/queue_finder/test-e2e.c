@@ -226,13 +226,17 @@ static void test_clr_62_all_sources(void **state)
         for (size_t i = 0; i < json_object_array_length(queues); i++)
                 assert_true(json_object_get_boolean(get(json_object_array_get_idx(queues, i), "paired_by_size")));
 
-        /* Both GPUs were used and both are described. */
+        /* Both GPUs were used and both are described. The emulated render
+         * node answers libdrm_amdgpu, which names a device its amdgpu.ids
+         * lacks (the MI308X's 74A2) "AMD Radeon Graphics", as on a real
+         * Debian 12 node (rocm-userspace.md §8). */
         struct json_object *gpus = get(doc, "gpus");
         assert_int_equal(json_object_array_length(gpus), 2);
         for (size_t i = 0; i < 2; i++) {
                 struct json_object *g = json_object_array_get_idx(gpus, i);
                 assert_string_equal(json_object_get_string(get(g, "gfx")), "gfx942");
-                assert_string_equal(json_object_get_string(get(g, "marketing_name_source")), "fallback");
+                assert_string_equal(json_object_get_string(get(g, "marketing_name_source")), "libdrm");
+                assert_string_equal(json_object_get_string(get(g, "marketing_name")), "AMD Radeon Graphics");
         }
         assert_int_equal(json_object_array_length(get(doc, "warnings")), 0);
         json_object_put(doc);

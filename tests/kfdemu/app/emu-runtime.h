@@ -4,8 +4,9 @@
  * the way a real HIP application does (rocm-userspace.md §4-5):
  *
  *   open /dev/kfd (O_RDWR|O_CLOEXEC) -> GET_VERSION (>= 1.13)
- *   -> RUNTIME_ENABLE {&r_debug, ENABLE}        (hsaKmtRuntimeEnable)
  *   -> GPUs from the topology's nodes/N/gpu_id  (0 = CPU node, skipped)
+ *   -> per GPU: ACQUIRE_VM with /dev/dri/renderD<drm_render_minor>
+ *   -> RUNTIME_ENABLE {&r_debug, ENABLE}        (hsaKmtRuntimeEnable)
  *   -> per queue: an amd_queue_t in our own memory, a ring, an EOP buffer,
  *      a ctx-save area; CREATE_QUEUE; map the GPU's doorbell frame once
  *   -> dispatch packets, ring doorbells, wait for the read index
@@ -52,6 +53,7 @@ struct emu_gpu_info {
         uint32_t cu_count;         /* simd_count / simd_per_cu */
         uint32_t waves_per_cu;     /* simd_per_cu * max_waves_per_simd */
         uint32_t num_xcc;
+        uint32_t drm_render_minor; /* its render node: /dev/dri/renderD<minor> */
 };
 
 /* Opens the device and brings the runtime up. ret_rt is set only on success. */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -81,6 +82,28 @@ static void emu_runtime_free(struct emu_runtime *rt)
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct emu_runtime *, emu_runtime_free);
 
+/* libhsakmt's fmm_init_process_apertures: each GPU's VM comes from its
+ * render node, which amdkfd requires before any queue
+ * (kfd-interface.md §12). The device keeps the file for the process's
+ * lifetime: -EBUSY says an earlier runtime in this process acquired the
+ * VM with its own file, and the device has it all the same. */
+static int acquire_vms(struct emu_runtime *rt)
+{
+        for (unsigned i = 0; i < rt->n_gpus; i++) {
+                char path[64];
+
+                snprintf(path, sizeof(path), "/dev/dri/renderD%u", rt->gpus[i].drm_render_minor);
+                _cleanup_close_ int drm = open(path, O_RDWR | O_CLOEXEC);
+                if (drm < 0)
+                        return NEG_ERRNO();
+                struct kfd_ioctl_acquire_vm_args args = { .drm_fd = (uint32_t)drm, .gpu_id = rt->gpus[i].gpu_id };
+                int r = emu_kfd_ioctl(rt->kfd_fd, AMDKFD_IOC_ACQUIRE_VM, &args);
+                if (r < 0 && r != -EBUSY)
+                        return r;
+        }
+        return 0;
+}
+
 int emu_runtime_open(const struct emu_runtime_options *options, struct emu_runtime **ret_rt)
 {
         _cleanup_(emu_runtime_freep) struct emu_runtime *rt = calloc(1, sizeof(*rt));
@@ -108,6 +131,9 @@ int emu_runtime_open(const struct emu_runtime_options *options, struct emu_runti
                 return r;
         if (rt->n_gpus == 0)
                 return -ENODEV;
+        r = acquire_vms(rt);
+        if (r < 0)
+                return r;
         if (options->runtime_enable) {
                 r = runtime_enable(rt, options->ttmp_save);
                 if (r < 0)

@@ -37,7 +37,7 @@ static int read_properties(const char *path, struct emu_gpu_info *gpu)
 {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         char line[MAX_PROPERTY_LINE];
-        uint64_t simd_count = 0, simd_per_cu = 0, waves_per_simd = 0, num_xcc = 1;
+        uint64_t simd_count = 0, simd_per_cu = 0, waves_per_simd = 0, num_xcc = 1, render_minor = 0;
 
         if (!f)
                 return NEG_ERRNO();
@@ -55,10 +55,13 @@ static int read_properties(const char *path, struct emu_gpu_info *gpu)
                         waves_per_simd = value;
                 else if (strcmp(key, "num_xcc") == 0)
                         num_xcc = value;
+                else if (strcmp(key, "drm_render_minor") == 0)
+                        render_minor = value;
         }
         if (simd_per_cu == 0 || simd_count == 0 || simd_count > UINT32_MAX ||
-            waves_per_simd > 64 || num_xcc == 0 || num_xcc > 64)
+            waves_per_simd > 64 || num_xcc == 0 || num_xcc > 64 || render_minor > UINT32_MAX)
                 return -EBADMSG;
+        gpu->drm_render_minor = (uint32_t)render_minor;
         gpu->cu_count = (uint32_t)(simd_count / simd_per_cu);
         gpu->waves_per_cu = (uint32_t)(simd_per_cu * waves_per_simd);
         gpu->num_xcc = (uint32_t)num_xcc;

@@ -11,3 +11,9 @@ uint64_t emu_now_ns(void)
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+uint64_t emu_gpu_clock_counter(const struct emu_gpu *gpu)
+{
+        /* Every GPU counts the same model time, from the same origin. */
+        return emu_now_ns() / (1000000000u / (EMU_GPU_REFCLK_KHZ * 1000u));
+}

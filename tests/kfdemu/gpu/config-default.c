@@ -35,6 +35,7 @@ void emu_gpu_config_default(unsigned index, struct emu_gpu_config *ret)
                 .gpu_id = index < n_real ? real_gpu_ids[index] : invented_gpu_id(index),
                 .gfx_target_version = 90402,
                 .device_id = 0x74a2,             /* MI308X's PCI device id */
+                .pci_revision = 0,               /* not known for the real node's parts */
                 .location_id = (uint32_t)pci_buses[index % sizeof(pci_buses)] << 8 |
                                (index / sizeof(pci_buses)) << 3,
                 .domain = 0,
@@ -56,6 +57,7 @@ void emu_gpu_config_default(unsigned index, struct emu_gpu_config *ret)
                 /* 32 wave slots per CU (8 waves x 4 SIMDs) hold eight
                  * 256-work-item (4-wave) workgroups. */
                 .wg_slots_per_cu = 8,
+                .vram_mib = 192 * 1024,          /* MI308X: 192 GB of HBM3 */
         };
         snprintf(ret->name, sizeof(ret->name), "%s", "gfx942");
 }

@@ -31,7 +31,6 @@
 #define GFX942_SE_PER_XCC 4
 #define GFX942_MEC_FW_VERSION 177           /* invented */
 #define AMD_VENDOR_ID 0x1002
-#define GFX942_PCI_REVISION 0               /* not modelled */
 
 /* kfd_init_apertures_v9: LDS and scratch at fixed 4 GiB windows, GPUVM from
  * AMDGPU_VA_RESERVED_BOTTOM (2 MiB) to the 47-bit user half below the VA
@@ -63,7 +62,7 @@ void emu_gpu_device_info(const struct emu_gpu *gpu, struct emu_gpu_device_info *
                 .gpuvm_base = APERTURE_GPUVM_BASE,
                 .gpuvm_limit = APERTURE_GPUVM_LIMIT,
                 .vendor_id = AMD_VENDOR_ID,
-                .revision_id = GFX942_PCI_REVISION,
+                .revision_id = c->pci_revision,
                 /* AMD's own boards carry AMD's subsystem ids. */
                 .subsystem_vendor_id = AMD_VENDOR_ID,
                 .subsystem_device_id = c->device_id,

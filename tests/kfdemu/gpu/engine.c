@@ -69,23 +69,32 @@ static void report_read_index(struct emu_node_hw *nh, struct emu_queue_hw *qh)
 /* The end of a packet that carries a completion signal (emu-signal.h):
  * its modelled start and end, then the value decremented, before the read
  * index is reported. Only the GPU writes the value while the packet is in
- * flight, so reading and writing it back is the decrement. A signal the
- * process no longer maps is skipped, as a dead process's read index is. */
+ * flight, so reading and writing it back is the decrement. A signal with
+ * an event mailbox then gets its event id written there (the slot of the
+ * process's signal page) and the interrupt that makes kfd set the event.
+ * A signal the process no longer maps is skipped, as a dead process's read
+ * index is. */
 static void signal_completion(const struct emu_queue *q, uint64_t signal, uint64_t start_ns, uint64_t end_ns)
 {
         const uint64_t stamps[2] = { start_ns, end_ns };
         pid_t tgid = q->process->tgid;
-        int64_t value;
+        struct emu_amd_signal s;
+        uint64_t event_id;
 
         if (!signal)
                 return;
         _Static_assert(offsetof(struct emu_amd_signal, end_ts) ==
                        offsetof(struct emu_amd_signal, start_ts) + sizeof(uint64_t), "start_ts, end_ts adjacent");
         if (write_user(tgid, signal + offsetof(struct emu_amd_signal, start_ts), stamps, sizeof(stamps)) < 0 ||
-            read_user(tgid, &value, signal + offsetof(struct emu_amd_signal, value), sizeof(value)) < 0)
+            read_user(tgid, &s, signal, offsetof(struct emu_amd_signal, reserved1)) < 0)
                 return;
-        value--;
-        (void)write_user(tgid, signal + offsetof(struct emu_amd_signal, value), &value, sizeof(value));
+        s.value--;
+        if (write_user(tgid, signal + offsetof(struct emu_amd_signal, value), &s.value, sizeof(s.value)) < 0 ||
+            !s.event_mailbox_ptr)
+                return;
+        event_id = s.event_id;
+        if (write_user(tgid, s.event_mailbox_ptr, &event_id, sizeof(event_id)) == 0)
+                emu_signal_event_interrupt(q->process, s.event_id);
 }
 
 static uint64_t ring_slots(const struct emu_queue *q)

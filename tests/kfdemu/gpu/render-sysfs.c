@@ -59,7 +59,7 @@ static void write_node_properties(FILE *f, const struct emu_gpu *gpu)
 
         prop32(f, "cpu_cores_count", c ? 0 : (uint32_t)get_nprocs_conf());
         prop32(f, "simd_count", c ? c->cu_count * c->simd_per_cu : 0);
-        prop32(f, "mem_banks_count", 0);
+        prop32(f, "mem_banks_count", 1);
         prop32(f, "caches_count", 0);
         prop32(f, "io_links_count", 0);
         prop32(f, "p2p_links_count", 0);
@@ -102,6 +102,41 @@ static void write_node_properties(FILE *f, const struct emu_gpu *gpu)
         prop32(f, "max_engine_clk_ccompute", HOST_MAX_CLOCK_MHZ);
 }
 
+/* The GPU's DRM render node in sysfs: /sys/dev/char/226:<minor>/device/drm
+ * lists it, which is how libdrm tells a DRM device from another character
+ * device (drmNodeIsDRM). */
+static int render_drm_node(const char *root, const struct emu_gpu *gpu)
+{
+        char path[PATH_LEN];
+        unsigned minor = gpu->cfg.drm_render_minor;
+
+        snprintf(path, sizeof(path), "sys/dev/char/226:%u/device/drm/renderD%u", minor, minor);
+        return emu_render_dir(root, path);
+}
+
+/* The node's one memory bank (mem_show's keys): a GPU's VRAM, whole and
+ * CPU-visible (HSA_MEM_HEAP_TYPE_FB_PUBLIC, large BAR), or the CPU
+ * node's system memory (HSA_MEM_HEAP_TYPE_SYSTEM, all of RAM, as the
+ * virtual CRAT counts it). Width and clock are not modelled: 0, as in
+ * DEV_INFO. */
+static int render_mem_bank(const char *root, unsigned n, const struct emu_gpu *gpu)
+{
+        char path[PATH_LEN];
+        struct sysinfo si;
+        uint64_t size;
+
+        if (gpu) {
+                size = (uint64_t)gpu->cfg.vram_mib << 20;
+        } else {
+                if (sysinfo(&si) < 0)
+                        return -errno;
+                size = (uint64_t)si.totalram * si.mem_unit;
+        }
+        snprintf(path, sizeof(path), KFD_DIR "/topology/nodes/%u/mem_banks/0/properties", n);
+        return emu_render_printf(root, path, "heap_type %u\nsize_in_bytes %llu\nflags 0\nwidth 0\nmem_clk_max 0\n",
+                                 gpu ? 1u : 0u, (unsigned long long)size);
+}
+
 static int render_node(const char *root, unsigned n, const struct emu_gpu *gpu)
 {
         _cleanup_free_ char *text = NULL;
@@ -125,7 +160,12 @@ static int render_node(const char *root, unsigned n, const struct emu_gpu *gpu)
         if (fclose(f) != 0)
                 return -ENOMEM;
         snprintf(path, sizeof(path), KFD_DIR "/topology/nodes/%u/properties", n);
-        return emu_render_write(root, path, text, len);
+        r = emu_render_write(root, path, text, len);
+        if (r >= 0)
+                r = render_mem_bank(root, n, gpu);
+        if (r >= 0 && gpu)
+                r = render_drm_node(root, gpu);
+        return r;
 }
 
 int emu_render_topology(struct emu_node *node)

@@ -64,6 +64,18 @@ void emu_call_complete(struct emu_call *call, long ret)
         syscall(SYS_futex, &completed.done, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+/* The event interrupts the model thread raises (emu_signal_event_interrupt). */
+static struct {
+        uint32_t event_id;
+        unsigned count;
+} interrupts;
+
+void emu_signal_event_interrupt(struct emu_process *p, uint32_t event_id)
+{
+        interrupts.event_id = event_id;
+        interrupts.count++;
+}
+
 static void futex_wait_until(uint32_t *word, uint32_t seen, uint64_t deadline)
 {
         uint64_t now = now_ns();
@@ -149,7 +161,8 @@ static int teardown(void **state)
 }
 
 /* What ROCr does to launch a kernel, plus the emulator's strobe (emu-hw.h);
- * `signal` (may be NULL) is the packet's completion signal. */
+ * `signal` (may be NULL, else zeroed by the caller) is the packet's
+ * completion signal. */
 static void submit_signalled(struct fixture *fx, uint16_t type, uint64_t duration_ns, uint32_t workgroups,
                              struct emu_amd_signal *signal)
 {
@@ -161,7 +174,9 @@ static void submit_signalled(struct fixture *fx, uint16_t type, uint64_t duratio
         p->grid_size_x = workgroups;
         p->kernel_object = duration_ns;
         if (signal) {
-                *signal = (struct emu_amd_signal){ .kind = EMU_AMD_SIGNAL_KIND_USER, .value = 1 };
+                /* The caller's event mailbox and id, if any, stay. */
+                signal->kind = EMU_AMD_SIGNAL_KIND_USER;
+                signal->value = 1;
                 p->completion_signal = (uintptr_t)signal;
         }
         __atomic_store_n(&p->header, type, __ATOMIC_RELEASE);
@@ -354,7 +369,7 @@ static void test_late_thread_keeps_back_to_back_kernels_exact(void **state)
 static void test_completion_signal_has_modelled_timestamps(void **state)
 {
         struct fixture *fx = *state;
-        struct emu_amd_signal kernel, barrier;
+        struct emu_amd_signal kernel = { 0 }, barrier = { 0 };
         uint64_t t0 = now_ns();
 
         submit_signalled(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 3 * MS, 64, &kernel);
@@ -371,12 +386,29 @@ static void test_completion_signal_has_modelled_timestamps(void **state)
         assert_int_equal(barrier.end_ts, kernel.end_ts);
 }
 
+/* A completion signal with an event mailbox: after the decrement the CP
+ * writes the event id to the mailbox and interrupts, once per packet. */
+static void test_completion_signal_with_event_interrupts(void **state)
+{
+        struct fixture *fx = *state;
+        uint64_t mailbox = UINT64_MAX;
+        struct emu_amd_signal signal = { .event_mailbox_ptr = (uintptr_t)&mailbox, .event_id = 42 };
+
+        interrupts.count = 0;
+        submit_signalled(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 1 * MS, 64, &signal);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+        assert_int_equal(__atomic_load_n(&signal.value, __ATOMIC_ACQUIRE), 0);
+        assert_int_equal(mailbox, 42);
+        assert_int_equal(interrupts.count, 1);
+        assert_int_equal(interrupts.event_id, 42);
+}
+
 /* A model thread held up for 80 ms reports three 20 ms kernels late, but
  * their timestamps are the modelled timeline: back to back, 60 ms in all. */
 static void test_late_thread_leaves_timestamps_exact(void **state)
 {
         struct fixture *fx = *state;
-        struct emu_amd_signal first, last;
+        struct emu_amd_signal first = { 0 }, last = { 0 };
 
         submit_signalled(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64, &first);
         submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64);
@@ -418,6 +450,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_late_thread_keeps_back_to_back_kernels_exact, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_completion_signal_has_modelled_timestamps, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_thread_leaves_timestamps_exact, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_completion_signal_with_event_interrupts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_idle_node_uses_no_cpu, setup, teardown),
         };
 

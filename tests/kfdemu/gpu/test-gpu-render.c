@@ -45,6 +45,12 @@ void emu_call_complete(struct emu_call *call, long ret)
         fail_msg("unexpected completion of a call");
 }
 
+/* Called by the model thread for signals with an event; this test has none. */
+void emu_signal_event_interrupt(struct emu_process *p, uint32_t event_id)
+{
+        fail_msg("unexpected event interrupt for %u", event_id);
+}
+
 static char *slurp(const char *path)
 {
         FILE *f = fopen(path, "re");

@@ -12,8 +12,12 @@
  * nanoseconds of the model's timeline (a real GPU counts at 100 MHz and
  * ROCr converts), so the stamps are the modelled times, exact however late
  * the host ran the model thread. Only the GPU decrements value while the
- * packet is in flight; there is no event mailbox (the completion strobe of
- * emu-hw.h stands in for the interrupt).
+ * packet is in flight. If event_mailbox_ptr is set (ROCr points it at
+ * the slot of an HSA event in the process's signal page, HsaEvent's
+ * HWData2, and puts the event's id, HWData1, in event_id), the CP then
+ * writes event_id there as a u64 and raises the interrupt that makes kfd
+ * set that event (kfd_signal_event_interrupt); the completion strobe of
+ * emu-hw.h is bumped either way.
  */
 #pragma once
 

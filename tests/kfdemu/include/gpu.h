@@ -94,6 +94,14 @@ struct emu_gpu_device_info {
 };
 void emu_gpu_device_info(const struct emu_gpu *gpu, struct emu_gpu_device_info *ret);
 
+/* The GPU's clock counter (RLC's, amdgpu_gfx_get_gpu_clock_counter) runs
+ * at the SoC reference clock: 100 MHz on the SMU 13.0.6 parts (soc15.c:
+ * soc15_get_xclk; MI300), which kfdemu gives every GPU. DRM's DEV_INFO
+ * reports it as gpu_counter_freq in kHz. */
+#define EMU_GPU_REFCLK_KHZ 100000u
+/* The counter now: model time in reference-clock ticks. */
+uint64_t emu_gpu_clock_counter(const struct emu_gpu *gpu);
+
 /* The default configuration of GPU number `index` (an MI308X-like gfx942
  * part with the gpu_ids of the node in tests/data/real). transport/'s
  * configuration parser starts from it. */

@@ -17,9 +17,19 @@ struct emu_caller {
         pid_t tid;
 };
 
-/* An open /dev/kfd (struct file): kfd_open attaches it to the caller's kfd_process. */
+/* An open /dev/kfd (struct file): kfd_open attaches it to the caller's
+ * kfd_process. Or an open amdgpu render node (/dev/dri/renderD<minor>), a
+ * drm_file of one GPU that any process holding the fd may use. */
 struct emu_file {
-        struct emu_process *process;     /* filep->private_data */
+        struct emu_process *process;     /* /dev/kfd: filep->private_data; NULL on a render node */
+        struct emu_gpu *render_gpu;      /* render node: its device; NULL on /dev/kfd */
+        /* Render node: its VM became a process's compute VM (ACQUIRE_VM,
+         * amdgpu_amdkfd_gpuvm_acquire_process_vm sets vm->process_info). */
+        bool vm_acquired;
+        /* Render node: references held by the transport (while the fd is
+         * open) and by kfd_process_devices that acquired its VM (the
+         * kernel's fget in ACQUIRE_VM). */
+        unsigned refs;
         struct emu_file_transport *transport;
 };
 
@@ -56,6 +66,8 @@ struct emu_call {
         /* kernel/ private: a debug event write this call is blocked in
          * (a full, blocking event pipe). NULL when transport/ builds it. */
         void *kernel_private;
+        /* kernel/ private: the waiters of a WAIT_EVENTS call asleep. */
+        void *event_wait;
         /* kernel/ private: whose mutex a KFD_WAIT_LOCK call sleeps on. */
         struct emu_process *lock_process;
         /* kernel/ private: a completion that arrives while kernel/ is still
@@ -91,6 +103,16 @@ void emu_call_abandon(struct emu_call *call);
 /* Finish a parked call with `ret`: copy kdata out like kfd_ioctl, then reply. */
 void emu_call_complete(struct emu_call *call, long ret);
 
+/* The amdgpu render node (kernel/amdgpu-drm.c). drm_open of
+ * /dev/dri/renderD<minor>: -ENOENT when no GPU has that minor (no such
+ * device node). The file starts with the transport's reference. */
+int emu_drm_open(struct emu_node *node, uint32_t minor, struct emu_file **ret_file);
+/* The transport's reference goes (the fd's last close). */
+void emu_drm_release(struct emu_file *file);
+/* drm_ioctl on a render node: the core and amdgpu tables, the argument
+ * copies, drm_ioctl_permit. Never parks. */
+long emu_drm_ioctl(struct emu_call *call);
+
 /* kfd_mmap. On success fills the segments the caller must map. */
 struct emu_mmap_segment {
         int memfd;                       /* borrowed; valid until the reply is sent */
@@ -103,6 +125,14 @@ struct emu_mmap_result {
 };
 int emu_kfd_mmap(struct emu_file *file, const struct emu_caller *caller, uint64_t offset,
                  uint64_t length, struct emu_mmap_result *ret);
+/* mmap of a render node (drm_gem_mmap): the buffer object at `offset`,
+ * made by ALLOC_MEMORY_OF_GPU for the VM of this file. */
+int emu_drm_mmap(struct emu_file *file, uint64_t offset, uint64_t length, struct emu_mmap_result *ret);
+
+/* The GPU's end-of-pipe interrupt for a completion signal with an event
+ * mailbox (kfd_signal_event_interrupt with a valid event id): the event
+ * whose slot the CP wrote is acknowledged and set. Called by gpu/. */
+void emu_signal_event_interrupt(struct emu_process *p, uint32_t event_id);
 
 /* kfd_process_notifier_release: the process's mm is gone (exit or exec). */
 void emu_process_mm_release(struct emu_node *node, pid_t tgid);
@@ -117,3 +147,8 @@ void emu_node_fini(struct emu_node *node);
  * calls it once when it creates a kfd_process. Returns 0 or -errno (the
  * process is already gone: -ESRCH). */
 int emu_transport_watch_process(struct emu_node *node, struct emu_process *p);
+
+/* Provided by transport/: the kfdemu file (/dev/kfd or a render node)
+ * that `fd`, the server's own copy of a client's fd, refers to; NULL for
+ * any other file. */
+struct emu_file *emu_transport_file_of_fd(struct emu_node *node, int fd);

@@ -7,13 +7,14 @@
  *
  * Two kinds of connections, told apart by their first message:
  *
- *   file     one per open("/dev/kfd"). The client socket IS the kfd fd the
- *            application sees, so close/dup/fork/exec act on it as on a real
- *            struct file; the server calls kfd_release when its last
- *            reference goes (HUP). First and only message: OPEN.
+ *   file     one per open("/dev/kfd") or open("/dev/dri/renderD<minor>").
+ *            The client socket IS the fd the application sees, so
+ *            close/dup/fork/exec act on it as on a real struct file; the
+ *            server releases the file when its last reference goes (HUP).
+ *            First and only message: OPEN.
  *
  *   channel  one per client thread, created lazily by the preload, carrying
- *            that thread's calls: IOCTL, MMAP, INTERRUPTED, EXEC, REFRESH.
+ *            that thread's calls: IOCTL, MMAP, INTERRUPTED, EXEC, REFRESH, STAT.
  *            First message: HELLO. A file is named in a call by the inode number
  *            of the client's file socket (its identity while it is open).
  *
@@ -41,12 +42,15 @@ enum kfdemu_msg_type {
         KFDEMU_MSG_MMAP = 5,        /* channel: kfd_mmap       -> mmap reply + SCM_RIGHTS */
         KFDEMU_MSG_EXEC = 6,        /* channel: the process has a new mm -> reply */
         KFDEMU_MSG_REFRESH = 7,     /* channel: a file generated on read is opened -> reply */
+        KFDEMU_MSG_STAT = 8,        /* channel: which device a file is (fstat) -> reply */
 };
 
 struct kfdemu_msg_open {
         uint32_t type;
         int32_t tid;                /* gettid() of the opener */
         uint64_t file_inode;        /* st_ino of the client's socket */
+        uint32_t render_minor;      /* 0: /dev/kfd; else the amdgpu render node /dev/dri/renderD<minor> */
+        uint32_t pad;
 };
 
 struct kfdemu_msg_hello {
@@ -83,6 +87,14 @@ struct kfdemu_msg_exec {
         uint32_t pad;
 };
 
+/* fstat of a kfdemu file: the reply's result is the render minor of a
+ * render node, 0 for /dev/kfd; NOT_MINE for any other socket. */
+struct kfdemu_msg_stat {
+        uint32_t type;
+        uint32_t pad;
+        uint64_t file_inode;
+};
+
 /* The files the kernel generates when they are read (seq_file dumps,
  * hardware samples). The preload sends REFRESH before it lets an open or
  * stat of one through, and the server renders that file before replying,
@@ -109,6 +121,7 @@ _Static_assert(sizeof(struct kfdemu_msg_ioctl) <= KFDEMU_MSG_MAX, "message size"
 _Static_assert(sizeof(struct kfdemu_msg_interrupted) <= KFDEMU_MSG_MAX, "message size");
 _Static_assert(sizeof(struct kfdemu_msg_exec) <= KFDEMU_MSG_MAX, "message size");
 _Static_assert(sizeof(struct kfdemu_msg_refresh) <= KFDEMU_MSG_MAX, "message size");
+_Static_assert(sizeof(struct kfdemu_msg_stat) <= KFDEMU_MSG_MAX, "message size");
 
 enum kfdemu_reply_status {
         KFDEMU_REPLY_RESULT = 0,    /* `result` is the call's return (>= 0 or -errno); an

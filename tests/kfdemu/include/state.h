@@ -32,6 +32,7 @@ struct emu_gpu_hw;     /* gpu/: the time model's per-device state */
 struct emu_queue_hw;   /* gpu/: the time model's per-queue state */
 struct emu_file_transport; /* transport/: the connection behind an open /dev/kfd */
 struct emu_call;
+struct emu_file;
 struct kfd_ev_writer;  /* kernel/: a raiser blocked writing the debug event byte */
 
 /* One GPU as configured (kfdemu-run --gpus / --config). */
@@ -40,6 +41,7 @@ struct emu_gpu_config {
         uint32_t gfx_target_version; /* e.g. 90402 for gfx942 */
         char name[32];               /* topology nodes/N/name, e.g. "gfx942" */
         uint32_t device_id;          /* PCI device id, e.g. 0x74a2 */
+        uint32_t pci_revision;       /* PCI revision id: with device_id, names the part (libdrm's amdgpu.ids) */
         uint32_t location_id;        /* bus << 8 | devfn */
         uint32_t domain;
         uint32_t drm_render_minor;   /* 128 + index */
@@ -56,6 +58,7 @@ struct emu_gpu_config {
         uint32_t cwsr_save_us;       /* context save of the waves of one queue */
         uint32_t cwsr_restore_us;
         uint32_t wg_slots_per_cu;    /* workgroups one CU runs at once */
+        uint32_t vram_mib;           /* the device's VRAM (real_vram_size), MiB */
 };
 
 struct emu_config {
@@ -79,12 +82,43 @@ struct emu_gpu {
         struct emu_process *debug_vmid_owner; /* non-per-VMID parts: who holds the debug VMID */
         uint32_t alloc_watch_ids;        /* address-watch slots taken on the device (kfd->alloc_watch_ids) */
         unsigned total_queue_count;      /* dqm->total_queue_count: user queues of every process */
+        uint64_t vram_used;              /* adev->kfd.vram_used: KFD VRAM BOs of every process, bytes */
+        uint64_t next_mmap_page;         /* the DRM device's next free mmap offset page (vma manager) */
+        int mmio_remap_memfd;            /* the register page KFD maps for HDP flushes; -1 until mapped */
         struct emu_gpu_hw *hw;
+};
+
+/* A buffer object of a process's device (kgd_mem), made by
+ * ALLOC_MEMORY_OF_GPU; kernel/kfd-memory.c. */
+struct emu_bo {
+        struct emu_bo *next;
+        uint32_t idr_handle;             /* low half of the handle: lowest free id (idr_alloc) */
+        uint32_t flags;                  /* KFD_IOC_ALLOC_MEM_FLAGS_* */
+        uint64_t va;                     /* GPU virtual address */
+        uint64_t size;                   /* the BO's size: PAGE_ALIGN, halved for AQL queue memory */
+        uint64_t mmap_offset;            /* on the render node (amdgpu_bo_mmap_offset) */
+        uint32_t mapped_gpus;            /* bit per device index: mapped in that device's VM */
+        int memfd;                       /* contents of VRAM and GTT BOs; -1 for the other kinds */
+};
+
+/* An HSA event of a process (kfd_event, kfd_events.c): CREATE_EVENT's. */
+struct kfd_event_waiter;
+struct emu_event {
+        struct emu_event *next;
+        uint32_t id;                     /* signal events: their slot in the event page */
+        uint32_t type;                   /* KFD_IOC_EVENT_* */
+        bool auto_reset;
+        bool signaled;
+        uint64_t age;                    /* event_age: 1 at creation, +1 per set that is consumed */
+        struct kfd_event_waiter *waiters; /* WAIT_EVENTS calls asleep on it (ev->wq) */
 };
 
 /* A per-process, per-device record (the kernel's kfd_process_device). */
 struct emu_pdd {
         struct emu_gpu *gpu;
+        struct emu_file *drm_file;       /* the render node whose VM ACQUIRE_VM took; NULL before */
+        struct emu_bo *bos;              /* alloc_idr's objects, newest first */
+        uint64_t vram_usage;             /* pdd->vram_usage: bytes of VRAM BOs allocated here */
         uint64_t exception_status;       /* device-level exceptions (EC_DEVICE_*) */
         uint64_t doorbell_slots_used[EMU_DOORBELL_SLOTS / 64];
         unsigned queue_count;            /* qpd.queue_count: the process's queues here, SDMA included */
@@ -157,6 +191,14 @@ struct emu_process {
         int debugged_process_count;      /* this process as a debugger (atomic_t: a DISABLE after a
                                           * failed second ENABLE can take it below 0) */
         struct emu_call *destroy_waiters; /* DESTROY_QUEUE calls sleeping in wait_on_destroy_queue */
+
+        /* HSA events (kernel/kfd-hsa-events.c). */
+        struct emu_event *events;        /* event_idr */
+        unsigned signal_event_count;
+        uint64_t signal_handle;          /* the user's event page BO handle; 0 = none */
+        int signal_page_memfd;           /* the signal page's contents; -1 before one exists */
+        uint64_t *signal_slots;          /* the page, mapped in the server (kernel_address) */
+        uint64_t signal_mapped_size;     /* slots user mode sees: ids are allocated below it */
 
         /* kernel/: p->mutex and p->event_mutex as far as they outlive a
          * kernel entry (kfd-mutex.c). */

@@ -29,7 +29,7 @@ static long kfd_ioctl_get_version(struct emu_call *call, struct emu_process *p, 
         return 0;
 }
 
-/* The KFD 1.13 ioctls kfdemu does not emulate (memory, events, CRIU, ...):
+/* The KFD 1.13 ioctls kfdemu does not emulate (CRIU, SVM, dmabuf, ...):
  * the table keeps their real direction and size, so kfd_ioctl's copies and
  * errors stay those of the kernel, and the handler refuses the request. */
 static long kfd_ioctl_not_emulated(struct emu_call *call, struct emu_process *p, void *data)
@@ -49,28 +49,28 @@ static const struct kfd_ioctl_desc kfd_ioctls[KFD_COMMAND_END] = {
         [0x01] = { KFD_R(0x01, 8), kfd_ioctl_get_version },            /* GET_VERSION */
         [0x02] = { KFD_WR(0x02, 88), kfd_ioctl_create_queue },      /* CREATE_QUEUE */
         [0x03] = { KFD_WR(0x03, 8), kfd_ioctl_destroy_queue },      /* DESTROY_QUEUE */
-        [0x04] = { KFD_W(0x04, 32), kfd_ioctl_not_emulated },          /* SET_MEMORY_POLICY */
-        [0x05] = { KFD_WR(0x05, 40), kfd_ioctl_not_emulated },         /* GET_CLOCK_COUNTERS */
+        [0x04] = { KFD_W(0x04, 32), kfd_ioctl_set_memory_policy },     /* SET_MEMORY_POLICY */
+        [0x05] = { KFD_WR(0x05, 40), kfd_ioctl_get_clock_counters },   /* GET_CLOCK_COUNTERS */
         [0x06] = { KFD_R(0x06, 400), kfd_ioctl_not_emulated },         /* GET_PROCESS_APERTURES */
         [0x07] = { KFD_W(0x07, 24), kfd_ioctl_not_emulated },          /* UPDATE_QUEUE */
-        [0x08] = { KFD_WR(0x08, 32), kfd_ioctl_not_emulated },         /* CREATE_EVENT */
-        [0x09] = { KFD_W(0x09, 8), kfd_ioctl_not_emulated },           /* DESTROY_EVENT */
-        [0x0a] = { KFD_W(0x0a, 8), kfd_ioctl_not_emulated },           /* SET_EVENT */
-        [0x0b] = { KFD_W(0x0b, 8), kfd_ioctl_not_emulated },           /* RESET_EVENT */
-        [0x0c] = { KFD_WR(0x0c, 24), kfd_ioctl_not_emulated },         /* WAIT_EVENTS */
+        [0x08] = { KFD_WR(0x08, 32), kfd_ioctl_create_event }, /* CREATE_EVENT */
+        [0x09] = { KFD_W(0x09, 8), kfd_ioctl_destroy_event }, /* DESTROY_EVENT */
+        [0x0a] = { KFD_W(0x0a, 8), kfd_ioctl_set_event }, /* SET_EVENT */
+        [0x0b] = { KFD_W(0x0b, 8), kfd_ioctl_reset_event }, /* RESET_EVENT */
+        [0x0c] = { KFD_WR(0x0c, 24), kfd_ioctl_wait_events }, /* WAIT_EVENTS */
         [0x0d] = { KFD_W(0x0d, 8), kfd_ioctl_not_emulated },           /* DBG_REGISTER_DEPRECATED */
         [0x0e] = { KFD_W(0x0e, 8), kfd_ioctl_not_emulated },           /* DBG_UNREGISTER_DEPRECATED */
         [0x0f] = { KFD_W(0x0f, 16), kfd_ioctl_not_emulated },          /* DBG_ADDRESS_WATCH_DEPRECATED */
         [0x10] = { KFD_W(0x10, 16), kfd_ioctl_not_emulated },          /* DBG_WAVE_CONTROL_DEPRECATED */
-        [0x11] = { KFD_WR(0x11, 16), kfd_ioctl_not_emulated },         /* SET_SCRATCH_BACKING_VA */
-        [0x12] = { KFD_WR(0x12, 40), kfd_ioctl_not_emulated },         /* GET_TILE_CONFIG */
-        [0x13] = { KFD_W(0x13, 24), kfd_ioctl_not_emulated },          /* SET_TRAP_HANDLER */
-        [0x14] = { KFD_WR(0x14, 16), kfd_ioctl_not_emulated },         /* GET_PROCESS_APERTURES_NEW */
-        [0x15] = { KFD_W(0x15, 8), kfd_ioctl_not_emulated },           /* ACQUIRE_VM */
-        [0x16] = { KFD_WR(0x16, 40), kfd_ioctl_not_emulated },         /* ALLOC_MEMORY_OF_GPU */
-        [0x17] = { KFD_W(0x17, 8), kfd_ioctl_not_emulated },           /* FREE_MEMORY_OF_GPU */
-        [0x18] = { KFD_WR(0x18, 24), kfd_ioctl_not_emulated },         /* MAP_MEMORY_TO_GPU */
-        [0x19] = { KFD_WR(0x19, 24), kfd_ioctl_not_emulated },         /* UNMAP_MEMORY_FROM_GPU */
+        [0x11] = { KFD_WR(0x11, 16), kfd_ioctl_set_scratch_backing_va }, /* SET_SCRATCH_BACKING_VA */
+        [0x12] = { KFD_WR(0x12, 40), kfd_ioctl_get_tile_config },      /* GET_TILE_CONFIG */
+        [0x13] = { KFD_W(0x13, 24), kfd_ioctl_set_trap_handler },      /* SET_TRAP_HANDLER */
+        [0x14] = { KFD_WR(0x14, 16), kfd_ioctl_get_process_apertures_new }, /* GET_PROCESS_APERTURES_NEW */
+        [0x15] = { KFD_W(0x15, 8), kfd_ioctl_acquire_vm },             /* ACQUIRE_VM */
+        [0x16] = { KFD_WR(0x16, 40), kfd_ioctl_alloc_memory_of_gpu }, /* ALLOC_MEMORY_OF_GPU */
+        [0x17] = { KFD_W(0x17, 8), kfd_ioctl_free_memory_of_gpu }, /* FREE_MEMORY_OF_GPU */
+        [0x18] = { KFD_WR(0x18, 24), kfd_ioctl_map_memory_to_gpu }, /* MAP_MEMORY_TO_GPU */
+        [0x19] = { KFD_WR(0x19, 24), kfd_ioctl_unmap_memory_from_gpu }, /* UNMAP_MEMORY_FROM_GPU */
         [0x1a] = { KFD_W(0x1a, 16), kfd_ioctl_not_emulated },          /* SET_CU_MASK */
         [0x1b] = { KFD_WR(0x1b, 24), kfd_ioctl_not_emulated },         /* GET_QUEUE_WAVE_STATE */
         [0x1c] = { KFD_WR(0x1c, 32), kfd_ioctl_not_emulated },         /* GET_DMABUF_INFO */
@@ -90,6 +90,22 @@ _Static_assert(KFD_WR(0x02, 88) == AMDKFD_IOC_CREATE_QUEUE, "CREATE_QUEUE table 
 _Static_assert(KFD_WR(0x25, 16) == AMDKFD_IOC_RUNTIME_ENABLE, "RUNTIME_ENABLE table entry");
 _Static_assert(KFD_WR(0x26, 32) == AMDKFD_IOC_DBG_TRAP, "DBG_TRAP table entry");
 _Static_assert(KFD_R(0x01, 8) == AMDKFD_IOC_GET_VERSION, "GET_VERSION table entry");
+_Static_assert(KFD_W(0x04, 32) == AMDKFD_IOC_SET_MEMORY_POLICY, "SET_MEMORY_POLICY table entry");
+_Static_assert(KFD_WR(0x14, 16) == AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, "GET_PROCESS_APERTURES_NEW table entry");
+_Static_assert(KFD_W(0x15, 8) == AMDKFD_IOC_ACQUIRE_VM, "ACQUIRE_VM table entry");
+_Static_assert(KFD_WR(0x11, 16) == AMDKFD_IOC_SET_SCRATCH_BACKING_VA, "SET_SCRATCH_BACKING_VA table entry");
+_Static_assert(KFD_W(0x13, 24) == AMDKFD_IOC_SET_TRAP_HANDLER, "SET_TRAP_HANDLER table entry");
+_Static_assert(KFD_WR(0x12, 40) == AMDKFD_IOC_GET_TILE_CONFIG, "GET_TILE_CONFIG table entry");
+_Static_assert(KFD_WR(0x05, 40) == AMDKFD_IOC_GET_CLOCK_COUNTERS, "GET_CLOCK_COUNTERS table entry");
+_Static_assert(KFD_WR(0x08, 32) == AMDKFD_IOC_CREATE_EVENT, "CREATE_EVENT table entry");
+_Static_assert(KFD_W(0x09, 8) == AMDKFD_IOC_DESTROY_EVENT, "DESTROY_EVENT table entry");
+_Static_assert(KFD_W(0x0a, 8) == AMDKFD_IOC_SET_EVENT, "SET_EVENT table entry");
+_Static_assert(KFD_W(0x0b, 8) == AMDKFD_IOC_RESET_EVENT, "RESET_EVENT table entry");
+_Static_assert(KFD_WR(0x0c, 24) == AMDKFD_IOC_WAIT_EVENTS, "WAIT_EVENTS table entry");
+_Static_assert(KFD_WR(0x16, 40) == AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, "ALLOC_MEMORY_OF_GPU table entry");
+_Static_assert(KFD_W(0x17, 8) == AMDKFD_IOC_FREE_MEMORY_OF_GPU, "FREE_MEMORY_OF_GPU table entry");
+_Static_assert(KFD_WR(0x18, 24) == AMDKFD_IOC_MAP_MEMORY_TO_GPU, "MAP_MEMORY_TO_GPU table entry");
+_Static_assert(KFD_WR(0x19, 24) == AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, "UNMAP_MEMORY_FROM_GPU table entry");
 _Static_assert(EMU_KDATA_MAX == _IOC_SIZEMASK, "kdata holds the largest _IOC_SIZE");
 
 long kfd_ioctl_copy_out(struct emu_call *call, long ret)
@@ -100,6 +116,28 @@ long kfd_ioctl_copy_out(struct emu_call *call, long ret)
             emu_copy_to_user(call->caller.tgid, call->arg, call->kdata, call->usize) < 0)
                 return -EFAULT;
         return ret;
+}
+
+/* The locks a handler takes before anything could sleep: p->mutex for
+ * most; the event ioctls p->event_mutex (CREATE_EVENT with an event page
+ * p->mutex first); none for GET_VERSION, and DBG_TRAP takes its target's
+ * (§3 step 6) after its own checks. */
+static unsigned kfd_ioctl_locks(unsigned nr)
+{
+        switch (nr) {
+        case _IOC_NR(AMDKFD_IOC_GET_VERSION):
+        case _IOC_NR(AMDKFD_IOC_DBG_TRAP):
+                return 0;
+        case _IOC_NR(AMDKFD_IOC_CREATE_EVENT):
+                return KFD_LOCK_MUTEX | KFD_LOCK_EVENT_MUTEX;
+        case _IOC_NR(AMDKFD_IOC_DESTROY_EVENT):
+        case _IOC_NR(AMDKFD_IOC_SET_EVENT):
+        case _IOC_NR(AMDKFD_IOC_RESET_EVENT):
+        case _IOC_NR(AMDKFD_IOC_WAIT_EVENTS):
+                return KFD_LOCK_EVENT_MUTEX;
+        default:
+                return KFD_LOCK_MUTEX;
+        }
 }
 
 /* The handler and what follows it; a call that slept in mutex_lock comes
@@ -114,10 +152,7 @@ static long kfd_ioctl_run(struct emu_call *call)
          * went away is dead: nobody reads the answer. */
         if (p->is_released)
                 return -EBADF;
-        /* Every handler but GET_VERSION's runs under p->mutex; DBG_TRAP
-         * takes its target's (§3 step 6) after its own checks. */
-        if (nr != _IOC_NR(AMDKFD_IOC_GET_VERSION) && nr != _IOC_NR(AMDKFD_IOC_DBG_TRAP) &&
-            kfd_lock_wait(p, KFD_LOCK_MUTEX, call))
+        if (kfd_lock_wait(p, kfd_ioctl_locks(nr), call))
                 return EMU_CALL_PARKED;
         ret = kfd_ioctls[nr].func(call, p, call->kdata);
         /* Sleepers the handler woke run once it is done. */
@@ -193,6 +228,11 @@ long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long 
 
 void emu_call_complete(struct emu_call *call, long ret)
 {
+        /* The timer of a WAIT_EVENTS asleep fired: its timeout passed. */
+        if (call->wait_kind == KFD_WAIT_EVENTS) {
+                kfd_wait_events_timed_out(call);
+                return;
+        }
         if (call->completion_deferred) {
                 call->wait_kind = KFD_WAIT_NONE;
                 call->completed_inline = true;
@@ -225,6 +265,9 @@ void emu_call_interrupt(struct emu_call *call)
         case KFD_WAIT_DESTROY_QUEUE:
                 kfd_destroy_wait_interrupted(call);
                 break;
+        case KFD_WAIT_EVENTS:
+                kfd_wait_events_interrupted(call);
+                break;
         case KFD_WAIT_DEVICE:
                 /* The unmap fence is waited for uninterruptibly: the signal
                  * is handled once the preemption has finished. So is a
@@ -255,6 +298,9 @@ void emu_call_abandon(struct emu_call *call)
                 break;
         case KFD_WAIT_LOCK:
                 kfd_lock_abandon(call);
+                break;
+        case KFD_WAIT_EVENTS:
+                kfd_wait_events_abandon(call);
                 break;
         case KFD_WAIT_EVENT_WRITE:
         case KFD_WAIT_NONE:
@@ -328,11 +374,17 @@ int emu_kfd_mmap(struct emu_file *file, const struct emu_caller *caller, uint64_
                 if (length != EMU_DOORBELL_FRAME_SIZE || !kfd_process_device_by_id(p, gpu_id))
                         return -EINVAL;
                 return emu_gpu_doorbell_segments(gpu, p, ret);
-        default:
-                /* Event page, reserved memory and MMIO remap are outside
-                 * what kfdemu emulates (README "Known differences"). */
-                if ((offset & EMU_KFD_MMAP_TYPE_MASK) != (0x2ull << EMU_KFD_MMAP_TYPE_SHIFT) && !gpu)
+        case KFD_MMAP_TYPE_EVENTS:
+                return kfd_event_mmap(p, length, ret);
+        case KFD_MMAP_TYPE_RESERVED_MEM:
+                if (!gpu)
                         return -ENODEV;
+                /* Reserved memory (the CWSR trap handler pages of GPUs
+                 * without a per-queue area) is not emulated. */
                 return -EINVAL;
+        default: /* KFD_MMAP_TYPE_MMIO */
+                if (!gpu)
+                        return -ENODEV;
+                return kfd_mmio_mmap(gpu, length, ret);
         }
 }

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kfd-priv.h"
 
@@ -56,6 +57,7 @@ int emu_node_init(struct emu_node *node, const struct emu_config *cfg)
                 gpu->cfg = cfg->gpus[i];
                 if (gpu->cfg.gpu_id == 0)
                         gpu->cfg.gpu_id = kfd_derive_gpu_id(node, &gpu->cfg);
+                gpu->mmio_remap_memfd = -1;
                 node->n_gpus = i + 1;
         }
         return 0;
@@ -67,6 +69,9 @@ void emu_node_fini(struct emu_node *node)
         /* Tear down what is left as if every process exited. */
         while (node->processes)
                 emu_process_mm_release(node, node->processes->tgid);
+        for (unsigned i = 0; i < node->n_gpus; i++)
+                if (node->gpus[i].mmio_remap_memfd >= 0)
+                        close(node->gpus[i].mmio_remap_memfd);
         pthread_mutex_destroy(&node->lock);
 }
 

@@ -42,7 +42,11 @@ enum kfd_wait_kind {
         KFD_WAIT_DEVICE,         /* the preemption fence: emu_gpu_complete_after */
         KFD_WAIT_EVENT_WRITE,    /* only the debug event byte is left to write */
         KFD_WAIT_LOCK,           /* mutex_lock of a process's mutex or event_mutex (kfd-mutex.c) */
+        KFD_WAIT_EVENTS,         /* schedule_timeout in kfd_wait_on_events (kfd-hsa-events.c) */
 };
+
+/* kzalloc() of more than KMALLOC_MAX_SIZE (4 MiB with 4 KiB pages) fails. */
+#define KFD_KMALLOC_MAX_SIZE (4u << 20)
 
 /* kfd-log.c: what the kernel would print to dmesg. */
 void kfd_log(struct emu_node *node, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -90,6 +94,68 @@ int kfd_create_process(struct emu_node *node, pid_t tgid, struct emu_process **r
 struct emu_process *kfd_lookup_process_by_tgid(struct emu_node *node, pid_t tgid);
 struct emu_pdd *kfd_process_device_by_id(struct emu_process *p, uint32_t gpu_id);
 void kfd_process_put_file(struct emu_process *p);
+
+/* kfd-vm.c: the VM of a render node, apertures, cache policy, trap
+ * handler and scratch addresses (§12). */
+long kfd_ioctl_acquire_vm(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_get_process_apertures_new(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_set_memory_policy(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_set_trap_handler(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_set_scratch_backing_va(struct emu_call *call, struct emu_process *p, void *data);
+/* The process's device `gpu_id` for a call that binds to it
+ * (kfd_process_device_data_by_id, then kfd_bind_process_to_device):
+ * -EINVAL for a GPU the process has no device for, -ENODEV before
+ * ACQUIRE_VM gave the device its VM (callers may turn it into their own
+ * errno), else 0 and the device in *ret_pdd (if not NULL). */
+long kfd_bind_device(struct emu_process *p, uint32_t gpu_id, struct emu_pdd **ret_pdd);
+/* The process's mm is gone: the device's VM goes back to its render node. */
+void kfd_process_device_release_vm(struct emu_pdd *pdd);
+
+/* kfd_priv.h's mmap offset types besides the doorbells' (emu-hw.h). */
+#define KFD_MMAP_TYPE_EVENTS (0x2ull << EMU_KFD_MMAP_TYPE_SHIFT)
+#define KFD_MMAP_TYPE_RESERVED_MEM (0x1ull << EMU_KFD_MMAP_TYPE_SHIFT)
+#define KFD_MMAP_TYPE_MMIO (0x0ull << EMU_KFD_MMAP_TYPE_SHIFT)
+
+/* kfd-memory.c: buffer objects of a process's devices (§13). */
+long kfd_ioctl_alloc_memory_of_gpu(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_free_memory_of_gpu(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_map_memory_to_gpu(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_unmap_memory_from_gpu(struct emu_call *call, struct emu_process *p, void *data);
+/* The BO of `pdd` with that idr number, or NULL. */
+struct emu_bo *kfd_bo_by_handle(struct emu_pdd *pdd, uint32_t idr_handle);
+/* kfd_process_destroy_pdds: the device's BOs go with the process. */
+void kfd_process_device_free_bos(struct emu_pdd *pdd);
+/* mmap of `gpu`'s render file `drm_file` at a BO's offset (drm_gem_mmap). */
+int kfd_bo_mmap(struct emu_gpu *gpu, const struct emu_file *drm_file, uint64_t offset, uint64_t length,
+                struct emu_mmap_result *ret);
+/* mmap of /dev/kfd at KFD_MMAP_TYPE_MMIO: the GPU's remapped register page. */
+int kfd_mmio_mmap(struct emu_gpu *gpu, uint64_t length, struct emu_mmap_result *ret);
+
+/* kfd-hsa-events.c: HSA events (§14). */
+long kfd_ioctl_create_event(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_destroy_event(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_set_event(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_reset_event(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_wait_events(struct emu_call *call, struct emu_process *p, void *data);
+/* A parked WAIT_EVENTS call: its timeout passed, a signal interrupted
+ * it, or its caller is gone (no reply). */
+void kfd_wait_events_timed_out(struct emu_call *call);
+void kfd_wait_events_interrupted(struct emu_call *call);
+void kfd_wait_events_abandon(struct emu_call *call);
+/* mmap of /dev/kfd at KFD_MMAP_TYPE_EVENTS (kfd_event_mmap). */
+int kfd_event_mmap(struct emu_process *p, uint64_t length, struct emu_mmap_result *ret);
+/* The process's threads are gone: their WAIT_EVENTS calls asleep with them. */
+void kfd_event_abandon_waits(struct emu_process *p);
+/* kfd_event_free_process: the process's events and signal page go. Its
+ * waits must have been abandoned first. */
+void kfd_event_free_process(struct emu_process *p);
+
+/* kfd-device-queries.c: what a process asks about one of its devices. */
+long kfd_ioctl_get_tile_config(struct emu_call *call, struct emu_process *p, void *data);
+long kfd_ioctl_get_clock_counters(struct emu_call *call, struct emu_process *p, void *data);
+
+/* amdgpu-drm.c: drop a reference to a render node's file. */
+void kfd_drm_file_put(struct emu_file *file);
 
 /* kfd-queue.c */
 long kfd_ioctl_create_queue(struct emu_call *call, struct emu_process *p, void *data);

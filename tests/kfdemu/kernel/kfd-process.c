@@ -99,6 +99,7 @@ int kfd_create_process(struct emu_node *node, pid_t tgid, struct emu_process **r
         p->tgid = tgid;
         p->pidfd = -1;
         p->dbg_ev_fd = -1;
+        p->signal_page_memfd = -1;
         p->start_time = kfd_read_start_time(tgid);
         r = kfd_pasid_alloc(node, &p->pasid);
         if (r < 0) {
@@ -192,6 +193,15 @@ void emu_process_mm_release(struct emu_node *node, pid_t tgid)
         /* kfd_process_wq_release: process_termination_cpsch removes the
          * queues without waiting for anything, then the sysfs entries go. */
         kfd_process_remove_queues(p);
+        /* kfd_process_wq_release: kfd_event_free_process. */
+        kfd_event_free_process(p);
+        /* kfd_process_destroy_pdds: each device's BOs are freed and its
+         * VM goes back to its render node
+         * (amdgpu_amdkfd_gpuvm_release_process_vm). */
+        for (unsigned i = 0; i < p->n_pdds; i++) {
+                kfd_process_device_free_bos(&p->pdds[i]);
+                kfd_process_device_release_vm(&p->pdds[i]);
+        }
         kfd_process_unlink(p);
         p->is_released = true;
         emu_render_process_removed(node, tgid);
@@ -218,4 +228,5 @@ void kfd_process_detach_waiters(struct emu_process *p)
                 if (call->file->process == p)
                         kfd_lock_abandon(call);
         }
+        kfd_event_abandon_waits(p);
 }

@@ -237,9 +237,11 @@ long kfd_ioctl_create_queue(struct emu_call *call, struct emu_process *p, void *
         if (r < 0)
                 return r;
 
-        pdd = kfd_process_device_by_id(p, args->gpu_id);
-        if (!pdd)
-                return -EINVAL;
+        /* A device whose VM was not acquired yet is -ESRCH here
+         * (kfd-interface.md §12). */
+        r = kfd_bind_device(p, args->gpu_id, &pdd);
+        if (r < 0)
+                return r == -ENODEV ? -ESRCH : r;
 
         r = kfd_pqm_create_queue(p, pdd, args, &q);
         if (r < 0)

@@ -21,8 +21,6 @@
 #define KFD_QUEUE_INVALID ((uint32_t)KFD_DBG_QUEUE_INVALID_MASK)
 #define KFD_QUEUE_ERROR ((uint32_t)KFD_DBG_QUEUE_ERROR_MASK)
 
-/* kzalloc() of more than KMALLOC_MAX_SIZE (4 MiB with 4 KiB pages) fails. */
-#define KFD_KMALLOC_MAX_SIZE (4u << 20)
 
 /* get_queue_ids: memdup of the user's array. A NULL array yields no
  * array (the caller decides what that means). */

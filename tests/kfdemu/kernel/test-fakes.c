@@ -38,6 +38,13 @@ int emu_transport_watch_process(struct emu_node *node, struct emu_process *p)
         return 0;
 }
 
+struct emu_file *fake_fd_file;
+
+struct emu_file *emu_transport_file_of_fd(struct emu_node *node, int fd)
+{
+        return fake_fd_file;
+}
+
 int emu_gpu_queue_created(struct emu_queue *q)
 {
         fake_gpu.queues_created++;
@@ -96,6 +103,11 @@ void emu_render_process(struct emu_process *p)
 void emu_render_process_removed(struct emu_node *node, pid_t tgid)
 {
         fake_gpu.processes_removed++;
+}
+
+uint64_t emu_gpu_clock_counter(const struct emu_gpu *gpu)
+{
+        return 0;
 }
 
 void emu_gpu_device_info(const struct emu_gpu *gpu, struct emu_gpu_device_info *ret)

@@ -22,3 +22,6 @@ struct fake_gpu_log {
 };
 
 extern struct fake_gpu_log fake_gpu;
+
+/* The file emu_transport_file_of_fd finds behind any fd (NULL: none). */
+extern struct emu_file *fake_fd_file;

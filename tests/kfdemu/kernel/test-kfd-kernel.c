@@ -43,6 +43,7 @@ struct fixture {
         struct emu_node node;
         struct emu_caller self;
         struct emu_file *file;
+        struct emu_file *render[2]; /* the GPUs' render nodes, their VMs acquired */
         int ev_read, ev_write;      /* the debug event FIFO stand-in: a pipe */
         uint64_t rptr, wptr;        /* queue read/write indices */
         /* Arguments of a call that may sleep: they live as long as the call. */
@@ -61,6 +62,25 @@ static void record_reply(struct emu_call *call, long ret)
         free(call);
 }
 
+static long kfd_ioctl(struct fixture *f, uint32_t cmd, void *arg);
+
+/* What a runtime does at open: each GPU's VM from its render node, so
+ * that queues can be created (kfd_bind_process_to_device). The fake
+ * transport finds the file being acquired behind any fd. */
+static void acquire_vms(struct fixture *f)
+{
+        static const uint32_t gpus[2] = { GPU0, GPU1 };
+
+        for (unsigned i = 0; i < 2; i++) {
+                struct kfd_ioctl_acquire_vm_args args = { .drm_fd = STDERR_FILENO, .gpu_id = gpus[i] };
+
+                assert_int_equal(emu_drm_open(&f->node, 128 + i, &f->render[i]), 0);
+                fake_fd_file = f->render[i];
+                assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_ACQUIRE_VM, &args), 0);
+        }
+        fake_fd_file = NULL;
+}
+
 static int setup(void **state)
 {
         struct fixture *f = calloc(1, sizeof(*f));
@@ -69,11 +89,13 @@ static int setup(void **state)
 
         assert_non_null(f);
         memset(&fake_gpu, 0, sizeof(fake_gpu));
-        cfg.gpus[0] = (struct emu_gpu_config){ .gpu_id = GPU0, .gfx_target_version = 90402, .per_vmid_debug = true };
-        cfg.gpus[1] = (struct emu_gpu_config){ .gpu_id = GPU1, .gfx_target_version = 90008 };
+        cfg.gpus[0] = (struct emu_gpu_config){
+                .gpu_id = GPU0, .gfx_target_version = 90402, .per_vmid_debug = true, .drm_render_minor = 128 };
+        cfg.gpus[1] = (struct emu_gpu_config){ .gpu_id = GPU1, .gfx_target_version = 90008, .drm_render_minor = 129 };
         assert_int_equal(emu_node_init(&f->node, &cfg), 0);
         f->self = (struct emu_caller){ .tgid = getpid(), .tid = gettid() };
         assert_int_equal(emu_kfd_open(&f->node, &f->self, &f->file), 0);
+        acquire_vms(f);
         assert_int_equal(pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
         f->ev_read = fds[0];
         f->ev_write = fds[1];
@@ -86,6 +108,8 @@ static int teardown(void **state)
         struct fixture *f = *state;
 
         emu_kfd_release(f->file);
+        emu_drm_release(f->render[0]);
+        emu_drm_release(f->render[1]);
         emu_node_fini(&f->node);
         close(f->ev_read);
         close(f->ev_write);

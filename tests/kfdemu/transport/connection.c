@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,11 +109,20 @@ static void connection_close_socket(struct connection *c)
         c->file_state.client_closed = true;
 }
 
+/* The fd's last reference went: kfd_release or the render node's release. */
+static void file_release(struct emu_file *file)
+{
+        if (file->render_gpu)
+                emu_drm_release(file);
+        else
+                emu_kfd_release(file);
+}
+
 static void file_release_if_unused(struct connection *f)
 {
         if (!f->file_state.client_closed || f->file_state.calls_in_flight > 0)
                 return;
-        emu_kfd_release(f->file);
+        file_release(f->file);
         connection_unlink(f);
         free(f);
 }
@@ -181,14 +191,17 @@ static int handle_open(struct connection *c, const struct kfdemu_msg_open *msg)
         if (file_by_inode(server, msg->file_inode))
                 return send_result(c, KFDEMU_REPLY_RESULT, -EEXIST);
 
-        r = emu_kfd_open(&server->node, &c->caller, &c->file);
+        if (msg->render_minor)
+                r = emu_drm_open(&server->node, msg->render_minor, &c->file);
+        else
+                r = emu_kfd_open(&server->node, &c->caller, &c->file);
         if (r < 0)
                 return send_result(c, KFDEMU_REPLY_RESULT, r);
         c->kind = CONNECTION_FILE;
         c->file_state.inode = msg->file_inode;
         c->file->transport = &c->file_state;
         if (!tsearch(c, &server->files_by_inode, compare_inode)) {
-                emu_kfd_release(c->file);
+                file_release(c->file);
                 c->file = NULL;
                 c->kind = CONNECTION_NEW;
                 return send_result(c, KFDEMU_REPLY_RESULT, -ENOMEM);
@@ -214,7 +227,9 @@ static int handle_ioctl(struct connection *ch, const struct kfdemu_msg_ioctl *ms
         struct connection *file = file_by_inode(ch->server, msg->file_inode);
         struct emu_call *call;
 
-        if (!file)
+        /* The preload forwards requests of kfd's type and DRM's; amdkfd
+         * sees only its own (anything else meets the socket). */
+        if (!file || (!file->file->render_gpu && _IOC_TYPE(msg->cmd) != AMDKFD_IOCTL_BASE))
                 return send_result(ch, KFDEMU_REPLY_NOT_MINE, 0);
 
         call = calloc(1, sizeof(*call));
@@ -234,7 +249,7 @@ static int handle_ioctl(struct connection *ch, const struct kfdemu_msg_ioctl *ms
         ch->call_file = file;
         file->file_state.calls_in_flight++;
 
-        long r = emu_kfd_ioctl(call);
+        long r = file->file->render_gpu ? emu_drm_ioctl(call) : emu_kfd_ioctl(call);
 
         /* the arguments as kernel/ copied them in; the line is written when the call ends */
         ch->trace_pending = ch->server->trace_fd >= 0 &&
@@ -294,7 +309,8 @@ static int handle_mmap(struct connection *ch, const struct kfdemu_msg_mmap *msg)
 
         if (!file)
                 return send_result(ch, KFDEMU_REPLY_NOT_MINE, 0);
-        int r = emu_kfd_mmap(file->file, &ch->caller, msg->offset, msg->length, &map);
+        int r = file->file->render_gpu ? emu_drm_mmap(file->file, msg->offset, msg->length, &map)
+                                       : emu_kfd_mmap(file->file, &ch->caller, msg->offset, msg->length, &map);
         return send_mmap_reply(ch, r, &map);
 }
 
@@ -319,6 +335,16 @@ static int handle_refresh(struct connection *ch, const struct kfdemu_msg_refresh
                 return -EBADMSG;
         emu_render_on_read(&ch->server->node, files[msg->file], msg->tgid, msg->gpu_id);
         return send_result(ch, KFDEMU_REPLY_RESULT, 0);
+}
+
+static int handle_stat(struct connection *ch, const struct kfdemu_msg_stat *msg)
+{
+        struct connection *file = file_by_inode(ch->server, msg->file_inode);
+
+        if (!file)
+                return send_result(ch, KFDEMU_REPLY_NOT_MINE, 0);
+        return send_result(ch, KFDEMU_REPLY_RESULT,
+                           file->file->render_gpu ? file->file->render_gpu->cfg.drm_render_minor : 0);
 }
 
 #define IS_MSG(type_name, size) ((size) == sizeof(struct type_name))
@@ -356,6 +382,8 @@ static int dispatch(struct connection *c, const void *buf, size_t size)
                         return handle_exec(c);
                 if (type == KFDEMU_MSG_REFRESH && IS_MSG(kfdemu_msg_refresh, size))
                         return handle_refresh(c, buf);
+                if (type == KFDEMU_MSG_STAT && IS_MSG(kfdemu_msg_stat, size))
+                        return handle_stat(c, buf);
                 return -EBADMSG;
         }
         return -EBADMSG;
@@ -504,6 +532,18 @@ int connection_accept(struct kfdemu_server *server, int listen_fd)
         return 1;
 }
 
+struct emu_file *emu_transport_file_of_fd(struct emu_node *node, int fd)
+{
+        struct connection *c;
+        struct stat st;
+
+        /* A client's file is its socket; the socket's inode names it. */
+        if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+                return NULL;
+        c = file_by_inode(server_of(node), st.st_ino);
+        return c ? c->file : NULL;
+}
+
 void connection_drop_all(struct kfdemu_server *server)
 {
         /* First the calls (they hold files), then every connection. */
@@ -520,7 +560,7 @@ void connection_drop_all(struct kfdemu_server *server)
 
                 connection_close_socket(c);
                 if (c->kind == CONNECTION_FILE)
-                        emu_kfd_release(c->file);
+                        file_release(c->file);
                 connection_unlink(c);
                 free(c);
         }

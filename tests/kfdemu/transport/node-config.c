@@ -39,6 +39,7 @@ static const struct gpu_field gpu_fields[] = {
         U32_FIELD("GfxTargetVersion", gfx_target_version, 10000, 199999),
         { "Name", FIELD_NAME, offsetof(struct emu_gpu_config, name), 0, 0 },
         U32_FIELD("DeviceId", device_id, 0, 0xffff),
+        U32_FIELD("PciRevision", pci_revision, 0, 0xff),
         U32_FIELD("LocationId", location_id, 0, 0xffff),
         U32_FIELD("Domain", domain, 0, 0xffff),
         U32_FIELD("DrmRenderMinor", drm_render_minor, 128, 255),
@@ -55,6 +56,8 @@ static const struct gpu_field gpu_fields[] = {
         U32_FIELD("CwsrSaveMicroseconds", cwsr_save_us, 0, 60000000),
         U32_FIELD("CwsrRestoreMicroseconds", cwsr_restore_us, 0, 60000000),
         U32_FIELD("WorkgroupSlotsPerCU", wg_slots_per_cu, 1, 1024),
+        /* Up to 16 TiB, more than any part has. */
+        U32_FIELD("VramMiB", vram_mib, 1, 16u << 20),
 };
 
 struct parse_state {

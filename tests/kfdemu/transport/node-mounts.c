@@ -48,6 +48,9 @@ static const char *const node_mounts_paths[] = {
 /* The source name of the covering tmpfs instances in mountinfo, so that
  * they can be told from others. */
 #define COVER_SOURCE "kfdemu"
+/* Where libdrm looks up a character device's sysfs entry (drmNodeIsDRM):
+ * the server renders one per render node, 226:<minor>. */
+#define CHAR_DEVICES "/sys/dev/char"
 
 /* A mount over the original tree: one the undoer knows of, or none at all. */
 static int mount_recorded(const struct node_mounts *m, const char *source, const char *target, const char *fstype,
@@ -276,6 +279,39 @@ static int make_rendered_tree(int root_fd, const char *path)
         }
 }
 
+/* Each character device entry the server rendered, over the machine's. */
+static int present_char_devices(struct node_mounts *m, int root_fd)
+{
+        _cleanup_close_ int dir_fd = -EBADF;
+        _cleanup_closedir_ DIR *entries = NULL;
+        struct open_how how = {
+                .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        char relpath[PATH_MAX], target[PATH_MAX];
+        struct dirent *de;
+        int r;
+
+        dir_fd = (int)syscall(SYS_openat2, root_fd, CHAR_DEVICES + 1, &how, sizeof(how));
+        if (dir_fd < 0)
+                return errno == ENOENT ? 0 : fail_at(m, CHAR_DEVICES + 1, NEG_ERRNO());
+        entries = fdopendir(dir_fd);
+        if (!entries)
+                return fail_at(m, CHAR_DEVICES + 1, NEG_ERRNO());
+        dir_fd = -EBADF; /* the DIR owns it now */
+        while ((errno = 0, de = readdir(entries))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                r = join(relpath, CHAR_DEVICES + 1, de->d_name);
+                if (r >= 0)
+                        r = join(target, CHAR_DEVICES, de->d_name);
+                r = r < 0 ? fail_at(m, CHAR_DEVICES, r) : present(m, root_fd, relpath, target, true);
+                if (r < 0)
+                        return r;
+        }
+        return errno ? fail_at(m, CHAR_DEVICES + 1, NEG_ERRNO()) : 0;
+}
+
 int node_mounts_present(struct node_mounts *m, int root_fd, const char *socket_name, const char **ret_failed_path)
 {
         const size_t n_trees = ELEMENTSOF(node_mounts_paths) - 1;
@@ -290,6 +326,10 @@ int node_mounts_present(struct node_mounts *m, int root_fd, const char *socket_n
                 if (r < 0)
                         return r;
         }
+        *ret_failed_path = CHAR_DEVICES;
+        r = present_char_devices(m, root_fd);
+        if (r < 0)
+                return r;
         /* The device node: stat and access of it see the socket, which
          * its users may open (connect to) as they may open /dev/kfd. */
         *ret_failed_path = KFD_DEVICE;

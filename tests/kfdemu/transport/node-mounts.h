@@ -3,8 +3,9 @@
  * The node's files where programs look for them: the trees the server
  * renders under its private directory, bound over /sys/class/kfd,
  * /sys/devices/virtual/kfd, /sys/kernel/debug/kfd,
- * /sys/module/amdgpu/parameters and /dev/dri, and the server's socket over
- * /dev/kfd, in the calling process's mount namespace.
+ * /sys/module/amdgpu/parameters, /dev/dri and each render node's
+ * /sys/dev/char/226:<minor>, and the server's socket over /dev/kfd, in the
+ * calling process's mount namespace.
  */
 #pragma once
 

@@ -85,7 +85,8 @@ uint64_t preload_socket_inode(int fd)
 {
         struct stat st;
 
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+        /* the real fstat: the preload's own describes render nodes (preload-kfd.c) */
+        if (fd < 0 || REAL(fstat)(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
                 return 0;
         return st.st_ino;
 }
@@ -294,9 +295,9 @@ ssize_t preload_call(const void *request, size_t request_size, bool interruptibl
         return n;
 }
 
-int preload_kfd_open(int flags)
+int preload_device_open(uint32_t render_minor, int flags)
 {
-        struct kfdemu_msg_open msg = { .type = KFDEMU_MSG_OPEN, .tid = gettid() };
+        struct kfdemu_msg_open msg = { .type = KFDEMU_MSG_OPEN, .tid = gettid(), .render_minor = render_minor };
         struct kfdemu_reply reply;
         struct channel file = { .fd = connect_server(flags & O_CLOEXEC ? SOCK_CLOEXEC : 0) };
 
@@ -305,7 +306,7 @@ int preload_kfd_open(int flags)
                 return -1;
         }
         msg.file_inode = preload_socket_inode(file.fd);
-        /* kfd_open does not sleep: no interruption to report. */
+        /* Neither kfd_open nor drm_open sleeps: no interruption to report. */
         sigset_t caller_mask;
         block_signals(&caller_mask);
         ssize_t n = call_on(&file, &caller_mask, &msg, sizeof(msg), false, &reply, sizeof(reply), NULL, 0, NULL);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ioctl, mmap, read and write on a kfdemu file. The preload understands no
- * ioctl: it forwards any request of type 'K' made on a socket and lets the
- * server say whether that socket is one of its files ("not mine": the real
- * syscall runs, so an application's own sockets are unaffected). read and
- * write it answers itself, as amdkfd has neither.
+ * ioctl, mmap, fstat, read and write on a kfdemu file (/dev/kfd or an
+ * amdgpu render node). The preload understands no ioctl: it forwards any
+ * request of type 'K' (amdkfd's) or 'd' (DRM's) made on a socket and lets
+ * the server say whether that socket is one of its files ("not mine": the
+ * real syscall runs, so an application's own sockets are unaffected). read
+ * and write it answers itself, as amdkfd has neither.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,8 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
@@ -30,6 +33,11 @@
  * (preload-signals.c tells) and turns them into EINTR otherwise. */
 #define KERNEL_ERESTARTSYS 512
 #define KERNEL_ERESTART_RESTARTBLOCK 516
+
+/* include/uapi/drm/drm.h: DRM_IOCTL_BASE, and the character major of every
+ * DRM node (DRM_MAJOR). */
+#define DRM_IOCTL_TYPE 'd'
+#define DRM_CHAR_MAJOR 226
 
 static bool forward_candidate(int fd, uint64_t *ret_inode)
 {
@@ -92,10 +100,73 @@ PRELOAD_EXPORT int ioctl(int fd, unsigned long request, ...)
         arg = va_arg(ap, void *);
         va_end(ap);
 
-        if (_IOC_TYPE(request) == AMDKFD_IOCTL_BASE && forward_candidate(fd, &inode) &&
+        if ((_IOC_TYPE(request) == AMDKFD_IOCTL_BASE || _IOC_TYPE(request) == DRM_IOCTL_TYPE) &&
+            forward_candidate(fd, &inode) &&
             kfd_ioctl(inode, request, arg, &ret))
                 return ret;
         return REAL(ioctl)(fd, request, arg);
+}
+
+static bool is_kfd_file(int fd);
+
+/* The render minor of the socket `fd` (inode `inode`) if it is a render
+ * node's file; 0 for /dev/kfd's and for any other socket. */
+static uint32_t render_minor_of(int fd, uint64_t inode)
+{
+        struct kfdemu_msg_stat msg = { .type = KFDEMU_MSG_STAT, .file_inode = inode };
+        struct kfdemu_reply reply;
+        int saved_errno = errno;
+        ssize_t n;
+
+        /* Only the server's own sockets cost a round trip. */
+        if (!is_kfd_file(fd))
+                return 0;
+        n = preload_call(&msg, sizeof(msg), false, &reply, sizeof(reply), NULL, 0, NULL);
+        errno = saved_errno;
+        if (n != sizeof(reply) || reply.status != KFDEMU_REPLY_RESULT || reply.result <= 0 ||
+            reply.result > UINT32_MAX)
+                return 0;
+        return (uint32_t)reply.result;
+}
+
+/* A render node's fd is the character device 226:<minor> to fstat, as
+ * libdrm's drmGetNodeTypeFromFd requires of a render node; a /dev/kfd fd
+ * stays a socket (README "Known differences"). Returns the new st_rdev,
+ * or 0 when `fd` is no render node. */
+static dev_t render_node_rdev(int fd, mode_t mode, uint64_t inode)
+{
+        uint32_t minor = S_ISSOCK(mode) ? render_minor_of(fd, inode) : 0;
+
+        return minor ? makedev(DRM_CHAR_MAJOR, minor) : 0;
+}
+
+/* What a character device node of the render group shows. */
+#define RENDER_NODE_MODE (S_IFCHR | 0660)
+
+PRELOAD_EXPORT int fstat(int fd, struct stat *st)
+{
+        int r = REAL(fstat)(fd, st);
+        dev_t rdev = r == 0 ? render_node_rdev(fd, st->st_mode, st->st_ino) : 0;
+
+        if (rdev) {
+                st->st_mode = RENDER_NODE_MODE;
+                st->st_rdev = rdev;
+                st->st_size = 0;
+        }
+        return r;
+}
+
+PRELOAD_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+        int r = REAL(fstat64)(fd, st);
+        dev_t rdev = r == 0 ? render_node_rdev(fd, st->st_mode, st->st_ino) : 0;
+
+        if (rdev) {
+                st->st_mode = RENDER_NODE_MODE;
+                st->st_rdev = rdev;
+                st->st_size = 0;
+        }
+        return r;
 }
 
 static void close_fds(const int *fds, unsigned n)

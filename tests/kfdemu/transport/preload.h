@@ -61,5 +61,6 @@ bool preload_signals_handler_restarts(void);
  * handler with SA_RESTART (preload-channel.c). */
 bool preload_call_interrupt_restarts(void);
 
-/* open("/dev/kfd"): a new file connection; returns the fd or -1 + errno. */
-int preload_kfd_open(int flags);
+/* open("/dev/kfd") (render_minor 0) or open("/dev/dri/renderD<render_minor>"):
+ * a new file connection; returns the fd or -1 + errno. */
+int preload_device_open(uint32_t render_minor, int flags);

@@ -24,11 +24,6 @@ struct process_watch {
         sd_event_source *source;
 };
 
-static struct kfdemu_server *server_of(struct emu_node *node)
-{
-        return (struct kfdemu_server *)((char *)node - offsetof(struct kfdemu_server, node));
-}
-
 static void process_watch_free(struct process_watch *w)
 {
         struct process_watch **pp = &w->server->watches;

@@ -41,6 +41,12 @@ struct kfdemu_server {
         bool node_ready, gpus_started;
 };
 
+/* The server a node belongs to (kernel/ hands transport/ only the node). */
+static inline struct kfdemu_server *server_of(struct emu_node *node)
+{
+        return (struct kfdemu_server *)((char *)node - offsetof(struct kfdemu_server, node));
+}
+
 /* Brings up the node (emu_node_init, emu_gpu_start) and listens on
  * `socket_path`. `log_fd` (or -1) receives what dmesg would show. On
  * failure everything set up so far is torn down again. */

@@ -43,6 +43,57 @@ uint32_t kfd_test_gpu_id(unsigned node)
         return id;
 }
 
+/* A decimal key of topology node `node`'s properties, or -1. */
+static long long node_property(unsigned node, const char *key)
+{
+        char path[128], name[64];
+        unsigned long long value;
+        long long found = -1;
+
+        snprintf(path, sizeof(path), "/sys/class/kfd/kfd/topology/nodes/%u/properties", node);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -1;
+        while (fscanf(f, "%63s %llu", name, &value) == 2)
+                if (strcmp(name, key) == 0)
+                        found = (long long)value;
+        fclose(f);
+        return found;
+}
+
+int kfd_test_acquire_vms(int kfd)
+{
+        /* One render fd per minor for the process's lifetime; a forked
+         * child is another process and opens its own. */
+        static int render_fds[256];
+        static pid_t opened_by;
+
+        if (opened_by != getpid()) {
+                memset(render_fds, 0, sizeof(render_fds));
+                opened_by = getpid();
+        }
+        for (unsigned node = 1; kfd_test_gpu_id(node) != 0; node++) {
+                long long minor = node_property(node, "drm_render_minor");
+                char path[64];
+
+                if (minor < 128 || minor > 255)
+                        return -EBADMSG;
+                if (render_fds[minor] == 0) {
+                        snprintf(path, sizeof(path), "/dev/dri/renderD%lld", minor);
+                        int fd = open(path, O_RDWR | O_CLOEXEC);
+                        if (fd < 0)
+                                return -errno;
+                        render_fds[minor] = fd;
+                }
+                struct kfd_ioctl_acquire_vm_args args = { .drm_fd = (uint32_t)render_fds[minor],
+                                                          .gpu_id = kfd_test_gpu_id(node) };
+                int r = kfd_test_ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, &args);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 bool kfd_test_proc_dir_exists(pid_t pid)
 {
         char path[128];
@@ -220,7 +271,11 @@ int kfd_test_create_suspended_queue(int kfd, uint32_t gpu_id, uint32_t *ret_id)
                                     .entry_size = sizeof(struct kfd_queue_snapshot_entry) },
         };
         struct kfd_queue_snapshot_entry entries[64];
-        int r = kfd_test_ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, &q);
+        int r = kfd_test_acquire_vms(kfd);
+
+        if (r < 0)
+                return r;
+        r = kfd_test_ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, &q);
 
         if (r < 0)
                 return r;

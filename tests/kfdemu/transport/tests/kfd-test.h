@@ -15,6 +15,10 @@ int kfd_test_ioctl(int fd, unsigned long request, void *arg);
 int kfd_test_get_version(int fd);
 /* The gpu_id of topology node `node`, from sysfs; 0 if unreadable. */
 uint32_t kfd_test_gpu_id(unsigned node);
+/* ACQUIRE_VM of every GPU with its render node, once per process (as the
+ * thunk keeps one render fd per GPU): amdkfd creates queues only on
+ * devices whose VM the process has. */
+int kfd_test_acquire_vms(int kfd);
 /* /sys/class/kfd/kfd/proc/<pid> exists. */
 bool kfd_test_proc_dir_exists(pid_t pid);
 /* Waits up to `timeout_ms` for kfd_test_proc_dir_exists(pid) == present. */

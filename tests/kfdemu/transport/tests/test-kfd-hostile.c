@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,6 +27,9 @@
 
 #include "kfd-test.h"
 #include "protocol.h"
+
+/* The first GPU of kfdemu's default node (drm_render_minor 128 + index). */
+#define RENDER_MINOR_OF_GPU0 128
 
 static int raw_connect(void)
 {
@@ -197,6 +201,52 @@ static void test_calls_on_a_raw_channel(void **state)
         assert_server_alive();
 }
 
+/* Render nodes through raw messages: OPEN of a minor no GPU has is
+ * ENOENT; STAT says which device a file is and NOT_MINE for any other
+ * socket; a kfd file does not take DRM's ioctls. */
+static void test_render_node_messages(void **state)
+{
+        int kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
+        char path[64];
+        int ch = raw_hello(), file = raw_connect();
+        struct kfdemu_msg_open open_msg = { .type = KFDEMU_MSG_OPEN, .tid = gettid(), .file_inode = inode_of(file),
+                                            .render_minor = 7 };
+        struct kfdemu_msg_stat stat_msg = { .type = KFDEMU_MSG_STAT, .file_inode = inode_of(ch) };
+        struct kfdemu_msg_ioctl drm_on_kfd = { .type = KFDEMU_MSG_IOCTL, .cmd = _IOWR('d', 0x00, uint64_t),
+                                               .file_inode = inode_of(kfd), .arg = 8 };
+        struct kfdemu_reply reply;
+
+        assert_true(kfd >= 0);
+        raw_send(file, &open_msg, sizeof(open_msg));
+        reply = expect_reply(file);
+        assert_int_equal(reply.status, KFDEMU_REPLY_RESULT);
+        assert_int_equal(reply.result, -ENOENT);
+        close(file);
+
+        raw_send(ch, &stat_msg, sizeof(stat_msg));
+        assert_int_equal(expect_reply(ch).status, KFDEMU_REPLY_NOT_MINE);
+        stat_msg.file_inode = inode_of(kfd);
+        raw_send(ch, &stat_msg, sizeof(stat_msg));
+        reply = expect_reply(ch);
+        assert_int_equal(reply.status, KFDEMU_REPLY_RESULT);
+        assert_int_equal(reply.result, 0);
+        snprintf(path, sizeof(path), "/dev/dri/renderD%u", RENDER_MINOR_OF_GPU0);
+        int drm = open(path, O_RDWR | O_CLOEXEC);
+        assert_true(drm >= 0);
+        stat_msg.file_inode = inode_of(drm);
+        raw_send(ch, &stat_msg, sizeof(stat_msg));
+        reply = expect_reply(ch);
+        assert_int_equal(reply.status, KFDEMU_REPLY_RESULT);
+        assert_int_equal(reply.result, RENDER_MINOR_OF_GPU0);
+
+        raw_send(ch, &drm_on_kfd, sizeof(drm_on_kfd));
+        assert_int_equal(expect_reply(ch).status, KFDEMU_REPLY_NOT_MINE);
+        close(drm);
+        close(ch);
+        close(kfd);
+        assert_server_alive();
+}
+
 /*
  * What a file says after OPEN is what its application wrote to /dev/kfd
  * past the preload (stdio, a raw syscall): amdkfd has no write, so it is
@@ -340,6 +390,7 @@ int main(void)
                 cmocka_unit_test(test_malformed_first_messages),
                 cmocka_unit_test(test_identity_lies),
                 cmocka_unit_test(test_calls_on_a_raw_channel),
+                cmocka_unit_test(test_render_node_messages),
                 cmocka_unit_test(test_file_that_talks_after_open),
                 cmocka_unit_test(test_second_call_while_one_sleeps),
                 cmocka_unit_test(test_client_that_never_reads),

@@ -48,7 +48,10 @@ static int create_queue(int kfd, uint32_t gpu_id, struct queue_memory *m, uint32
                 .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
                 .queue_percentage = 100,
         };
-        int r = kfd_test_ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, &a);
+        int r = kfd_test_acquire_vms(kfd);
+
+        if (r == 0)
+                r = kfd_test_ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, &a);
         if (r == 0)
                 *ret_id = a.queue_id;
         return r;

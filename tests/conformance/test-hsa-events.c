@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HSA events (kfd-interface.md §14): CREATE_EVENT (kfd_ioctl_create_event,
+ * kfd_event_create, create_signal_event, create_other_event, the event
+ * page given by its BO handle), SET/RESET/DESTROY_EVENT, WAIT_EVENTS
+ * (kfd_wait_on_events: immediate, timed and infinite waits, any and all,
+ * auto-reset, event age, a destroyed event, a signal) and the signal
+ * page's mmap through /dev/kfd (kfd_event_mmap).
+ *
+ * The program's kfd_process keeps its events: the tests run in this order.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "conf-helpers.h"
+
+#define EVENTS_MMAP_OFFSET (0x2ull << 62) /* KFD_MMAP_TYPE_EVENTS */
+#define SIGNAL_PAGE_SIZE (KFD_SIGNAL_EVENT_LIMIT * 8)
+#define INFINITE 0xffffffffu
+
+static long create_event(uint32_t type, bool auto_reset, struct kfd_ioctl_create_event_args *ret)
+{
+        *ret = (struct kfd_ioctl_create_event_args){ .event_type = type, .auto_reset = auto_reset };
+        return conf_ioctl(conf_kfd(), AMDKFD_IOC_CREATE_EVENT, ret);
+}
+
+static long event_op(unsigned long request, uint32_t id)
+{
+        struct kfd_ioctl_set_event_args a = { .event_id = id };
+
+        return conf_ioctl(conf_kfd(), request, &a);
+}
+
+/* WAIT_EVENTS on `n` events; the result in *ret_result, the remaining
+ * timeout in *inout_timeout when given. */
+static long wait_events(struct kfd_event_data *events, uint32_t n, bool all, uint32_t timeout, uint32_t *ret_result)
+{
+        struct kfd_ioctl_wait_events_args a = {
+                .events_ptr = (uintptr_t)events,
+                .num_events = n,
+                .wait_for_all = all,
+                .timeout = timeout,
+                .wait_result = 0xdead,
+        };
+        long r = conf_ioctl(conf_kfd(), AMDKFD_IOC_WAIT_EVENTS, &a);
+
+        *ret_result = a.wait_result;
+        return r;
+}
+
+static long wait_one(uint32_t id, uint32_t timeout, uint32_t *ret_result)
+{
+        struct kfd_event_data data = { .event_id = id };
+
+        return wait_events(&data, 1, false, timeout, ret_result);
+}
+
+static double seconds_since(const struct timespec *start)
+{
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+/* A thread asleep in WAIT_EVENTS. */
+struct waiter {
+        pthread_t thread;
+        struct kfd_event_data events[2];
+        uint32_t n, timeout, result;
+        bool all;
+        long ret;
+        struct kfd_ioctl_wait_events_args args;  /* the last call's, as copied back */
+};
+
+static void *waiter_main(void *arg)
+{
+        struct waiter *w = arg;
+
+        w->args = (struct kfd_ioctl_wait_events_args){
+                .events_ptr = (uintptr_t)w->events,
+                .num_events = w->n,
+                .wait_for_all = w->all,
+                .timeout = w->timeout,
+        };
+        w->ret = conf_ioctl(conf_kfd(), AMDKFD_IOC_WAIT_EVENTS, &w->args);
+        w->result = w->args.wait_result;
+        return NULL;
+}
+
+static void waiter_start(struct waiter *w)
+{
+        assert_int_equal(pthread_create(&w->thread, NULL, waiter_main, w), 0);
+        /* Long enough for the call to be asleep in the kernel. */
+        conf_sleep_ms(100);
+}
+
+static void waiter_join(struct waiter *w)
+{
+        assert_int_equal(pthread_join(w->thread, NULL), 0);
+}
+
+static uint32_t signal_ids[2];
+
+/* Signal events take the lowest free slot from 0 and report the events
+ * mmap offset; other events take ids from KFD_SIGNAL_EVENT_LIMIT on and
+ * leave the offset as it was. Without an event page of its own the
+ * process gets the kernel's, mapped through /dev/kfd (at most its 32 KiB). */
+static void create_signal_and_other_events(void **state)
+{
+        struct kfd_ioctl_create_event_args a;
+        uint64_t *slots;
+
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(create_event(KFD_IOC_EVENT_SIGNAL, i == 0, &a), 0);
+                assert_int_equal(a.event_id, i);
+                assert_int_equal(a.event_slot_index, i);
+                assert_int_equal(a.event_trigger_data, i);
+                assert_int_equal(a.event_page_offset, EVENTS_MMAP_OFFSET);
+                signal_ids[i] = a.event_id;
+        }
+        assert_int_equal(create_event(KFD_IOC_EVENT_HW_EXCEPTION, false, &a), 0);
+        assert_int_equal(a.event_id, KFD_SIGNAL_EVENT_LIMIT);
+        assert_int_equal(a.event_page_offset, 0);
+
+        slots = mmap(NULL, SIGNAL_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, conf_kfd(), (off_t)EVENTS_MMAP_OFFSET);
+        assert_true(slots != MAP_FAILED);
+        assert_true(slots[0] == UINT64_MAX && slots[KFD_SIGNAL_EVENT_LIMIT - 1] == UINT64_MAX);
+        munmap(slots, SIGNAL_PAGE_SIZE);
+        assert_true(mmap(NULL, 2 * SIGNAL_PAGE_SIZE, PROT_READ, MAP_SHARED, conf_kfd(), (off_t)EVENTS_MMAP_OFFSET) ==
+                    MAP_FAILED);
+        assert_int_equal(errno, EINVAL);
+}
+
+/* Only signal events can be set or reset from the CPU; unknown ids are
+ * -EINVAL everywhere. */
+static void set_reset_destroy_checks(void **state)
+{
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, 77), -EINVAL);
+        assert_int_equal(event_op(AMDKFD_IOC_RESET_EVENT, 77), -EINVAL);
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, 77), -EINVAL);
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, KFD_SIGNAL_EVENT_LIMIT), -EINVAL);
+        assert_int_equal(event_op(AMDKFD_IOC_RESET_EVENT, KFD_SIGNAL_EVENT_LIMIT), -EINVAL);
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, KFD_SIGNAL_EVENT_LIMIT), 0);
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, KFD_SIGNAL_EVENT_LIMIT), -EINVAL);
+}
+
+/* An immediate wait tests once. A set auto-reset event is consumed by the
+ * wait that sees it; a manual one stays set until RESET. */
+static void immediate_waits(void **state)
+{
+        uint32_t result;
+
+        assert_int_equal(wait_one(signal_ids[0], 0, &result), 0);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_TIMEOUT);
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, signal_ids[0]), 0);
+        assert_int_equal(wait_one(signal_ids[0], 0, &result), 0);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_COMPLETE);
+        assert_int_equal(wait_one(signal_ids[0], 0, &result), 0);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_TIMEOUT);
+
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, signal_ids[1]), 0);
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(wait_one(signal_ids[1], 0, &result), 0);
+                assert_int_equal(result, KFD_IOC_WAIT_RESULT_COMPLETE);
+        }
+        assert_int_equal(event_op(AMDKFD_IOC_RESET_EVENT, signal_ids[1]), 0);
+        assert_int_equal(wait_one(signal_ids[1], 0, &result), 0);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_TIMEOUT);
+}
+
+/* Bad waits fail before sleeping, with wait_result FAIL: an unknown event
+ * -EINVAL, an unreadable array -EFAULT; no events at all complete. */
+static void wait_checks(void **state)
+{
+        struct kfd_event_data data[2] = { { .event_id = signal_ids[1] }, { .event_id = 77 } };
+        uint32_t result;
+
+        assert_int_equal(wait_events(data, 2, false, INFINITE, &result), -EINVAL);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_FAIL);
+        assert_int_equal(wait_events((struct kfd_event_data *)8, 1, false, INFINITE, &result), -EFAULT);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_FAIL);
+        assert_int_equal(wait_events(data, 0, true, INFINITE, &result), 0);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_COMPLETE);
+}
+
+/* A timed wait sleeps its timeout and returns TIMEOUT with 0. */
+static void timed_wait_times_out(void **state)
+{
+        struct timespec start;
+        uint32_t result;
+
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        assert_int_equal(wait_one(signal_ids[1], 200, &result), 0);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_TIMEOUT);
+        assert_true(seconds_since(&start) >= 0.2);
+}
+
+/* SET wakes a waiter asleep; with wait_for_all it needs every event. */
+static void set_wakes_waiters(void **state)
+{
+        struct waiter any = { .events = { { .event_id = signal_ids[0] } }, .n = 1, .timeout = INFINITE };
+        struct waiter all = {
+                .events = { { .event_id = signal_ids[0] }, { .event_id = signal_ids[1] } },
+                .n = 2,
+                .all = true,
+                .timeout = 10000,
+        };
+
+        waiter_start(&any);
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, signal_ids[0]), 0);
+        waiter_join(&any);
+        assert_int_equal(any.ret, 0);
+        assert_int_equal(any.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+
+        waiter_start(&all);
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, signal_ids[1]), 0);
+        conf_sleep_ms(100);
+        assert_true(pthread_tryjoin_np(all.thread, NULL) == EBUSY);
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, signal_ids[0]), 0);
+        waiter_join(&all);
+        assert_int_equal(all.ret, 0);
+        assert_int_equal(all.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+        assert_int_equal(event_op(AMDKFD_IOC_RESET_EVENT, signal_ids[1]), 0);
+}
+
+/* A waiter that gives the event's age (last_event_age, KFD 1.12) is woken
+ * at once by any age but the current one, and sleeps on the current one;
+ * either way it gets the age back. A set that wakes a waiter of an
+ * auto-reset event ages it: so far twice (the two waits above), from 1. */
+static void event_age(void **state)
+{
+        struct kfd_event_data stale = { .event_id = signal_ids[0], .signal_event_data.last_event_age = 1 };
+        struct waiter w = { .events = { { .event_id = signal_ids[0] } }, .n = 1, .timeout = INFINITE };
+        uint32_t result;
+
+        assert_int_equal(wait_events(&stale, 1, false, 0, &result), 0);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_COMPLETE);
+        assert_int_equal(stale.signal_event_data.last_event_age, 3);
+
+        w.events[0].signal_event_data.last_event_age = 3;
+        waiter_start(&w);
+        assert_true(pthread_tryjoin_np(w.thread, NULL) == EBUSY);
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, signal_ids[0]), 0);
+        waiter_join(&w);
+        assert_int_equal(w.ret, 0);
+        assert_int_equal(w.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+        assert_int_equal(w.events[0].signal_event_data.last_event_age, 4);
+}
+
+static void on_sigusr1(int sig)
+{
+        (void)sig;
+}
+
+/* A signal ends the sleep: -ERESTARTSYS, EINTR for a handler without
+ * SA_RESTART, the remaining time written back into the timeout. */
+static void signal_interrupts_a_wait(void **state)
+{
+        struct sigaction sa = { .sa_handler = on_sigusr1 };
+        struct waiter w = { .events = { { .event_id = signal_ids[1] } }, .n = 1, .timeout = 10000 };
+
+        assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+        waiter_start(&w);
+        assert_int_equal(pthread_kill(w.thread, SIGUSR1), 0);
+        waiter_join(&w);
+        assert_int_equal(w.ret, -EINTR);
+        assert_int_equal(w.result, KFD_IOC_WAIT_RESULT_FAIL);
+        assert_true(w.args.timeout < 10000 && w.args.timeout > 5000);
+}
+
+/* DESTROY of an event a waiter sleeps on: the wait fails with -EIO. */
+static void destroy_wakes_with_eio(void **state)
+{
+        struct waiter w = { .events = { { .event_id = signal_ids[1] } }, .n = 1, .timeout = INFINITE };
+
+        waiter_start(&w);
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, signal_ids[1]), 0);
+        waiter_join(&w);
+        assert_int_equal(w.ret, -EIO);
+        assert_int_equal(w.result, KFD_IOC_WAIT_RESULT_FAIL);
+}
+
+static long alloc_gtt(int kfd, uint32_t gpu_id, uint64_t size, uint32_t flags, uint64_t user_addr, uint64_t *ret)
+{
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = {
+                .va_addr = 1ull << 41, .size = size, .gpu_id = gpu_id, .flags = flags, .mmap_offset = user_addr,
+        };
+        long r = conf_ioctl(kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
+
+        *ret = a.handle;
+        return r;
+}
+
+/* The event page the thunk allocates itself, in a process of its own (a
+ * process has one page): given by handle with the first CREATE_EVENT. An
+ * unknown handle, a userptr BO or one smaller than the 4096 slots is
+ * -EINVAL, a second page -EBUSY, and the page's BO cannot be freed
+ * (-EPERM). Each check is one bit of the child's exit status. */
+static int event_page_child(void)
+{
+        static uint8_t user_buffer[SIGNAL_PAGE_SIZE] __attribute__((aligned(4096)));
+        int kfd = conf_open_kfd(), failed = 0;
+        uint32_t gpus[2];
+        uint64_t small, userptr, page, other;
+        struct kfd_ioctl_create_event_args a = { .event_type = KFD_IOC_EVENT_SIGNAL };
+        struct kfd_ioctl_free_memory_of_gpu_args f;
+
+        if (kfd < 0 || conf_gpu_ids(gpus, 2) < 1 || conf_acquire_vms(kfd) < 0 ||
+            alloc_gtt(kfd, gpus[0], 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0, &small) < 0 ||
+            alloc_gtt(kfd, gpus[0], sizeof(user_buffer), KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, (uintptr_t)user_buffer,
+                      &userptr) < 0 ||
+            alloc_gtt(kfd, gpus[0], SIGNAL_PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0, &page) < 0 ||
+            alloc_gtt(kfd, gpus[0], SIGNAL_PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0, &other) < 0)
+                return 1;
+        a.event_page_offset = page + 100;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -EINVAL) << 1;
+        a.event_page_offset = userptr;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -EINVAL) << 2;
+        a.event_page_offset = small;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -EINVAL) << 3;
+        a.event_page_offset = page;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != 0 || a.event_id != 0) << 4;
+        a.event_page_offset = other;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -EBUSY) << 5;
+        f.handle = page;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f) != -EPERM) << 6;
+        f.handle = other;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f) != 0) << 7;
+        return failed;
+}
+
+static void event_page_by_handle(void **state)
+{
+        int status;
+        pid_t child = fork();
+
+        assert_true(child >= 0);
+        if (child == 0)
+                _exit(event_page_child());
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* A process killed while it waits: its kfd_process goes as usual (the
+ * sleeping call goes with its thread). */
+static void killed_while_waiting(void **state)
+{
+        int status;
+        pid_t child = fork();
+
+        assert_true(child >= 0);
+        if (child == 0) {
+                int kfd = conf_open_kfd();
+                struct kfd_ioctl_create_event_args a = { .event_type = KFD_IOC_EVENT_SIGNAL };
+                struct kfd_event_data data = { 0 };
+                struct kfd_ioctl_wait_events_args w = {
+                        .events_ptr = (uintptr_t)&data, .num_events = 1, .timeout = INFINITE,
+                };
+
+                if (kfd < 0 || conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) < 0)
+                        _exit(1);
+                data.event_id = a.event_id;
+                conf_ioctl(kfd, AMDKFD_IOC_WAIT_EVENTS, &w);
+                _exit(2);
+        }
+        conf_sleep_ms(200);
+        assert_int_equal(kill(child, SIGKILL), 0);
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFSIGNALED(status));
+        assert_int_equal(conf_wait_kfd_process_gone(child), 0);
+}
+
+int main(int argc, char **argv)
+{
+        conf_init(argc, argv);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(create_signal_and_other_events),
+                cmocka_unit_test(set_reset_destroy_checks),
+                cmocka_unit_test(immediate_waits),
+                cmocka_unit_test(wait_checks),
+                cmocka_unit_test(timed_wait_times_out),
+                cmocka_unit_test(set_wakes_waiters),
+                cmocka_unit_test(event_age),
+                cmocka_unit_test(signal_interrupts_a_wait),
+                cmocka_unit_test(destroy_wakes_with_eio),
+                cmocka_unit_test(event_page_by_handle),
+                cmocka_unit_test(killed_while_waiting),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
