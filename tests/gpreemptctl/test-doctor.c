@@ -486,6 +486,9 @@ static void fake_process(const char *root, int pid, const char *cmdline, size_t 
         write_file(root, rel, cmdline, cmdline_len);
         snprintf(rel, sizeof(rel), "proc/%d/cgroup", pid);
         write_file(root, rel, "0::/\n", 5);
+        /* every live process has one, if empty (a process can clear it) */
+        snprintf(rel, sizeof(rel), "proc/%d/environ", pid);
+        write_file(root, rel, "", 0);
         snprintf(rel, sizeof(rel), "proc/%d/maps", pid);
         write_file(root, rel, maps, strlen(maps));
         link_exe(root, pid, "/usr/bin/python3");
