@@ -39,6 +39,13 @@ DASHBOARD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path
                          "docs", "gpreempt-dashboard.json")
 # Grafana's own variables, as Prometheus is to see them
 GRAFANA_VARIABLES = {"$__rate_interval": "10s"}
+# The offline job runs as Slurm job 4242 (by its environment, as srun sets
+# it). Its name is its user's bytes: quotes, a backslash, a newline and a
+# byte that is not UTF-8 must reach Prometheus as a label value it takes,
+# the last as U+FFFD.
+SLURM_JOB_ID = "4242"
+SLURM_JOB_NAME = 'train "big" \\ v2\n\udcff'
+SLURM_JOB_NAME_AS_LABEL = 'train "big" \\ v2\n\ufffd'
 
 
 def free_port():
@@ -151,6 +158,21 @@ def check_dashboard(prometheus, text):
             prometheus.query(expr)
 
 
+def check_slurm_job_labels(prometheus, text):
+    """The offline job's series carry its Slurm job id and name; the online service's, in no job, neither."""
+    job = prometheus.query('gpreempt_suspensions_total{slurm_job="%s"}' % SLURM_JOB_ID)
+    assert len(job) == 1, "not one series of Slurm job %s: %s" % (SLURM_JOB_ID, job)
+    labels, suspensions = next(iter(job.items()))
+    labels = dict(labels)
+    assert labels["slurm_job_name"] == SLURM_JOB_NAME_AS_LABEL, labels
+    assert labels["class"] == "offline" and labels["workload"] == "eval-offline", labels
+    assert suspensions > 0, "Slurm job %s was never suspended" % SLURM_JOB_ID
+    print("# Slurm job %s (%s): %d suspensions" % (SLURM_JOB_ID, ascii(labels["slurm_job_name"]), suspensions))
+    online = prometheus.query('gpreempt_suspensions_total{class="online"}')
+    assert online and all("slurm_job" not in dict(k) for k in online), online
+    assert 'slurm_job_name="train \\"big\\" \\\\ v2\\n\ufffd"' in text, text
+
+
 def check_top(build, env):
     """gpreemptctl top shows the same counters: the offline workload's suspensions and the reaction's stages."""
     ctl = os.path.join(build.dir, "controller/gpreemptctl/gpreemptctl")
@@ -185,7 +207,8 @@ def inside(build_dir, tmp):
     daemon = node_pass.start_daemon(spec)
     offline = exporter_proc = prometheus = None
     try:
-        offline = node_pass.start_app(runner.app_argv(build, w[scenario["offline"]], "offline"))
+        offline = node_pass.start_app(runner.app_argv(build, w[scenario["offline"]], "offline"),
+                                      env=dict(os.environ, SLURM_JOB_ID=SLURM_JOB_ID, SLURM_JOB_NAME=SLURM_JOB_NAME))
         node_pass.wait_attached(daemon[1], offline[0].pid)
         exporter_proc = start_exporter(exporter, env, exporter_port, os.path.join(tmp, "exporter.log"))
         prometheus = Prometheus(tmp, "127.0.0.1:%d" % exporter_port)
@@ -222,6 +245,7 @@ def inside(build_dir, tmp):
         assert status == 200
         promtool_check(text)
         assert 'workload="eval-offline"' in text and "pid=" not in text, text
+        check_slurm_job_labels(prometheus, text)
         check_dashboard(prometheus, text)
         check_textfile(exporter, env, tmp, expect_up=True)
     finally:
