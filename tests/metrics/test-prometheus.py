@@ -180,7 +180,8 @@ def check_top(build, env):
                        text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     print("\n".join("# " + line for line in r.stdout.splitlines()))
-    for expected in ("eval-offline", "REACTION STAGE", "seen_to_issued", "PREEMPTION CALL", "suspend"):
+    for expected in ("eval-offline", "(job %s)" % SLURM_JOB_ID, "REACTION STAGE", "seen_to_issued",
+                     "PREEMPTION CALL", "suspend"):
         assert expected in r.stdout, "gpreemptctl top lacks %r:\n%s" % (expected, r.stdout)
     r = subprocess.run([ctl, "top", "--iterations", "1", "--json"], env=env, capture_output=True, text=True,
                        timeout=30)
