@@ -11,7 +11,10 @@ work is suspended at a rate above zero while the online service runs, and
 seconds suspended grow for the offline workload only. `promtool check
 metrics` judges the exporter's output, and node_exporter's textfile mode
 is checked beside. Last, with gpreemptd stopped, the exporter answers
-gpreempt_up 0 over HTTP and exits 3 in textfile mode.
+gpreempt_up 0 over HTTP and exits 3 in textfile mode; methods other than
+GET and HEAD get 405 and other paths 404; and with a socket in the daemon's
+place that never answers, Prometheus still records gpreempt_up 0, since
+the exporter gives up within the scrape's timeout.
 
   test-prometheus.py BUILD_DIR
 """
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -57,6 +61,16 @@ def free_port():
 def http_get(url, timeout=10):
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.status, r.read().decode()
+
+
+def http_request(url, method, headers=None):
+    """(status, headers, body) of any method, error statuses included."""
+    request = urllib.request.Request(url, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, r.headers, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode()
 
 
 def wait_until(what, check, timeout):
@@ -173,6 +187,49 @@ def check_slurm_job_labels(prometheus, text):
     assert 'slurm_job_name="train \\"big\\" \\\\ v2\\n\ufffd"' in text, text
 
 
+def check_http_handling(port):
+    """/metrics answers GET and HEAD; other methods get 405 saying which are allowed, other paths 404."""
+    url = "http://127.0.0.1:%d" % port
+    status, headers, body = http_request(url + "/metrics", "HEAD")
+    assert status == 200 and body == "" and headers["Content-Type"].startswith("text/plain; version=0.0.4"), \
+        (status, dict(headers), body)
+    for method in ("POST", "PUT", "DELETE"):
+        status, headers, body = http_request(url + "/metrics", method)
+        assert status == 405 and headers["Allow"] == "GET, HEAD", (method, status, dict(headers), body)
+    for path in ("/", "/metrics/", "/other"):
+        status, _, body = http_request(url + path, "GET")
+        assert status == 404 and "/metrics only" in body, (path, status, body)
+
+
+def check_daemon_that_never_answers(prometheus, runtime_dir, exporter_port, exporter_log):
+    """A daemon stuck in its loop: connections are taken (the kernel's backlog), no reply comes.
+    The exporter must answer gpreempt_up 0 within Prometheus's scrape timeout (1 s here, the
+    interval), not after its own 5 s: else Prometheus records a failed scrape, not the daemon down."""
+    path = os.path.join(runtime_dir, "io.gpreempt")
+    if os.path.exists(path):
+        os.unlink(path)
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        stuck.bind(path)
+        stuck.listen(64)
+        start = time.monotonic()
+        status, _, body = http_request("http://127.0.0.1:%d/metrics" % exporter_port, "GET",
+                                       {"X-Prometheus-Scrape-Timeout-Seconds": "1"})
+        took = time.monotonic() - start
+        assert status == 200 and "gpreempt_up 0" in body, body
+        assert took < 1.0, "the exporter took %.2f s for a scrape that waits 1 s" % took
+        promtool_check(body)
+        since = time.time()
+        wait_until("Prometheus to record gpreempt_up 0 from a daemon that never answers",
+                   lambda: prometheus.query("gpreempt_up == 0 and timestamp(gpreempt_up) > %f" % since)
+                   and prometheus.query('up{job="gpreempt"} == 1'), QUERY_TIMEOUT_S)
+        with open(exporter_log) as f:
+            assert "in time" in f.read(), "the exporter's log does not say the daemon was late"
+    finally:
+        stuck.close()
+        os.unlink(path)
+
+
 def check_top(build, env):
     """gpreemptctl top shows the same counters: the offline workload's suspensions and the reaction's stages."""
     ctl = os.path.join(build.dir, "controller/gpreemptctl/gpreemptctl")
@@ -261,6 +318,8 @@ def inside(build_dir, tmp):
         assert status == 200 and "gpreempt_up 0" in text, text
         promtool_check(text)
         check_textfile(exporter, env, tmp, expect_up=False)
+        check_http_handling(exporter_port)
+        check_daemon_that_never_answers(prometheus, runtime_dir, exporter_port, os.path.join(tmp, "exporter.log"))
     finally:
         exporter_proc.send_signal(signal.SIGTERM)
         assert exporter_proc.wait(timeout=10) == 0
