@@ -192,6 +192,18 @@ int metrics_retire(struct metrics_retired *r, const struct metrics_identity *id,
         return 0;
 }
 
+/* A job's series: one per GPU it had queues on. */
+static size_t entry_series(const struct metrics_retired_entry *e)
+{
+        size_t n = 0;
+
+        if (e->id.cluster_kind == CLUSTER_KIND_NONE)
+                return 0;
+        for (size_t i = 0; i < METRICS_MAX_GPUS; i++)
+                n += e->on_gpu[i];
+        return n;
+}
+
 static void drop_entry(struct metrics_retired *r, size_t i)
 {
         metrics_identity_done(&r->entries[i].id);
@@ -209,7 +221,7 @@ static bool job_entry_droppable(const struct metrics_retired *r, size_t i, metri
 size_t metrics_retired_expire(struct metrics_retired *r, uint64_t now_us, metrics_identity_live_fn live,
                               void *userdata)
 {
-        size_t dropped = 0, n_jobs = 0;
+        size_t dropped = 0, n_series = 0;
 
         for (size_t i = 0; i < r->n_entries;) {
                 if (job_entry_droppable(r, i, live, userdata) && now_us > r->entries[i].retired_at_us &&
@@ -218,10 +230,10 @@ size_t metrics_retired_expire(struct metrics_retired *r, uint64_t now_us, metric
                         dropped++;
                         continue;
                 }
-                n_jobs += r->entries[i].id.cluster_kind != CLUSTER_KIND_NONE;
+                n_series += entry_series(&r->entries[i]);
                 i++;
         }
-        while (n_jobs > METRICS_RETIRED_JOBS_MAX) {
+        while (n_series > METRICS_RETIRED_JOB_SERIES_MAX) {
                 size_t oldest = SIZE_MAX;
 
                 for (size_t i = 0; i < r->n_entries; i++)
@@ -230,9 +242,9 @@ size_t metrics_retired_expire(struct metrics_retired *r, uint64_t now_us, metric
                                 oldest = i;
                 if (oldest == SIZE_MAX)
                         break; /* every job left has a live process */
+                n_series -= entry_series(&r->entries[oldest]);
                 drop_entry(r, oldest);
                 dropped++;
-                n_jobs--;
         }
         return dropped;
 }

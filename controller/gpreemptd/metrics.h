@@ -138,10 +138,14 @@ uint64_t metrics_process_suspended_us(const struct metrics_process *mp, size_t g
  * reload that renames them adds a few. A cluster job's entry is dropped
  * once the job has had no process for METRICS_RETIRED_JOB_KEEP_US (its
  * series then end, after Prometheus scraped their last values), and the
- * oldest job's first when more than METRICS_RETIRED_JOBS_MAX are kept.
+ * oldest job's first while ended jobs have more than
+ * METRICS_RETIRED_JOB_SERIES_MAX series (a job's on each GPU it used): the
+ * whole Metrics reply must fit in one Varlink message (256 KiB), and a
+ * job's three series on a GPU take up to ~950 bytes of it with a name of
+ * METRICS_LABEL_VALUE_MAX bytes, so these take at most ~120 KiB.
  */
 #define METRICS_RETIRED_JOB_KEEP_US (15ULL * 60 * 1000000)
-#define METRICS_RETIRED_JOBS_MAX 1024
+#define METRICS_RETIRED_JOB_SERIES_MAX 128
 
 struct metrics_retired_entry {
         struct metrics_identity id; /* owned */
@@ -165,8 +169,8 @@ typedef bool (*metrics_identity_live_fn)(const struct metrics_identity *id, void
 /*
  * Drops the entries of cluster jobs that no live process counts under and
  * that were retired into more than METRICS_RETIRED_JOB_KEEP_US before now_us,
- * then the oldest such jobs' while more than METRICS_RETIRED_JOBS_MAX
- * remain. Returns how many were dropped.
+ * then the oldest such jobs' while the jobs' series number more than
+ * METRICS_RETIRED_JOB_SERIES_MAX. Returns how many entries were dropped.
  */
 size_t metrics_retired_expire(struct metrics_retired *r, uint64_t now_us, metrics_identity_live_fn live,
                               void *userdata);

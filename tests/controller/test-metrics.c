@@ -175,21 +175,39 @@ static void test_retired_jobs_expire(void **state)
         metrics_retired_done(&r);
 }
 
-/* However fast jobs come and go, no more than METRICS_RETIRED_JOBS_MAX are kept: the oldest leave first. */
+/*
+ * However fast jobs come and go, ended jobs keep no more than
+ * METRICS_RETIRED_JOB_SERIES_MAX series (one per GPU a job used): the oldest
+ * leave first, a job with a live process never.
+ */
 static void test_retired_jobs_are_bounded(void **state)
 {
         struct metrics_retired r = { 0 };
         char id[16];
 
-        for (unsigned i = 0; i < METRICS_RETIRED_JOBS_MAX + 5; i++) {
+        for (unsigned i = 0; i < METRICS_RETIRED_JOB_SERIES_MAX + 5; i++) {
                 snprintf(id, sizeof(id), "%u", i);
                 retire_job(&r, id, i == 0 ? "live" : "done", 100 + i);
         }
         assert_int_equal(metrics_retired_expire(&r, 200, live_if_named_live, NULL), 5);
-        assert_int_equal(r.n_entries, METRICS_RETIRED_JOBS_MAX);
+        assert_int_equal(r.n_entries, METRICS_RETIRED_JOB_SERIES_MAX);
         /* job 0 has a live process: it stays; jobs 1 to 5 were the oldest of the rest */
         assert_string_equal(r.entries[0].id.cluster_id, "0");
         assert_string_equal(r.entries[1].id.cluster_id, "6");
+        /* a job on four GPUs counts four: the next three oldest make room for it */
+        {
+                struct cluster_identity job = slurm_job("4gpus", "done");
+                struct metrics_identity four;
+
+                assert_int_equal(metrics_identity_make("train", WORKLOAD_CLASS_OFFLINE, &job, &four), 0);
+                assert_int_equal(metrics_retire(&r, &four, &(struct metrics_process){ .on_gpu = { 1, 1, 1, 1 } }, 4,
+                                                 10000),
+                                 0);
+                metrics_identity_done(&four);
+        }
+        assert_int_equal(metrics_retired_expire(&r, 10000, live_if_named_live, NULL), 4);
+        assert_string_equal(r.entries[1].id.cluster_id, "10");
+        assert_string_equal(r.entries[r.n_entries - 1].id.cluster_id, "4gpus");
         metrics_retired_done(&r);
 }
 
