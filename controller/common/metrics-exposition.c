@@ -8,9 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Longer names or help texts than these are not the daemon's. */
+#include "utf8.h"
+
+/* Longer names, help texts or label values than these are not the daemon's. */
 #define NAME_MAX_LENGTH 200
 #define HELP_MAX_LENGTH 1000
+#define LABEL_VALUE_MAX_LENGTH 1000
 
 /* [a-zA-Z_:][a-zA-Z0-9_:]* for metric names; without ':' for label names. */
 static bool valid_name(const char *s, bool colon_allowed)
@@ -66,16 +69,42 @@ static bool valid_labels(struct json_object *labels)
                 return false;
         json_object_object_foreach(labels, key, value)
         {
-                if (!valid_name(key, false) || strcmp(key, "le") == 0 || !json_object_is_type(value, json_type_string))
+                if (!valid_name(key, false) || strcmp(key, "le") == 0 || !json_object_is_type(value, json_type_string) ||
+                    json_object_get_string_len(value) > LABEL_VALUE_MAX_LENGTH)
                         return false;
         }
         return true;
 }
 
+/*
+ * The exposition format has buckets in increasing order of le, each count
+ * cumulative, all of them finite bounds (the writer adds +Inf, which is
+ * count): Prometheus refuses a histogram that is not so.
+ */
+static const char *check_buckets(struct json_object *buckets, double count)
+{
+        double previous_le = -INFINITY, previous_count = 0, le, n;
+
+        for (size_t i = 0; i < json_object_array_length(buckets); i++) {
+                struct json_object *b = json_object_array_get_idx(buckets, i);
+
+                if (!json_object_is_type(b, json_type_object) || !number_member(b, "le", &le) ||
+                    !number_member(b, "count", &n))
+                        return "a histogram bucket lacks its le or count";
+                if (!isfinite(le) || le <= previous_le)
+                        return "a histogram's bucket bounds are not finite and increasing";
+                if (!(n >= previous_count) || n > count)
+                        return "a histogram's bucket counts are not cumulative up to its count";
+                previous_le = le;
+                previous_count = n;
+        }
+        return NULL;
+}
+
 static const char *check_sample(struct json_object *s, bool histogram)
 {
         struct json_object *labels = NULL, *buckets;
-        double x;
+        double x, sum;
 
         if (!json_object_is_type(s, json_type_object))
                 return "a sample is not an object";
@@ -85,16 +114,9 @@ static const char *check_sample(struct json_object *s, bool histogram)
         if (!histogram)
                 return number_member(s, "value", &x) ? NULL : "a sample has no numeric value";
         buckets = array_member(s, "buckets");
-        if (!buckets || !number_member(s, "count", &x) || !number_member(s, "sum", &x))
+        if (!buckets || !number_member(s, "count", &x) || !number_member(s, "sum", &sum))
                 return "a histogram sample lacks its buckets, count or sum";
-        for (size_t i = 0; i < json_object_array_length(buckets); i++) {
-                struct json_object *b = json_object_array_get_idx(buckets, i);
-
-                if (!json_object_is_type(b, json_type_object) || !number_member(b, "le", &x) ||
-                    !number_member(b, "count", &x))
-                        return "a histogram bucket lacks its le or count";
-        }
-        return NULL;
+        return check_buckets(buckets, x);
 }
 
 static const char *check_family(struct json_object *f)
@@ -147,18 +169,34 @@ static void write_number(FILE *out, double x)
         fputs(text, out);
 }
 
-/* HELP escapes backslash and newline; label values the double quote too. */
+/*
+ * HELP escapes backslash and newline; label values the double quote too.
+ * Both must be UTF-8 (Prometheus refuses the whole scrape otherwise), and
+ * what comes over the socket need not be: a byte that does not start a
+ * well-formed sequence is written as U+FFFD.
+ */
 static void write_escaped(FILE *out, const char *s, bool quote)
 {
-        for (; *s; s++) {
-                if (*s == '\\')
+        size_t len = strlen(s);
+
+        for (size_t i = 0; i < len;) {
+                uint32_t cp;
+                size_t n = utf8_sequence(s + i, len - i, &cp);
+
+                if (n == 0) {
+                        fputs("\xef\xbf\xbd", out);
+                        i++;
+                        continue;
+                }
+                if (s[i] == '\\')
                         fputs("\\\\", out);
-                else if (*s == '\n')
+                else if (s[i] == '\n')
                         fputs("\\n", out);
-                else if (quote && *s == '"')
+                else if (quote && s[i] == '"')
                         fputs("\\\"", out);
                 else
-                        fputc(*s, out);
+                        fwrite(s + i, 1, n, out);
+                i += n;
         }
 }
 
@@ -240,14 +278,28 @@ static void write_family(FILE *out, struct json_object *f)
         }
 }
 
+/* Whether a family before the i-th has its name: HELP and TYPE come once per name. */
+static bool named_before(struct json_object *families, size_t i)
+{
+        const char *name = string_member(json_object_array_get_idx(families, i), "name");
+
+        for (size_t j = 0; j < i; j++)
+                if (strcmp(string_member(json_object_array_get_idx(families, j), "name"), name) == 0)
+                        return true;
+        return false;
+}
+
 int metrics_exposition_write(FILE *out, struct json_object *families, const char **ret_problem)
 {
         const char *problem = NULL;
 
         if (!families || !json_object_is_type(families, json_type_array))
                 problem = "the families are not an array";
-        for (size_t i = 0; !problem && i < json_object_array_length(families); i++)
+        for (size_t i = 0; !problem && i < json_object_array_length(families); i++) {
                 problem = check_family(json_object_array_get_idx(families, i));
+                if (!problem && named_before(families, i))
+                        problem = "two families have the same name";
+        }
         if (problem) {
                 if (ret_problem)
                         *ret_problem = problem;

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api-names.h"
@@ -37,8 +38,17 @@
 
 /* Not in the Prometheus wiki's 9100-9999 range, which is allocated in full (docs/metrics.md). */
 #define EXPORTER_DEFAULT_PORT 10179
-/* The daemon answers from its loop, which an in-flight suspend can hold for milliseconds. */
+/*
+ * The daemon answers from its loop, which an in-flight suspend can hold for
+ * milliseconds; this bounds connecting and the call together. A scrape that
+ * says how long Prometheus waits (X-Prometheus-Scrape-Timeout-Seconds) gets
+ * EXPORTER_SCRAPE_SHARE_PERCENT of that when it is less, so that
+ * gpreempt_up 0 arrives before Prometheus gives up on the scrape.
+ */
 #define EXPORTER_CALL_TIMEOUT_MS 5000
+#define EXPORTER_SCRAPE_SHARE_PERCENT 80
+#define EXPORTER_MIN_CALL_TIMEOUT_MS 50
+#define EXPORTER_SCRAPE_TIMEOUT_HEADER "X-Prometheus-Scrape-Timeout-Seconds"
 /* Scrapers are few; more connections than this wait. */
 #define EXPORTER_MAX_CONNECTIONS 16
 #define EXPORTER_CONNECTION_TIMEOUT_S 10
@@ -129,27 +139,43 @@ static char *explain_no_answer(const char *socket_path, int error, const char *v
         else if (error == -EACCES)
                 r = asprintf(&s, "may not connect to %s: run gpreempt-exporter as root or in the gpreempt group",
                              socket_path);
+        else if (error == -ETIMEDOUT)
+                r = asprintf(&s, "gpreemptd did not answer on %s in time: is its loop stuck? 'gpreemptctl status' "
+                                 "and its log may tell", socket_path);
         else
                 r = asprintf(&s, "gpreemptd did not answer on %s: %s", socket_path, strerror(-error));
         return r < 0 ? NULL : s;
 }
 
-/* Asks gpreemptd for its families. Returns 0, or -errno with the reason in *ret_why. */
-static int ask_daemon(bool per_process, struct json_object **ret_families, char **ret_why)
+static int64_t monotonic_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Asks gpreemptd for its families within timeout_ms. Returns 0, or -errno with the reason in *ret_why. */
+static int ask_daemon(bool per_process, int timeout_ms, struct json_object **ret_families, char **ret_why)
 {
         _cleanup_(varlink_client_freep) struct varlink_client *c = NULL;
         _cleanup_(json_object_putp) struct json_object *params = json_object_new_object(), *reply = NULL;
         _cleanup_free_ char *path = NULL, *error = NULL;
         struct json_object *families;
+        int64_t deadline_ms = monotonic_ms() + timeout_ms;
         int r;
 
         r = paths_api_socket(&path);
         if (r < 0)
                 return r;
-        r = varlink_client_connect(path, EXPORTER_CALL_TIMEOUT_MS, &c);
+        r = varlink_client_connect(path, timeout_ms, &c);
         if (r >= 0) {
+                int64_t left_ms = deadline_ms - monotonic_ms();
+
                 json_object_object_add(params, "per_process", json_object_new_boolean(per_process));
-                r = varlink_client_call(c, API_QUALIFIED("Metrics"), params, EXPORTER_CALL_TIMEOUT_MS, &reply, &error);
+                r = left_ms <= 0 ? -ETIMEDOUT
+                                 : varlink_client_call(c, API_QUALIFIED("Metrics"), params, (int)left_ms, &reply,
+                                                       &error);
         }
         if (r < 0 || error) {
                 *ret_why = explain_no_answer(path, r < 0 ? r : -EPROTO, error);
@@ -185,14 +211,14 @@ static struct json_object *up_family(bool up)
  * daemon answered, 0 when not (the text is then gpreempt_up 0 alone and
  * the reason was printed), -ENOMEM.
  */
-static int collect(bool per_process, char **ret_text, size_t *ret_size)
+static int collect(bool per_process, int timeout_ms, char **ret_text, size_t *ret_size)
 {
         _cleanup_(json_object_putp) struct json_object *families = NULL;
         _cleanup_free_ char *why = NULL, *text = NULL;
         const char *problem = NULL;
         size_t size = 0;
         FILE *out;
-        int r = ask_daemon(per_process, &families, &why);
+        int r = ask_daemon(per_process, timeout_ms, &families, &why);
 
         if (r < 0 && r != -ENOMEM)
                 families = json_object_new_array();
@@ -226,8 +252,9 @@ static int collect(bool per_process, char **ret_text, size_t *ret_size)
         return why ? 0 : 1;
 }
 
+/* Takes text. allow: the Allow header's value, which a 405 must carry (RFC 9110 §15.5.6); NULL for none. */
 static enum MHD_Result reply_text(struct MHD_Connection *connection, unsigned status, char *text, size_t size,
-                                  const char *content_type)
+                                  const char *content_type, const char *allow)
 {
         struct MHD_Response *response = MHD_create_response_from_buffer(size, text, MHD_RESPMEM_MUST_FREE);
         enum MHD_Result r;
@@ -237,16 +264,38 @@ static enum MHD_Result reply_text(struct MHD_Connection *connection, unsigned st
                 return MHD_NO;
         }
         MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        if (allow)
+                MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, allow);
         r = MHD_queue_response(connection, status, response);
         MHD_destroy_response(response);
         return r;
 }
 
-static enum MHD_Result reply_message(struct MHD_Connection *connection, unsigned status, const char *message)
+static enum MHD_Result reply_message(struct MHD_Connection *connection, unsigned status, const char *message,
+                                     const char *allow)
 {
         char *text = strdup(message);
 
-        return text ? reply_text(connection, status, text, strlen(text), "text/plain; charset=utf-8") : MHD_NO;
+        return text ? reply_text(connection, status, text, strlen(text), "text/plain; charset=utf-8", allow) : MHD_NO;
+}
+
+/* How long the daemon may take to answer this scrape: see EXPORTER_CALL_TIMEOUT_MS. */
+static int scrape_call_timeout_ms(struct MHD_Connection *connection)
+{
+        const char *header = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, EXPORTER_SCRAPE_TIMEOUT_HEADER);
+        double seconds, share_ms;
+        char *end;
+
+        if (!header)
+                return EXPORTER_CALL_TIMEOUT_MS;
+        errno = 0;
+        seconds = strtod(header, &end);
+        if (errno || end == header || *end || !(seconds > 0))
+                return EXPORTER_CALL_TIMEOUT_MS; /* not Prometheus's: as without one */
+        share_ms = seconds * 1000 * EXPORTER_SCRAPE_SHARE_PERCENT / 100;
+        if (share_ms >= EXPORTER_CALL_TIMEOUT_MS)
+                return EXPORTER_CALL_TIMEOUT_MS;
+        return share_ms < EXPORTER_MIN_CALL_TIMEOUT_MS ? EXPORTER_MIN_CALL_TIMEOUT_MS : (int)share_ms;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
@@ -257,13 +306,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         char *text = NULL;
         size_t size = 0;
 
-        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-                return reply_message(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "Only GET and HEAD are served.\n");
         if (strcmp(url, "/metrics") != 0)
-                return reply_message(connection, MHD_HTTP_NOT_FOUND, "gpreempt-exporter serves /metrics only.\n");
-        if (collect(o->per_process, &text, &size) < 0)
-                return reply_message(connection, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
-        return reply_text(connection, MHD_HTTP_OK, text, size, METRICS_EXPOSITION_CONTENT_TYPE);
+                return reply_message(connection, MHD_HTTP_NOT_FOUND, "gpreempt-exporter serves /metrics only.\n",
+                                     NULL);
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+                return reply_message(connection, MHD_HTTP_METHOD_NOT_ALLOWED,
+                                     "/metrics is served to GET and HEAD only.\n", "GET, HEAD");
+        if (collect(o->per_process, scrape_call_timeout_ms(connection), &text, &size) < 0)
+                return reply_message(connection, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n", NULL);
+        return reply_text(connection, MHD_HTTP_OK, text, size, METRICS_EXPOSITION_CONTENT_TYPE, NULL);
 }
 
 static int serve(const struct options *o)
@@ -317,7 +368,7 @@ static int write_textfile(const struct options *o)
 {
         _cleanup_free_ char *text = NULL, *tmp = NULL;
         size_t size = 0;
-        int answered = collect(o->per_process, &text, &size), fd, r = 0;
+        int answered = collect(o->per_process, EXPORTER_CALL_TIMEOUT_MS, &text, &size), fd, r = 0;
         FILE *f;
 
         if (answered < 0 || asprintf(&tmp, "%s.XXXXXX", o->textfile) < 0) {

@@ -8,6 +8,7 @@
 #include "cleanup.h"
 #include "json-get.h"
 #include "printable.h"
+#include "status-view.h"
 
 static struct json_object *find_family(struct json_object *families, const char *name)
 {
@@ -55,26 +56,42 @@ static double value_beside(struct json_object *families, const char *name, struc
         return json_get_double(matching_sample(families, name, sample), "value");
 }
 
+/* The series' cluster job as `status` shows a process's (malloc'd, printable); "-" for none. */
+static char *job_of(struct json_object *sample)
+{
+        const char *slurm_job = label(sample, "slurm_job"), *pod_uid = label(sample, "kubernetes_pod_uid");
+        const char *slurm_name = label(sample, "slurm_job_name"), *pod = label(sample, "kubernetes_pod");
+        char text[256] = "-";
+
+        if (*slurm_job)
+                status_view_format_job(text, sizeof(text), "slurm", slurm_job, *slurm_name ? slurm_name : NULL);
+        else if (*pod_uid)
+                status_view_format_job(text, sizeof(text), "kubernetes", pod_uid, *pod ? pod : NULL);
+        /* the job's name is its user's text: no control character reaches the terminal */
+        return printable_dup(text);
+}
+
 static void print_workloads(FILE *out, struct json_object *families, struct json_object *previous)
 {
         struct json_object *samples = json_get_array(find_family(families, "gpreempt_suspensions_total"), "samples");
         size_t n = samples ? json_object_array_length(samples) : 0;
 
-        fprintf(out, "\n%-24s %-8s %10s %12s %6s %11s %9s\n", "WORKLOAD", "CLASS", "GPU", "SUSPENSIONS", "NEW",
-                "SUSPENDED", "NEW");
+        fprintf(out, "\n%-24s %-8s %-24s %10s %12s %6s %11s %9s\n", "WORKLOAD", "CLASS", "JOB", "GPU", "SUSPENSIONS",
+                "NEW", "SUSPENDED", "NEW");
         if (n == 0)
                 fprintf(out, "(no workload has had queues on a GPU yet)\n");
         for (size_t i = 0; i < n; i++) {
                 struct json_object *s = json_object_array_get_idx(samples, i);
-                _cleanup_free_ char *workload = printable_dup(label(s, "workload"));
+                _cleanup_free_ char *workload = printable_dup(label(s, "workload")), *job = job_of(s);
                 double suspensions = json_get_double(s, "value");
                 double suspended = value_beside(families, "gpreempt_suspended_seconds_total", s);
                 double was_suspensions = previous ? value_beside(previous, "gpreempt_suspensions_total", s) : 0;
                 double was_suspended = previous ? value_beside(previous, "gpreempt_suspended_seconds_total", s) : 0;
 
-                fprintf(out, "%-24.24s %-8s %10s %12.0f %6.0f %10.1fs %8.2fs\n",
-                        workload && *workload ? workload : "(registered)", label(s, "class"), label(s, "gpu_id"),
-                        suspensions, suspensions - was_suspensions, suspended, suspended - was_suspended);
+                fprintf(out, "%-24.24s %-8s %-24s %10s %12.0f %6.0f %10.1fs %8.2fs\n",
+                        workload && *workload ? workload : "(registered)", label(s, "class"), job ? job : "-",
+                        label(s, "gpu_id"), suspensions, suspensions - was_suspensions, suspended,
+                        suspended - was_suspended);
         }
 }
 

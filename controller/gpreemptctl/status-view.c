@@ -120,29 +120,26 @@ static void format_state(char *buf, size_t size, struct json_object *p)
                  json_get_bool(p, "frozen") ? ", frozen" : "");
 }
 
-/*
- * The cluster job a process is part of, by the name people know it by: the
- * pod's namespace/name or the Slurm job's name, with the job id; a pod
- * without a name in its environment by the start of its UID.
- */
-static void format_job(char *buf, size_t size, struct json_object *p)
+void status_view_format_job(char *buf, size_t size, const char *kind, const char *id, const char *name)
 {
-        struct json_object *cluster = NULL;
-        const char *kind, *id, *name;
-
-        if (!json_object_object_get_ex(p, "cluster", &cluster) || !cluster) {
-                snprintf(buf, size, "-");
-                return;
-        }
-        kind = json_get_string(cluster, "kind", "");
-        id = json_get_string(cluster, "id", "?");
-        name = json_get_string(cluster, "name", NULL);
         if (strcmp(kind, "slurm") == 0)
                 snprintf(buf, size, "%s%sjob %s%s", name ? name : "", name ? " (" : "", id, name ? ")" : "");
         else if (name)
                 snprintf(buf, size, "%s", name);
         else
                 snprintf(buf, size, "pod %.8s", id);
+}
+
+static void format_job(char *buf, size_t size, struct json_object *p)
+{
+        struct json_object *cluster = NULL;
+
+        if (!json_object_object_get_ex(p, "cluster", &cluster) || !cluster) {
+                snprintf(buf, size, "-");
+                return;
+        }
+        status_view_format_job(buf, size, json_get_string(cluster, "kind", ""), json_get_string(cluster, "id", "?"),
+                               json_get_string(cluster, "name", NULL));
 }
 
 static void print_processes(FILE *out, struct json_object *status)

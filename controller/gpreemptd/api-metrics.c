@@ -206,6 +206,29 @@ struct workload_families {
         struct json_object *suspensions, *resumptions, *suspended;
 };
 
+/*
+ * The process's cluster job: slurm_job (its id) and slurm_job_name, or
+ * kubernetes_pod_uid and kubernetes_pod (namespace/name). Not "job", which
+ * Prometheus gives every target, nor "pod" and "namespace", which
+ * Kubernetes service discovery is commonly relabelled into for the
+ * exporter's own pod: either would be renamed exported_* on the way in.
+ * A label without a value is left out, as Prometheus reads an empty one.
+ */
+static void add_cluster_labels(struct json_object *labels, const struct metrics_identity *id)
+{
+        static const char *const label_names[_CLUSTER_KIND_MAX][2] = {
+                [CLUSTER_KIND_SLURM] = { "slurm_job", "slurm_job_name" },
+                [CLUSTER_KIND_KUBERNETES] = { "kubernetes_pod_uid", "kubernetes_pod" },
+        };
+
+        if (id->cluster_kind == CLUSTER_KIND_NONE || id->cluster_kind >= _CLUSTER_KIND_MAX)
+                return;
+        if (id->cluster_id)
+                add_label(labels, label_names[id->cluster_kind][0], id->cluster_id);
+        if (id->cluster_name)
+                add_label(labels, label_names[id->cluster_kind][1], id->cluster_name);
+}
+
 static void add_series(const struct workload_families *f, const struct gpu *g, const struct metrics_identity *id,
                        pid_t pid, const struct metrics_transitions *t, uint64_t suspended_us)
 {
@@ -213,6 +236,7 @@ static void add_series(const struct workload_families *f, const struct gpu *g, c
 
         add_label(labels, "workload", id->workload ? id->workload : "");
         add_label(labels, "class", workload_class_to_string(id->class));
+        add_cluster_labels(labels, id);
         if (pid > 0) {
                 char text[16];
 
@@ -287,24 +311,16 @@ static void add_workload_families(struct json_object *families, const struct man
                 }
                 return;
         }
-        for (size_t r = 0; r < m->metrics_retired.n_entries; r++) {
-                const struct metrics_retired_entry *e = &m->metrics_retired.entries[r];
-                struct metrics_identity id = { e->workload, e->class };
-
-                add_identity_series(&f, m, &id, e);
-        }
+        for (size_t r = 0; r < m->metrics_retired.n_entries; r++)
+                add_identity_series(&f, m, &m->metrics_retired.entries[r].id, &m->metrics_retired.entries[r]);
         for (size_t i = 0; i < m->n_processes; i++) {
                 const struct tracked_process *p = m->processes[i];
                 bool retired = false;
 
                 if (!p->counted || identity_seen_before(m, i, &p->metrics_id))
                         continue;
-                for (size_t r = 0; r < m->metrics_retired.n_entries && !retired; r++) {
-                        struct metrics_identity id = { m->metrics_retired.entries[r].workload,
-                                                       m->metrics_retired.entries[r].class };
-
-                        retired = metrics_identity_equal(&id, &p->metrics_id);
-                }
+                for (size_t r = 0; r < m->metrics_retired.n_entries && !retired; r++)
+                        retired = metrics_identity_equal(&m->metrics_retired.entries[r].id, &p->metrics_id);
                 if (!retired)
                         add_identity_series(&f, m, &p->metrics_id, NULL);
         }

@@ -266,6 +266,7 @@ static void method_metrics(struct varlink_call *call, struct json_object *params
                 }
                 per_process = json_object_get_boolean(v);
         }
+        manager_expire_metrics(userdata);
         reply = json_object_new_object();
         json_object_object_add(reply, "families", api_metrics_families(userdata, per_process));
         varlink_call_reply(call, reply);

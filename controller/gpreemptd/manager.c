@@ -829,13 +829,30 @@ static void start_session(struct manager *m, struct tracked_process *p)
 }
 
 /*
- * The labels p's counts are kept under: the one place a process's identity
- * becomes labels. A cluster identity (Slurm job, pod) of the process goes
- * into struct metrics_identity here.
+ * The labels p's counts are kept under, made into an identity of their own
+ * (-ENOMEM): the one place a process's identity becomes labels.
  */
-static struct metrics_identity process_metrics_identity(const struct tracked_process *p)
+static int process_metrics_identity(const struct tracked_process *p, struct metrics_identity *ret)
 {
-        return (struct metrics_identity){ .workload = p->workload, .class = p->class };
+        return metrics_identity_make(p->workload, p->class, &p->cluster, ret);
+}
+
+static bool identity_has_live_process(const struct metrics_identity *id, void *userdata)
+{
+        const struct manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_processes; i++)
+                if (m->processes[i]->counted && metrics_identity_equal(&m->processes[i]->metrics_id, id))
+                        return true;
+        return false;
+}
+
+void manager_expire_metrics(struct manager *m)
+{
+        size_t dropped = metrics_retired_expire(&m->metrics_retired, manager_now(m), identity_has_live_process, m);
+
+        if (dropped)
+                log_debug("Metrics: the series of %zu cluster jobs gone are dropped", dropped);
 }
 
 /*
@@ -853,29 +870,36 @@ static void retire_process_metrics(struct manager *m, struct tracked_process *p)
                 return;
         memcpy(ongoing, p->metrics.suspended_since, sizeof(ongoing));
         metrics_process_end(&p->metrics, now);
-        if (metrics_retire(&m->metrics_retired, &p->metrics_id, &p->metrics, m->n_gpus) < 0)
+        if (metrics_retire(&m->metrics_retired, &p->metrics_id, &p->metrics, m->n_gpus, now) < 0)
                 log_warning("Process %d: out of memory; its suspensions leave the metrics", (int)p->pid);
         memset(&p->metrics, 0, sizeof(p->metrics));
         for (size_t i = 0; i < METRICS_MAX_GPUS; i++)
                 p->metrics.suspended_since[i] = ongoing[i] ? now : 0;
-        free((char *)p->metrics_id.workload);
-        p->metrics_id = (struct metrics_identity){ 0 };
+        metrics_identity_done(&p->metrics_id);
         p->counted = false;
+        manager_expire_metrics(m);
 }
 
 /* Counts p under its identity from now on (managed processes only); a change retires the old counts. */
 static void identify_process_metrics(struct manager *m, struct tracked_process *p)
 {
-        struct metrics_identity id = process_metrics_identity(p);
-        char *workload = NULL;
+        struct metrics_identity id;
 
-        if (p->counted && p->managed && metrics_identity_equal(&p->metrics_id, &id))
+        if (!p->managed) {
+                retire_process_metrics(m, p);
                 return;
+        }
+        if (process_metrics_identity(p, &id) < 0) {
+                log_warning("Process %d: out of memory; its suspensions are not counted", (int)p->pid);
+                retire_process_metrics(m, p);
+                return;
+        }
+        if (p->counted && metrics_identity_equal(&p->metrics_id, &id)) {
+                metrics_identity_done(&id);
+                return;
+        }
         retire_process_metrics(m, p);
-        if (!p->managed || (id.workload && !(workload = strdup(id.workload))))
-                return;
         p->metrics_id = id;
-        p->metrics_id.workload = workload;
         p->counted = true;
         note_process_gpus(m, p);
 }

@@ -76,7 +76,7 @@ struct tracked_process {
         bool frozen;              /* offline: its cgroup is frozen */
         struct metrics_process metrics; /* its transitions, per GPU index, since it got its identity */
         bool counted;             /* metrics_id holds the identity its counts are kept under */
-        struct metrics_identity metrics_id; /* its workload's name is owned here */
+        struct metrics_identity metrics_id; /* owned here */
 };
 
 struct manager {
@@ -118,6 +118,8 @@ int manager_gpu_index(const struct manager *m, uint32_t gpu_id);
 /* Whether the node has a KFD (amdgpu loaded, an AMD GPU): without one there is nothing to manage. */
 bool manager_kfd_present(const struct manager *m);
 struct tracked_process *manager_find_process(struct manager *m, pid_t pid);
+/* Drops the retired series of cluster jobs gone long enough (metrics_retired_expire()); before each Metrics answer. */
+void manager_expire_metrics(struct manager *m);
 
 /*
  * Registers pid (which need not use the GPU yet) and the processes it

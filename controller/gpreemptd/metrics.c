@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 /*
  * From the fastest reaction worth telling apart (a wake-up on an idle
  * core is a few µs) to the slowest anyone should see (an HWS preemption
@@ -42,11 +44,87 @@ const char *metrics_error_to_string(enum metrics_error e)
         return (unsigned)e < _METRICS_ERROR_MAX ? names[e] : NULL;
 }
 
+/* s as a label value of its own (see metrics_identity_make()); NULL for NULL, and when out of memory. */
+static char *label_value_dup(const char *s)
+{
+        static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+        size_t len = strlen(s), n = 0;
+        char *out = malloc(METRICS_LABEL_VALUE_MAX + 1);
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len;) {
+                uint32_t cp;
+                size_t seq = utf8_sequence(s + i, len - i, &cp);
+                const char *bytes = seq ? s + i : replacement;
+                size_t bytes_len = seq ? seq : sizeof(replacement) - 1;
+
+                if (n + bytes_len > METRICS_LABEL_VALUE_MAX)
+                        break;
+                memcpy(out + n, bytes, bytes_len);
+                n += bytes_len;
+                i += seq ? seq : 1;
+        }
+        out[n] = 0;
+        return out;
+}
+
+static int dup_or_null(const char *s, char *(*dup)(const char *), char **ret)
+{
+        *ret = NULL;
+        if (s && !(*ret = dup(s)))
+                return -ENOMEM;
+        return 0;
+}
+
+int metrics_identity_make(const char *workload, enum workload_class class, const struct cluster_identity *cluster,
+                          struct metrics_identity *ret)
+{
+        struct metrics_identity id = { .class = class, .cluster_kind = cluster->kind };
+
+        if (dup_or_null(workload, strdup, &id.workload) < 0 ||
+            dup_or_null(cluster->kind != CLUSTER_KIND_NONE ? cluster->id : NULL, label_value_dup, &id.cluster_id) < 0 ||
+            dup_or_null(cluster->kind != CLUSTER_KIND_NONE && cluster->name[0] ? cluster->name : NULL, label_value_dup,
+                        &id.cluster_name) < 0) {
+                metrics_identity_done(&id);
+                return -ENOMEM;
+        }
+        *ret = id;
+        return 0;
+}
+
+int metrics_identity_copy(const struct metrics_identity *id, struct metrics_identity *ret)
+{
+        struct metrics_identity copy = { .class = id->class, .cluster_kind = id->cluster_kind };
+
+        /* the values are label values already: copied as they are */
+        if (dup_or_null(id->workload, strdup, &copy.workload) < 0 ||
+            dup_or_null(id->cluster_id, strdup, &copy.cluster_id) < 0 ||
+            dup_or_null(id->cluster_name, strdup, &copy.cluster_name) < 0) {
+                metrics_identity_done(&copy);
+                return -ENOMEM;
+        }
+        *ret = copy;
+        return 0;
+}
+
+void metrics_identity_done(struct metrics_identity *id)
+{
+        free(id->workload);
+        free(id->cluster_id);
+        free(id->cluster_name);
+        *id = (struct metrics_identity){ 0 };
+}
+
+static bool same_string(const char *a, const char *b)
+{
+        return !a == !b && (!a || strcmp(a, b) == 0);
+}
+
 bool metrics_identity_equal(const struct metrics_identity *a, const struct metrics_identity *b)
 {
-        if (a->class != b->class || !a->workload != !b->workload)
-                return false;
-        return !a->workload || strcmp(a->workload, b->workload) == 0;
+        return a->class == b->class && a->cluster_kind == b->cluster_kind && same_string(a->workload, b->workload) &&
+               same_string(a->cluster_id, b->cluster_id) && same_string(a->cluster_name, b->cluster_name);
 }
 
 void metrics_process_suspended(struct metrics_process *mp, size_t gpu_index, uint64_t now_us)
@@ -81,31 +159,28 @@ uint64_t metrics_process_suspended_us(const struct metrics_process *mp, size_t g
 
 static struct metrics_retired_entry *find_entry(struct metrics_retired *r, const struct metrics_identity *id)
 {
-        for (size_t i = 0; i < r->n_entries; i++) {
-                struct metrics_identity e = { r->entries[i].workload, r->entries[i].class };
-
-                if (metrics_identity_equal(&e, id))
+        for (size_t i = 0; i < r->n_entries; i++)
+                if (metrics_identity_equal(&r->entries[i].id, id))
                         return &r->entries[i];
-        }
         return NULL;
 }
 
 int metrics_retire(struct metrics_retired *r, const struct metrics_identity *id, const struct metrics_process *mp,
-                   size_t n_gpus)
+                   size_t n_gpus, uint64_t now_us)
 {
         struct metrics_retired_entry *e = find_entry(r, id);
 
         if (!e) {
                 struct metrics_retired_entry *grown = realloc(r->entries, (r->n_entries + 1) * sizeof(*grown));
-                char *workload = NULL;
+                struct metrics_identity copy;
 
                 if (!grown)
                         return -ENOMEM;
                 r->entries = grown;
-                if (id->workload && !(workload = strdup(id->workload)))
+                if (metrics_identity_copy(id, &copy) < 0)
                         return -ENOMEM;
                 e = &r->entries[r->n_entries++];
-                *e = (struct metrics_retired_entry){ .workload = workload, .class = id->class };
+                *e = (struct metrics_retired_entry){ .id = copy };
         }
         for (size_t i = 0; i < n_gpus && i < METRICS_MAX_GPUS; i++) {
                 e->gpu[i].suspensions += mp->gpu[i].suspensions;
@@ -113,13 +188,71 @@ int metrics_retire(struct metrics_retired *r, const struct metrics_identity *id,
                 e->gpu[i].suspended_us += mp->gpu[i].suspended_us;
                 e->on_gpu[i] = e->on_gpu[i] || mp->on_gpu[i];
         }
+        e->retired_at_us = now_us;
         return 0;
+}
+
+/* A job's series: one per GPU it had queues on. */
+static size_t entry_series(const struct metrics_retired_entry *e)
+{
+        size_t n = 0;
+
+        if (e->id.cluster_kind == CLUSTER_KIND_NONE)
+                return 0;
+        for (size_t i = 0; i < METRICS_MAX_GPUS; i++)
+                n += e->on_gpu[i];
+        return n;
+}
+
+static void drop_entry(struct metrics_retired *r, size_t i)
+{
+        metrics_identity_done(&r->entries[i].id);
+        memmove(&r->entries[i], &r->entries[i + 1], (r->n_entries - i - 1) * sizeof(r->entries[0]));
+        r->n_entries--;
+}
+
+/* Whether entry i is a job's that may go: no live process counts under it. */
+static bool job_entry_droppable(const struct metrics_retired *r, size_t i, metrics_identity_live_fn live,
+                                void *userdata)
+{
+        return r->entries[i].id.cluster_kind != CLUSTER_KIND_NONE && !live(&r->entries[i].id, userdata);
+}
+
+size_t metrics_retired_expire(struct metrics_retired *r, uint64_t now_us, metrics_identity_live_fn live,
+                              void *userdata)
+{
+        size_t dropped = 0, n_series = 0;
+
+        for (size_t i = 0; i < r->n_entries;) {
+                if (job_entry_droppable(r, i, live, userdata) && now_us > r->entries[i].retired_at_us &&
+                    now_us - r->entries[i].retired_at_us > METRICS_RETIRED_JOB_KEEP_US) {
+                        drop_entry(r, i);
+                        dropped++;
+                        continue;
+                }
+                n_series += entry_series(&r->entries[i]);
+                i++;
+        }
+        while (n_series > METRICS_RETIRED_JOB_SERIES_MAX) {
+                size_t oldest = SIZE_MAX;
+
+                for (size_t i = 0; i < r->n_entries; i++)
+                        if (job_entry_droppable(r, i, live, userdata) &&
+                            (oldest == SIZE_MAX || r->entries[i].retired_at_us < r->entries[oldest].retired_at_us))
+                                oldest = i;
+                if (oldest == SIZE_MAX)
+                        break; /* every job left has a live process */
+                n_series -= entry_series(&r->entries[oldest]);
+                drop_entry(r, oldest);
+                dropped++;
+        }
+        return dropped;
 }
 
 void metrics_retired_done(struct metrics_retired *r)
 {
         for (size_t i = 0; i < r->n_entries; i++)
-                free(r->entries[i].workload);
+                metrics_identity_done(&r->entries[i].id);
         free(r->entries);
         *r = (struct metrics_retired){ 0 };
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster-identity.h"
 #include "policy-params.h"
 
 /* The most GPUs a daemon tracks (manager.h checks that they agree). */
@@ -84,14 +85,36 @@ struct metrics_transitions {
 /*
  * The labels a process's counts are kept under. No PID: a series per
  * process would grow without bound on a busy node (Metrics can add one on
- * request). A label from the process's cluster identity (Slurm job,
- * Kubernetes pod) belongs here, filled where the identity is made.
+ * request). The process's cluster job (Slurm job, Kubernetes pod) is one:
+ * a series per job that ran, which metrics_retired_expire() bounds.
  */
 struct metrics_identity {
-        const char *workload; /* NULL: registered by hand (gpreemptctl register) */
+        char *workload; /* NULL: registered by hand (gpreemptctl register) */
         enum workload_class class;
+        enum cluster_kind cluster_kind;
+        char *cluster_id;   /* NULL for CLUSTER_KIND_NONE */
+        char *cluster_name; /* NULL when the job has none */
 };
 
+/*
+ * The longest label value made from a process's cluster identity, in bytes.
+ * A Slurm job's name is its user's to choose; past this it is cut (at a
+ * character's boundary), as Prometheus's label_value_length_limit would
+ * otherwise refuse the whole scrape.
+ */
+#define METRICS_LABEL_VALUE_MAX 128
+
+/*
+ * An identity of its own (the strings copied) from the given parts: the
+ * cluster's strings made label values, valid UTF-8 (a byte that is not
+ * becomes U+FFFD) of at most METRICS_LABEL_VALUE_MAX bytes. Returns 0 or
+ * -ENOMEM.
+ */
+int metrics_identity_make(const char *workload, enum workload_class class, const struct cluster_identity *cluster,
+                          struct metrics_identity *ret);
+/* A copy of an identity metrics_identity_make() made. Returns 0 or -ENOMEM. */
+int metrics_identity_copy(const struct metrics_identity *id, struct metrics_identity *ret);
+void metrics_identity_done(struct metrics_identity *id);
 bool metrics_identity_equal(const struct metrics_identity *a, const struct metrics_identity *b);
 
 /* A tracked process's counts, per GPU by the manager's index of the GPU. */
@@ -110,14 +133,25 @@ uint64_t metrics_process_suspended_us(const struct metrics_process *mp, size_t g
 
 /*
  * The counts of processes that are gone, added up per identity, so that a
- * counter does not go back when a process exits. One entry per identity
- * ever seen: workloads are few, and a reload that renames them adds a few.
+ * counter does not go back when a process exits. Identities without a
+ * cluster job are kept for the daemon's life: workloads are few, and a
+ * reload that renames them adds a few. A cluster job's entry is dropped
+ * once the job has had no process for METRICS_RETIRED_JOB_KEEP_US (its
+ * series then end, after Prometheus scraped their last values), and the
+ * oldest job's first while ended jobs have more than
+ * METRICS_RETIRED_JOB_SERIES_MAX series (a job's on each GPU it used): the
+ * whole Metrics reply must fit in one Varlink message (256 KiB), and a
+ * job's three series on a GPU take up to ~950 bytes of it with a name of
+ * METRICS_LABEL_VALUE_MAX bytes, so these take at most ~120 KiB.
  */
+#define METRICS_RETIRED_JOB_KEEP_US (15ULL * 60 * 1000000)
+#define METRICS_RETIRED_JOB_SERIES_MAX 128
+
 struct metrics_retired_entry {
-        char *workload;
-        enum workload_class class;
+        struct metrics_identity id; /* owned */
         struct metrics_transitions gpu[METRICS_MAX_GPUS];
         bool on_gpu[METRICS_MAX_GPUS]; /* a process of it had queues there: its series exist, zeros too */
+        uint64_t retired_at_us;         /* when its last process was retired into it */
 };
 
 struct metrics_retired {
@@ -125,7 +159,19 @@ struct metrics_retired {
         size_t n_entries;
 };
 
-/* Adds a finished process's counts under its identity. Returns 0 or -ENOMEM (the counts are then lost). */
+/* Adds a finished process's counts under its identity at now_us. Returns 0 or -ENOMEM (the counts are then lost). */
 int metrics_retire(struct metrics_retired *r, const struct metrics_identity *id, const struct metrics_process *mp,
-                   size_t n_gpus);
+                   size_t n_gpus, uint64_t now_us);
+
+/* Whether a live process counts under id: its job's entry must stay, or its series would go back. */
+typedef bool (*metrics_identity_live_fn)(const struct metrics_identity *id, void *userdata);
+
+/*
+ * Drops the entries of cluster jobs that no live process counts under and
+ * that were retired into more than METRICS_RETIRED_JOB_KEEP_US before now_us,
+ * then the oldest such jobs' while the jobs' series number more than
+ * METRICS_RETIRED_JOB_SERIES_MAX. Returns how many entries were dropped.
+ */
+size_t metrics_retired_expire(struct metrics_retired *r, uint64_t now_us, metrics_identity_live_fn live,
+                              void *userdata);
 void metrics_retired_done(struct metrics_retired *r);

@@ -126,8 +126,15 @@ enum policy_action policy_online_idle(struct policy_gpu *g, uint64_t since_us, u
         if (g->online_busy) {
                 g->online_busy = false;
                 g->idle_since = min_u64(since_us, now_us);
-                if (g->idle_since > g->busy_since)
-                        g->stats.online_busy_us += g->idle_since - g->busy_since;
+                /*
+                 * Up to now, not to since: the period in progress was
+                 * reported (policy_online_busy_us()) up to the scrape, which
+                 * may have come after since; ending it earlier would make
+                 * gpreempt_online_busy_seconds_total go back, which
+                 * Prometheus reads as a reset of the whole count.
+                 */
+                if (now_us > g->busy_since)
+                        g->stats.online_busy_us += now_us - g->busy_since;
         }
         return evaluate(g, now_us);
 }

@@ -77,7 +77,7 @@ void policy_action_failed(struct policy_gpu *g, enum policy_action a, uint64_t n
 
 /* Total time suspended, including the suspension in progress. */
 uint64_t policy_suspended_us(const struct policy_gpu *g, uint64_t now_us);
-/* Total time the online side was busy, including the busy period in progress. */
+/* Total time the online side was busy (each period up to its idle report), including the period in progress. */
 uint64_t policy_online_busy_us(const struct policy_gpu *g, uint64_t now_us);
 /* How long offline work runs after MaxSuspendMs forced a resume. */
 uint64_t policy_offline_slice_us(const struct policy_params *p);

@@ -89,6 +89,26 @@ static void test_escaping(void **state)
         free(text);
 }
 
+/*
+ * A Slurm job's name is its user's bytes. The daemon sends UTF-8, but what
+ * comes over the socket is not trusted: bytes that are not UTF-8 become
+ * U+FFFD, as Prometheus would refuse the whole scrape for one such value.
+ */
+static void test_invalid_utf8_becomes_replacement_characters(void **state)
+{
+        char *text = NULL;
+
+        assert_int_equal(write_json("[{\"name\": \"m\", \"type\": \"gauge\", \"help\": \"h\\u00e9\","
+                                    " \"samples\": [{\"labels\": {\"slurm_job_name\": \"a\xff\xc3\\\"\xe2\x82\xac\"},"
+                                    " \"value\": 0}]}]",
+                                    &text, NULL),
+                         0);
+        assert_string_equal(text, "# HELP m h\xc3\xa9\n"
+                                  "# TYPE m gauge\n"
+                                  "m{slurm_job_name=\"a\xef\xbf\xbd\xef\xbf\xbd\\\"\xe2\x82\xac\"} 0\n");
+        free(text);
+}
+
 static void test_malformed_families_write_nothing(void **state)
 {
         static const struct {
@@ -124,7 +144,25 @@ static void test_malformed_families_write_nothing(void **state)
                 { "[{\"name\": \"m\", \"type\": \"histogram\", \"help\": \"\","
                   " \"samples\": [{\"labels\": {}, \"buckets\": [{\"le\": 1}], \"count\": 1, \"sum\": 1}]}]",
                   "a histogram bucket lacks its le or count" },
+                { "[{\"name\": \"m\", \"type\": \"histogram\", \"help\": \"\", \"samples\": [{\"labels\": {},"
+                  " \"buckets\": [{\"le\": 2, \"count\": 0}, {\"le\": 1, \"count\": 0}], \"count\": 1, \"sum\": 1}]}]",
+                  "a histogram's bucket bounds are not finite and increasing" },
+                { "[{\"name\": \"m\", \"type\": \"histogram\", \"help\": \"\", \"samples\": [{\"labels\": {},"
+                  " \"buckets\": [{\"le\": 1, \"count\": 0}, {\"le\": Infinity, \"count\": 1}], \"count\": 1,"
+                  " \"sum\": 1}]}]",
+                  "a histogram's bucket bounds are not finite and increasing" },
+                { "[{\"name\": \"m\", \"type\": \"histogram\", \"help\": \"\", \"samples\": [{\"labels\": {},"
+                  " \"buckets\": [{\"le\": 1, \"count\": 2}, {\"le\": 2, \"count\": 1}], \"count\": 2, \"sum\": 1}]}]",
+                  "a histogram's bucket counts are not cumulative up to its count" },
+                { "[{\"name\": \"m\", \"type\": \"histogram\", \"help\": \"\", \"samples\": [{\"labels\": {},"
+                  " \"buckets\": [{\"le\": 1, \"count\": 3}], \"count\": 2, \"sum\": 1}]}]",
+                  "a histogram's bucket counts are not cumulative up to its count" },
+                { "[{\"name\": \"m\", \"type\": \"gauge\", \"help\": \"\", \"samples\": []},"
+                  " {\"name\": \"m\", \"type\": \"counter\", \"help\": \"\", \"samples\": []}]",
+                  "two families have the same name" },
         };
+
+        char long_value[2048];
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 const char *problem = NULL;
@@ -135,6 +173,20 @@ static void test_malformed_families_write_nothing(void **state)
                 assert_string_equal(text, "");
                 free(text);
         }
+        /* a label value longer than any the daemon makes */
+        memset(long_value, 'x', sizeof(long_value));
+        snprintf(long_value + 1100, sizeof(long_value) - 1100, "\"}, \"value\": 1}]}]");
+        {
+                char json[4096], *text = NULL;
+                const char *problem = NULL;
+
+                snprintf(json, sizeof(json),
+                         "[{\"name\": \"m\", \"type\": \"gauge\", \"help\": \"\", \"samples\": [{\"labels\": {\"a\": \"%s",
+                         long_value);
+                assert_int_equal(write_json(json, &text, &problem), -EBADMSG);
+                assert_string_equal(problem, "a sample's labels are not label names with string values");
+                free(text);
+        }
 }
 
 int main(void)
@@ -143,6 +195,7 @@ int main(void)
                 cmocka_unit_test(test_counter_and_gauge),
                 cmocka_unit_test(test_histogram_gets_inf_sum_and_count),
                 cmocka_unit_test(test_escaping),
+                cmocka_unit_test(test_invalid_utf8_becomes_replacement_characters),
                 cmocka_unit_test(test_malformed_families_write_nothing),
         };
 

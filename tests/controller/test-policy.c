@@ -41,7 +41,10 @@ static void test_suspend_at_once_resume_after_hold_off(void **state)
         assert_int_equal(policy_suspended_us(&g, 20 * MS), 4 * MS);
 }
 
-/* Busy time counts from the first busy report to the start of the idle period, the period in progress too. */
+/*
+ * Busy time counts from the first busy report to the idle report, the
+ * period in progress too; never less than an earlier reading (a counter).
+ */
 static void test_online_busy_time(void **state)
 {
         struct policy_params p = params();
@@ -52,13 +55,14 @@ static void test_online_busy_time(void **state)
         policy_online_busy(&g, 10 * MS);
         policy_online_busy(&g, 11 * MS);
         assert_int_equal(policy_online_busy_us(&g, 12 * MS), 2 * MS);
-        /* idle since 13 ms, reported at 15 ms */
+        /* read at 14 ms; idle since 13 ms, reported at 15 ms: the count does not go back to 3 ms */
+        assert_int_equal(policy_online_busy_us(&g, 14 * MS), 4 * MS);
         policy_online_idle(&g, 13 * MS, 15 * MS);
-        assert_int_equal(policy_online_busy_us(&g, 20 * MS), 3 * MS);
+        assert_int_equal(policy_online_busy_us(&g, 20 * MS), 5 * MS);
         policy_online_idle(&g, 21 * MS, 21 * MS);
-        assert_int_equal(policy_online_busy_us(&g, 30 * MS), 3 * MS);
+        assert_int_equal(policy_online_busy_us(&g, 30 * MS), 5 * MS);
         policy_online_busy(&g, 30 * MS);
-        assert_int_equal(policy_online_busy_us(&g, 31 * MS), 4 * MS);
+        assert_int_equal(policy_online_busy_us(&g, 31 * MS), 6 * MS);
 }
 
 static void test_bursts_inside_hold_off_are_one_suspension(void **state)

@@ -5,7 +5,9 @@
  * (metrics-exposition.c). Whatever JSON arrives, the writer either refuses
  * it and writes nothing, or writes only lines Prometheus can take: a
  * "# HELP" or "# TYPE" line, or a sample line that starts with a metric
- * name, whose label values cannot break out of their quotes or line.
+ * name, whose label values cannot break out of their quotes or line; and
+ * all of it UTF-8, whatever bytes the strings held (Prometheus refuses a
+ * scrape with a label value that is not).
  */
 #include <errno.h>
 #include <json.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "metrics-exposition.h"
+#include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -68,6 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         if (strlen(text) != text_size)
                 abort(); /* a NUL got into the text */
+        if (!utf8_is_valid(text, text_size))
+                abort();
         for (char *line = text, *end; *line; line = end + 1) {
                 end = strchr(line, '\n');
                 if (!end)

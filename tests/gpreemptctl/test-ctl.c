@@ -175,6 +175,52 @@ static bool get_bool(struct json_object *o, const char *key)
         return json_object_get_boolean(json_object_object_get(o, key));
 }
 
+/*
+ * The labels of the offline app's gpreempt_suspensions_total series, as
+ * `top --json` gives the Metrics reply (the caller owns them); NULL if the
+ * series is not there yet (its queues not seen on a GPU).
+ */
+static struct json_object *offline_series_labels(struct fixture *f)
+{
+        struct json_object *o = json_out(ctl(f, 0, "top", "--json", "--iterations", "1")), *found = NULL;
+        struct json_object *families = json_object_object_get(o, "metrics");
+
+        for (size_t i = 0; i < json_object_array_length(families); i++) {
+                struct json_object *family = json_object_array_get_idx(families, i);
+                struct json_object *samples = json_object_object_get(family, "samples");
+
+                if (strcmp(json_object_get_string(json_object_object_get(family, "name")), "gpreempt_suspensions_total"))
+                        continue;
+                for (size_t j = 0; j < json_object_array_length(samples); j++) {
+                        struct json_object *labels = json_object_object_get(json_object_array_get_idx(samples, j),
+                                                                            "labels");
+
+                        if (strcmp(json_object_get_string(json_object_object_get(labels, "class")), "offline") == 0)
+                                found = json_object_get(labels);
+                }
+        }
+        json_object_put(o);
+        return found;
+}
+
+static struct json_object *wait_offline_series_labels(struct fixture *f)
+{
+        struct json_object *labels = NULL;
+
+        for (int i = 0; i < 500 && !(labels = offline_series_labels(f)); i++)
+                usleep(10000);
+        if (!labels)
+                fail_msg("the offline app's series never appeared; daemon log:\n%s", daemon_harness_log(&f->h));
+        return labels;
+}
+
+static const char *label_value(struct json_object *labels, const char *name)
+{
+        struct json_object *v;
+
+        return json_object_object_get_ex(labels, name, &v) ? json_object_get_string(v) : NULL;
+}
+
 static void start(struct fixture *f)
 {
         static const char *const offline[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
@@ -296,6 +342,12 @@ static void test_verbs_against_the_daemon(void **state)
         assert_string_equal(json_object_get_string(json_object_object_get(o, "kind")), "slurm");
         assert_string_equal(json_object_get_string(json_object_object_get(o, "id")), "77");
         assert_string_equal(json_object_get_string(json_object_object_get(o, "name")), "resnet");
+        json_object_put(p);
+        /* its metrics are the job's */
+        p = wait_offline_series_labels(f);
+        assert_string_equal(label_value(p, "slurm_job"), "77");
+        assert_string_equal(label_value(p, "slurm_job_name"), "resnet");
+        assert_null(label_value(p, "kubernetes_pod_uid"));
         json_object_put(p);
 
         assert_contains(ctl(f, 0, "suspend", pid)->out, "held suspended");
@@ -469,6 +521,12 @@ static void test_pods_by_name(void **state)
         assert_string_equal(json_object_get_string(json_object_object_get(cluster, "id")),
                             "2ca4a155-3599-498d-bb9d-4446693fa3ea");
         assert_string_equal(json_object_get_string(json_object_object_get(cluster, "name")), "ml/train-0");
+        json_object_put(p);
+        /* its metrics are the pod's: no Slurm label, though the app also has a Slurm environment */
+        p = wait_offline_series_labels(f);
+        assert_string_equal(label_value(p, "kubernetes_pod_uid"), "2ca4a155-3599-498d-bb9d-4446693fa3ea");
+        assert_string_equal(label_value(p, "kubernetes_pod"), "ml/train-0");
+        assert_null(label_value(p, "slurm_job"));
         json_object_put(p);
         ctl(f, 0, "status");
         for (char *line = strtok(f->r.out, "\n"); line; line = strtok(NULL, "\n"))

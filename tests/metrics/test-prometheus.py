@@ -11,7 +11,10 @@ work is suspended at a rate above zero while the online service runs, and
 seconds suspended grow for the offline workload only. `promtool check
 metrics` judges the exporter's output, and node_exporter's textfile mode
 is checked beside. Last, with gpreemptd stopped, the exporter answers
-gpreempt_up 0 over HTTP and exits 3 in textfile mode.
+gpreempt_up 0 over HTTP and exits 3 in textfile mode; methods other than
+GET and HEAD get 405 and other paths 404; and with a socket in the daemon's
+place that never answers, Prometheus still records gpreempt_up 0, since
+the exporter gives up within the scrape's timeout.
 
   test-prometheus.py BUILD_DIR
 """
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -39,6 +43,13 @@ DASHBOARD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path
                          "docs", "gpreempt-dashboard.json")
 # Grafana's own variables, as Prometheus is to see them
 GRAFANA_VARIABLES = {"$__rate_interval": "10s"}
+# The offline job runs as Slurm job 4242 (by its environment, as srun sets
+# it). Its name is its user's bytes: quotes, a backslash, a newline and a
+# byte that is not UTF-8 must reach Prometheus as a label value it takes,
+# the last as U+FFFD.
+SLURM_JOB_ID = "4242"
+SLURM_JOB_NAME = 'train "big" \\ v2\n\udcff'
+SLURM_JOB_NAME_AS_LABEL = 'train "big" \\ v2\n\ufffd'
 
 
 def free_port():
@@ -50,6 +61,16 @@ def free_port():
 def http_get(url, timeout=10):
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.status, r.read().decode()
+
+
+def http_request(url, method, headers=None):
+    """(status, headers, body) of any method, error statuses included."""
+    request = urllib.request.Request(url, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, r.headers, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode()
 
 
 def wait_until(what, check, timeout):
@@ -151,6 +172,64 @@ def check_dashboard(prometheus, text):
             prometheus.query(expr)
 
 
+def check_slurm_job_labels(prometheus, text):
+    """The offline job's series carry its Slurm job id and name; the online service's, in no job, neither."""
+    job = prometheus.query('gpreempt_suspensions_total{slurm_job="%s"}' % SLURM_JOB_ID)
+    assert len(job) == 1, "not one series of Slurm job %s: %s" % (SLURM_JOB_ID, job)
+    labels, suspensions = next(iter(job.items()))
+    labels = dict(labels)
+    assert labels["slurm_job_name"] == SLURM_JOB_NAME_AS_LABEL, labels
+    assert labels["class"] == "offline" and labels["workload"] == "eval-offline", labels
+    assert suspensions > 0, "Slurm job %s was never suspended" % SLURM_JOB_ID
+    print("# Slurm job %s (%s): %d suspensions" % (SLURM_JOB_ID, ascii(labels["slurm_job_name"]), suspensions))
+    online = prometheus.query('gpreempt_suspensions_total{class="online"}')
+    assert online and all("slurm_job" not in dict(k) for k in online), online
+    assert 'slurm_job_name="train \\"big\\" \\\\ v2\\n\ufffd"' in text, text
+
+
+def check_http_handling(port):
+    """/metrics answers GET and HEAD; other methods get 405 saying which are allowed, other paths 404."""
+    url = "http://127.0.0.1:%d" % port
+    status, headers, body = http_request(url + "/metrics", "HEAD")
+    assert status == 200 and body == "" and headers["Content-Type"].startswith("text/plain; version=0.0.4"), \
+        (status, dict(headers), body)
+    for method in ("POST", "PUT", "DELETE"):
+        status, headers, body = http_request(url + "/metrics", method)
+        assert status == 405 and headers["Allow"] == "GET, HEAD", (method, status, dict(headers), body)
+    for path in ("/", "/metrics/", "/other"):
+        status, _, body = http_request(url + path, "GET")
+        assert status == 404 and "/metrics only" in body, (path, status, body)
+
+
+def check_daemon_that_never_answers(prometheus, runtime_dir, exporter_port, exporter_log):
+    """A daemon stuck in its loop: connections are taken (the kernel's backlog), no reply comes.
+    The exporter must answer gpreempt_up 0 within Prometheus's scrape timeout (1 s here, the
+    interval), not after its own 5 s: else Prometheus records a failed scrape, not the daemon down."""
+    path = os.path.join(runtime_dir, "io.gpreempt")
+    if os.path.exists(path):
+        os.unlink(path)
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        stuck.bind(path)
+        stuck.listen(64)
+        start = time.monotonic()
+        status, _, body = http_request("http://127.0.0.1:%d/metrics" % exporter_port, "GET",
+                                       {"X-Prometheus-Scrape-Timeout-Seconds": "1"})
+        took = time.monotonic() - start
+        assert status == 200 and "gpreempt_up 0" in body, body
+        assert took < 1.0, "the exporter took %.2f s for a scrape that waits 1 s" % took
+        promtool_check(body)
+        since = time.time()
+        wait_until("Prometheus to record gpreempt_up 0 from a daemon that never answers",
+                   lambda: prometheus.query("gpreempt_up == 0 and timestamp(gpreempt_up) > %f" % since)
+                   and prometheus.query('up{job="gpreempt"} == 1'), QUERY_TIMEOUT_S)
+        with open(exporter_log) as f:
+            assert "in time" in f.read(), "the exporter's log does not say the daemon was late"
+    finally:
+        stuck.close()
+        os.unlink(path)
+
+
 def check_top(build, env):
     """gpreemptctl top shows the same counters: the offline workload's suspensions and the reaction's stages."""
     ctl = os.path.join(build.dir, "controller/gpreemptctl/gpreemptctl")
@@ -158,7 +237,8 @@ def check_top(build, env):
                        text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     print("\n".join("# " + line for line in r.stdout.splitlines()))
-    for expected in ("eval-offline", "REACTION STAGE", "seen_to_issued", "PREEMPTION CALL", "suspend"):
+    for expected in ("eval-offline", "(job %s)" % SLURM_JOB_ID, "REACTION STAGE", "seen_to_issued",
+                     "PREEMPTION CALL", "suspend"):
         assert expected in r.stdout, "gpreemptctl top lacks %r:\n%s" % (expected, r.stdout)
     r = subprocess.run([ctl, "top", "--iterations", "1", "--json"], env=env, capture_output=True, text=True,
                        timeout=30)
@@ -185,7 +265,8 @@ def inside(build_dir, tmp):
     daemon = node_pass.start_daemon(spec)
     offline = exporter_proc = prometheus = None
     try:
-        offline = node_pass.start_app(runner.app_argv(build, w[scenario["offline"]], "offline"))
+        offline = node_pass.start_app(runner.app_argv(build, w[scenario["offline"]], "offline"),
+                                      env=dict(os.environ, SLURM_JOB_ID=SLURM_JOB_ID, SLURM_JOB_NAME=SLURM_JOB_NAME))
         node_pass.wait_attached(daemon[1], offline[0].pid)
         exporter_proc = start_exporter(exporter, env, exporter_port, os.path.join(tmp, "exporter.log"))
         prometheus = Prometheus(tmp, "127.0.0.1:%d" % exporter_port)
@@ -222,6 +303,7 @@ def inside(build_dir, tmp):
         assert status == 200
         promtool_check(text)
         assert 'workload="eval-offline"' in text and "pid=" not in text, text
+        check_slurm_job_labels(prometheus, text)
         check_dashboard(prometheus, text)
         check_textfile(exporter, env, tmp, expect_up=True)
     finally:
@@ -236,6 +318,8 @@ def inside(build_dir, tmp):
         assert status == 200 and "gpreempt_up 0" in text, text
         promtool_check(text)
         check_textfile(exporter, env, tmp, expect_up=False)
+        check_http_handling(exporter_port)
+        check_daemon_that_never_answers(prometheus, runtime_dir, exporter_port, os.path.join(tmp, "exporter.log"))
     finally:
         exporter_proc.send_signal(signal.SIGTERM)
         assert exporter_proc.wait(timeout=10) == 0
