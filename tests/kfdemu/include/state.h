@@ -109,7 +109,7 @@ struct emu_event {
         uint32_t type;                   /* KFD_IOC_EVENT_* */
         bool auto_reset;
         bool signaled;
-        uint64_t age;                    /* event_age: 1 at creation, +1 per set that is consumed */
+        uint64_t age;                    /* event_age: 1 at creation, +1 per set (never back to 0 or 1) */
         struct kfd_event_waiter *waiters; /* WAIT_EVENTS calls asleep on it (ev->wq) */
 };
 
@@ -194,7 +194,7 @@ struct emu_process {
 
         /* HSA events (kernel/kfd-hsa-events.c). */
         struct emu_event *events;        /* event_idr */
-        unsigned signal_event_count;
+        unsigned signal_event_count;     /* signal and debug events, plus the reserved id 0 */
         uint64_t signal_handle;          /* the user's event page BO handle; 0 = none */
         int signal_page_memfd;           /* the signal page's contents; -1 before one exists */
         uint64_t *signal_slots;          /* the page, mapped in the server (kernel_address) */
