@@ -168,6 +168,33 @@ static void alloc_kinds(void **state)
         assert_int_equal(free_bo((uint64_t)0x7 << 32), -EINVAL);
 }
 
+/* A userptr BO's pages are faulted in at ALLOC (init_user_pages,
+ * amdgpu_ttm_tt_get_user_pages: vma_lookup, then hmm_range_fault asking
+ * for write access): memory the caller has not mapped, even in part, is
+ * -EFAULT, memory it cannot write -EPERM. */
+static void userptr_needs_the_memory_mapped(void **state)
+{
+        const uint32_t gpu = gpu_ids[0];
+        uint8_t *area = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint64_t offset, handle;
+
+        assert_true(area != MAP_FAILED);
+        assert_int_equal(munmap(area + PAGE, PAGE), 0);
+        offset = (uintptr_t)(area + PAGE);
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, &offset, NULL), -EFAULT);
+        offset = (uintptr_t)area;
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, 2 * PAGE, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, &offset, NULL), -EFAULT);
+
+        assert_int_equal(mprotect(area, PAGE, PROT_READ), 0);
+        offset = (uintptr_t)area;
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, &offset, NULL), -EPERM);
+        assert_int_equal(mprotect(area, PAGE, PROT_READ | PROT_WRITE), 0);
+        offset = (uintptr_t)area;
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, &offset, &handle), 0);
+        assert_int_equal(free_bo(handle), 0);
+        munmap(area, PAGE);
+}
+
 /* A GTT BO's pages are shared by every mapping of its offset through the
  * render file it was made for; another render file of the same GPU is
  * refused (-EACCES, drm_vma_node_is_allowed), a userptr BO has no CPU
@@ -272,9 +299,10 @@ static void map_and_unmap(void **state)
         assert_int_equal(free_bo(handle), 0);
 }
 
-/* VRAM is counted against the device's (the mem bank's size): more than
- * it is -ENOMEM. AQL queue memory is mapped twice and allocated once, so
- * half of it counts. */
+/* VRAM is counted against the device's (the mem bank's size) less the
+ * page tables' estimate (ESTIMATE_PT_SIZE, at least 8 MiB): exactly the
+ * device's VRAM, or more, is -ENOMEM. AQL queue memory is mapped twice
+ * and allocated once, so half of it counts. */
 static void vram_is_accounted(void **state)
 {
         const uint32_t gpu = gpu_ids[0];
@@ -282,6 +310,7 @@ static void vram_is_accounted(void **state)
         uint64_t handle, second;
 
         assert_int_equal(alloc_bo(gpu, 1ull << 41, size + PAGE, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, NULL, NULL), -ENOMEM);
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, size, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, NULL, NULL), -ENOMEM);
         assert_int_equal(alloc_bo(gpu, 1ull << 41, size + 2 * PAGE,
                                   KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM, NULL, &handle),
                          0);
@@ -330,6 +359,7 @@ int main(int argc, char **argv)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(alloc_needs_the_vm),
                 cmocka_unit_test(alloc_kinds),
+                cmocka_unit_test(userptr_needs_the_memory_mapped),
                 cmocka_unit_test(bo_mmap_through_the_render_node),
                 cmocka_unit_test(mmio_page_through_kfd),
                 cmocka_unit_test(map_and_unmap),

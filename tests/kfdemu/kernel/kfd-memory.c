@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -49,6 +50,26 @@ static uint32_t lowest_free_handle(struct emu_pdd *pdd)
         return id;
 }
 
+/* AMDGPU_VM_RESERVED_VRAM (amdgpu_vm.h, 6.x). */
+#define AMDGPU_VM_RESERVED_VRAM (8ull << 20)
+
+/* The VRAM amdgpu_amdkfd_reserve_mem_limit lets KFD allocate on `gpu`:
+ * the device's, less ESTIMATE_PT_SIZE(amdgpu_amdkfd_total_mem_size), the
+ * page tables' estimate from the host's RAM (one 16 KiB-th of it, at
+ * least AMDGPU_VM_RESERVED_VRAM). The pages RAS retired and VRAM the
+ * driver pinned for itself, which it subtracts too, are none here. */
+static uint64_t kfd_vram_available(const struct emu_gpu *gpu)
+{
+        uint64_t vram = (uint64_t)gpu->cfg.vram_mib << 20, host_ram = 0, reserved_for_pt;
+        struct sysinfo si;
+
+        /* amdgpu_amdkfd_gpuvm_init_mem_limits: (totalram - totalhigh) * mem_unit. */
+        if (sysinfo(&si) == 0)
+                host_ram = ((uint64_t)si.totalram - si.totalhigh) * si.mem_unit;
+        reserved_for_pt = host_ram >> 14 > AMDGPU_VM_RESERVED_VRAM ? host_ram >> 14 : AMDGPU_VM_RESERVED_VRAM;
+        return vram > reserved_for_pt ? vram - reserved_for_pt : 0;
+}
+
 static unsigned gpu_index(const struct emu_gpu *gpu)
 {
         return (unsigned)(gpu - gpu->node->gpus);
@@ -56,8 +77,9 @@ static unsigned gpu_index(const struct emu_gpu *gpu)
 
 /* amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu: the domain from the flags, the
  * memory limit, the BO and its mmap offset. `mmap_offset` carries the
- * userptr address in and the BO's offset out. */
-static long gpuvm_alloc(struct emu_pdd *pdd, uint64_t va, uint64_t size, uint32_t flags,
+ * userptr address (in the memory of `tgid`, the caller) in and the BO's
+ * offset out. */
+static long gpuvm_alloc(struct emu_pdd *pdd, pid_t tgid, uint64_t va, uint64_t size, uint32_t flags,
                         uint64_t *mmap_offset, struct emu_bo **ret)
 {
         struct emu_gpu *gpu = pdd->gpu;
@@ -83,10 +105,20 @@ static long gpuvm_alloc(struct emu_pdd *pdd, uint64_t va, uint64_t size, uint32_
                 size >>= 1;
         aligned_size = KFD_PAGE_ALIGN(size);
 
-        /* amdgpu_amdkfd_reserve_mem_limit: VRAM against the device's. */
-        if ((flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) &&
-            gpu->vram_used + aligned_size > (uint64_t)gpu->cfg.vram_mib << 20)
+        if ((flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) && gpu->vram_used + aligned_size > kfd_vram_available(gpu))
                 return -ENOMEM;
+
+        /* init_user_pages: amdgpu_ttm_tt_get_user_pages faults the whole
+         * range in (vma_lookup, then hmm_range_fault asking for write
+         * access, since KFD's userptr BOs are not read-only), so memory
+         * the caller has not mapped fails the ALLOC itself, not a later
+         * MAP. */
+        if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+                int r = emu_user_range_accessible(tgid, *mmap_offset, aligned_size, true);
+
+                if (r < 0)
+                        return r;
+        }
 
         bo = calloc(1, sizeof(*bo));
         if (!bo)
@@ -155,7 +187,7 @@ long kfd_ioctl_alloc_memory_of_gpu(struct emu_call *call, struct emu_process *p,
                         return -EINVAL;
         }
 
-        r = gpuvm_alloc(pdd, args->va_addr, args->size, flags, &offset, &bo);
+        r = gpuvm_alloc(pdd, call->caller.tgid, args->va_addr, args->size, flags, &offset, &bo);
         if (r < 0)
                 return r;
         bo->idr_handle = lowest_free_handle(pdd);
