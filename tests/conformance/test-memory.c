@@ -195,6 +195,31 @@ static void userptr_needs_the_memory_mapped(void **state)
         munmap(area, PAGE);
 }
 
+/* A BO takes the smallest hole of the device's mmap offset space that
+ * holds it (drm_vma_offset_add, DRM_MM_INSERT_BEST), so a freed BO's
+ * offset is given again; one of no pages (AQL memory of 1 byte, halved
+ * to 0; a size PAGE_ALIGN wraps to 0) gets no offset: -ENOSPC. Every
+ * other test frees its BOs, so the space here is one hole (on a real
+ * node, as long as no other client leaves a hole of exactly 7 pages). */
+static void mmap_offsets_are_reused(void **state)
+{
+        const uint32_t gpu = gpu_ids[0];
+        uint64_t first = 0, fence = 0, again = 0, handles[3];
+
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, 1, KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM,
+                                  NULL, NULL),
+                         -ENOSPC);
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, UINT64_MAX - 100, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL, NULL), -ENOSPC);
+
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, 7 * PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &first, &handles[0]), 0);
+        assert_int_equal(alloc_bo(gpu, 1ull << 42, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &fence, &handles[1]), 0);
+        assert_int_equal(free_bo(handles[0]), 0);
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, 7 * PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &again, &handles[2]), 0);
+        assert_true(again == first && fence > first);
+        assert_int_equal(free_bo(handles[1]), 0);
+        assert_int_equal(free_bo(handles[2]), 0);
+}
+
 /* A GTT BO's pages are shared by every mapping of its offset through the
  * render file it was made for; another render file of the same GPU is
  * refused (-EACCES, drm_vma_node_is_allowed), a userptr BO has no CPU
@@ -360,6 +385,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(alloc_needs_the_vm),
                 cmocka_unit_test(alloc_kinds),
                 cmocka_unit_test(userptr_needs_the_memory_mapped),
+                cmocka_unit_test(mmap_offsets_are_reused),
                 cmocka_unit_test(bo_mmap_through_the_render_node),
                 cmocka_unit_test(mmio_page_through_kfd),
                 cmocka_unit_test(map_and_unmap),

@@ -83,7 +83,6 @@ struct emu_gpu {
         uint32_t alloc_watch_ids;        /* address-watch slots taken on the device (kfd->alloc_watch_ids) */
         unsigned total_queue_count;      /* dqm->total_queue_count: user queues of every process */
         uint64_t vram_used;              /* adev->kfd.vram_used: KFD VRAM BOs of every process, bytes */
-        uint64_t next_mmap_page;         /* the DRM device's next free mmap offset page (vma manager) */
         int mmio_remap_memfd;            /* the register page KFD maps for HDP flushes; -1 until mapped */
         struct emu_gpu_hw *hw;
 };

@@ -28,9 +28,10 @@
 #define KFD_HANDLE_GPU_ID(handle) ((uint32_t)((handle) >> 32))
 #define KFD_HANDLE_IDR(handle) ((uint32_t)((handle) & 0xffffffffu))
 
-/* DRM_FILE_PAGE_OFFSET_START (drm_gem.h, 64-bit): the DRM device's mmap
- * offsets start above 4 GiB. */
+/* DRM_FILE_PAGE_OFFSET_START / _SIZE (drm_gem.h, 64-bit): the DRM
+ * device's mmap offsets, in pages, start above 4 GiB and span 1 TiB. */
 #define DRM_FILE_PAGE_OFFSET_START ((0xffffffffull >> 12) + 1)
+#define DRM_FILE_PAGE_OFFSET_SIZE ((0xffffffffull >> 12) * 256)
 
 struct emu_bo *kfd_bo_by_handle(struct emu_pdd *pdd, uint32_t idr_handle)
 {
@@ -70,6 +71,55 @@ static uint64_t kfd_vram_available(const struct emu_gpu *gpu)
         return vram > reserved_for_pt ? vram - reserved_for_pt : 0;
 }
 
+/* The BO of `gpu` whose mmap offset is the lowest at or above `page`
+ * (any process's: the vma manager is the device's); NULL if none is. */
+static const struct emu_bo *first_bo_from(const struct emu_gpu *gpu, uint64_t page)
+{
+        const struct emu_bo *first = NULL;
+
+        for (const struct emu_process *p = gpu->node->processes; p; p = p->next)
+                for (unsigned i = 0; i < p->n_pdds; i++) {
+                        if (p->pdds[i].gpu != gpu)
+                                continue;
+                        for (const struct emu_bo *bo = p->pdds[i].bos; bo; bo = bo->next)
+                                if (bo->mmap_offset >> 12 >= page &&
+                                    (!first || bo->mmap_offset < first->mmap_offset))
+                                        first = bo;
+                }
+        return first;
+}
+
+/* drm_vma_offset_add -> drm_mm_insert_node (DRM_MM_INSERT_BEST): the
+ * start of the smallest hole in the device's offset space that holds
+ * `pages`; -ENOSPC for 0 pages (drm_mm_insert_node_in_range: "size == 0")
+ * or when no hole is large enough. Of holes of one size, the kernel's
+ * size-ordered tree returns one its insertion history decides; here the
+ * lowest. */
+static long vma_offset_add(const struct emu_gpu *gpu, uint64_t pages, uint64_t *ret_page)
+{
+        const uint64_t end = DRM_FILE_PAGE_OFFSET_START + DRM_FILE_PAGE_OFFSET_SIZE;
+        uint64_t hole_start = DRM_FILE_PAGE_OFFSET_START, best_start = 0, best_size = 0;
+
+        if (pages == 0)
+                return -ENOSPC;
+        while (hole_start < end) {
+                const struct emu_bo *next = first_bo_from(gpu, hole_start);
+                uint64_t hole_end = next ? next->mmap_offset >> 12 : end;
+
+                if (hole_end - hole_start >= pages && (best_size == 0 || hole_end - hole_start < best_size)) {
+                        best_size = hole_end - hole_start;
+                        best_start = hole_start;
+                }
+                if (!next)
+                        break;
+                hole_start = hole_end + (next->size >> 12);
+        }
+        if (best_size == 0)
+                return -ENOSPC;
+        *ret_page = best_start;
+        return 0;
+}
+
 static unsigned gpu_index(const struct emu_gpu *gpu)
 {
         return (unsigned)(gpu - gpu->node->gpus);
@@ -84,8 +134,9 @@ static long gpuvm_alloc(struct emu_pdd *pdd, pid_t tgid, uint64_t va, uint64_t s
 {
         struct emu_gpu *gpu = pdd->gpu;
         bool contents = flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT);
-        uint64_t aligned_size;
+        uint64_t aligned_size, offset_page;
         struct emu_bo *bo;
+        long r;
 
         if (!contents) {
                 if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
@@ -100,7 +151,8 @@ static long gpuvm_alloc(struct emu_pdd *pdd, pid_t tgid, uint64_t va, uint64_t s
         }
 
         /* "Workaround for AQL queue wraparound bug": the memory is mapped
-         * twice, so only half of it is allocated. */
+         * twice, so only half of it is allocated. The alignment wraps a
+         * size within a page of 2^64 to 0, as PAGE_ALIGN does. */
         if (flags & KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM)
                 size >>= 1;
         aligned_size = KFD_PAGE_ALIGN(size);
@@ -108,14 +160,20 @@ static long gpuvm_alloc(struct emu_pdd *pdd, pid_t tgid, uint64_t va, uint64_t s
         if ((flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) && gpu->vram_used + aligned_size > kfd_vram_available(gpu))
                 return -ENOMEM;
 
-        /* init_user_pages: amdgpu_ttm_tt_get_user_pages faults the whole
-         * range in (vma_lookup, then hmm_range_fault asking for write
-         * access, since KFD's userptr BOs are not read-only), so memory
-         * the caller has not mapped fails the ALLOC itself, not a later
-         * MAP. */
-        if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
-                int r = emu_user_range_accessible(tgid, *mmap_offset, aligned_size, true);
+        /* Every BO of the device gets an offset in its DRM vma manager
+         * when it is created (ttm_bo_init_reserved), userptr, doorbell and
+         * MMIO ones too; a BO of no pages gets none. */
+        r = vma_offset_add(gpu, aligned_size >> 12, &offset_page);
+        if (r < 0)
+                return r;
 
+        /* init_user_pages, once the BO exists: amdgpu_ttm_tt_get_user_pages
+         * faults the whole range in (vma_lookup, then hmm_range_fault
+         * asking for write access, since KFD's userptr BOs are not
+         * read-only), so memory the caller has not mapped fails the ALLOC
+         * itself, not a later MAP. */
+        if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+                r = emu_user_range_accessible(tgid, *mmap_offset, aligned_size, true);
                 if (r < 0)
                         return r;
         }
@@ -139,12 +197,7 @@ static long gpuvm_alloc(struct emu_pdd *pdd, pid_t tgid, uint64_t va, uint64_t s
         bo->flags = flags;
         bo->va = va;
         bo->size = aligned_size;
-        /* Every BO of the device gets an offset in its DRM vma manager
-         * (ttm_bo_init_reserved), userptr, doorbell and MMIO ones too. */
-        if (gpu->next_mmap_page == 0)
-                gpu->next_mmap_page = DRM_FILE_PAGE_OFFSET_START;
-        bo->mmap_offset = gpu->next_mmap_page << 12;
-        gpu->next_mmap_page += aligned_size >> 12;
+        bo->mmap_offset = offset_page << 12;
         *mmap_offset = bo->mmap_offset;
         *ret = bo;
         return 0;
