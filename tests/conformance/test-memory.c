@@ -324,6 +324,54 @@ static void map_and_unmap(void **state)
         assert_int_equal(free_bo(handle), 0);
 }
 
+/* MAP places the BO at its VA in each VM (amdgpu_vm_bo_map): a VA off a
+ * page, one whose last page is past the VM's 48 bits, or one that
+ * overlaps a BO already mapped in that VM is -EINVAL, n_success saying how
+ * far the list got. VMs are per device: the same VA is free in another.
+ * AQL queue memory takes twice its allocation, mapped back to back. */
+static void map_checks_the_va(void **state)
+{
+        const uint32_t both[2] = { gpu_ids[0], gpu_ids[1] };
+        const uint64_t va = 1ull << 43;
+        uint64_t unaligned, too_high, first, overlapping, aql, after_aql;
+        uint32_t done;
+
+        assert_int_equal(alloc_bo(gpu_ids[0], va + 100, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL, &unaligned), 0);
+        assert_int_equal(alloc_bo(gpu_ids[0], (1ull << 48) - PAGE, 2 * PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL,
+                                  &too_high),
+                         0);
+        assert_int_equal(alloc_bo(gpu_ids[0], va, 2 * PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL, &first), 0);
+        assert_int_equal(alloc_bo(gpu_ids[0], va + PAGE, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL, &overlapping), 0);
+        assert_int_equal(alloc_bo(gpu_ids[0], va + 4 * PAGE, 2 * PAGE,
+                                  KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM, NULL, &aql),
+                         0);
+        assert_int_equal(alloc_bo(gpu_ids[0], va + 5 * PAGE, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL, &after_aql), 0);
+
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, unaligned, both, 2, &done), -EINVAL);
+        assert_int_equal(done, 0);
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, too_high, both, 2, &done), -EINVAL);
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, first, both, 1, &done), 0);
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, overlapping, both, 2, &done), -EINVAL);
+        assert_int_equal(done, 0);
+        done = 1;
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, overlapping, both, 2, &done), 0);
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, aql, both, 1, &done), 0);
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, after_aql, both, 1, &done), -EINVAL);
+
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, first, both, 1, &done), 0);
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, aql, both, 1, &done), 0);
+        done = 1;
+        assert_int_equal(map_bo(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, overlapping, both, 2, &done), 0);
+        for (uint64_t *h = (uint64_t[]){ unaligned, too_high, first, overlapping, aql, after_aql, 0 }; *h; h++)
+                assert_int_equal(free_bo(*h), 0);
+}
+
 /* VRAM is counted against the device's (the mem bank's size) less the
  * page tables' estimate (ESTIMATE_PT_SIZE, at least 8 MiB): exactly the
  * device's VRAM, or more, is -ENOMEM. AQL queue memory is mapped twice
@@ -389,6 +437,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(bo_mmap_through_the_render_node),
                 cmocka_unit_test(mmio_page_through_kfd),
                 cmocka_unit_test(map_and_unmap),
+                cmocka_unit_test(map_checks_the_va),
                 cmocka_unit_test(vram_is_accounted),
                 cmocka_unit_test(exit_frees_the_vram),
         };

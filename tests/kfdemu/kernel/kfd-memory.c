@@ -125,6 +125,46 @@ static unsigned gpu_index(const struct emu_gpu *gpu)
         return (unsigned)(gpu - gpu->node->gpus);
 }
 
+/* vm_manager.max_pfn of GC 9.x (gmc_v9_0_sw_init: amdgpu_vm_adjust_size
+ * with 256 TiB, 48 bits): the GPU VM's pages. */
+#define AMDGPU_GFX9_MAX_PFN (1ull << 36)
+
+/* The GPU VA range [start, end) a BO takes in a VM it is mapped in: AQL
+ * queue memory is mapped twice, back to back (kfd_mem_attach). Its size
+ * is a whole number of pages already. */
+static void bo_va_range(const struct emu_bo *bo, uint64_t *start, uint64_t *end)
+{
+        uint64_t span = bo->flags & KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM ? 2 * bo->size : bo->size;
+
+        *start = bo->va;
+        *end = bo->va + span;
+}
+
+/* amdgpu_vm_bo_map's checks when map_bo_to_gpuvm maps `bo` at its VA in
+ * the VM of `gpu` (amdgpu_vm_verify_parameters): the VA on a GPU page, no
+ * wrap past 2^64, the last page below max_pfn, and no overlap with any
+ * other BO of the process mapped in that VM (amdgpu_vm_it_iter_first);
+ * each is -EINVAL. */
+static long vm_bo_map_check(const struct emu_process *p, const struct emu_gpu *gpu, const struct emu_bo *bo)
+{
+        uint64_t start, end;
+
+        bo_va_range(bo, &start, &end);
+        if (start & (KFD_PAGE_SIZE - 1) || end <= start || (end - 1) >> 12 >= AMDGPU_GFX9_MAX_PFN)
+                return -EINVAL;
+        for (unsigned i = 0; i < p->n_pdds; i++)
+                for (const struct emu_bo *other = p->pdds[i].bos; other; other = other->next) {
+                        uint64_t other_start, other_end;
+
+                        if (other == bo || !(other->mapped_gpus & (1u << gpu_index(gpu))))
+                                continue;
+                        bo_va_range(other, &other_start, &other_end);
+                        if (start < other_end && other_start < end)
+                                return -EINVAL;
+                }
+        return 0;
+}
+
 /* amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu: the domain from the flags, the
  * memory limit, the BO and its mmap offset. `mmap_offset` carries the
  * userptr address (in the memory of `tgid`, the caller) in and the BO's
@@ -335,6 +375,11 @@ long kfd_ioctl_map_memory_to_gpu(struct emu_call *call, struct emu_process *p, v
                 if (r < 0)
                         return r;
                 /* A VM it is mapped in already is skipped, not an error. */
+                if (!(bo->mapped_gpus & (1u << gpu_index(peer->gpu)))) {
+                        r = vm_bo_map_check(p, peer->gpu, bo);
+                        if (r < 0)
+                                return r;
+                }
                 bo->mapped_gpus |= 1u << gpu_index(peer->gpu);
                 args->n_success = i + 1;
         }
