@@ -115,9 +115,9 @@ static void waiter_join(struct waiter *w)
 
 static uint32_t signal_ids[2];
 
-/* Signal events take the lowest free slot from 0 and report the events
- * mmap offset; other events take ids from KFD_SIGNAL_EVENT_LIMIT on and
- * leave the offset as it was. Without an event page of its own the
+/* Signal events take the lowest free slot from 1 (id 0 is reserved) and
+ * report the events mmap offset; other events take ids from
+ * KFD_SIGNAL_EVENT_LIMIT on and get the offset 0. Without an event page of its own the
  * process gets the kernel's, mapped through /dev/kfd (at most its 32 KiB). */
 static void create_signal_and_other_events(void **state)
 {
@@ -126,9 +126,9 @@ static void create_signal_and_other_events(void **state)
 
         for (int i = 0; i < 2; i++) {
                 assert_int_equal(create_event(KFD_IOC_EVENT_SIGNAL, i == 0, &a), 0);
-                assert_int_equal(a.event_id, i);
-                assert_int_equal(a.event_slot_index, i);
-                assert_int_equal(a.event_trigger_data, i);
+                assert_int_equal(a.event_id, i + 1);
+                assert_int_equal(a.event_slot_index, i + 1);
+                assert_int_equal(a.event_trigger_data, i + 1);
                 assert_int_equal(a.event_page_offset, EVENTS_MMAP_OFFSET);
                 signal_ids[i] = a.event_id;
         }
@@ -145,10 +145,12 @@ static void create_signal_and_other_events(void **state)
         assert_int_equal(errno, EINVAL);
 }
 
-/* Only signal events can be set or reset from the CPU; unknown ids are
- * -EINVAL everywhere. */
+/* Only signal events can be set or reset from the CPU; unknown ids, the
+ * reserved 0 among them, are -EINVAL everywhere. */
 static void set_reset_destroy_checks(void **state)
 {
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, 0), -EINVAL);
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, 0), -EINVAL);
         assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, 77), -EINVAL);
         assert_int_equal(event_op(AMDKFD_IOC_RESET_EVENT, 77), -EINVAL);
         assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, 77), -EINVAL);
@@ -182,13 +184,16 @@ static void immediate_waits(void **state)
         assert_int_equal(result, KFD_IOC_WAIT_RESULT_TIMEOUT);
 }
 
-/* Bad waits fail before sleeping, with wait_result FAIL: an unknown event
- * -EINVAL, an unreadable array -EFAULT; no events at all complete. */
+/* Bad waits fail before sleeping, with wait_result FAIL: more events
+ * than kcalloc can hold -ENOMEM, an unknown event -EINVAL, an unreadable
+ * array -EFAULT; no events at all complete. */
 static void wait_checks(void **state)
 {
         struct kfd_event_data data[2] = { { .event_id = signal_ids[1] }, { .event_id = 77 } };
         uint32_t result;
 
+        assert_int_equal(wait_events(data, UINT32_MAX, false, INFINITE, &result), -ENOMEM);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_FAIL);
         assert_int_equal(wait_events(data, 2, false, INFINITE, &result), -EINVAL);
         assert_int_equal(result, KFD_IOC_WAIT_RESULT_FAIL);
         assert_int_equal(wait_events((struct kfd_event_data *)8, 1, false, INFINITE, &result), -EFAULT);
@@ -237,28 +242,45 @@ static void set_wakes_waiters(void **state)
         assert_int_equal(event_op(AMDKFD_IOC_RESET_EVENT, signal_ids[1]), 0);
 }
 
-/* A waiter that gives the event's age (last_event_age, KFD 1.12) is woken
- * at once by any age but the current one, and sleeps on the current one;
- * either way it gets the age back. A set that wakes a waiter of an
- * auto-reset event ages it: so far twice (the two waits above), from 1. */
+/* Every SET ages an event by one from 1, consumed or not: a manual-reset
+ * event set and reset, and an auto-reset one set with no waiter, are at
+ * age 2. A waiter that gives the event's age (last_event_age, KFD 1.12)
+ * is woken at once by any age but the current one, and sleeps on the
+ * current one; either way it gets the age back. */
 static void event_age(void **state)
 {
-        struct kfd_event_data stale = { .event_id = signal_ids[0], .signal_event_data.last_event_age = 1 };
-        struct waiter w = { .events = { { .event_id = signal_ids[0] } }, .n = 1, .timeout = INFINITE };
+        struct kfd_ioctl_create_event_args manual, autoreset;
+        struct kfd_event_data stale = { .signal_event_data.last_event_age = 1 };
+        struct waiter w = { .n = 1, .timeout = INFINITE };
         uint32_t result;
 
+        assert_int_equal(create_event(KFD_IOC_EVENT_SIGNAL, false, &manual), 0);
+        assert_int_equal(create_event(KFD_IOC_EVENT_SIGNAL, true, &autoreset), 0);
+
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, manual.event_id), 0);
+        assert_int_equal(event_op(AMDKFD_IOC_RESET_EVENT, manual.event_id), 0);
+        stale.event_id = manual.event_id;
         assert_int_equal(wait_events(&stale, 1, false, 0, &result), 0);
         assert_int_equal(result, KFD_IOC_WAIT_RESULT_COMPLETE);
-        assert_int_equal(stale.signal_event_data.last_event_age, 3);
+        assert_int_equal(stale.signal_event_data.last_event_age, 2);
 
-        w.events[0].signal_event_data.last_event_age = 3;
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, autoreset.event_id), 0);
+        stale = (struct kfd_event_data){ .event_id = autoreset.event_id, .signal_event_data.last_event_age = 1 };
+        assert_int_equal(wait_events(&stale, 1, false, 0, &result), 0);
+        assert_int_equal(result, KFD_IOC_WAIT_RESULT_COMPLETE);
+        assert_int_equal(stale.signal_event_data.last_event_age, 2);
+
+        w.events[0] = (struct kfd_event_data){ .event_id = autoreset.event_id, .signal_event_data.last_event_age = 2 };
         waiter_start(&w);
         assert_true(pthread_tryjoin_np(w.thread, NULL) == EBUSY);
-        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, signal_ids[0]), 0);
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, autoreset.event_id), 0);
         waiter_join(&w);
         assert_int_equal(w.ret, 0);
         assert_int_equal(w.result, KFD_IOC_WAIT_RESULT_COMPLETE);
-        assert_int_equal(w.events[0].signal_event_data.last_event_age, 4);
+        assert_int_equal(w.events[0].signal_event_data.last_event_age, 3);
+
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, manual.event_id), 0);
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, autoreset.event_id), 0);
 }
 
 static void on_sigusr1(int sig)
@@ -267,11 +289,13 @@ static void on_sigusr1(int sig)
 }
 
 /* A signal ends the sleep: -ERESTARTSYS, EINTR for a handler without
- * SA_RESTART, the remaining time written back into the timeout. */
+ * SA_RESTART, the remaining time written back into the timeout. A finite
+ * timeout counts from at most 0x7FFFFFFF ms. */
 static void signal_interrupts_a_wait(void **state)
 {
         struct sigaction sa = { .sa_handler = on_sigusr1 };
         struct waiter w = { .events = { { .event_id = signal_ids[1] } }, .n = 1, .timeout = 10000 };
+        struct waiter longest = { .events = { { .event_id = signal_ids[1] } }, .n = 1, .timeout = INFINITE - 1 };
 
         assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
         waiter_start(&w);
@@ -280,6 +304,44 @@ static void signal_interrupts_a_wait(void **state)
         assert_int_equal(w.ret, -EINTR);
         assert_int_equal(w.result, KFD_IOC_WAIT_RESULT_FAIL);
         assert_true(w.args.timeout < 10000 && w.args.timeout > 5000);
+
+        waiter_start(&longest);
+        assert_int_equal(pthread_kill(longest.thread, SIGUSR1), 0);
+        waiter_join(&longest);
+        assert_int_equal(longest.ret, -EINTR);
+        assert_true(longest.args.timeout <= 0x7fffffffu && longest.args.timeout > 0x7fffffffu - 5000);
+}
+
+/* An interrupted wait gives back the auto-reset event it had consumed:
+ * setting it again wakes the event's other waiters. Here the first wait
+ * consumed the set event but sleeps on a second one (wait_for_all); the
+ * second wait, on the first event only, completes when the first is
+ * interrupted. */
+static void interrupted_wait_wakes_others(void **state)
+{
+        struct kfd_ioctl_create_event_args consumed, never_set;
+        struct waiter holder = { .n = 2, .all = true, .timeout = INFINITE };
+        struct waiter other = { .n = 1, .timeout = 10000 };
+
+        assert_int_equal(create_event(KFD_IOC_EVENT_SIGNAL, true, &consumed), 0);
+        assert_int_equal(create_event(KFD_IOC_EVENT_SIGNAL, true, &never_set), 0);
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, consumed.event_id), 0);
+        holder.events[0].event_id = consumed.event_id;
+        holder.events[1].event_id = never_set.event_id;
+        other.events[0].event_id = consumed.event_id;
+
+        waiter_start(&holder);
+        waiter_start(&other);
+        assert_true(pthread_tryjoin_np(other.thread, NULL) == EBUSY);
+        assert_int_equal(pthread_kill(holder.thread, SIGUSR1), 0);
+        waiter_join(&holder);
+        assert_int_equal(holder.ret, -EINTR);
+        waiter_join(&other);
+        assert_int_equal(other.ret, 0);
+        assert_int_equal(other.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, consumed.event_id), 0);
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, never_set.event_id), 0);
 }
 
 /* DESTROY of an event a waiter sleeps on: the wait fails with -EIO. */
@@ -308,7 +370,9 @@ static long alloc_gtt(int kfd, uint32_t gpu_id, uint64_t size, uint32_t flags, u
 /* The event page the thunk allocates itself, in a process of its own (a
  * process has one page): given by handle with the first CREATE_EVENT. An
  * unknown handle, a userptr BO or one smaller than the 4096 slots is
- * -EINVAL, a second page -EBUSY, and the page's BO cannot be freed
+ * -EINVAL and leaves event_page_offset as it came; a CREATE_EVENT that
+ * gets past the page sets it to 0 even for an event that is not a signal
+ * one. A second page is -EINVAL, and the page's BO cannot be freed
  * (-EPERM). Each check is one bit of the child's exit status. */
 static int event_page_child(void)
 {
@@ -327,15 +391,18 @@ static int event_page_child(void)
             alloc_gtt(kfd, gpus[0], SIGNAL_PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0, &other) < 0)
                 return 1;
         a.event_page_offset = page + 100;
-        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -EINVAL) << 1;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -EINVAL || a.event_page_offset != page + 100) << 1;
         a.event_page_offset = userptr;
         failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -EINVAL) << 2;
         a.event_page_offset = small;
         failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -EINVAL) << 3;
+        a.event_type = KFD_IOC_EVENT_HW_EXCEPTION;
         a.event_page_offset = page;
-        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != 0 || a.event_id != 0) << 4;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != 0 || a.event_page_offset != 0) << 4;
+        a.event_type = KFD_IOC_EVENT_SIGNAL;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != 0 || a.event_id != 1) << 8;
         a.event_page_offset = other;
-        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -EBUSY) << 5;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -EINVAL || a.event_page_offset != other) << 5;
         f.handle = page;
         failed |= (conf_ioctl(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f) != -EPERM) << 6;
         f.handle = other;
@@ -343,17 +410,54 @@ static int event_page_child(void)
         return failed;
 }
 
-static void event_page_by_handle(void **state)
+
+/* The kernel's own page, until user mode maps it, has the 256 slots the
+ * oldest user mode expects: with the reserved id 0, 255 signal events and
+ * then -ENOSPC (event_page_offset 0 even so). Once the whole page is
+ * mapped, its 4096 slots are there. In a process of its own. */
+static int kernel_page_child(void)
+{
+        int kfd = conf_open_kfd(), failed = 0;
+        struct kfd_ioctl_create_event_args a = { .event_type = KFD_IOC_EVENT_SIGNAL };
+        void *slots;
+
+        if (kfd < 0)
+                return 1;
+        for (uint32_t id = 1; id < 256; id++) {
+                a.event_page_offset = 0;
+                if (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != 0 || a.event_id != id)
+                        return 2;
+        }
+        a.event_page_offset = 0;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != -ENOSPC || a.event_page_offset != 0) << 2;
+        slots = mmap(NULL, SIGNAL_PAGE_SIZE, PROT_READ, MAP_SHARED, kfd, (off_t)EVENTS_MMAP_OFFSET);
+        failed |= (slots == MAP_FAILED) << 3;
+        failed |= (conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a) != 0 || a.event_id != 256) << 4;
+        return failed;
+}
+
+/* Runs `child_main` in a child process that must exit 0. */
+static void run_child(int (*child_main)(void))
 {
         int status;
         pid_t child = fork();
 
         assert_true(child >= 0);
         if (child == 0)
-                _exit(event_page_child());
+                _exit(child_main());
         assert_int_equal(waitpid(child, &status, 0), child);
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void kernel_page_slots(void **state)
+{
+        run_child(kernel_page_child);
+}
+
+static void event_page_by_handle(void **state)
+{
+        run_child(event_page_child);
 }
 
 /* A process killed while it waits: its kfd_process goes as usual (the
@@ -397,8 +501,10 @@ int main(int argc, char **argv)
                 cmocka_unit_test(set_wakes_waiters),
                 cmocka_unit_test(event_age),
                 cmocka_unit_test(signal_interrupts_a_wait),
+                cmocka_unit_test(interrupted_wait_wakes_others),
                 cmocka_unit_test(destroy_wakes_with_eio),
                 cmocka_unit_test(event_page_by_handle),
+                cmocka_unit_test(kernel_page_slots),
                 cmocka_unit_test(killed_while_waiting),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

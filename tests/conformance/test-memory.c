@@ -168,6 +168,58 @@ static void alloc_kinds(void **state)
         assert_int_equal(free_bo((uint64_t)0x7 << 32), -EINVAL);
 }
 
+/* A userptr BO's pages are faulted in at ALLOC (init_user_pages,
+ * amdgpu_ttm_tt_get_user_pages: vma_lookup, then hmm_range_fault asking
+ * for write access): memory the caller has not mapped, even in part, is
+ * -EFAULT, memory it cannot write -EPERM. */
+static void userptr_needs_the_memory_mapped(void **state)
+{
+        const uint32_t gpu = gpu_ids[0];
+        uint8_t *area = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint64_t offset, handle;
+
+        assert_true(area != MAP_FAILED);
+        assert_int_equal(munmap(area + PAGE, PAGE), 0);
+        offset = (uintptr_t)(area + PAGE);
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, &offset, NULL), -EFAULT);
+        offset = (uintptr_t)area;
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, 2 * PAGE, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, &offset, NULL), -EFAULT);
+
+        assert_int_equal(mprotect(area, PAGE, PROT_READ), 0);
+        offset = (uintptr_t)area;
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, &offset, NULL), -EPERM);
+        assert_int_equal(mprotect(area, PAGE, PROT_READ | PROT_WRITE), 0);
+        offset = (uintptr_t)area;
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, &offset, &handle), 0);
+        assert_int_equal(free_bo(handle), 0);
+        munmap(area, PAGE);
+}
+
+/* A BO takes the smallest hole of the device's mmap offset space that
+ * holds it (drm_vma_offset_add, DRM_MM_INSERT_BEST), so a freed BO's
+ * offset is given again; one of no pages (AQL memory of 1 byte, halved
+ * to 0; a size PAGE_ALIGN wraps to 0) gets no offset: -ENOSPC. Every
+ * other test frees its BOs, so the space here is one hole (on a real
+ * node, as long as no other client leaves a hole of exactly 7 pages). */
+static void mmap_offsets_are_reused(void **state)
+{
+        const uint32_t gpu = gpu_ids[0];
+        uint64_t first = 0, fence = 0, again = 0, handles[3];
+
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, 1, KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM,
+                                  NULL, NULL),
+                         -ENOSPC);
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, UINT64_MAX - 100, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL, NULL), -ENOSPC);
+
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, 7 * PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &first, &handles[0]), 0);
+        assert_int_equal(alloc_bo(gpu, 1ull << 42, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &fence, &handles[1]), 0);
+        assert_int_equal(free_bo(handles[0]), 0);
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, 7 * PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &again, &handles[2]), 0);
+        assert_true(again == first && fence > first);
+        assert_int_equal(free_bo(handles[1]), 0);
+        assert_int_equal(free_bo(handles[2]), 0);
+}
+
 /* A GTT BO's pages are shared by every mapping of its offset through the
  * render file it was made for; another render file of the same GPU is
  * refused (-EACCES, drm_vma_node_is_allowed), a userptr BO has no CPU
@@ -272,9 +324,58 @@ static void map_and_unmap(void **state)
         assert_int_equal(free_bo(handle), 0);
 }
 
-/* VRAM is counted against the device's (the mem bank's size): more than
- * it is -ENOMEM. AQL queue memory is mapped twice and allocated once, so
- * half of it counts. */
+/* MAP places the BO at its VA in each VM (amdgpu_vm_bo_map): a VA off a
+ * page, one whose last page is past the VM's 48 bits, or one that
+ * overlaps a BO already mapped in that VM is -EINVAL, n_success saying how
+ * far the list got. VMs are per device: the same VA is free in another.
+ * AQL queue memory takes twice its allocation, mapped back to back. */
+static void map_checks_the_va(void **state)
+{
+        const uint32_t both[2] = { gpu_ids[0], gpu_ids[1] };
+        const uint64_t va = 1ull << 43;
+        uint64_t unaligned, too_high, first, overlapping, aql, after_aql;
+        uint32_t done;
+
+        assert_int_equal(alloc_bo(gpu_ids[0], va + 100, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL, &unaligned), 0);
+        assert_int_equal(alloc_bo(gpu_ids[0], (1ull << 48) - PAGE, 2 * PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL,
+                                  &too_high),
+                         0);
+        assert_int_equal(alloc_bo(gpu_ids[0], va, 2 * PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL, &first), 0);
+        assert_int_equal(alloc_bo(gpu_ids[0], va + PAGE, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL, &overlapping), 0);
+        assert_int_equal(alloc_bo(gpu_ids[0], va + 4 * PAGE, 2 * PAGE,
+                                  KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM, NULL, &aql),
+                         0);
+        assert_int_equal(alloc_bo(gpu_ids[0], va + 5 * PAGE, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL, &after_aql), 0);
+
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, unaligned, both, 2, &done), -EINVAL);
+        assert_int_equal(done, 0);
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, too_high, both, 2, &done), -EINVAL);
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, first, both, 1, &done), 0);
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, overlapping, both, 2, &done), -EINVAL);
+        assert_int_equal(done, 0);
+        done = 1;
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, overlapping, both, 2, &done), 0);
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, aql, both, 1, &done), 0);
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_MAP_MEMORY_TO_GPU, after_aql, both, 1, &done), -EINVAL);
+
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, first, both, 1, &done), 0);
+        done = 0;
+        assert_int_equal(map_bo(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, aql, both, 1, &done), 0);
+        done = 1;
+        assert_int_equal(map_bo(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, overlapping, both, 2, &done), 0);
+        for (uint64_t *h = (uint64_t[]){ unaligned, too_high, first, overlapping, aql, after_aql, 0 }; *h; h++)
+                assert_int_equal(free_bo(*h), 0);
+}
+
+/* VRAM is counted against the device's (the mem bank's size) less the
+ * page tables' estimate (ESTIMATE_PT_SIZE, at least 8 MiB): exactly the
+ * device's VRAM, or more, is -ENOMEM. AQL queue memory is mapped twice
+ * and allocated once, so half of it counts. */
 static void vram_is_accounted(void **state)
 {
         const uint32_t gpu = gpu_ids[0];
@@ -282,6 +383,7 @@ static void vram_is_accounted(void **state)
         uint64_t handle, second;
 
         assert_int_equal(alloc_bo(gpu, 1ull << 41, size + PAGE, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, NULL, NULL), -ENOMEM);
+        assert_int_equal(alloc_bo(gpu, 1ull << 41, size, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, NULL, NULL), -ENOMEM);
         assert_int_equal(alloc_bo(gpu, 1ull << 41, size + 2 * PAGE,
                                   KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM, NULL, &handle),
                          0);
@@ -330,9 +432,12 @@ int main(int argc, char **argv)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(alloc_needs_the_vm),
                 cmocka_unit_test(alloc_kinds),
+                cmocka_unit_test(userptr_needs_the_memory_mapped),
+                cmocka_unit_test(mmap_offsets_are_reused),
                 cmocka_unit_test(bo_mmap_through_the_render_node),
                 cmocka_unit_test(mmio_page_through_kfd),
                 cmocka_unit_test(map_and_unmap),
+                cmocka_unit_test(map_checks_the_va),
                 cmocka_unit_test(vram_is_accounted),
                 cmocka_unit_test(exit_frees_the_vram),
         };

@@ -197,6 +197,58 @@ static void render_file_is_one_process_vm(void **state)
         assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* A render file's VM stays a compute VM after the process that acquired
+ * it is gone (amdgpu_vm_release_compute keeps vm->process_info until the
+ * file's VM is torn down): another process cannot acquire it (-EINVAL)
+ * while the file is open, and takes a render file of its own. */
+/* ACQUIRE_VM of `drm` for the second GPU through /dev/kfd `kfd`. */
+static long acquire_second_gpu(int kfd, int drm)
+{
+        struct kfd_ioctl_acquire_vm_args a = { .drm_fd = (uint32_t)drm, .gpu_id = gpu_ids[1] };
+
+        return conf_ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, &a);
+}
+
+/* Runs `child_main` with `drm` in a child process; its exit status. */
+static int in_child(int (*child_main)(int drm), int drm)
+{
+        int status;
+        pid_t child = fork();
+
+        assert_true(child >= 0);
+        if (child == 0)
+                _exit(child_main(drm));
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(conf_wait_kfd_process_gone(child), 0);
+        return WEXITSTATUS(status);
+}
+
+static int first_user(int drm)
+{
+        int kfd = conf_open_kfd();
+
+        return kfd >= 0 && acquire_second_gpu(kfd, drm) == 0 ? 0 : 1;
+}
+
+static int second_user(int drm)
+{
+        int kfd = conf_open_kfd();
+
+        return kfd >= 0 && acquire_second_gpu(kfd, drm) == -EINVAL &&
+                               acquire_second_gpu(kfd, render_node_of(gpu_ids[1])) == 0
+                       ? 0
+                       : 1;
+}
+
+static void released_vm_is_not_acquired_again(void **state)
+{
+        _cleanup_close_ int drm = render_node_of(gpu_ids[1]);
+
+        assert_int_equal(in_child(first_user, drm), 0);
+        assert_int_equal(in_child(second_user, drm), 0);
+}
+
 /* SET_TRAP_HANDLER and SET_SCRATCH_BACKING_VA bind too: an unknown GPU is
  * -EINVAL, a device without its VM -ESRCH and -ENODEV respectively (the
  * second passes the bind's errno on). Expects the first GPU's VM acquired
@@ -344,6 +396,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(acquire_vm_once_per_device),
                 cmocka_unit_test(trap_handler_and_scratch_need_the_vm),
                 cmocka_unit_test(render_file_is_one_process_vm),
+                cmocka_unit_test(released_vm_is_not_acquired_again),
                 cmocka_unit_test(tile_config_of_a_device),
                 cmocka_unit_test(clock_counters),
                 cmocka_unit_test(apertures_of_every_device),

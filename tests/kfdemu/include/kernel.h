@@ -24,7 +24,8 @@ struct emu_file {
         struct emu_process *process;     /* /dev/kfd: filep->private_data; NULL on a render node */
         struct emu_gpu *render_gpu;      /* render node: its device; NULL on /dev/kfd */
         /* Render node: its VM became a process's compute VM (ACQUIRE_VM,
-         * amdgpu_amdkfd_gpuvm_acquire_process_vm sets vm->process_info). */
+         * amdgpu_amdkfd_gpuvm_acquire_process_vm sets vm->process_info),
+         * for as long as the file lives, past that process's end. */
         bool vm_acquired;
         /* Render node: references held by the transport (while the fd is
          * open) and by kfd_process_devices that acquired its VM (the

@@ -83,7 +83,6 @@ struct emu_gpu {
         uint32_t alloc_watch_ids;        /* address-watch slots taken on the device (kfd->alloc_watch_ids) */
         unsigned total_queue_count;      /* dqm->total_queue_count: user queues of every process */
         uint64_t vram_used;              /* adev->kfd.vram_used: KFD VRAM BOs of every process, bytes */
-        uint64_t next_mmap_page;         /* the DRM device's next free mmap offset page (vma manager) */
         int mmio_remap_memfd;            /* the register page KFD maps for HDP flushes; -1 until mapped */
         struct emu_gpu_hw *hw;
 };
@@ -109,7 +108,7 @@ struct emu_event {
         uint32_t type;                   /* KFD_IOC_EVENT_* */
         bool auto_reset;
         bool signaled;
-        uint64_t age;                    /* event_age: 1 at creation, +1 per set that is consumed */
+        uint64_t age;                    /* event_age: 1 at creation, +1 per set (never back to 0 or 1) */
         struct kfd_event_waiter *waiters; /* WAIT_EVENTS calls asleep on it (ev->wq) */
 };
 
@@ -194,7 +193,7 @@ struct emu_process {
 
         /* HSA events (kernel/kfd-hsa-events.c). */
         struct emu_event *events;        /* event_idr */
-        unsigned signal_event_count;
+        unsigned signal_event_count;     /* signal and debug events, plus the reserved id 0 */
         uint64_t signal_handle;          /* the user's event page BO handle; 0 = none */
         int signal_page_memfd;           /* the signal page's contents; -1 before one exists */
         uint64_t *signal_slots;          /* the page, mapped in the server (kernel_address) */

@@ -19,6 +19,14 @@
 #include "usermem.h"
 
 #define KFD_SIGNAL_PAGE_SIZE (KFD_SIGNAL_EVENT_LIMIT * 8u)
+/* allocate_event_notification_slot: "Oldest user mode expects 256 event
+ * slots", so the kernel's own page hands out ids below 256 until user
+ * mode maps it (kfd_event_mmap then records the mapping's length). */
+#define KFD_DEFAULT_SIGNAL_MAPPED_SIZE (256u * 8u)
+/* kfd_event_init_process allocates id 0 with no event ("used for a fast
+ * path to ignore bogus events that are sent by the CP without a context
+ * ID") and counts it as a signal event. */
+#define KFD_RESERVED_EVENT_ID 0u
 /* KFD_FIRST_NONSIGNAL_EVENT_ID: other events' ids start above the slots. */
 #define KFD_FIRST_NONSIGNAL_EVENT_ID KFD_SIGNAL_EVENT_LIMIT
 /* UNSIGNALED_EVENT_SLOT: what a slot holds until the GPU writes it. */
@@ -26,6 +34,7 @@
 /* KFD_EVENT_TIMEOUT_IMMEDIATE / _INFINITE. */
 #define KFD_EVENT_TIMEOUT_IMMEDIATE 0u
 #define KFD_EVENT_TIMEOUT_INFINITE 0xffffffffu
+#define KFD_EVENT_TIMEOUT_MAX_FINITE 0x7fffffffu
 /* sizeof(struct kfd_event_waiter) on x86-64: a wait_queue_entry (40),
  * the event pointer and two bools; kcalloc of more than KMALLOC_MAX_SIZE
  * fails. */
@@ -62,6 +71,10 @@ struct kfd_user_event_data {
 };
 _Static_assert(sizeof(struct kfd_user_event_data) == sizeof(struct kfd_event_data), "kfd_event_data layout");
 
+/* The page size kfd_event_mmap's vma has: the mapping's length rounded
+ * up to whole pages. */
+#define KFD_PAGE_ALIGN(x) (((x) + 4095ull) & ~4095ull)
+
 /* The model's clock (CLOCK_MONOTONIC), which its timers count in. */
 static uint64_t now_ns(void)
 {
@@ -80,11 +93,12 @@ static struct emu_event *lookup_event_by_id(struct emu_process *p, uint32_t id)
 }
 
 /* idr_alloc(&p->event_idr, ev, start, end): the lowest free id in
- * [start, end), end 0 meaning no bound; -ENOSPC when none is. */
+ * [start, end), end 0 meaning no bound; -ENOSPC when none is. The
+ * reserved id is never free. */
 static long lowest_free_id(struct emu_process *p, uint32_t start, uint64_t end)
 {
         for (uint64_t id = start; end == 0 ? id < INT32_MAX : id < end; id++)
-                if (!lookup_event_by_id(p, (uint32_t)id))
+                if (id != KFD_RESERVED_EVENT_ID && !lookup_event_by_id(p, (uint32_t)id))
                         return (long)id;
         return -ENOSPC;
 }
@@ -117,12 +131,11 @@ static int allocate_signal_page(struct emu_process *p)
                 close(memfd);
                 return -ENOMEM;
         }
-        return signal_page_install(p, memfd, 0);
+        return signal_page_install(p, memfd, KFD_DEFAULT_SIGNAL_MAPPED_SIZE);
 }
 
-/* The event page given by its BO handle (kfd_ioctl_create_event's first
- * part, then amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel and
- * kfd_event_page_set). */
+/* The event page given by its BO handle (kfd_kmap_event_page, then
+ * amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel and kfd_event_page_set). */
 static long set_event_page_by_handle(struct emu_process *p, uint64_t handle)
 {
         struct emu_pdd *pdd;
@@ -130,6 +143,10 @@ static long set_event_page_by_handle(struct emu_process *p, uint64_t handle)
         long r;
         int memfd;
 
+        /* "Event page is already set": before the device is even looked
+         * up, so kfd_event_page_set's -EBUSY is never reached. */
+        if (p->signal_page_memfd >= 0)
+                return -EINVAL;
         r = kfd_bind_device(p, (uint32_t)(handle >> 32), &pdd);
         if (r < 0)
                 return r;
@@ -140,8 +157,6 @@ static long set_event_page_by_handle(struct emu_process *p, uint64_t handle)
          * no pages kfdemu could map (README "Known differences"). */
         if (bo->memfd < 0)
                 return -EINVAL;
-        if (p->signal_page_memfd >= 0)
-                return -EBUSY;
         /* **[ver]** trees with the size check: a page with fewer slots
          * than KFD_SIGNAL_EVENT_LIMIT is refused before it is cleared. */
         if (bo->size < KFD_SIGNAL_PAGE_SIZE)
@@ -171,16 +186,21 @@ long kfd_ioctl_create_event(struct emu_call *call, struct emu_process *p, void *
                         return r;
         }
 
+        /* kfd_event_create clears the offset before anything can fail;
+         * the ioctl's arguments go back to user mode even on error. */
+        args->event_page_offset = 0;
         if (signal) {
+                /* create_signal_event: no slot left that user mode maps
+                 * (the reserved id counts as one). */
+                if (p->signal_mapped_size && p->signal_event_count == p->signal_mapped_size / 8)
+                        return -ENOSPC;
                 if (p->signal_page_memfd < 0) {
                         r = allocate_signal_page(p);
                         if (r < 0)
                                 return r;
                 }
-                if (p->signal_event_count == KFD_SIGNAL_EVENT_LIMIT)
-                        return -ENOSPC;
                 /* "Only use signal slots user mode has mapped". */
-                id = lowest_free_id(p, 0, p->signal_mapped_size / 8);
+                id = lowest_free_id(p, KFD_RESERVED_EVENT_ID, p->signal_mapped_size / 8);
         } else {
                 id = lowest_free_id(p, KFD_FIRST_NONSIGNAL_EVENT_ID, 0);
         }
@@ -223,25 +243,33 @@ static uint32_t wait_condition(const struct kfd_event_wait *w)
         return activated == w->num_events ? KFD_IOC_WAIT_RESULT_COMPLETE : KFD_IOC_WAIT_RESULT_TIMEOUT;
 }
 
-static void set_event(struct emu_event *ev);
+static void set_event_and_wake(struct emu_event *ev);
 
-/* free_waiters: off the events' lists; after an interrupted wait, an
- * auto-reset event the wait consumed is signalled again. */
+/* free_waiters: off the events' lists. After an interrupted wait, an
+ * auto-reset event the wait consumed is set again, which wakes the
+ * event's other waiters as set_event's wake_up_all does. The wait's own
+ * waiters all leave their lists first: the wait that is ending must not
+ * be among those woken. */
 static void free_waiters(struct kfd_event_wait *w, bool undo_auto_reset)
 {
         for (uint32_t i = 0; i < w->num_events; i++) {
                 struct kfd_event_waiter *waiter = &w->waiters[i];
-                struct emu_event *ev = waiter->event;
 
-                if (!ev)
+                if (!waiter->event)
                         continue;
-                for (struct kfd_event_waiter **link = &ev->waiters; *link; link = &(*link)->next)
+                for (struct kfd_event_waiter **link = &waiter->event->waiters; *link; link = &(*link)->next)
                         if (*link == waiter) {
                                 *link = waiter->next;
                                 break;
                         }
-                if (undo_auto_reset && waiter->activated && ev->auto_reset)
-                        set_event(ev);
+        }
+        if (!undo_auto_reset)
+                return;
+        for (uint32_t i = 0; i < w->num_events; i++) {
+                struct kfd_event_waiter *waiter = &w->waiters[i];
+
+                if (waiter->event && waiter->activated && waiter->event->auto_reset)
+                        set_event_and_wake(waiter->event);
         }
 }
 
@@ -312,12 +340,14 @@ static void wake_waiters(struct emu_event *ev)
         } while (finished);
 }
 
-/* set_event: an auto-reset event that wakes someone is consumed. */
+/* set_event: an auto-reset event that wakes someone is consumed. Every
+ * set ages the event; the age never wraps back to 0 ("no age given") or
+ * 1 (never set). */
 static void set_event(struct emu_event *ev)
 {
         ev->signaled = !ev->auto_reset || !ev->waiters;
-        if (!ev->signaled)
-                ev->age++;
+        if (++ev->age == 0)
+                ev->age = 2;
         for (struct kfd_event_waiter *waiter = ev->waiters; waiter; waiter = waiter->next)
                 waiter->activated = true;
 }
@@ -421,11 +451,17 @@ long kfd_ioctl_wait_events(struct emu_call *call, struct emu_process *p, void *d
         uint32_t result;
         long r = 0;
 
-        if ((uint64_t)args->num_events * KFD_EVENT_WAITER_SIZE > KFD_KMALLOC_MAX_SIZE)
+        /* A failed kcalloc goes to the kernel's `out:`, which reports the
+         * wait as failed too. */
+        if ((uint64_t)args->num_events * KFD_EVENT_WAITER_SIZE > KFD_KMALLOC_MAX_SIZE) {
+                args->wait_result = KFD_IOC_WAIT_RESULT_FAIL;
                 return -ENOMEM;
+        }
         w = calloc(1, sizeof(*w) + (size_t)args->num_events * sizeof(w->waiters[0]));
-        if (!w)
+        if (!w) {
+                args->wait_result = KFD_IOC_WAIT_RESULT_FAIL;
                 return -ENOMEM;
+        }
         w->call = call;
         w->process = p;
         w->all = args->wait_for_all != 0;
@@ -459,9 +495,16 @@ long kfd_ioctl_wait_events(struct emu_call *call, struct emu_process *p, void *d
         call->event_wait = w;
         call->wait_kind = KFD_WAIT_EVENTS;
         if (args->timeout != KFD_EVENT_TIMEOUT_INFINITE) {
+                /* user_timeout_to_jiffies: "msecs_to_jiffies interprets all
+                 * values above 2^31-1 as infinite, but we consider them
+                 * finite", so they are cut to that. */
+                uint64_t timeout_ns = (uint64_t)(args->timeout < KFD_EVENT_TIMEOUT_MAX_FINITE
+                                                         ? args->timeout
+                                                         : KFD_EVENT_TIMEOUT_MAX_FINITE) * 1000000u;
+
                 w->timed = true;
-                w->deadline_ns = now_ns() + (uint64_t)args->timeout * 1000000u;
-                emu_gpu_complete_after(p->node, call, 0, (uint64_t)args->timeout * 1000000u);
+                w->deadline_ns = now_ns() + timeout_ns;
+                emu_gpu_complete_after(p->node, call, 0, timeout_ns);
         }
         return EMU_CALL_PARKED;
 }
@@ -527,8 +570,15 @@ int kfd_event_mmap(struct emu_process *p, uint64_t length, struct emu_mmap_resul
                 return -EINVAL;
         ret->n_segments = 1;
         ret->segments[0] = (struct emu_mmap_segment){ .memfd = p->signal_page_memfd, .length = length };
-        p->signal_mapped_size = length;
+        /* vma->vm_end - vma->vm_start: whole pages. */
+        p->signal_mapped_size = KFD_PAGE_ALIGN(length);
         return 0;
+}
+
+void kfd_event_init_process(struct emu_process *p)
+{
+        p->signal_page_memfd = -1;
+        p->signal_event_count = 1;       /* the reserved id's */
 }
 
 void kfd_event_abandon_waits(struct emu_process *p)

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -27,9 +28,10 @@
 #define KFD_HANDLE_GPU_ID(handle) ((uint32_t)((handle) >> 32))
 #define KFD_HANDLE_IDR(handle) ((uint32_t)((handle) & 0xffffffffu))
 
-/* DRM_FILE_PAGE_OFFSET_START (drm_gem.h, 64-bit): the DRM device's mmap
- * offsets start above 4 GiB. */
+/* DRM_FILE_PAGE_OFFSET_START / _SIZE (drm_gem.h, 64-bit): the DRM
+ * device's mmap offsets, in pages, start above 4 GiB and span 1 TiB. */
 #define DRM_FILE_PAGE_OFFSET_START ((0xffffffffull >> 12) + 1)
+#define DRM_FILE_PAGE_OFFSET_SIZE ((0xffffffffull >> 12) * 256)
 
 struct emu_bo *kfd_bo_by_handle(struct emu_pdd *pdd, uint32_t idr_handle)
 {
@@ -49,21 +51,132 @@ static uint32_t lowest_free_handle(struct emu_pdd *pdd)
         return id;
 }
 
+/* AMDGPU_VM_RESERVED_VRAM (amdgpu_vm.h, 6.x). */
+#define AMDGPU_VM_RESERVED_VRAM (8ull << 20)
+
+/* The VRAM amdgpu_amdkfd_reserve_mem_limit lets KFD allocate on `gpu`:
+ * the device's, less ESTIMATE_PT_SIZE(amdgpu_amdkfd_total_mem_size), the
+ * page tables' estimate from the host's RAM (one 16 KiB-th of it, at
+ * least AMDGPU_VM_RESERVED_VRAM). The pages RAS retired and VRAM the
+ * driver pinned for itself, which it subtracts too, are none here. */
+static uint64_t kfd_vram_available(const struct emu_gpu *gpu)
+{
+        uint64_t vram = (uint64_t)gpu->cfg.vram_mib << 20, host_ram = 0, reserved_for_pt;
+        struct sysinfo si;
+
+        /* amdgpu_amdkfd_gpuvm_init_mem_limits: (totalram - totalhigh) * mem_unit. */
+        if (sysinfo(&si) == 0)
+                host_ram = ((uint64_t)si.totalram - si.totalhigh) * si.mem_unit;
+        reserved_for_pt = host_ram >> 14 > AMDGPU_VM_RESERVED_VRAM ? host_ram >> 14 : AMDGPU_VM_RESERVED_VRAM;
+        return vram > reserved_for_pt ? vram - reserved_for_pt : 0;
+}
+
+/* The BO of `gpu` whose mmap offset is the lowest at or above `page`
+ * (any process's: the vma manager is the device's); NULL if none is. */
+static const struct emu_bo *first_bo_from(const struct emu_gpu *gpu, uint64_t page)
+{
+        const struct emu_bo *first = NULL;
+
+        for (const struct emu_process *p = gpu->node->processes; p; p = p->next)
+                for (unsigned i = 0; i < p->n_pdds; i++) {
+                        if (p->pdds[i].gpu != gpu)
+                                continue;
+                        for (const struct emu_bo *bo = p->pdds[i].bos; bo; bo = bo->next)
+                                if (bo->mmap_offset >> 12 >= page &&
+                                    (!first || bo->mmap_offset < first->mmap_offset))
+                                        first = bo;
+                }
+        return first;
+}
+
+/* drm_vma_offset_add -> drm_mm_insert_node (DRM_MM_INSERT_BEST): the
+ * start of the smallest hole in the device's offset space that holds
+ * `pages`; -ENOSPC for 0 pages (drm_mm_insert_node_in_range: "size == 0")
+ * or when no hole is large enough. Of holes of one size, the kernel's
+ * size-ordered tree returns one its insertion history decides; here the
+ * lowest. */
+static long vma_offset_add(const struct emu_gpu *gpu, uint64_t pages, uint64_t *ret_page)
+{
+        const uint64_t end = DRM_FILE_PAGE_OFFSET_START + DRM_FILE_PAGE_OFFSET_SIZE;
+        uint64_t hole_start = DRM_FILE_PAGE_OFFSET_START, best_start = 0, best_size = 0;
+
+        if (pages == 0)
+                return -ENOSPC;
+        while (hole_start < end) {
+                const struct emu_bo *next = first_bo_from(gpu, hole_start);
+                uint64_t hole_end = next ? next->mmap_offset >> 12 : end;
+
+                if (hole_end - hole_start >= pages && (best_size == 0 || hole_end - hole_start < best_size)) {
+                        best_size = hole_end - hole_start;
+                        best_start = hole_start;
+                }
+                if (!next)
+                        break;
+                hole_start = hole_end + (next->size >> 12);
+        }
+        if (best_size == 0)
+                return -ENOSPC;
+        *ret_page = best_start;
+        return 0;
+}
+
 static unsigned gpu_index(const struct emu_gpu *gpu)
 {
         return (unsigned)(gpu - gpu->node->gpus);
 }
 
+/* vm_manager.max_pfn of GC 9.x (gmc_v9_0_sw_init: amdgpu_vm_adjust_size
+ * with 256 TiB, 48 bits): the GPU VM's pages. */
+#define AMDGPU_GFX9_MAX_PFN (1ull << 36)
+
+/* The GPU VA range [start, end) a BO takes in a VM it is mapped in: AQL
+ * queue memory is mapped twice, back to back (kfd_mem_attach). Its size
+ * is a whole number of pages already. */
+static void bo_va_range(const struct emu_bo *bo, uint64_t *start, uint64_t *end)
+{
+        uint64_t span = bo->flags & KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM ? 2 * bo->size : bo->size;
+
+        *start = bo->va;
+        *end = bo->va + span;
+}
+
+/* amdgpu_vm_bo_map's checks when map_bo_to_gpuvm maps `bo` at its VA in
+ * the VM of `gpu` (amdgpu_vm_verify_parameters): the VA on a GPU page, no
+ * wrap past 2^64, the last page below max_pfn, and no overlap with any
+ * other BO of the process mapped in that VM (amdgpu_vm_it_iter_first);
+ * each is -EINVAL. */
+static long vm_bo_map_check(const struct emu_process *p, const struct emu_gpu *gpu, const struct emu_bo *bo)
+{
+        uint64_t start, end;
+
+        bo_va_range(bo, &start, &end);
+        if (start & (KFD_PAGE_SIZE - 1) || end <= start || (end - 1) >> 12 >= AMDGPU_GFX9_MAX_PFN)
+                return -EINVAL;
+        for (unsigned i = 0; i < p->n_pdds; i++)
+                for (const struct emu_bo *other = p->pdds[i].bos; other; other = other->next) {
+                        uint64_t other_start, other_end;
+
+                        if (other == bo || !(other->mapped_gpus & (1u << gpu_index(gpu))))
+                                continue;
+                        bo_va_range(other, &other_start, &other_end);
+                        if (start < other_end && other_start < end)
+                                return -EINVAL;
+                }
+        return 0;
+}
+
 /* amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu: the domain from the flags, the
  * memory limit, the BO and its mmap offset. `mmap_offset` carries the
- * userptr address in and the BO's offset out. */
-static long gpuvm_alloc(struct emu_pdd *pdd, uint64_t va, uint64_t size, uint32_t flags,
+ * userptr address (in the memory of `tgid`, the caller) in and the BO's
+ * offset out. */
+static long gpuvm_alloc(struct emu_pdd *pdd, pid_t tgid, uint64_t va, uint64_t size, uint32_t flags,
                         uint64_t *mmap_offset, struct emu_bo **ret)
 {
         struct emu_gpu *gpu = pdd->gpu;
         bool contents = flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT);
-        uint64_t aligned_size;
+        uint64_t aligned_size, offset_page;
         struct emu_bo *bo;
+        long r;
 
         if (!contents) {
                 if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
@@ -78,15 +191,32 @@ static long gpuvm_alloc(struct emu_pdd *pdd, uint64_t va, uint64_t size, uint32_
         }
 
         /* "Workaround for AQL queue wraparound bug": the memory is mapped
-         * twice, so only half of it is allocated. */
+         * twice, so only half of it is allocated. The alignment wraps a
+         * size within a page of 2^64 to 0, as PAGE_ALIGN does. */
         if (flags & KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM)
                 size >>= 1;
         aligned_size = KFD_PAGE_ALIGN(size);
 
-        /* amdgpu_amdkfd_reserve_mem_limit: VRAM against the device's. */
-        if ((flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) &&
-            gpu->vram_used + aligned_size > (uint64_t)gpu->cfg.vram_mib << 20)
+        if ((flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) && gpu->vram_used + aligned_size > kfd_vram_available(gpu))
                 return -ENOMEM;
+
+        /* Every BO of the device gets an offset in its DRM vma manager
+         * when it is created (ttm_bo_init_reserved), userptr, doorbell and
+         * MMIO ones too; a BO of no pages gets none. */
+        r = vma_offset_add(gpu, aligned_size >> 12, &offset_page);
+        if (r < 0)
+                return r;
+
+        /* init_user_pages, once the BO exists: amdgpu_ttm_tt_get_user_pages
+         * faults the whole range in (vma_lookup, then hmm_range_fault
+         * asking for write access, since KFD's userptr BOs are not
+         * read-only), so memory the caller has not mapped fails the ALLOC
+         * itself, not a later MAP. */
+        if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+                r = emu_user_range_accessible(tgid, *mmap_offset, aligned_size, true);
+                if (r < 0)
+                        return r;
+        }
 
         bo = calloc(1, sizeof(*bo));
         if (!bo)
@@ -107,12 +237,7 @@ static long gpuvm_alloc(struct emu_pdd *pdd, uint64_t va, uint64_t size, uint32_
         bo->flags = flags;
         bo->va = va;
         bo->size = aligned_size;
-        /* Every BO of the device gets an offset in its DRM vma manager
-         * (ttm_bo_init_reserved), userptr, doorbell and MMIO ones too. */
-        if (gpu->next_mmap_page == 0)
-                gpu->next_mmap_page = DRM_FILE_PAGE_OFFSET_START;
-        bo->mmap_offset = gpu->next_mmap_page << 12;
-        gpu->next_mmap_page += aligned_size >> 12;
+        bo->mmap_offset = offset_page << 12;
         *mmap_offset = bo->mmap_offset;
         *ret = bo;
         return 0;
@@ -155,7 +280,7 @@ long kfd_ioctl_alloc_memory_of_gpu(struct emu_call *call, struct emu_process *p,
                         return -EINVAL;
         }
 
-        r = gpuvm_alloc(pdd, args->va_addr, args->size, flags, &offset, &bo);
+        r = gpuvm_alloc(pdd, call->caller.tgid, args->va_addr, args->size, flags, &offset, &bo);
         if (r < 0)
                 return r;
         bo->idr_handle = lowest_free_handle(pdd);
@@ -250,6 +375,11 @@ long kfd_ioctl_map_memory_to_gpu(struct emu_call *call, struct emu_process *p, v
                 if (r < 0)
                         return r;
                 /* A VM it is mapped in already is skipped, not an error. */
+                if (!(bo->mapped_gpus & (1u << gpu_index(peer->gpu)))) {
+                        r = vm_bo_map_check(p, peer->gpu, bo);
+                        if (r < 0)
+                                return r;
+                }
                 bo->mapped_gpus |= 1u << gpu_index(peer->gpu);
                 args->n_success = i + 1;
         }

@@ -144,6 +144,8 @@ void kfd_wait_events_interrupted(struct emu_call *call);
 void kfd_wait_events_abandon(struct emu_call *call);
 /* mmap of /dev/kfd at KFD_MMAP_TYPE_EVENTS (kfd_event_mmap). */
 int kfd_event_mmap(struct emu_process *p, uint64_t length, struct emu_mmap_result *ret);
+/* kfd_event_init_process: no signal page yet, event id 0 reserved. */
+void kfd_event_init_process(struct emu_process *p);
 /* The process's threads are gone: their WAIT_EVENTS calls asleep with them. */
 void kfd_event_abandon_waits(struct emu_process *p);
 /* kfd_event_free_process: the process's events and signal page go. Its

@@ -99,7 +99,7 @@ int kfd_create_process(struct emu_node *node, pid_t tgid, struct emu_process **r
         p->tgid = tgid;
         p->pidfd = -1;
         p->dbg_ev_fd = -1;
-        p->signal_page_memfd = -1;
+        kfd_event_init_process(p);
         p->start_time = kfd_read_start_time(tgid);
         r = kfd_pasid_alloc(node, &p->pasid);
         if (r < 0) {

@@ -57,9 +57,10 @@ void kfd_process_device_release_vm(struct emu_pdd *pdd)
 {
         if (!pdd->drm_file)
                 return;
-        /* amdgpu_amdkfd_gpuvm_release_process_vm: the VM is a graphics VM
-         * again, and the file's last reference may go with it. */
-        pdd->drm_file->vm_acquired = false;
+        /* amdgpu_amdkfd_gpuvm_release_process_vm: amdgpu_vm_release_compute
+         * drops the PASID but leaves vm->process_info, which only
+         * amdgpu_vm_fini clears, so the file's VM is never acquired again
+         * ("Already a compute VM?"). The file's last reference may go. */
         kfd_drm_file_put(pdd->drm_file);
         pdd->drm_file = NULL;
 }

@@ -33,6 +33,11 @@ int emu_copy_to_user(pid_t tgid, uint64_t uaddr, const void *src, size_t len)
         return 0;
 }
 
+int emu_user_range_accessible(pid_t tgid, uint64_t uaddr, uint64_t len, bool write)
+{
+        return uaddr < FAKE_FIRST_VALID_ADDRESS ? -EFAULT : 0;
+}
+
 int emu_transport_watch_process(struct emu_node *node, struct emu_process *p)
 {
         return 0;
