@@ -186,7 +186,7 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "%s", strerror(-r));
         }
         if (pid > 0) {
-                r = process_facts_read(paths.proc_root, pid, &facts);
+                r = process_facts_read(paths.proc_root, paths.slurm_jobs_dir, pid, &facts);
                 if (r < 0) {
                         exit_code = daemon_fail(json, CTL_EXIT_PRECONDITION, NULL, "cannot read process %d: %s",
                                                 (int)pid, r == -ESRCH ? "no such process" : strerror(-r));

@@ -412,7 +412,7 @@ static void method_verify_config(struct varlink_call *call, struct json_object *
                 json_object_array_add(names, json_object_new_string(c->workloads[i].name));
         json_object_object_add(reply, "workloads", names);
         if (c && pid > 0) {
-                r = process_facts_read(m->paths.proc_root, pid, &facts);
+                r = process_facts_read(m->paths.proc_root, m->paths.slurm_jobs_dir, pid, &facts);
                 if (r < 0) {
                         json_object_put(reply);
                         config_free(c);

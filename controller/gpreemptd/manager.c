@@ -714,7 +714,7 @@ static void classify(struct manager *m, struct tracked_process *p)
         int r;
 
         p->registered = reg != NULL;
-        r = process_facts_read(m->paths.proc_root, p->pid, &facts);
+        r = process_facts_read(m->paths.proc_root, m->paths.slurm_jobs_dir, p->pid, &facts);
         if (r >= 0) {
                 p->cluster = facts.cluster;
                 if (!p->registered)

@@ -76,6 +76,7 @@ class Cluster:
         self.conf = os.path.join(tmp, "slurm.conf")
         self.gp_conf = os.path.join(tmp, "gpreempt")
         self.gp_run = os.path.join(tmp, "gp-run")
+        self.jobs_dir = os.path.join(tmp, "slurm-jobs")
         os.makedirs(os.path.join(self.gp_conf, "workloads.d"))
         os.makedirs(self.gp_run)
         for d in ("state", "spool", "log"):
@@ -118,7 +119,8 @@ SlurmdLogFile={tmp}/log/slurmd.log
         # slurmd gives its Prolog an environment of its own making: the
         # daemon's directories and gpreemptctl reach the script through this
         with open(os.path.join(tmp, "prolog"), "w") as f:
-            f.write(f"#!/bin/sh\nexport GPREEMPT_CONFIG_DIR={self.gp_conf} GPREEMPT_RUNTIME_DIR={self.gp_run}\n"
+            f.write(f"#!/bin/sh\nexport GPREEMPT_CONFIG_DIR={self.gp_conf} GPREEMPT_RUNTIME_DIR={self.gp_run} "
+                    f"GPREEMPT_SLURM_JOBS_DIR={self.jobs_dir}\n"
                     f"export PATH={os.path.dirname(gpreemptctl)}:$PATH\nexec {prolog}\n")
         os.chmod(os.path.join(tmp, "prolog"), 0o755)
         with open(os.path.join(tmp, "plugstack.conf"), "w") as f:
@@ -131,6 +133,7 @@ SlurmdLogFile={tmp}/log/slurmd.log
             f.write("[Workload]\nName=scavenger\nClass=offline\nMatchSlurmPartition=scavenger\n"
                     "[Workload]\nName=interactive\nClass=online\nMatchSlurmPartition=debug\n")
         daemon_env = dict(os.environ)  # gpreemptd keeps the sanitizers' settings, leak checks included
+        daemon_env["GPREEMPT_SLURM_JOBS_DIR"] = self.jobs_dir
         os.environ["SLURM_CONF"] = conf
         # In a sanitized build the plugin brings ASan into Slurm's own
         # programs, which are not built with it: their leaks are not ours.
@@ -312,12 +315,21 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
         check("scancel: the offline job leaves the daemon",
               wait_for(lambda: c.job_process(name) is None, 10, 0.05), json.dumps(c.status()))
 
-        # --- without the plugin: the configuration's partition rules
-        job = sbatch(tmp, "scavenger", ["-p", "scavenger"], offline_app)
+        # --- without the plugin: the configuration's partition rules, on the
+        # partition the Prolog recorded; the job's user sets the variable to
+        # the online partition's name, which must not make it online
+        job = sbatch(tmp, "scavenger", ["-p", "scavenger"], "SLURM_JOB_PARTITION=debug exec " + offline_app)
         p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process("scavenger")), 15, 0.1)
-        if not check("a job in the scavenger partition, without --gpreempt, is classified offline by its partition",
-                     p and p["class"] == "offline" and not p["registered"], json.dumps(c.status()) + c.logs()):
+        if not check("a job in the scavenger partition, without --gpreempt, is classified offline by the partition "
+                     "its Prolog recorded", p and p["class"] == "offline" and not p["registered"],
+                     json.dumps(c.status()) + c.logs()):
             return
+        with open("/proc/%d/environ" % p["pid"], "rb") as f:
+            forged = b"\0SLURM_JOB_PARTITION=debug\0" in b"\0" + f.read()
+        with open(os.path.join(c.jobs_dir, job)) as f:
+            record = f.read()
+        check("... although its environment says SLURM_JOB_PARTITION=debug, the online partition "
+              "(the record: %r)" % record, forged and "Partition=scavenger\n" in record)
         pid = p["pid"]
         online = subprocess.Popen(["srun", "-p", "debug"] + online_app,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -331,9 +343,9 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
               online.returncode == 0 and wait_for(lambda: not suspended(c.process(pid)), 10, 0.05),
               err + json.dumps(c.status()))
         slurm("scancel", job)
-        check("scancel: the scavenger job leaves the daemon, and Slurm",
-              wait_for(lambda: c.job_process("scavenger") is None and not slurm("squeue", "-h").stdout.strip(),
-                       10, 0.05), json.dumps(c.status()))
+        check("scancel: the scavenger job leaves the daemon and Slurm, and the Epilog removes its record",
+              wait_for(lambda: c.job_process("scavenger") is None and not slurm("squeue", "-h").stdout.strip()
+                       and not os.path.exists(os.path.join(c.jobs_dir, job)), 10, 0.05), json.dumps(c.status()))
 
         # --- without the plugin: the Prolog/Epilog script and the job's comment
         job = sbatch(tmp, "commented", ["-p", "debug", "--comment=gpreempt=offline"], offline_app)
