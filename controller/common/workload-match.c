@@ -328,6 +328,16 @@ const struct workload *workload_match_first(const struct config *c, const struct
         return NULL;
 }
 
+bool workload_online_by_environment_alone(const struct workload *w)
+{
+        if (w->class != WORKLOAD_CLASS_ONLINE || !w->match[MATCH_ENVIRONMENT].line)
+                return false;
+        for (int k = 0; k < _MATCH_KEY_MAX; k++)
+                if (k != MATCH_ENVIRONMENT && w->match[k].line)
+                        return false;
+        return true;
+}
+
 struct json_object *workload_match_to_json(const struct workload *w, bool matched, const char *reason)
 {
         struct json_object *o = json_object_new_object();
