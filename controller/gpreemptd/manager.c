@@ -574,7 +574,29 @@ static void check_freezer(struct manager *m, struct tracked_process *p)
                            (int)p->pid, p->freezer_state);
         else
                 log_notice("Process %d: thawed", (int)p->pid);
+        if (!p->frozen && !is_offline_managed(p)) {
+                end_session(p); /* no longer offline while it was frozen: let go now that it can be */
+                return;
+        }
         stillness_changed(m, p, was_still);
+}
+
+/*
+ * Ends p's session, unless the cgroup v1 freezer holds p: a frozen task
+ * cannot be brought to the ptrace-stop a detach needs (PTRACE_INTERRUPT
+ * does not wake it), and a detach attempted anyway would leave it traced.
+ * Such a session ends at the thaw instead (check_freezer).
+ */
+static void let_go(struct manager *m, struct tracked_process *p)
+{
+        if (!p->session)
+                return;
+        check_freezer(m, p); /* the freeze may have begun since the last discovery pass */
+        if (!p->session || !p->frozen) {
+                end_session(p);
+                return;
+        }
+        log_notice("Process %d: frozen by its cgroup; it is let go when it is thawed", (int)p->pid);
 }
 
 static void on_session_error(struct held_session *s, int error, enum gp_op op, void *userdata)
@@ -693,7 +715,7 @@ static void apply_class(struct manager *m, struct tracked_process *p)
         bool want_session = p->managed && p->class == WORKLOAD_CLASS_OFFLINE;
 
         if (!want_session)
-                end_session(p);
+                let_go(m, p);
         if (!want_watch && p->n_watched_queues) {
                 detector_unwatch(m->detector, p->pid);
                 p->n_watched_queues = 0;

@@ -694,6 +694,73 @@ static void test_frozen_cgroup_holds_the_gpu_until_thawed(void **state)
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+/* A "Key:\tvalue" line of /proc/PID/status, as a number. */
+static long proc_status_number(pid_t pid, const char *key)
+{
+        char path[64], line[256];
+        size_t key_len = strlen(key);
+        long value = -1;
+        FILE *file;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        file = fopen(path, "re");
+        assert_non_null(file);
+        while (fgets(line, sizeof(line), file))
+                if (strncmp(line, key, key_len) == 0 && line[key_len] == ':')
+                        value = strtol(line + key_len + 1, NULL, 10);
+        fclose(file);
+        return value;
+}
+
+static bool is_online_and_let_go(struct json_object *p)
+{
+        return is_watched_online(p) && !status_bool(p, "attached");
+}
+
+/*
+ * A task the cgroup v1 freezer holds cannot be brought to a ptrace-stop,
+ * and a tracer detaches only from one: a process that stops being offline
+ * while frozen (Unregister, a reload, a class change) is let go at the thaw,
+ * and then runs untraced.
+ */
+static void test_frozen_process_let_go_after_the_thaw(void **state)
+{
+        static const char *const serve[] = { "--rate", "100", "--gpu", "0", NULL };
+        struct fixture *f = *state;
+        char stat_path[64], stat[512];
+        FILE *file;
+        size_t n;
+
+        start_daemon(&f->h, no_slices, two_classes);
+        freezer_make(&f->freezer);
+        emulated_app_fork(&f->offline, app_path, serve);
+        freezer_move(&f->freezer, f->offline.pid);
+        daemon_call_pid(&f->h, "io.gpreempt.Register", f->offline.pid, ",\"class\":\"offline\"", NULL);
+        emulated_app_release(&f->offline);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "registered offline, attached", 5000);
+        assert_int_not_equal(proc_status_number(f->offline.pid, "TracerPid"), 0);
+
+        freezer_set(&f->freezer, true);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_frozen_and_suspended, "frozen, its queues suspended",
+                                   5000);
+        daemon_call_pid(&f->h, "io.gpreempt.Unregister", f->offline.pid, NULL, NULL);
+        freezer_set(&f->freezer, false);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_online_and_let_go,
+                                   "thawed, let go, and online by the configuration", 5000);
+        assert_int_equal(proc_status_number(f->offline.pid, "TracerPid"), 0);
+        /* running or sleeping between its requests, not left in a tracing stop */
+        snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)f->offline.pid);
+        file = fopen(stat_path, "re");
+        assert_non_null(file);
+        n = fread(stat, 1, sizeof(stat) - 1, file);
+        fclose(file);
+        stat[n] = '\0';
+        assert_non_null(strchr("RS", strrchr(stat, ')')[2]));
+        freezer_remove(&f->freezer, f->offline.pid);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 /* The Status entry whose workload is name, or NULL; owned by status. */
 static struct json_object *process_named(struct json_object *status, const char *name)
 {
@@ -781,6 +848,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_suspension_bound_of_a_hold_beside_busy_online, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_group_stop_holds_the_gpu_until_sigcont, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_frozen_cgroup_holds_the_gpu_until_thawed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_frozen_process_let_go_after_the_thaw, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_registration_covers_exec_and_children, setup, teardown),
         };
 
