@@ -214,11 +214,25 @@ static bool parse_slurm_job_dir(const char *c, const char *parent, const char *g
         return false;
 }
 
+/* The component under a job's: step_<id>, where <id> is a step number or a name Slurm gives. */
+static void parse_slurm_step(const char *c, struct cluster_cgroup *ret)
+{
+        size_t len;
+
+        if (!starts_with(c, "step_"))
+                return;
+        c += strlen("step_");
+        len = strlen(c);
+        if (len == 0 || len > SLURM_STEP_MAX || strspn(c, "abcdefghijklmnopqrstuvwxyz0123456789.+") != len)
+                return;
+        memcpy(ret->slurm_step, c, len + 1);
+}
+
 bool cluster_cgroup_parse(const char *path, struct cluster_cgroup *ret)
 {
         char component[3][COMPONENT_MAX + 1] = { "", "", "" }; /* the current one, its parent, its parent's parent */
         struct cluster_cgroup found = { 0 };
-        bool in_pod = false;
+        bool in_pod = false, in_job = false;
         char *c = component[0], *parent = component[1], *grandparent = component[2];
 
         for (const char *p = path; *p;) {
@@ -251,7 +265,14 @@ bool cluster_cgroup_parse(const char *path, struct cluster_cgroup *ret)
                         found.container_id[0] = '\0';
                         in_pod = true;
                 }
-                (void)parse_slurm_job_dir(c, parent, grandparent, &found.slurm_job_id);
+                if (in_job) {
+                        parse_slurm_step(c, &found);
+                        in_job = false;
+                }
+                if (parse_slurm_job_dir(c, parent, grandparent, &found.slurm_job_id)) {
+                        found.slurm_step[0] = '\0';
+                        in_job = true;
+                }
         }
         *ret = found;
         return found.qos != KUBERNETES_QOS_NONE || found.slurm_job_id;

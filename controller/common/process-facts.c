@@ -137,6 +137,13 @@ static int read_cgroup(const char *proc_root, pid_t pid, char **ret, struct clus
         return 0;
 }
 
+int process_facts_read_cluster_cgroup(const char *proc_root, pid_t pid, struct cluster_cgroup *ret)
+{
+        _cleanup_free_ char *cgroup = NULL;
+
+        return read_cgroup(proc_root, pid, &cgroup, ret);
+}
+
 int process_facts_read_exe(const char *proc_root, pid_t pid, char **ret)
 {
         _cleanup_free_ char *path = NULL;

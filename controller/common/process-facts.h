@@ -42,6 +42,8 @@ void process_facts_done(struct process_facts *p);
  * gone, -ENOMEM, or another -errno.
  */
 int process_facts_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* The pod or Slurm job /proc/<pid>/cgroup names. Returns 0, -ESRCH if the process is gone, or another -errno. */
+int process_facts_read_cluster_cgroup(const char *proc_root, pid_t pid, struct cluster_cgroup *ret);
 /* The PPid: line of /proc/<pid>/status. Returns 0, -ESRCH if the process is gone, -EIO, or another -errno. */
 int process_facts_read_parent(const char *proc_root, pid_t pid, pid_t *ret_parent);
 /* The /proc/<pid>/exe link, " (deleted)" dropped, in *ret: NULL when it cannot be read. Returns 0 or -ENOMEM. */

@@ -730,13 +730,15 @@ static void apply_class(struct manager *m, struct tracked_process *p)
 /* Reads p's cluster job and (re)classifies p: by the registration that covers it, else by the configuration. */
 static void classify(struct manager *m, struct tracked_process *p)
 {
-        struct process_facts facts;
+        struct process_facts facts = { 0 };
         const struct workload *w = NULL;
-        const struct registration *reg = registrations_find(&m->registrations, m->paths.proc_root, p->pid);
+        const struct registration *reg;
         int r;
 
-        p->registered = reg != NULL;
         r = process_facts_read(m->paths.proc_root, m->paths.slurm_jobs_dir, p->pid, &facts);
+        /* a process that cannot be read is in no cgroup of a step; its ancestry may still say */
+        reg = registrations_find(&m->registrations, m->paths.proc_root, p->pid, &facts.cluster_cgroup);
+        p->registered = reg != NULL;
         if (r >= 0) {
                 p->cluster = facts.cluster;
                 if (!p->registered)
@@ -774,13 +776,15 @@ static void reclassify(struct manager *m, struct tracked_process *p)
 
 static void reclassify_all(struct manager *m)
 {
+        registrations_mark_unused(&m->registrations);
         for (size_t i = 0; i < m->n_processes; i++)
                 reclassify(m, m->processes[i]);
+        registrations_drop_unused_steps(&m->registrations);
 }
 
 int manager_register(struct manager *m, pid_t pid, enum workload_class class, const char *name)
 {
-        int r = registrations_set(&m->registrations, pid, class, name);
+        int r = registrations_set(&m->registrations, m->paths.proc_root, pid, class, name);
 
         if (r < 0)
                 return r;

@@ -23,6 +23,7 @@ from a job's --comment=gpreempt=offline.
 """
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -371,13 +372,20 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
         # --- proctrack/cgroup: scontrol suspend freezes the job's cgroup, with no signal
         c.restart_slurm("proctrack/cgroup")
         idle = wait_for(lambda: slurm("sinfo", "-h", "-n", NODE, "-o", "%T").stdout.strip() == "idle", 15, 0.1)
-        job = sbatch(tmp, "frozen", ["--gpreempt=offline", "-p", "debug"], offline_app)
+        # the GPU process is orphaned by a double fork, as a daemonising program is:
+        # no parent chain reaches the registered batch script any more, its step's cgroup does
+        job = sbatch(tmp, "frozen", ["--gpreempt=offline", "-p", "debug"], f"({offline_app} &)\nexec sleep 600")
         name = "slurm-%s.batch" % job
         p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process(name)), 15, 0.1)
-        if not check("with proctrack/cgroup, the offline job is registered and attached", idle and p,
+        if not check("with proctrack/cgroup, the offline job's GPU process, orphaned by a double fork, is "
+                     "covered by the registration of its step's cgroup and attached", idle and p,
                      json.dumps(c.status()) + c.logs()):
             return
         pid = p["pid"]
+        with open("/proc/%d/status" % pid) as f:
+            parent = int(re.search(r"\nPPid:\s*(\d+)", f.read()).group(1))
+        with open("/proc/%d/cmdline" % parent, "rb") as f:
+            check("... its parent (%d) is not the batch script" % parent, b"sleep" not in f.read())
         r = slurm("scontrol", "suspend", job)
         frozen = wait_for(lambda: (lambda q: q and q["frozen"] and suspended(q))(c.process(pid)), 10, 0.05)
         check("scontrol suspend freezes the job's cgroup: its queues are suspended, and status says frozen",
