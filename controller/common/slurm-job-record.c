@@ -50,6 +50,8 @@ static void on_entry(void *userdata, const char *file, unsigned line, const char
                 member = &r->record->qos;
         else if (strcmp(key, "Account") == 0)
                 member = &r->record->account;
+        else if (strcmp(key, "Comment") == 0)
+                member = &r->record->comment;
         /* Slurm leaves a variable empty or unset where it has no value: both say "none" */
         if (!member || !*value)
                 return;
@@ -114,6 +116,7 @@ void slurm_job_record_done(struct slurm_job_record *r)
         free(r->partition);
         free(r->qos);
         free(r->account);
+        free(r->comment);
         *r = (struct slurm_job_record){ .error = -ENOENT };
 }
 

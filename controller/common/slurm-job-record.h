@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A Slurm job's partition, QOS and account as root recorded them on this
+ * A Slurm job's partition, QOS, account and comment as root recorded them on this
  * node: gpreempt-slurm-job, run by slurmd as its Prolog (as root, with the
  * job's own attributes in its environment, which slurmd builds from the
  * job's credential, not from the user's), writes one file per job,
  *
- *   <dir>/<job id>       [SlurmJob] Partition= QOS= Account=
+ *   <dir>/<job id>       [SlurmJob] Partition= QOS= Account= Comment=
  *
  * and its Epilog removes it. The directory is under /run, so records do not
  * outlive a reboot. These, not the SLURM_JOB_* variables of a task's
  * environment (which the job's user writes), are what MatchSlurmPartition=,
- * MatchSlurmQOS= and MatchSlurmAccount= match: a record is believed only
+ * MatchSlurmQOS=, MatchSlurmAccount= and MatchSlurmComment= match: a record is believed only
  * when it and its directory are root's and writable by root alone, and it is
  * looked up by the job of the process's cgroup, which only slurmstepd
  * chooses.
@@ -32,6 +32,7 @@ struct slurm_job_record {
         char *partition; /* NULL when the record does not give it */
         char *qos;       /* Slurm gives the Prolog these only with accounting */
         char *account;
+        char *comment;   /* sbatch --comment: the user's words, as submitted; the site's rules say what they may ask */
 };
 
 /*

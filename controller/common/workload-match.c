@@ -54,6 +54,8 @@ static const char *slurm_record_value(enum match_key key, const struct slurm_job
                 return r->qos;
         case MATCH_SLURM_ACCOUNT:
                 return r->account;
+        case MATCH_SLURM_COMMENT:
+                return r->comment;
         default:
                 return NULL;
         }
@@ -61,7 +63,16 @@ static const char *slurm_record_value(enum match_key key, const struct slurm_job
 
 static const char *slurm_record_field(enum match_key key)
 {
-        return key == MATCH_SLURM_PARTITION ? "partition" : key == MATCH_SLURM_QOS ? "QOS" : "account";
+        switch (key) {
+        case MATCH_SLURM_QOS:
+                return "QOS";
+        case MATCH_SLURM_ACCOUNT:
+                return "account";
+        case MATCH_SLURM_COMMENT:
+                return "comment";
+        default:
+                return "partition";
+        }
 }
 
 /*
@@ -115,7 +126,8 @@ static bool value_matches(enum match_key key, const struct workload *w, const st
                 return slurm_job_is(p, w->class, rule->numbers[i]);
         case MATCH_SLURM_PARTITION:
         case MATCH_SLURM_QOS:
-        case MATCH_SLURM_ACCOUNT: {
+        case MATCH_SLURM_ACCOUNT:
+        case MATCH_SLURM_COMMENT: {
                 const char *value = slurm_record_value(key, &p->slurm_job);
                 return value && fnmatch(v, value, 0) == 0;
         }
@@ -185,7 +197,9 @@ static char *describe_slurm_record(enum match_key key, const struct process_fact
                 r = asprintf(&s, "job %u's %s is \"%s\"", p->cluster_cgroup.slurm_job_id, field, value);
         else
                 r = asprintf(&s, "job %u's Prolog record gives no %s%s", p->cluster_cgroup.slurm_job_id, field,
-                             key == MATCH_SLURM_PARTITION ? "" : " (Slurm gives the Prolog one only with accounting)");
+                             key == MATCH_SLURM_QOS || key == MATCH_SLURM_ACCOUNT
+                                     ? " (Slurm gives the Prolog one only with accounting)"
+                                     : "");
         return r < 0 ? NULL : s;
 }
 
@@ -253,6 +267,7 @@ static char *describe_fact(enum match_key key, const struct workload *w, const s
         case MATCH_SLURM_PARTITION:
         case MATCH_SLURM_QOS:
         case MATCH_SLURM_ACCOUNT:
+        case MATCH_SLURM_COMMENT:
                 return describe_slurm_record(key, p);
         case _MATCH_KEY_MAX:
                 break;

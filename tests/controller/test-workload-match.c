@@ -122,7 +122,8 @@ static const char cluster_workloads[] =
         "[Workload]\nName=job\nClass=offline\nMatchSlurmJob=4749\n"
         "[Workload]\nName=partition\nClass=offline\nMatchSlurmPartition=batch* preempt\n"
         "[Workload]\nName=qos-and-account\nClass=online\nMatchSlurmQOS=high\nMatchSlurmAccount=ml-*\n"
-        "[Workload]\nName=job-online\nClass=online\nMatchSlurmJob=4749\n";
+        "[Workload]\nName=job-online\nClass=online\nMatchSlurmJob=4749\n"
+        "[Workload]\nName=comment\nClass=offline\nMatchSlurmComment=*gpreempt=offline*\n";
 
 #define POD_CGROUP                                                                                               \
         "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod2ca4a155_3599_498d_bb9d_4446693fa3ea." \
@@ -133,7 +134,7 @@ static const char cluster_workloads[] =
         "SLURM_JOB_ID=4749\0SLURM_JOB_NAME=resnet\0SLURM_JOB_PARTITION=batch-gpu\0SLURM_JOB_QOS=high\0" \
         "SLURM_JOB_ACCOUNT=ml-team\0"
 /* what slurmd gave the Prolog of job 4749, and of job 5 */
-#define JOB_RECORD "# test\n[SlurmJob]\nPartition=batch-gpu\nQOS=high\nAccount=ml-team\n"
+#define JOB_RECORD "# test\n[SlurmJob]\nPartition=batch-gpu\nQOS=high\nAccount=ml-team\nComment=x gpreempt=offline\n"
 #define OTHER_JOB_RECORD "[SlurmJob]\nPartition=debug\nQOS=\n"
 /* a process of another job that carries job 4749's variables (inherited or forged) */
 #define FORGED_ENVIRON "SLURM_JOB_ID=4749\0SLURM_JOB_PARTITION=batch-gpu\0SLURM_JOB_QOS=high\0SLURM_JOB_ACCOUNT=ml-x\0"
@@ -201,6 +202,8 @@ static void test_cluster_keys(void **state)
         /* an environment's job id can only lower standing */
         expect(&c->workloads[6], &job, true, "matches by MatchSlurmJob=");
         expect(&c->workloads[6], &env_only, false, "names Slurm job 4749 only in its environment");
+        expect(&c->workloads[7], &job, true, "matches by MatchSlurmComment=");
+        expect(&c->workloads[7], &forged, false, "job 5's Prolog record gives no comment");
 
         /* a record others could have written is not believed */
         process_facts_done(&forged);

@@ -118,11 +118,9 @@ SlurmdLogFile={tmp}/log/slurmd.log
         with open(os.path.join(tmp, "cgroup.conf"), "w") as f:
             f.write("CgroupPlugin=cgroup/v1\nConstrainCores=yes\nConstrainRAMSpace=yes\n")
         # slurmd gives its Prolog an environment of its own making: the
-        # daemon's directories and gpreemptctl reach the script through this
+        # record's directory reaches the script through this
         with open(os.path.join(tmp, "prolog"), "w") as f:
-            f.write(f"#!/bin/sh\nexport GPREEMPT_CONFIG_DIR={self.gp_conf} GPREEMPT_RUNTIME_DIR={self.gp_run} "
-                    f"GPREEMPT_SLURM_JOBS_DIR={self.jobs_dir}\n"
-                    f"export PATH={os.path.dirname(gpreemptctl)}:$PATH\nexec {prolog}\n")
+            f.write(f"#!/bin/sh\nexport GPREEMPT_SLURM_JOBS_DIR={self.jobs_dir}\nexec {prolog}\n")
         os.chmod(os.path.join(tmp, "prolog"), 0o755)
         with open(os.path.join(tmp, "plugstack.conf"), "w") as f:
             f.write(f"required {plugin} runtime_dir={self.gp_run}\n")
@@ -131,7 +129,8 @@ SlurmdLogFile={tmp}/log/slurmd.log
                     "[Offline]\nMaxSuspendMs=10000\nMinOfflineSharePercent=0\n")
         # for jobs without --gpreempt; a registration outranks them
         with open(os.path.join(self.gp_conf, "workloads.d", "50-slurm.conf"), "w") as f:
-            f.write("[Workload]\nName=scavenger\nClass=offline\nMatchSlurmPartition=scavenger\n"
+            f.write("[Workload]\nName=comment-offline\nClass=offline\nMatchSlurmComment=*gpreempt=offline*\n"
+                    "[Workload]\nName=scavenger\nClass=offline\nMatchSlurmPartition=scavenger\n"
                     "[Workload]\nName=interactive\nClass=online\nMatchSlurmPartition=debug\n")
         daemon_env = dict(os.environ)  # gpreemptd keeps the sanitizers' settings, leak checks included
         daemon_env["GPREEMPT_SLURM_JOBS_DIR"] = self.jobs_dir
@@ -348,15 +347,17 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
               wait_for(lambda: c.job_process("scavenger") is None and not slurm("squeue", "-h").stdout.strip()
                        and not os.path.exists(os.path.join(c.jobs_dir, job)), 10, 0.05), json.dumps(c.status()))
 
-        # --- without the plugin: the Prolog/Epilog script and the job's comment
+        # --- without the plugin: the job's comment, which the Prolog recorded, and a rule on it
         job = sbatch(tmp, "commented", ["-p", "debug", "--comment=gpreempt=offline"], offline_app)
-        dropin = os.path.join(c.gp_conf, "workloads.d", "10-slurm-job-%s.conf" % job)
-        name = "slurm-job-%s" % job
-        p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process(name)), 15, 0.1)
-        if not check("a job with --comment=gpreempt=offline is offline by the Prolog's drop-in (%s), "
-                     "which outranks its partition's rule" % name,
-                     p and p["class"] == "offline" and os.path.exists(dropin), json.dumps(c.status()) + c.logs()):
+        record = os.path.join(c.jobs_dir, job)
+        p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process("comment-offline")), 15, 0.1)
+        if not check("a job with --comment=gpreempt=offline is offline by a MatchSlurmComment= rule, "
+                     "which comes before its partition's", p and p["class"] == "offline",
+                     json.dumps(c.status()) + c.logs()):
             return
+        with open(record) as f:
+            text = f.read()
+        check("... on the comment the Prolog recorded (%r)" % text, "\nComment=gpreempt=offline\n" in text)
         pid = p["pid"]
         online = subprocess.Popen(["srun", "-p", "debug"] + online_app,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -364,8 +365,8 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
               wait_for(lambda: suspended(c.process(pid)), 10, 0.05), json.dumps(c.status()) + c.logs())
         online.communicate(timeout=30)
         slurm("scancel", job)
-        check("scancel: the Epilog removes the drop-in, and the job leaves the daemon and Slurm",
-              wait_for(lambda: not os.path.exists(dropin) and c.job_process(name) is None
+        check("scancel: the Epilog removes the record, and the job leaves the daemon and Slurm",
+              wait_for(lambda: not os.path.exists(record) and c.job_process("comment-offline") is None
                        and not slurm("squeue", "-h").stdout.strip(), 10, 0.05),
               json.dumps(c.status()) + c.logs())
 
