@@ -522,23 +522,31 @@ static void on_session_ended(struct held_session *s, enum held_session_end how, 
 }
 
 /*
- * A group-stop (kill -STOP, Ctrl-Z's SIGTSTP, scontrol suspend) stops a
- * process's CPU threads, but the work it queued goes on using the GPU. The
- * stop of an offline process suspends its queues too, whatever the online
- * side does, until SIGCONT ends it; the signals themselves reach the process
- * as sent (the library re-injects them and keeps the stop).
+ * A stop or a freeze began or ended: p's queues are suspended while either
+ * lasts. A process asked to terminate keeps its queues running, stopped or
+ * not, so that it can exit once continued.
  */
-/* A stop or a freeze began or ended: p's queues are suspended while either lasts. */
 static void stillness_changed(struct manager *m, struct tracked_process *p, bool was_still)
 {
         if (is_still(p) == was_still)
                 return;
-        if (is_still(p))
-                session_suspend(m, p, 0, true);
-        else
+        if (!is_still(p))
                 follow_policy(m, p);
+        else if (!p->terminating)
+                session_suspend(m, p, 0, true);
 }
 
+/*
+ * A group-stop (kill -STOP, Ctrl-Z's SIGTSTP, scontrol suspend) stops a
+ * process's CPU threads, but the work it queued goes on using the GPU. The
+ * stop of an offline process suspends its queues too, whatever the online
+ * side does, until SIGCONT ends it. The signals reach the process as sent:
+ * the library, its tracer, restarts each signal-delivery stop with the
+ * signal and keeps a group-stop stopped (PTRACE_LISTEN) until SIGCONT. Only
+ * the main thread is traced (amdkfd checks the leader's tracer alone), so
+ * a process whose main thread has exited (pthread_exit) reports no stop
+ * and its queues are not suspended for one.
+ */
 static void on_session_stop_changed(struct held_session *s, int stop_signal, void *userdata)
 {
         struct tracked_process *p = userdata;
@@ -796,8 +804,9 @@ int manager_register(struct manager *m, pid_t pid, enum workload_class class, co
 
 int manager_unregister(struct manager *m, pid_t pid)
 {
-        if (!registrations_remove(&m->registrations, pid) && !manager_find_process(m, pid))
-                return -ESRCH;
+        /* one covered through an ancestor or its step: its registration is another process's to end */
+        if (!registrations_remove(&m->registrations, pid))
+                return manager_find_process(m, pid) ? -ENOENT : -ESRCH;
         log_notice("Process %d: back to the configuration's classes", (int)pid);
         reclassify_all(m);
         return 0;

@@ -334,6 +334,7 @@ static void test_verbs_against_the_daemon(void **state)
                             "io.gpreempt.NotOffline");
         json_object_put(o);
         assert_contains(ctl(f, 0, "unregister", pid)->out, "by the configuration again");
+        assert_contains(ctl(f, 2, "unregister", pid)->err, "has no registration of its own");
 
         assert_contains(ctl(f, 2, "suspend", "4194304")->err, "not known to gpreemptd");
         assert_contains(ctl(f, 2, "register", "--offline", "4194304")->err, "not known to gpreemptd");
