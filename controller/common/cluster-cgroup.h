@@ -9,7 +9,11 @@
  * The path comes from /proc/<pid>/cgroup, which the kernel writes but whose
  * directory names the cluster software chose, so it is parsed as untrusted
  * text: every field is bounded and checked, and a path that only looks
- * almost right says nothing.
+ * almost right says nothing. A directory name cannot forge a line: the
+ * kernel refuses names with a newline (kernel/cgroup/cgroup.c,
+ * cgroup_mkdir(); cgroup-v1.c, cgroup1_rename()). A Slurm job is believed
+ * only where slurmstepd makes it, at a fixed depth from the hierarchy's root,
+ * not in a subtree delegated to a user.
  */
 #pragma once
 

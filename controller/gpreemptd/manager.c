@@ -707,6 +707,10 @@ static void start_session(struct manager *m, struct tracked_process *p)
         free(p->freezer_state);
         r = cgroup_freezer_state_file(m->paths.proc_root, CGROUP_ROOT, p->pid, &p->freezer_state);
         p->freezer = r > 0 ? (enum cgroup_freezer_kind)r : CGROUP_FREEZER_NONE;
+        if (r == -EXDEV)
+                log_warning("Process %d: its cgroup is outside gpreemptd's cgroup namespace, so a freeze of it "
+                            "(Slurm's proctrack/cgroup) is not seen; run gpreemptd in the host's",
+                            (int)p->pid);
         log_notice("Process %d: attached (GPU runtime %s)", (int)p->pid,
                    gp_runtime_state_to_string(held_session_runtime_state(p->session)));
         /* its GPUs may be suspended already (a held process follows its hold alone) */

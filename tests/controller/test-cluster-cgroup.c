@@ -140,6 +140,10 @@ static void test_not_a_cluster_job(void **state)
                 "/system.slice/slurmstepd.scope/job_x/step_0",
                 "/system.slice/slurmstepd.scope/job_4294967296",                 /* above a uint32_t */
                 "/system.slice/slurmd.service/job_42",
+                /* made by a user in a subtree delegated to it: not where slurmstepd puts jobs */
+                "/user.slice/user-1000.slice/user@1000.service/app.slice/system.slice/slurmstepd.scope/job_42/step_0",
+                "/user.slice/user-1000.slice/user@1000.service/slurm/uid_1000/job_42/step_0",
+                "/other.slice/slurmstepd.scope/job_42/step_0",
                 "/slurm/job_42/step_0",                                           /* v1 has uid_ between */
                 "/slurm_/uid_0/job_42",
                 "/notslurm/uid_0/job_42",
