@@ -52,22 +52,26 @@ static void drop_at(struct registrations *r, size_t i)
  * processes the task left in the step's cgroup keep it until none is
  * tracked any more (registrations_drop_unused_steps), or Slurm ends the step.
  */
+/* Ends items[i], whose task exited; returns whether it is still there (as its step's). */
+static bool retire_at(struct registrations *r, size_t i)
+{
+        struct registration *reg = &r->items[i];
+
+        if (!reg->slurm_step[0]) {
+                drop_at(r, i);
+                return false;
+        }
+        close(reg->pidfd);
+        reg->pidfd = -1;
+        reg->pid = 0; /* its pid may name another process now */
+        return true;
+}
+
 static void drop_exited(struct registrations *r)
 {
-        for (size_t i = 0; i < r->n;) {
-                struct registration *reg = &r->items[i];
-
-                if (!has_exited(reg)) {
+        for (size_t i = 0; i < r->n;)
+                if (!has_exited(&r->items[i]) || retire_at(r, i))
                         i++;
-                } else if (reg->slurm_step[0]) {
-                        close(reg->pidfd);
-                        reg->pidfd = -1;
-                        reg->pid = 0; /* its pid may name another process now */
-                        i++;
-                } else {
-                        drop_at(r, i);
-                }
-        }
 }
 
 static struct registration *find_own(struct registrations *r, pid_t pid)
@@ -149,9 +153,13 @@ const struct registration *registrations_find(struct registrations *r, const cha
 {
         struct registration *reg = NULL;
 
-        drop_exited(r);
         for (int depth = 0; r->n > 0 && pid > 1 && depth <= REGISTRATIONS_MAX_DEPTH && !reg; depth++) {
                 reg = find_own(r, pid);
+                /* only the one found is looked at: a lookup per process stays a walk, not a poll of all */
+                if (reg && has_exited(reg)) {
+                        (void)retire_at(r, (size_t)(reg - r->items));
+                        reg = NULL;
+                }
                 if (!reg && process_facts_read_parent(proc_root, pid, &pid) < 0)
                         break;
         }
@@ -164,6 +172,7 @@ const struct registration *registrations_find(struct registrations *r, const cha
 
 void registrations_mark_unused(struct registrations *r)
 {
+        drop_exited(r);
         for (size_t i = 0; i < r->n; i++)
                 r->items[i].covers = false;
 }

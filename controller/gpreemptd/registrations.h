@@ -68,8 +68,10 @@ bool registrations_remove(struct registrations *r, pid_t pid);
 const struct registration *registrations_find(struct registrations *r, const char *proc_root, pid_t pid,
                                               const struct cluster_cgroup *cg);
 /*
- * Around a lookup of every tracked process: a step's registration whose task
- * exited and that none of them was found under is dropped.
+ * Around a lookup of every tracked process: the registrations whose process
+ * exited are ended first (once, rather than at each lookup), and a step's
+ * registration whose task exited and that none of them was found under is
+ * dropped after.
  */
 void registrations_mark_unused(struct registrations *r);
 void registrations_drop_unused_steps(struct registrations *r);
