@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cleanup.h"
+#include "proc-status.h"
 
 /* Exit and exec both end the target's kfd debug session without a word to
  * the debugger (kfd_process_notifier_release_internal writes no event), so
@@ -142,6 +143,17 @@ int ptrace_detach_stopped(pid_t pid, const struct ptrace_stop *stop)
         /* A stop that came before the interrupt's is as good a place to
          * detach from; a signal being delivered goes along with the detach so
          * it is not lost, and a group-stop stays a stop after it. */
-        return ptrace_request(PTRACE_DETACH, pid,
-                              stop->kind == PTRACE_STOP_SIGNAL_DELIVERY ? stop->signal : 0);
+        struct proc_stat st;
+
+        if (ptrace(PTRACE_DETACH, pid, NULL,
+                   (void *)(long)(stop->kind == PTRACE_STOP_SIGNAL_DELIVERY ? stop->signal : 0)) == 0)
+                return 0;
+        if (errno != ESRCH)
+                return NEG_ERRNO();
+        /* ESRCH: killed since its stop (it is going, and the detach with it),
+         * or in no ptrace-stop at all, as a task the cgroup v1 freezer holds,
+         * whom the interrupt could not stop: that one is still traced. */
+        if (proc_stat_read(pid, &st) < 0 || st.state == 'Z' || st.state == 'X')
+                return 0;
+        return -EBUSY;
 }

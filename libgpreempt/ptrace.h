@@ -39,5 +39,7 @@ int ptrace_restart(pid_t pid, const struct ptrace_stop *stop);
  * ptrace_detach_stopped()), 0 when it is gone, or -errno. */
 int ptrace_interrupt_leader(pid_t pid, struct ptrace_stop *ret_stop);
 /* Detaches from a stop ptrace_interrupt_leader() collected, re-injecting a
- * signal the tracee was delivering. */
+ * signal the tracee was delivering. Returns 0 (also when the tracee died
+ * meanwhile), -EBUSY when it lives on in no ptrace-stop (one the cgroup v1
+ * freezer holds), so is still traced, or another -errno. */
 int ptrace_detach_stopped(pid_t pid, const struct ptrace_stop *stop);

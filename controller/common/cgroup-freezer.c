@@ -40,6 +40,22 @@ static const char *line_path(const char *line, const char *want)
         return NULL;
 }
 
+/* Whether a path has a ".." component: what a process outside our cgroup namespace shows ("/../.."). */
+static bool climbs(const char *path)
+{
+        for (const char *p = path; *p;) {
+                size_t len;
+
+                while (*p == '/')
+                        p++;
+                len = strcspn(p, "/");
+                if (len == 2 && p[0] == '.' && p[1] == '.')
+                        return true;
+                p += len;
+        }
+        return false;
+}
+
 int cgroup_freezer_parse_membership(const char *text, char **ret_path)
 {
         _cleanup_free_ char *copy = strdup(text);
@@ -57,6 +73,9 @@ int cgroup_freezer_parse_membership(const char *text, char **ret_path)
         }
         if (!v1 && !v2)
                 return CGROUP_FREEZER_NONE;
+        /* joined onto /sys/fs/cgroup it would name a file outside it, or another cgroup's */
+        if (climbs(v1 ? v1 : v2))
+                return -EXDEV;
         *ret_path = strdup(v1 ? v1 : v2);
         if (!*ret_path)
                 return -ENOMEM;

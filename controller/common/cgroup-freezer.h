@@ -23,7 +23,9 @@ enum cgroup_freezer_kind {
  * From the text of /proc/<pid>/cgroup: the freezer that applies and the
  * process's path in its hierarchy (*ret_path, to free; NULL with
  * CGROUP_FREEZER_NONE). A v1 freezer line wins over the unified one: on a
- * hybrid host that is where Slurm freezes. Returns the kind, or -ENOMEM.
+ * hybrid host that is where Slurm freezes. Returns the kind, -EXDEV for a
+ * path outside the reader's cgroup namespace ("/../..": no file under
+ * /sys/fs/cgroup names it), or -ENOMEM.
  */
 int cgroup_freezer_parse_membership(const char *text, char **ret_path);
 /* Whether the text of a state file of that kind says frozen (FREEZING counts: the threads are stopping). */
@@ -33,7 +35,8 @@ bool cgroup_freezer_parse_frozen(enum cgroup_freezer_kind kind, const char *text
  * The file that tells whether pid's cgroup is frozen, under cgroup_root
  * (/sys/fs/cgroup), in *ret (to free; NULL when no freezer applies: also in
  * a root cgroup, which cannot be frozen). Returns its kind,
- * CGROUP_FREEZER_NONE, -ESRCH when the process is gone, or another -errno.
+ * CGROUP_FREEZER_NONE, -ESRCH when the process is gone, -EXDEV when its cgroup
+ * is outside the reader's cgroup namespace, or another -errno.
  */
 int cgroup_freezer_state_file(const char *proc_root, const char *cgroup_root, pid_t pid, char **ret);
 /* 1 frozen, 0 not, or -errno when the file cannot be read (the cgroup is gone). */

@@ -199,13 +199,21 @@ static bool parse_numbered(const char *c, const char *prefix, uint32_t *ret)
  * slurmstepd's job cgroup: cgroup/v2 puts it at
  * system.slice/[<node>_]slurmstepd.scope/job_<id>/step_<n>/user/task_<n>;
  * cgroup/v1 at slurm/uid_<uid>/job_<id>/step_<n>/task_<n>, whose top is
- * slurm_<node> in builds for several slurmd per host (Debian's).
+ * slurm_<node> in builds for several slurmd per host (Debian's). Either way
+ * the job is the third directory from the hierarchy's root (depth 2), which
+ * only root can make: a user given a cgroup subtree of its own (systemd's
+ * Delegate=, user@.service) can make directories of those names deeper
+ * down, and must not pass for a job so.
  */
-static bool parse_slurm_job_dir(const char *c, const char *parent, const char *grandparent, uint32_t *ret)
+static bool parse_slurm_job_dir(const char *c, const char *parent, const char *grandparent, unsigned depth,
+                                uint32_t *ret)
 {
         uint32_t uid;
 
-        if (strcmp(parent, "slurmstepd.scope") == 0 || length_before_suffix(parent, "_slurmstepd.scope") > 0)
+        if (depth != 2)
+                return false;
+        if (strcmp(grandparent, "system.slice") == 0 &&
+            (strcmp(parent, "slurmstepd.scope") == 0 || length_before_suffix(parent, "_slurmstepd.scope") > 0))
                 return parse_numbered(c, "job_", ret);
         /* uid 0 is a real uid here: root's jobs */
         if ((strcmp(parent, "uid_0") == 0 || parse_numbered(parent, "uid_", &uid)) &&
@@ -214,11 +222,26 @@ static bool parse_slurm_job_dir(const char *c, const char *parent, const char *g
         return false;
 }
 
+/* The component under a job's: step_<id>, where <id> is a step number or a name Slurm gives. */
+static void parse_slurm_step(const char *c, struct cluster_cgroup *ret)
+{
+        size_t len;
+
+        if (!starts_with(c, "step_"))
+                return;
+        c += strlen("step_");
+        len = strlen(c);
+        if (len == 0 || len > SLURM_STEP_MAX || strspn(c, "abcdefghijklmnopqrstuvwxyz0123456789.+") != len)
+                return;
+        memcpy(ret->slurm_step, c, len + 1);
+}
+
 bool cluster_cgroup_parse(const char *path, struct cluster_cgroup *ret)
 {
         char component[3][COMPONENT_MAX + 1] = { "", "", "" }; /* the current one, its parent, its parent's parent */
         struct cluster_cgroup found = { 0 };
-        bool in_pod = false;
+        bool in_pod = false, in_job = false;
+        unsigned depth = 0; /* of c: 0 for the first directory under the root */
         char *c = component[0], *parent = component[1], *grandparent = component[2];
 
         for (const char *p = path; *p;) {
@@ -251,7 +274,15 @@ bool cluster_cgroup_parse(const char *path, struct cluster_cgroup *ret)
                         found.container_id[0] = '\0';
                         in_pod = true;
                 }
-                (void)parse_slurm_job_dir(c, parent, grandparent, &found.slurm_job_id);
+                if (in_job) {
+                        parse_slurm_step(c, &found);
+                        in_job = false;
+                }
+                if (parse_slurm_job_dir(c, parent, grandparent, depth, &found.slurm_job_id)) {
+                        found.slurm_step[0] = '\0';
+                        in_job = true;
+                }
+                depth++;
         }
         *ret = found;
         return found.qos != KUBERNETES_QOS_NONE || found.slurm_job_id;

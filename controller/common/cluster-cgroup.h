@@ -9,7 +9,11 @@
  * The path comes from /proc/<pid>/cgroup, which the kernel writes but whose
  * directory names the cluster software chose, so it is parsed as untrusted
  * text: every field is bounded and checked, and a path that only looks
- * almost right says nothing.
+ * almost right says nothing. A directory name cannot forge a line: the
+ * kernel refuses names with a newline (kernel/cgroup/cgroup.c,
+ * cgroup_mkdir(); cgroup-v1.c, cgroup1_rename()). A Slurm job is believed
+ * only where slurmstepd makes it, at a fixed depth from the hierarchy's root,
+ * not in a subtree delegated to a user.
  */
 #pragma once
 
@@ -31,12 +35,15 @@ enum kubernetes_qos {
 #define KUBERNETES_POD_UID_MAX 36
 /* A container id: 64 hex digits for containerd, CRI-O and Docker. */
 #define KUBERNETES_CONTAINER_ID_MAX 64
+/* A Slurm step directory's name after step_: a number, batch, extern, interactive, a het-job "0+1". */
+#define SLURM_STEP_MAX 32
 
 struct cluster_cgroup {
         enum kubernetes_qos qos;
         char pod_uid[KUBERNETES_POD_UID_MAX + 1];             /* "" when not in a pod */
         char container_id[KUBERNETES_CONTAINER_ID_MAX + 1];   /* "" when the path stops at the pod */
         uint32_t slurm_job_id;                                /* 0 when not in a Slurm job cgroup */
+        char slurm_step[SLURM_STEP_MAX + 1];                  /* "" when the path stops at the job */
 };
 
 /*

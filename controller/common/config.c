@@ -413,6 +413,7 @@ static const char *check_match_value(enum match_key key, char *v, long *ret_numb
         case MATCH_SLURM_PARTITION:
         case MATCH_SLURM_QOS:
         case MATCH_SLURM_ACCOUNT:
+        case MATCH_SLURM_COMMENT:
         case _MATCH_KEY_MAX:
                 break;
         }

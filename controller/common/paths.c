@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "paths.h"
 
+#include "slurm-job-record.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +34,8 @@ int paths_fill_defaults(struct paths *p)
             (r = fill(&p->proc_root, "GPREEMPT_PROC_ROOT", "/proc")) < 0 ||
             (r = fill(&p->sysfs_root, "GPREEMPT_SYSFS_ROOT", "/sys")) < 0 ||
             (r = fill(&p->kfd_device, "GPREEMPT_KFD_DEVICE", "/dev/kfd")) < 0 ||
-            (r = fill(&p->group, "GPREEMPT_GROUP", "gpreempt")) < 0)
+            (r = fill(&p->group, "GPREEMPT_GROUP", "gpreempt")) < 0 ||
+            (r = fill(&p->slurm_jobs_dir, "GPREEMPT_SLURM_JOBS_DIR", SLURM_JOB_RECORD_DEFAULT_DIR)) < 0)
                 return r;
         return 0;
 }
@@ -45,6 +48,7 @@ void paths_done(struct paths *p)
         free(p->sysfs_root);
         free(p->kfd_device);
         free(p->group);
+        free(p->slurm_jobs_dir);
         *p = (struct paths){ 0 };
 }
 

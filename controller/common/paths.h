@@ -10,6 +10,7 @@
  *   GPREEMPT_SYSFS_ROOT   /sys                KFD sysfs (proc/, topology/) and debugfs
  *   GPREEMPT_KFD_DEVICE   /dev/kfd            handed to libgpreempt
  *   GPREEMPT_GROUP        gpreempt            group allowed read access on the socket
+ *   GPREEMPT_SLURM_JOBS_DIR /run/gpreempt-slurm/jobs  the Slurm Prolog's job records
  */
 #pragma once
 
@@ -20,6 +21,7 @@ struct paths {
         char *sysfs_root;
         char *kfd_device;
         char *group;
+        char *slurm_jobs_dir; /* slurm-job-record.h */
 };
 
 /*

@@ -137,6 +137,13 @@ static int read_cgroup(const char *proc_root, pid_t pid, char **ret, struct clus
         return 0;
 }
 
+int process_facts_read_cluster_cgroup(const char *proc_root, pid_t pid, struct cluster_cgroup *ret)
+{
+        _cleanup_free_ char *cgroup = NULL;
+
+        return read_cgroup(proc_root, pid, &cgroup, ret);
+}
+
 int process_facts_read_exe(const char *proc_root, pid_t pid, char **ret)
 {
         _cleanup_free_ char *path = NULL;
@@ -179,15 +186,17 @@ int process_facts_read_parent(const char *proc_root, pid_t pid, pid_t *ret_paren
         return 0;
 }
 
-int process_facts_read(const char *proc_root, pid_t pid, struct process_facts *ret)
+int process_facts_read(const char *proc_root, const char *slurm_jobs_dir, pid_t pid, struct process_facts *ret)
 {
-        struct process_facts p = { .pid = pid };
+        struct process_facts p = { .pid = pid, .slurm_job = { .error = -ENOENT } };
         int r;
 
         if ((r = read_status(proc_root, pid, &p.uid, &p.tracer)) < 0 || (r = read_cmdline(proc_root, pid, &p.cmdline)) < 0 ||
             (r = read_cgroup(proc_root, pid, &p.cgroup, &p.cluster_cgroup)) < 0 ||
             (r = process_environ_read(proc_root, pid, &p.environment)) < 0 ||
-            (r = process_facts_read_exe(proc_root, pid, &p.exe)) < 0) {
+            (r = process_facts_read_exe(proc_root, pid, &p.exe)) < 0 ||
+            /* by the cgroup's job alone: SLURM_JOB_ID is the process owner's to write */
+            (r = slurm_job_record_read(slurm_jobs_dir, p.cluster_cgroup.slurm_job_id, &p.slurm_job)) < 0) {
                 process_facts_done(&p);
                 return r;
         }
@@ -202,5 +211,6 @@ void process_facts_done(struct process_facts *p)
         free(p->cmdline);
         free(p->cgroup);
         process_environ_done(&p->environment);
+        slurm_job_record_done(&p->slurm_job);
         *p = (struct process_facts){ 0 };
 }

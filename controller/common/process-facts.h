@@ -11,6 +11,7 @@
 #include "cluster-cgroup.h"
 #include "cluster-identity.h"
 #include "process-environ.h"
+#include "slurm-job-record.h"
 
 /* /proc/<pid>/cmdline and /cgroup are bounded by the kernel, but not small. */
 #define PROCESS_FACT_MAX 65536
@@ -25,10 +26,14 @@ struct process_facts {
         struct cluster_cgroup cluster_cgroup; /* the pod or Slurm job any of its cgroups names */
         struct process_environ environment;   /* may be unreadable: see its error */
         struct cluster_identity cluster;      /* from the two above */
+        struct slurm_job_record slurm_job;    /* the Prolog's record of its cgroup's Slurm job */
 };
 
-/* Returns 0, -ESRCH if the process is gone, or another -errno. */
-int process_facts_read(const char *proc_root, pid_t pid, struct process_facts *ret);
+/*
+ * slurm_jobs_dir: where the Prolog's job records are (paths.h). Returns 0,
+ * -ESRCH if the process is gone, or another -errno.
+ */
+int process_facts_read(const char *proc_root, const char *slurm_jobs_dir, pid_t pid, struct process_facts *ret);
 void process_facts_done(struct process_facts *p);
 
 /*
@@ -37,6 +42,8 @@ void process_facts_done(struct process_facts *p);
  * gone, -ENOMEM, or another -errno.
  */
 int process_facts_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* The pod or Slurm job /proc/<pid>/cgroup names. Returns 0, -ESRCH if the process is gone, or another -errno. */
+int process_facts_read_cluster_cgroup(const char *proc_root, pid_t pid, struct cluster_cgroup *ret);
 /* The PPid: line of /proc/<pid>/status. Returns 0, -ESRCH if the process is gone, -EIO, or another -errno. */
 int process_facts_read_parent(const char *proc_root, pid_t pid, pid_t *ret_parent);
 /* The /proc/<pid>/exe link, " (deleted)" dropped, in *ret: NULL when it cannot be read. Returns 0 or -ENOMEM. */

@@ -44,38 +44,54 @@ static const char *basename_of(const char *path)
         return slash ? slash + 1 : path;
 }
 
-/* The SLURM_* variable a Slurm key reads. */
-static const char *slurm_variable_of(enum match_key key)
+/* What the Prolog's record of the process's job gives for a Slurm key (NULL when nothing). */
+static const char *slurm_record_value(enum match_key key, const struct slurm_job_record *r)
 {
         switch (key) {
         case MATCH_SLURM_PARTITION:
-                return "SLURM_JOB_PARTITION";
+                return r->partition;
         case MATCH_SLURM_QOS:
-                return "SLURM_JOB_QOS";
+                return r->qos;
         case MATCH_SLURM_ACCOUNT:
-                return "SLURM_JOB_ACCOUNT";
+                return r->account;
+        case MATCH_SLURM_COMMENT:
+                return r->comment;
         default:
                 return NULL;
         }
 }
 
-/* That variable's value, when the environment's Slurm variables are believed to be this job's. */
-static const char *slurm_job_value(enum match_key key, const struct process_facts *p)
+static const char *slurm_record_field(enum match_key key)
 {
-        if (cluster_slurm_environment(&p->cluster_cgroup, &p->environment) != SLURM_ENVIRONMENT_OF_JOB)
-                return NULL;
-        return process_environ_get(&p->environment, slurm_variable_of(key));
+        switch (key) {
+        case MATCH_SLURM_QOS:
+                return "QOS";
+        case MATCH_SLURM_ACCOUNT:
+                return "account";
+        case MATCH_SLURM_COMMENT:
+                return "comment";
+        default:
+                return "partition";
+        }
 }
 
-static bool slurm_job_is(const struct process_facts *p, long job)
+/*
+ * The job id MatchSlurmJob= may match: the cgroup's, which only slurmstepd
+ * chooses; else, for a workload that lowers a process's standing, the one
+ * its environment's SLURM_JOB_ID names (proctrack/linuxproc without
+ * task/cgroup), which its owner could forge only to its own loss.
+ */
+static bool slurm_job_is(const struct process_facts *p, enum workload_class class, long job)
 {
         uint64_t id;
 
-        return p->cluster.kind == CLUSTER_KIND_SLURM && parse_decimal(p->cluster.id, UINT32_MAX, &id) == 0 &&
-               (long)id == job;
+        if (p->cluster.kind != CLUSTER_KIND_SLURM || parse_decimal(p->cluster.id, UINT32_MAX, &id) != 0 ||
+            (long)id != job)
+                return false;
+        return p->cluster_cgroup.slurm_job_id || class == WORKLOAD_CLASS_OFFLINE;
 }
 
-static bool value_matches(enum match_key key, const struct match_rule *rule, size_t i,
+static bool value_matches(enum match_key key, const struct workload *w, const struct match_rule *rule, size_t i,
                           const struct process_facts *p, const char *unit)
 {
         const char *v = rule->values[i];
@@ -107,11 +123,12 @@ static bool value_matches(enum match_key key, const struct match_rule *rule, siz
         case MATCH_POD:
                 return strcmp(p->cluster_cgroup.pod_uid, v) == 0;
         case MATCH_SLURM_JOB:
-                return slurm_job_is(p, rule->numbers[i]);
+                return slurm_job_is(p, w->class, rule->numbers[i]);
         case MATCH_SLURM_PARTITION:
         case MATCH_SLURM_QOS:
-        case MATCH_SLURM_ACCOUNT: {
-                const char *value = slurm_job_value(key, p);
+        case MATCH_SLURM_ACCOUNT:
+        case MATCH_SLURM_COMMENT: {
+                const char *value = slurm_record_value(key, &p->slurm_job);
                 return value && fnmatch(v, value, 0) == 0;
         }
         case _MATCH_KEY_MAX:
@@ -163,33 +180,26 @@ static char *describe_environment(const struct match_rule *rule, const struct pr
         return s;
 }
 
-static char *describe_slurm_variable(enum match_key key, const struct process_facts *p)
+static char *describe_slurm_record(enum match_key key, const struct process_facts *p)
 {
-        const char *name = slurm_variable_of(key);
-        const char *value;
+        const char *value = slurm_record_value(key, &p->slurm_job);
+        const char *field = slurm_record_field(key);
         char *s = NULL;
-        int r = -1;
+        int r;
 
-        switch (cluster_slurm_environment(&p->cluster_cgroup, &p->environment)) {
-        case SLURM_ENVIRONMENT_NONE:
-                s = describe_unread_environment(&p->environment);
-                if (s)
-                        return s;
-                return strdup("its environment has no SLURM_JOB_ID: not a Slurm task");
-        case SLURM_ENVIRONMENT_OTHER_JOB:
-                r = asprintf(&s, "its environment's SLURM_JOB_ID=%s is not its cgroup's job %u, so its SLURM_* "
-                                 "variables are not believed",
-                             process_environ_get(&p->environment, "SLURM_JOB_ID"), p->cluster_cgroup.slurm_job_id);
-                break;
-        case SLURM_ENVIRONMENT_OF_JOB:
-                value = process_environ_get(&p->environment, name);
-                if (value)
-                        r = asprintf(&s, "%s is \"%s\"", name, value);
-                else
-                        r = asprintf(&s, "%s is not set%s", name,
-                                     key == MATCH_SLURM_PARTITION ? "" : " (Slurm sets it only with accounting)");
-                break;
-        }
+        if (!p->cluster_cgroup.slurm_job_id)
+                r = asprintf(&s, "is in no Slurm job cgroup, so its job's %s is not known (the environment's is "
+                                 "not believed: give slurmd TaskPlugin=task/cgroup or ProctrackType=proctrack/cgroup)",
+                             field);
+        else if (p->slurm_job.error)
+                r = asprintf(&s, "job %u: %s", p->cluster_cgroup.slurm_job_id, slurm_job_record_problem(p->slurm_job.error));
+        else if (value)
+                r = asprintf(&s, "job %u's %s is \"%s\"", p->cluster_cgroup.slurm_job_id, field, value);
+        else
+                r = asprintf(&s, "job %u's Prolog record gives no %s%s", p->cluster_cgroup.slurm_job_id, field,
+                             key == MATCH_SLURM_QOS || key == MATCH_SLURM_ACCOUNT
+                                     ? " (Slurm gives the Prolog one only with accounting)"
+                                     : "");
         return r < 0 ? NULL : s;
 }
 
@@ -208,8 +218,8 @@ static char *describe_pod(const struct process_facts *p)
 }
 
 /* What the process has for this key, for the sentence that explains a non-match. */
-static char *describe_fact(enum match_key key, const struct match_rule *rule, const struct process_facts *p,
-                           const char *unit)
+static char *describe_fact(enum match_key key, const struct workload *w, const struct match_rule *rule,
+                           const struct process_facts *p, const char *unit)
 {
         char *s = NULL;
         int r = -1;
@@ -243,7 +253,12 @@ static char *describe_fact(enum match_key key, const struct match_rule *rule, co
         case MATCH_POD:
                 return describe_pod(p);
         case MATCH_SLURM_JOB:
-                if (p->cluster.kind == CLUSTER_KIND_SLURM)
+                if (p->cluster.kind == CLUSTER_KIND_SLURM && !p->cluster_cgroup.slurm_job_id &&
+                    w->class != WORKLOAD_CLASS_OFFLINE)
+                        r = asprintf(&s, "names Slurm job %s only in its environment, which is believed for "
+                                         "Class=offline alone (no job cgroup: give slurmd TaskPlugin=task/cgroup)",
+                                     p->cluster.id);
+                else if (p->cluster.kind == CLUSTER_KIND_SLURM)
                         r = asprintf(&s, "is in Slurm job %s%s%s%s", p->cluster.id, p->cluster.name[0] ? " (" : "",
                                      p->cluster.name, p->cluster.name[0] ? ")" : "");
                 else
@@ -252,7 +267,8 @@ static char *describe_fact(enum match_key key, const struct match_rule *rule, co
         case MATCH_SLURM_PARTITION:
         case MATCH_SLURM_QOS:
         case MATCH_SLURM_ACCOUNT:
-                return describe_slurm_variable(key, p);
+        case MATCH_SLURM_COMMENT:
+                return describe_slurm_record(key, p);
         case _MATCH_KEY_MAX:
                 break;
         }
@@ -289,10 +305,10 @@ bool workload_match(const struct workload *w, const struct process_facts *p, cha
                 if (!rule->line)
                         continue;
                 for (size_t i = 0; i < rule->n_values && !any; i++)
-                        any = value_matches(k, rule, i, p, unit);
+                        any = value_matches(k, w, rule, i, p, unit);
                 if (!any) {
                         if (ret_reason) {
-                                _cleanup_free_ char *fact = describe_fact(k, rule, p, unit);
+                                _cleanup_free_ char *fact = describe_fact(k, w, rule, p, unit);
                                 _cleanup_free_ char *values = join_values(rule);
 
                                 if (asprintf(ret_reason, "%s=%s (%s:%u) does not match: %s",
@@ -325,6 +341,16 @@ const struct workload *workload_match_first(const struct config *c, const struct
                 if (workload_match(&c->workloads[i], p, NULL))
                         return &c->workloads[i];
         return NULL;
+}
+
+bool workload_online_by_environment_alone(const struct workload *w)
+{
+        if (w->class != WORKLOAD_CLASS_ONLINE || !w->match[MATCH_ENVIRONMENT].line)
+                return false;
+        for (int k = 0; k < _MATCH_KEY_MAX; k++)
+                if (k != MATCH_ENVIRONMENT && w->match[k].line)
+                        return false;
+        return true;
 }
 
 struct json_object *workload_match_to_json(const struct workload *w, bool matched, const char *reason)

@@ -31,5 +31,12 @@ struct json_object *workload_match_to_json(const struct workload *w, bool matche
 /* Returns the first matching workload, or NULL. */
 const struct workload *workload_match_first(const struct config *c, const struct process_facts *p);
 
+/*
+ * Whether w raises processes to online on what their owners write alone:
+ * Class=online with MatchEnvironment= its only key, so that any user can
+ * start a process that matches it. gpreemptctl verify-config warns of it.
+ */
+bool workload_online_by_environment_alone(const struct workload *w);
+
 /* The systemd unit a cgroup path belongs to: its innermost .service or .scope component, or NULL. */
 char *workload_match_cgroup_unit(const char *cgroup);

@@ -26,6 +26,7 @@ static const char *const match_key_names[_MATCH_KEY_MAX] = {
         [MATCH_SLURM_PARTITION] = "MatchSlurmPartition",
         [MATCH_SLURM_QOS] = "MatchSlurmQOS",
         [MATCH_SLURM_ACCOUNT] = "MatchSlurmAccount",
+        [MATCH_SLURM_COMMENT] = "MatchSlurmComment",
 };
 
 const char *workload_class_to_string(enum workload_class c)

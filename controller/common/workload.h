@@ -30,6 +30,7 @@ enum match_key {
         MATCH_SLURM_PARTITION,
         MATCH_SLURM_QOS,
         MATCH_SLURM_ACCOUNT,
+        MATCH_SLURM_COMMENT,
         _MATCH_KEY_MAX,
 };
 

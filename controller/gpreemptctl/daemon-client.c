@@ -224,6 +224,11 @@ static int explain_error(const char *error, struct json_object *params, enum dae
                             "process %d is not an offline workload, and gpreemptd suspends only offline "
                             "processes; classify it with 'gpreemptctl register --offline %d' first",
                             (int)pid, (int)pid);
+        if (strcmp(name, "NotRegistered") == 0)
+                return fail(f, CTL_EXIT_PRECONDITION, error,
+                            "process %d has no registration of its own (one of a parent or of its Slurm step "
+                            "may cover it: unregister that process), so nothing changed",
+                            (int)pid);
         if (strcmp(name, "NotAttached") == 0)
                 return fail(f, CTL_EXIT_PRECONDITION, error,
                             "gpreemptd has no debug session on process %d: %s", (int)pid,

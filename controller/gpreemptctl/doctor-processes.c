@@ -323,7 +323,7 @@ static void check_process(struct doctor *d, pid_t pid)
         bool have_facts;
         int r;
 
-        r = process_facts_read(d->paths.proc_root, pid, &facts);
+        r = process_facts_read(d->paths.proc_root, d->paths.slurm_jobs_dir, pid, &facts);
         if (r == -ESRCH)
                 return; /* gone since the listing */
         have_facts = r >= 0;

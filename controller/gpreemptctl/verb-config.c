@@ -70,6 +70,34 @@ static struct json_object *diag_json(const struct diag *d)
         return a;
 }
 
+/*
+ * Workloads that make a process online on its environment alone, which its
+ * owner writes: valid, but any user can claim them (gpreemptd.conf(5),
+ * ENVIRONMENT).
+ */
+static struct json_object *warn_of_environment_alone(const struct config *c, bool json)
+{
+        struct json_object *warnings = json_object_new_array();
+
+        for (size_t i = 0; i < c->n_workloads; i++) {
+                const struct workload *w = &c->workloads[i];
+                _cleanup_free_ char *text = NULL;
+
+                if (!workload_online_by_environment_alone(w))
+                        continue;
+                if (asprintf(&text, "%s:%u: workload %s is Class=online on MatchEnvironment= alone: any user can "
+                                    "set those variables and be online; add a key the user cannot choose "
+                                    "(MatchUser=, MatchCgroup=, MatchSlurmPartition=, MatchKubernetesQoS=) or make "
+                                    "it Class=offline",
+                             w->file, w->line, w->name) < 0)
+                        continue;
+                if (!json)
+                        print_printable(stderr, "gpreemptctl: warning: ", text, "\n");
+                json_object_array_add(warnings, json_object_new_string(text));
+        }
+        return warnings;
+}
+
 /* The cluster job the process is part of, as gpreemptctl status shows it. */
 static void print_cluster(const struct cluster_identity *id)
 {
@@ -186,7 +214,7 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
                 return daemon_fail(json, CTL_EXIT_FAILURE, NULL, "%s", strerror(-r));
         }
         if (pid > 0) {
-                r = process_facts_read(paths.proc_root, pid, &facts);
+                r = process_facts_read(paths.proc_root, paths.slurm_jobs_dir, pid, &facts);
                 if (r < 0) {
                         exit_code = daemon_fail(json, CTL_EXIT_PRECONDITION, NULL, "cannot read process %d: %s",
                                                 (int)pid, r == -ESRCH ? "no such process" : strerror(-r));
@@ -236,6 +264,7 @@ int verb_verify_config(const struct ctl_globals *globals, int argc, char **argv)
                         }
                 }
                 json_object_object_add(result, "workloads", names);
+                json_object_object_add(result, "warnings", warn_of_environment_alone(config, json));
                 if (pid > 0)
                         explain(config, &facts, json, result);
                 /* valid as gpreemptd sees it, every setting a default; but a typo more likely than meant */

@@ -121,6 +121,7 @@ static const char description[] =
         "error TooManyConnections (limit: int, scope: (user, unprivileged, all))\n"
         "error NoSuchProcess (pid: int)\n"
         "error NotOffline (pid: int)\n"
+        "error NotRegistered (pid: int)\n"
         "error NotAttached (pid: int, reason: string)\n"
         "error OperationFailed (pid: int, reason: string)\n"
         "error InvalidConfiguration (errors: []string)\n";
@@ -384,6 +385,11 @@ static void method_register(struct varlink_call *call, struct json_object *param
         }
         if (get_pid(call, params, true, &pid) < 0)
                 return;
+        /* init: every process descends from it, so no lookup ever stops there (registrations.h) */
+        if (pid == 1) {
+                invalid_parameter(call, "pid");
+                return;
+        }
         r = manager_register(m, pid, class, name);
         if (r == -ESRCH)
                 error_with_pid(call, "NoSuchProcess", pid, NULL);
@@ -399,10 +405,14 @@ static void method_unregister(struct varlink_call *call, struct json_object *par
 {
         struct manager *m = userdata;
         pid_t pid;
+        int r;
 
         if (get_pid(call, params, true, &pid) < 0)
                 return;
-        if (manager_unregister(m, pid) < 0)
+        r = manager_unregister(m, pid);
+        if (r == -ENOENT)
+                error_with_pid(call, "NotRegistered", pid, NULL);
+        else if (r < 0)
                 error_with_pid(call, "NoSuchProcess", pid, NULL);
         else
                 varlink_call_reply(call, NULL);
@@ -446,7 +456,7 @@ static void method_verify_config(struct varlink_call *call, struct json_object *
                 json_object_array_add(names, json_object_new_string(c->workloads[i].name));
         json_object_object_add(reply, "workloads", names);
         if (c && pid > 0) {
-                r = process_facts_read(m->paths.proc_root, pid, &facts);
+                r = process_facts_read(m->paths.proc_root, m->paths.slurm_jobs_dir, pid, &facts);
                 if (r < 0) {
                         json_object_put(reply);
                         config_free(c);

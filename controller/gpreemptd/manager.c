@@ -662,23 +662,31 @@ static void on_session_ended(struct held_session *s, enum held_session_end how, 
 }
 
 /*
- * A group-stop (kill -STOP, Ctrl-Z's SIGTSTP, scontrol suspend) stops a
- * process's CPU threads, but the work it queued goes on using the GPU. The
- * stop of an offline process suspends its queues too, whatever the online
- * side does, until SIGCONT ends it; the signals themselves reach the process
- * as sent (the library re-injects them and keeps the stop).
+ * A stop or a freeze began or ended: p's queues are suspended while either
+ * lasts. A process asked to terminate keeps its queues running, stopped or
+ * not, so that it can exit once continued.
  */
-/* A stop or a freeze began or ended: p's queues are suspended while either lasts. */
 static void stillness_changed(struct manager *m, struct tracked_process *p, bool was_still)
 {
         if (is_still(p) == was_still)
                 return;
-        if (is_still(p))
-                session_suspend(m, p, 0, true);
-        else
+        if (!is_still(p))
                 follow_policy(m, p);
+        else if (!p->terminating)
+                session_suspend(m, p, 0, true);
 }
 
+/*
+ * A group-stop (kill -STOP, Ctrl-Z's SIGTSTP, scontrol suspend) stops a
+ * process's CPU threads, but the work it queued goes on using the GPU. The
+ * stop of an offline process suspends its queues too, whatever the online
+ * side does, until SIGCONT ends it. The signals reach the process as sent:
+ * the library, its tracer, restarts each signal-delivery stop with the
+ * signal and keeps a group-stop stopped (PTRACE_LISTEN) until SIGCONT. Only
+ * the main thread is traced (amdkfd checks the leader's tracer alone), so
+ * a process whose main thread has exited (pthread_exit) reports no stop
+ * and its queues are not suspended for one.
+ */
 static void on_session_stop_changed(struct held_session *s, int stop_signal, void *userdata)
 {
         struct tracked_process *p = userdata;
@@ -714,7 +722,29 @@ static void check_freezer(struct manager *m, struct tracked_process *p)
                            (int)p->pid, p->freezer_state);
         else
                 log_notice("Process %d: thawed", (int)p->pid);
+        if (!p->frozen && !is_offline_managed(p)) {
+                end_session(p); /* no longer offline while it was frozen: let go now that it can be */
+                return;
+        }
         stillness_changed(m, p, was_still);
+}
+
+/*
+ * Ends p's session, unless the cgroup v1 freezer holds p: a frozen task
+ * cannot be brought to the ptrace-stop a detach needs (PTRACE_INTERRUPT
+ * does not wake it), and a detach attempted anyway would leave it traced.
+ * Such a session ends at the thaw instead (check_freezer).
+ */
+static void let_go(struct manager *m, struct tracked_process *p)
+{
+        if (!p->session)
+                return;
+        check_freezer(m, p); /* the freeze may have begun since the last discovery pass */
+        if (!p->session || !p->frozen) {
+                end_session(p);
+                return;
+        }
+        log_notice("Process %d: frozen by its cgroup; it is let go when it is thawed", (int)p->pid);
 }
 
 static void on_session_error(struct held_session *s, int error, enum gp_op op, void *userdata)
@@ -819,6 +849,10 @@ static void start_session(struct manager *m, struct tracked_process *p)
         free(p->freezer_state);
         r = cgroup_freezer_state_file(m->paths.proc_root, CGROUP_ROOT, p->pid, &p->freezer_state);
         p->freezer = r > 0 ? (enum cgroup_freezer_kind)r : CGROUP_FREEZER_NONE;
+        if (r == -EXDEV)
+                log_warning("Process %d: its cgroup is outside gpreemptd's cgroup namespace, so a freeze of it "
+                            "(Slurm's proctrack/cgroup) is not seen; run gpreemptd in the host's",
+                            (int)p->pid);
         log_notice("Process %d: attached (GPU runtime %s)", (int)p->pid,
                    gp_runtime_state_to_string(held_session_runtime_state(p->session)));
         /* its GPUs may be suspended already (a held process follows its hold alone) */
@@ -911,7 +945,7 @@ static void apply_class(struct manager *m, struct tracked_process *p)
         bool want_session = p->managed && p->class == WORKLOAD_CLASS_OFFLINE;
 
         if (!want_session)
-                end_session(p);
+                let_go(m, p);
         identify_process_metrics(m, p);
         if (!want_watch && p->n_watched_queues) {
                 detector_unwatch(m->detector, p->pid);
@@ -927,13 +961,15 @@ static void apply_class(struct manager *m, struct tracked_process *p)
 /* Reads p's cluster job and (re)classifies p: by the registration that covers it, else by the configuration. */
 static void classify(struct manager *m, struct tracked_process *p)
 {
-        struct process_facts facts;
+        struct process_facts facts = { 0 };
         const struct workload *w = NULL;
-        const struct registration *reg = registrations_find(&m->registrations, m->paths.proc_root, p->pid);
+        const struct registration *reg;
         int r;
 
+        r = process_facts_read(m->paths.proc_root, m->paths.slurm_jobs_dir, p->pid, &facts);
+        /* a process that cannot be read is in no cgroup of a step; its ancestry may still say */
+        reg = registrations_find(&m->registrations, m->paths.proc_root, p->pid, &facts.cluster_cgroup);
         p->registered = reg != NULL;
-        r = process_facts_read(m->paths.proc_root, p->pid, &facts);
         if (r >= 0) {
                 p->cluster = facts.cluster;
                 if (!p->registered)
@@ -971,13 +1007,15 @@ static void reclassify(struct manager *m, struct tracked_process *p)
 
 static void reclassify_all(struct manager *m)
 {
+        registrations_mark_unused(&m->registrations);
         for (size_t i = 0; i < m->n_processes; i++)
                 reclassify(m, m->processes[i]);
+        registrations_drop_unused_steps(&m->registrations);
 }
 
 int manager_register(struct manager *m, pid_t pid, enum workload_class class, const char *name)
 {
-        int r = registrations_set(&m->registrations, pid, class, name);
+        int r = registrations_set(&m->registrations, m->paths.proc_root, pid, class, name);
 
         if (r < 0)
                 return r;
@@ -989,8 +1027,9 @@ int manager_register(struct manager *m, pid_t pid, enum workload_class class, co
 
 int manager_unregister(struct manager *m, pid_t pid)
 {
-        if (!registrations_remove(&m->registrations, pid) && !manager_find_process(m, pid))
-                return -ESRCH;
+        /* one covered through an ancestor or its step: its registration is another process's to end */
+        if (!registrations_remove(&m->registrations, pid))
+                return manager_find_process(m, pid) ? -ENOENT : -ESRCH;
         log_notice("Process %d: back to the configuration's classes", (int)pid);
         reclassify_all(m);
         return 0;

@@ -128,8 +128,10 @@ void manager_expire_metrics(struct manager *m);
  */
 int manager_register(struct manager *m, pid_t pid, enum workload_class class, const char *name);
 /*
- * Drops pid's registration: it and its descendants go back to the
- * configuration. Returns -ESRCH when pid is neither registered nor tracked.
+ * Drops pid's own registration: it and what it covered go back to the
+ * configuration. Returns -ENOENT when pid is tracked but has no
+ * registration of its own (it may be covered by another's), -ESRCH when it
+ * is neither registered nor tracked.
  */
 int manager_unregister(struct manager *m, pid_t pid);
 /* Holds p suspended on all its GPUs (gpreemptctl suspend) or releases it. */

@@ -28,7 +28,8 @@ bool registration_name_is_valid(const char *name)
 
 static void registration_done(struct registration *reg)
 {
-        close(reg->pidfd);
+        if (reg->pidfd >= 0)
+                close(reg->pidfd);
         free(reg->name);
 }
 
@@ -37,7 +38,7 @@ static bool has_exited(const struct registration *reg)
 {
         struct pollfd p = { .fd = reg->pidfd, .events = POLLIN };
 
-        return poll(&p, 1, 0) != 0;
+        return reg->pidfd >= 0 && poll(&p, 1, 0) != 0;
 }
 
 static void drop_at(struct registrations *r, size_t i)
@@ -46,28 +47,50 @@ static void drop_at(struct registrations *r, size_t i)
         r->items[i] = r->items[--r->n];
 }
 
+/*
+ * A registration whose task exited ends, unless it covers a Slurm step: the
+ * processes the task left in the step's cgroup keep it until none is
+ * tracked any more (registrations_drop_unused_steps), or Slurm ends the step.
+ */
+/* Ends items[i], whose task exited; returns whether it is still there (as its step's). */
+static bool retire_at(struct registrations *r, size_t i)
+{
+        struct registration *reg = &r->items[i];
+
+        if (!reg->slurm_step[0]) {
+                drop_at(r, i);
+                return false;
+        }
+        close(reg->pidfd);
+        reg->pidfd = -1;
+        reg->pid = 0; /* its pid may name another process now */
+        return true;
+}
+
 static void drop_exited(struct registrations *r)
 {
         for (size_t i = 0; i < r->n;)
-                if (has_exited(&r->items[i]))
-                        drop_at(r, i);
-                else
+                if (!has_exited(&r->items[i]) || retire_at(r, i))
                         i++;
 }
 
 static struct registration *find_own(struct registrations *r, pid_t pid)
 {
+        if (pid <= 0)
+                return NULL;
         for (size_t i = 0; i < r->n; i++)
                 if (r->items[i].pid == pid)
                         return &r->items[i];
         return NULL;
 }
 
-int registrations_set(struct registrations *r, pid_t pid, enum workload_class class, const char *name)
+int registrations_set(struct registrations *r, const char *proc_root, pid_t pid, enum workload_class class,
+                      const char *name)
 {
         _cleanup_free_ char *copy = NULL;
         struct registration *reg, *grown;
-        int pidfd;
+        struct cluster_cgroup cg;
+        int pidfd, k;
 
         if (name && !registration_name_is_valid(name))
                 return -EINVAL;
@@ -90,7 +113,18 @@ int registrations_set(struct registrations *r, pid_t pid, enum workload_class cl
         pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         if (pidfd < 0)
                 return NEG_ERRNO();
-        r->items[r->n++] = (struct registration){ .pid = pid, .pidfd = pidfd, .class = class, .name = TAKE_PTR(copy) };
+        /* read after the pidfd: a pid that was reused before it would be the new process's own cgroup */
+        k = process_facts_read_cluster_cgroup(proc_root, pid, &cg);
+        if (k < 0) {
+                close(pidfd);
+                return k;
+        }
+        reg = &r->items[r->n++];
+        *reg = (struct registration){ .pid = pid, .pidfd = pidfd, .class = class, .name = TAKE_PTR(copy) };
+        if (cg.slurm_step[0]) {
+                reg->slurm_job = cg.slurm_job_id;
+                memcpy(reg->slurm_step, cg.slurm_step, sizeof(reg->slurm_step));
+        }
         return 0;
 }
 
@@ -104,18 +138,52 @@ bool registrations_remove(struct registrations *r, pid_t pid)
         return false;
 }
 
-const struct registration *registrations_find(struct registrations *r, const char *proc_root, pid_t pid)
+static struct registration *find_of_step(struct registrations *r, const struct cluster_cgroup *cg)
+{
+        if (!cg->slurm_step[0])
+                return NULL;
+        for (size_t i = 0; i < r->n; i++)
+                if (r->items[i].slurm_job == cg->slurm_job_id && strcmp(r->items[i].slurm_step, cg->slurm_step) == 0)
+                        return &r->items[i];
+        return NULL;
+}
+
+const struct registration *registrations_find(struct registrations *r, const char *proc_root, pid_t pid,
+                                              const struct cluster_cgroup *cg)
+{
+        struct registration *reg = NULL;
+
+        for (int depth = 0; r->n > 0 && pid > 1 && depth <= REGISTRATIONS_MAX_DEPTH && !reg; depth++) {
+                reg = find_own(r, pid);
+                /* only the one found is looked at: a lookup per process stays a walk, not a poll of all */
+                if (reg && has_exited(reg)) {
+                        (void)retire_at(r, (size_t)(reg - r->items));
+                        reg = NULL;
+                }
+                if (!reg && process_facts_read_parent(proc_root, pid, &pid) < 0)
+                        break;
+        }
+        if (!reg)
+                reg = find_of_step(r, cg);
+        if (reg)
+                reg->covers = true;
+        return reg;
+}
+
+void registrations_mark_unused(struct registrations *r)
 {
         drop_exited(r);
-        for (int depth = 0; r->n > 0 && pid > 1 && depth <= REGISTRATIONS_MAX_DEPTH; depth++) {
-                const struct registration *reg = find_own(r, pid);
+        for (size_t i = 0; i < r->n; i++)
+                r->items[i].covers = false;
+}
 
-                if (reg)
-                        return reg;
-                if (process_facts_read_parent(proc_root, pid, &pid) < 0)
-                        return NULL;
-        }
-        return NULL;
+void registrations_drop_unused_steps(struct registrations *r)
+{
+        for (size_t i = 0; i < r->n;)
+                if (r->items[i].pidfd < 0 && !r->items[i].covers)
+                        drop_at(r, i);
+                else
+                        i++;
 }
 
 void registrations_done(struct registrations *r)

@@ -5,10 +5,17 @@
  * GPU, through every exec. That is what a batch system needs: a Slurm task
  * is registered before it execs the job's program (the SPANK plugin's
  * task_init_privileged), and a batch script's GPU work runs in its children.
+ * A task in a Slurm step's cgroup covers every process of that step's
+ * cgroup too: slurmstepd keeps them all there, also those whose parent
+ * chain no longer reaches the task (a double fork, a daemon, orphans of a
+ * task that exited), and only slurmstepd can move a process out. Such a
+ * registration outlives its task for as long as a tracked process is in
+ * its step.
  *
  * A registration lasts as long as its process: each holds a pidfd, and one
- * whose process exited is dropped before the next lookup, so a pid the
- * kernel hands out again is never mistaken for it.
+ * whose process exited is dropped (or, for a step's, loses its pid) before
+ * the next lookup, so a pid the kernel hands out again is never mistaken
+ * for it.
  */
 #pragma once
 
@@ -16,6 +23,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cluster-cgroup.h"
 #include "workload.h"
 
 /* Registrations held at once; a node runs far fewer job tasks. */
@@ -24,10 +32,13 @@
 #define REGISTRATION_NAME_MAX 64
 
 struct registration {
-        pid_t pid;
-        int pidfd;
+        pid_t pid;   /* 0 once its task exited (a step's registration) */
+        int pidfd;   /* -1 then */
         enum workload_class class;
         char *name; /* NULL: none given */
+        uint32_t slurm_job;                  /* the Slurm step whose cgroup the process was in; 0: none */
+        char slurm_step[SLURM_STEP_MAX + 1];
+        bool covers;                         /* found for a process since registrations_mark_unused() */
 };
 
 struct registrations {
@@ -40,16 +51,28 @@ bool registration_name_is_valid(const char *name);
 
 /*
  * Registers pid (replacing its earlier registration) with class and name
- * (may be NULL). Returns 0, -ESRCH when pid does not exist, -ENOSPC past
+ * (may be NULL), reading its Slurm step from <proc_root>/<pid>/cgroup.
+ * Returns 0, -ESRCH when pid does not exist, -ENOSPC past
  * REGISTRATIONS_MAX, -EINVAL for a name that is not valid, or -ENOMEM.
  */
-int registrations_set(struct registrations *r, pid_t pid, enum workload_class class, const char *name);
+int registrations_set(struct registrations *r, const char *proc_root, pid_t pid, enum workload_class class,
+                      const char *name);
 /* Drops pid's own registration. Returns whether it had one. */
 bool registrations_remove(struct registrations *r, pid_t pid);
 /*
  * The registration that covers pid: its own, else its nearest registered
- * ancestor's, read from <proc_root>/<pid>/status. NULL when none does (or
- * the ancestry cannot be read).
+ * ancestor's, read from <proc_root>/<pid>/status, else that of a task of the
+ * Slurm step whose cgroup it is in (cg, as process_facts read it). NULL when
+ * none does.
  */
-const struct registration *registrations_find(struct registrations *r, const char *proc_root, pid_t pid);
+const struct registration *registrations_find(struct registrations *r, const char *proc_root, pid_t pid,
+                                              const struct cluster_cgroup *cg);
+/*
+ * Around a lookup of every tracked process: the registrations whose process
+ * exited are ended first (once, rather than at each lookup), and a step's
+ * registration whose task exited and that none of them was found under is
+ * dropped after.
+ */
+void registrations_mark_unused(struct registrations *r);
+void registrations_drop_unused_steps(struct registrations *r);
 void registrations_done(struct registrations *r);

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <json.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,8 +167,13 @@ static void json_putp(struct json_object **o)
         json_object_put(*o);
 }
 
-/* Registers pid; returns 0, or -errno with *ret_error set to the daemon's error name when it gave one. */
-static int register_task(const struct settings *s, pid_t pid, const char *class, const char *name, char **ret_error)
+/*
+ * Registers pid; returns 0, or -errno with *ret_error set to the daemon's
+ * error name when it gave one, and *ret_unknown when the call went out but
+ * its answer did not come in time (whether it took effect is not known).
+ */
+static int register_task(const struct settings *s, pid_t pid, const char *class, const char *name, char **ret_error,
+                         bool *ret_unknown)
 {
         _cleanup_(json_putp) struct json_object *params = json_object_new_object();
         _cleanup_(json_putp) struct json_object *reply = NULL;
@@ -184,6 +190,9 @@ static int register_task(const struct settings *s, pid_t pid, const char *class,
                 return r;
         r = varlink_client_call(client, API_QUALIFIED("Register"), params, s->timeout_ms, &reply, ret_error);
         varlink_client_free(client);
+        /* sent, but no answer in time: the daemon may have registered it all the same */
+        if (r == -ETIMEDOUT)
+                *ret_unknown = true;
         if (r >= 0 && *ret_error)
                 return -EPROTO;
         return r;
@@ -199,6 +208,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
         _cleanup_free_ char *error = NULL;
         struct settings settings;
         char *class = NULL, name[64];
+        bool unknown = false;
         pid_t pid = getpid();
         int r;
 
@@ -213,7 +223,13 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
                             name, class);
                 return 0;
         }
-        r = register_task(&settings, pid, class, name, &error);
+        r = register_task(&settings, pid, class, name, &error, &unknown);
+        if (r < 0 && unknown) {
+                slurm_error("gpreempt: %s task %d: gpreemptd at %s did not answer within %d ms whether it registered "
+                            "it as %s; the task runs as the daemon decided (gpreemptctl status shows it)",
+                            name, (int)pid, settings.socket_path, settings.timeout_ms, class);
+                return 0;
+        }
         if (r < 0) {
                 /* the job runs either way: its class is what gpreemptd's configuration says */
                 slurm_error("gpreempt: %s task %d not registered as %s with gpreemptd at %s: %s; it runs "

@@ -3,6 +3,7 @@
  * Which freezer applies to a process, from /proc/<pid>/cgroup texts of the
  * layouts gpreemptd meets, and what the state files say.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -38,6 +39,10 @@ static void test_membership(void **state)
         expect_membership("9:name=systemd:/\n4:memory:/x\n", CGROUP_FREEZER_NONE, NULL);
         expect_membership("6:freezer\n1::relative\n", CGROUP_FREEZER_NONE, NULL);
         expect_membership("", CGROUP_FREEZER_NONE, NULL);
+        /* a process outside the reader's cgroup namespace: its path cannot be joined onto /sys/fs/cgroup */
+        expect_membership("6:freezer:/../../slurm_localhost/uid_0/job_3/step_0\n0::/\n", -EXDEV, NULL);
+        expect_membership("0::/../other\n", -EXDEV, NULL);
+        expect_membership("0::/a..b/..c\n", CGROUP_FREEZER_V2, "/a..b/..c");
         /* a name= hierarchy called freezer-like is not the controller */
         expect_membership("9:name=freezer:/x\n", CGROUP_FREEZER_NONE, NULL);
 }

@@ -8,8 +8,11 @@
  * created later; and no offline process stays suspended longer than
  * MaxSuspendMs while the online side never goes idle. A group-stop
  * (SIGSTOP, SIGTSTP) of an offline process suspends its GPU work until
- * SIGCONT, whatever the online side does, and its signals arrive as sent;
- * so does a cgroup freezer until the thaw, with no signal at all.
+ * SIGCONT, whatever the online side does, its signals arrive as sent and
+ * its parent sees the stop and the continue (waitpid); SIGKILL ends it
+ * stopped or not; made online while stopped, it is let go and stays
+ * stopped, its queues running. A cgroup freezer holds the GPU until the
+ * thaw, with no signal at all, and a frozen process is let go only then.
  * A registration covers a process from before it execs and the processes
  * it starts.
  *
@@ -28,6 +31,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "daemon-harness.h"
 #include "daemon-status.h"
@@ -571,6 +575,30 @@ static void assert_gpu_running(struct fixture *f, uint64_t read_pointer, const c
 }
 
 /* Stops the offline app with sig and checks that its GPU work stops with it, also once online work came and went. */
+/*
+ * What the process's parent (this test, as a shell is Ctrl-Z's) learns from
+ * waitpid(WUNTRACED | WCONTINUED): the stop by sig (sig 0: the continue), as
+ * without a tracer (kernel/signal.c, do_notify_parent_cldstop() for a
+ * tracee whose tracer is not its parent).
+ */
+static void assert_parent_sees(pid_t pid, int sig)
+{
+        int status = 0;
+        pid_t r = 0;
+
+        for (int i = 0; i < 200 && r == 0; i++) {
+                r = waitpid(pid, &status, WUNTRACED | WCONTINUED | WNOHANG);
+                if (r == 0)
+                        usleep(10000);
+        }
+        if (r != pid)
+                fail_msg("the parent of pid %d heard nothing of its %s within 2 s", (int)pid,
+                         sig ? "stop" : "continue");
+        if (sig ? !WIFSTOPPED(status) || WSTOPSIG(status) != sig : !WIFCONTINUED(status))
+                fail_msg("the parent of pid %d got wait status %#x, not its %s", (int)pid, status,
+                         sig ? "stop" : "continue");
+}
+
 static void assert_stop_holds_the_gpu(struct fixture *f, int sig, status_process_test_fn stopped, uint64_t read_pointer)
 {
         char state;
@@ -580,6 +608,7 @@ static void assert_stop_holds_the_gpu(struct fixture *f, int sig, status_process
         state = process_state(f->offline.pid);
         if (state != 'T' && state != 't')
                 fail_msg("pid %d is in state %c after signal %d, not stopped", (int)f->offline.pid, state, sig);
+        assert_parent_sees(f->offline.pid, sig);
         assert_gpu_still(f, read_pointer, "is stopped");
         /* online work starts and ends on its GPU: the policy resumes offline work, but not a stopped process's */
         start_busy_online(f, "0.5");
@@ -589,6 +618,7 @@ static void assert_stop_holds_the_gpu(struct fixture *f, int sig, status_process
         assert_gpu_still(f, read_pointer, "is stopped, though online work came and went");
         kill(f->offline.pid, SIGCONT);
         daemon_status_wait_process(&f->h, f->offline.pid, is_not_stopped, "continued", 5000);
+        assert_parent_sees(f->offline.pid, 0);
         assert_gpu_running(f, read_pointer, "was continued");
 }
 
@@ -598,6 +628,11 @@ static void assert_stop_holds_the_gpu(struct fixture *f, int sig, status_process
  * suspends it, which it does for an offline process until SIGCONT. The
  * process sees every SIGCONT, once each, as without a tracer.
  */
+static bool is_gone(struct json_object *p)
+{
+        return p == NULL;
+}
+
 static void test_group_stop_holds_the_gpu_until_sigcont(void **state)
 {
         char log_path[] = "/tmp/gpreempt-test-stop-XXXXXX";
@@ -608,7 +643,7 @@ static void test_group_stop_holds_the_gpu_until_sigcont(void **state)
         char signals[64] = "";
         FILE *log;
         size_t n;
-        int fd;
+        int fd, status;
 
         fd = mkstemp(log_path);
         assert_true(fd >= 0);
@@ -630,7 +665,17 @@ static void test_group_stop_holds_the_gpu_until_sigcont(void **state)
         unlink(log_path);
         signals[n] = '\0';
         assert_string_equal(signals, "10\n18\n18\n");
-        emulated_app_stop(&f->offline);
+
+        /* SIGKILL while stopped and suspended: the process dies, and the daemon lets it go cleanly */
+        kill(f->offline.pid, SIGSTOP);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_stopped_by_sigstop, "stopped, its queues suspended",
+                                   5000);
+        assert_parent_sees(f->offline.pid, SIGSTOP);
+        kill(f->offline.pid, SIGKILL);
+        assert_int_equal(waitpid(f->offline.pid, &status, 0), f->offline.pid);
+        assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_gone, "gone from the daemon", 5000);
+        f->offline.pid = 0;
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
@@ -690,6 +735,106 @@ static void test_frozen_cgroup_holds_the_gpu_until_thawed(void **state)
         signals[n] = '\0';
         assert_string_equal(signals, "10\n"); /* the report's SIGUSR1 alone */
         freezer_remove(&f->freezer, f->offline.pid);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* A "Key:\tvalue" line of /proc/PID/status, as a number. */
+static long proc_status_number(pid_t pid, const char *key)
+{
+        char path[64], line[256];
+        size_t key_len = strlen(key);
+        long value = -1;
+        FILE *file;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        file = fopen(path, "re");
+        assert_non_null(file);
+        while (fgets(line, sizeof(line), file))
+                if (strncmp(line, key, key_len) == 0 && line[key_len] == ':')
+                        value = strtol(line + key_len + 1, NULL, 10);
+        fclose(file);
+        return value;
+}
+
+static bool is_online_and_let_go(struct json_object *p)
+{
+        return is_watched_online(p) && !status_bool(p, "attached");
+}
+
+/*
+ * A task the cgroup v1 freezer holds cannot be brought to a ptrace-stop,
+ * and a tracer detaches only from one: a process that stops being offline
+ * while frozen (Unregister, a reload, a class change) is let go at the thaw,
+ * and then runs untraced.
+ */
+static void test_frozen_process_let_go_after_the_thaw(void **state)
+{
+        static const char *const serve[] = { "--rate", "100", "--gpu", "0", NULL };
+        struct fixture *f = *state;
+        char stat_path[64], stat[512];
+        FILE *file;
+        size_t n;
+
+        start_daemon(&f->h, no_slices, two_classes);
+        freezer_make(&f->freezer);
+        emulated_app_fork(&f->offline, app_path, serve);
+        freezer_move(&f->freezer, f->offline.pid);
+        daemon_call_pid(&f->h, "io.gpreempt.Register", f->offline.pid, ",\"class\":\"offline\"", NULL);
+        emulated_app_release(&f->offline);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "registered offline, attached", 5000);
+        assert_int_not_equal(proc_status_number(f->offline.pid, "TracerPid"), 0);
+
+        freezer_set(&f->freezer, true);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_frozen_and_suspended, "frozen, its queues suspended",
+                                   5000);
+        daemon_call_pid(&f->h, "io.gpreempt.Unregister", f->offline.pid, NULL, NULL);
+        freezer_set(&f->freezer, false);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_online_and_let_go,
+                                   "thawed, let go, and online by the configuration", 5000);
+        assert_int_equal(proc_status_number(f->offline.pid, "TracerPid"), 0);
+        /* running or sleeping between its requests, not left in a tracing stop */
+        snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)f->offline.pid);
+        file = fopen(stat_path, "re");
+        assert_non_null(file);
+        n = fread(stat, 1, sizeof(stat) - 1, file);
+        fclose(file);
+        stat[n] = '\0';
+        assert_non_null(strchr("RS", strrchr(stat, ')')[2]));
+        freezer_remove(&f->freezer, f->offline.pid);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/*
+ * A stopped offline process made online (Register): the daemon lets it go
+ * from its stop, which a detach keeps (the group-stop stays), and its
+ * queues run again, the kernels it queued before the stop going on.
+ */
+static void test_stopped_process_made_online_stays_stopped(void **state)
+{
+        const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", "--kernels-per-request",
+                                         "2000", "--doorbell-per-request", NULL };
+        struct fixture *f = *state;
+        uint64_t read_pointer;
+        char state_letter;
+
+        start_daemon(&f->h, no_slices, two_classes);
+        emulated_app_start(&f->offline, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        read_pointer = emulated_app_read_pointer_address(&f->offline);
+        kill(f->offline.pid, SIGSTOP);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_stopped_by_sigstop, "stopped, its queues suspended",
+                                   5000);
+        assert_gpu_still(f, read_pointer, "is stopped");
+        daemon_call_pid(&f->h, "io.gpreempt.Register", f->offline.pid, ",\"class\":\"online\"", NULL);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_online_and_let_go, "online, let go", 5000);
+        assert_int_equal(proc_status_number(f->offline.pid, "TracerPid"), 0);
+        state_letter = process_state(f->offline.pid);
+        if (state_letter != 'T')
+                fail_msg("pid %d is in state %c once let go, not stopped", (int)f->offline.pid, state_letter);
+        assert_gpu_running(f, read_pointer, "is online, though stopped");
+        kill(f->offline.pid, SIGCONT);
         emulated_app_stop(&f->offline);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
@@ -780,7 +925,9 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_suspension_bound_beside_busy_online, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_bound_of_a_hold_beside_busy_online, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_group_stop_holds_the_gpu_until_sigcont, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stopped_process_made_online_stays_stopped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_frozen_cgroup_holds_the_gpu_until_thawed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_frozen_process_let_go_after_the_thaw, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_registration_covers_exec_and_children, setup, teardown),
         };
 

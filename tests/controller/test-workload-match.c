@@ -75,8 +75,8 @@ static void test_facts_and_first_match_wins(void **state)
                           "/system.slice/docker-deadbeef12345678.scope/inner", "", 0);
         snprintf(proc, sizeof(proc), "%s/proc", f.dir);
 
-        assert_int_equal(process_facts_read(proc, 43, &p), -ESRCH);
-        assert_int_equal(process_facts_read(proc, 42, &p), 0);
+        assert_int_equal(process_facts_read(proc, "/nonexistent", 43, &p), -ESRCH);
+        assert_int_equal(process_facts_read(proc, "/nonexistent", 42, &p), 0);
         assert_string_equal(p.exe, "/usr/bin/python3");
         assert_string_equal(p.cmdline, "/usr/bin/python3 serve.py --port 8080");
         assert_string_equal(p.cgroup, "/system.slice/docker-deadbeef12345678.scope/inner");
@@ -121,7 +121,9 @@ static const char cluster_workloads[] =
         "[Workload]\nName=pod\nClass=online\nMatchPod=2CA4A155_3599_498D_BB9D_4446693FA3EA\n"
         "[Workload]\nName=job\nClass=offline\nMatchSlurmJob=4749\n"
         "[Workload]\nName=partition\nClass=offline\nMatchSlurmPartition=batch* preempt\n"
-        "[Workload]\nName=qos-and-account\nClass=online\nMatchSlurmQOS=high\nMatchSlurmAccount=ml-*\n";
+        "[Workload]\nName=qos-and-account\nClass=online\nMatchSlurmQOS=high\nMatchSlurmAccount=ml-*\n"
+        "[Workload]\nName=job-online\nClass=online\nMatchSlurmJob=4749\n"
+        "[Workload]\nName=comment\nClass=offline\nMatchSlurmComment=*gpreempt=offline*\n";
 
 #define POD_CGROUP                                                                                               \
         "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod2ca4a155_3599_498d_bb9d_4446693fa3ea." \
@@ -131,6 +133,9 @@ static const char cluster_workloads[] =
 #define JOB_ENVIRON                                                                                               \
         "SLURM_JOB_ID=4749\0SLURM_JOB_NAME=resnet\0SLURM_JOB_PARTITION=batch-gpu\0SLURM_JOB_QOS=high\0" \
         "SLURM_JOB_ACCOUNT=ml-team\0"
+/* what slurmd gave the Prolog of job 4749, and of job 5 */
+#define JOB_RECORD "# test\n[SlurmJob]\nPartition=batch-gpu\nQOS=high\nAccount=ml-team\nComment=x gpreempt=offline\n"
+#define OTHER_JOB_RECORD "[SlurmJob]\nPartition=debug\nQOS=\n"
 /* a process of another job that carries job 4749's variables (inherited or forged) */
 #define FORGED_ENVIRON "SLURM_JOB_ID=4749\0SLURM_JOB_PARTITION=batch-gpu\0SLURM_JOB_QOS=high\0SLURM_JOB_ACCOUNT=ml-x\0"
 
@@ -140,7 +145,7 @@ static void test_cluster_keys(void **state)
         struct config *c = NULL;
         struct diag d = { 0 };
         struct process_facts pod, job, forged, plain, env_only;
-        char proc[128];
+        char proc[128], jobs[128], path[256];
 
         config_fixture_init(&f);
         config_fixture_write(&f, "workloads.d/w.conf", cluster_workloads);
@@ -154,11 +159,15 @@ static void test_cluster_keys(void **state)
         /* proctrack/linuxproc: no job cgroup, the environment alone */
         make_fake_process(&f, 14, 1000, "/usr/bin/python3", "/user.slice", JOB_ENVIRON, sizeof(JOB_ENVIRON) - 1);
         snprintf(proc, sizeof(proc), "%s/proc", f.dir);
-        assert_int_equal(process_facts_read(proc, 10, &pod), 0);
-        assert_int_equal(process_facts_read(proc, 11, &job), 0);
-        assert_int_equal(process_facts_read(proc, 12, &forged), 0);
-        assert_int_equal(process_facts_read(proc, 13, &plain), 0);
-        assert_int_equal(process_facts_read(proc, 14, &env_only), 0);
+        snprintf(jobs, sizeof(jobs), "%s/slurm-jobs", f.dir);
+        assert_int_equal(mkdir(jobs, 0755), 0);
+        config_fixture_write(&f, "slurm-jobs/4749", JOB_RECORD);
+        config_fixture_write(&f, "slurm-jobs/5", OTHER_JOB_RECORD);
+        assert_int_equal(process_facts_read(proc, jobs, 10, &pod), 0);
+        assert_int_equal(process_facts_read(proc, jobs, 11, &job), 0);
+        assert_int_equal(process_facts_read(proc, jobs, 12, &forged), 0);
+        assert_int_equal(process_facts_read(proc, jobs, 13, &plain), 0);
+        assert_int_equal(process_facts_read(proc, jobs, 14, &env_only), 0);
 
         /* the identity gpreemptd shows */
         assert_int_equal(pod.cluster.kind, CLUSTER_KIND_KUBERNETES);
@@ -183,10 +192,35 @@ static void test_cluster_keys(void **state)
         expect(&c->workloads[3], &forged, false, "is in Slurm job 5");
         expect(&c->workloads[3], &plain, false, "is in no Slurm job");
         expect(&c->workloads[4], &job, true, "matches by MatchSlurmPartition=");
-        expect(&c->workloads[4], &forged, false, "SLURM_JOB_ID=4749 is not its cgroup's job 5");
-        expect(&c->workloads[4], &pod, false, "has no SLURM_JOB_ID");
+        /* the partition is the Prolog's record of the cgroup's job, whatever the environment says */
+        expect(&c->workloads[4], &forged, false, "job 5's partition is \"debug\"");
+        expect(&c->workloads[4], &pod, false, "is in no Slurm job cgroup");
+        expect(&c->workloads[4], &env_only, false, "is in no Slurm job cgroup");
         expect(&c->workloads[5], &job, true, "matches by MatchSlurmQOS=, MatchSlurmAccount=");
-        expect(&c->workloads[5], &env_only, true, "matches by MatchSlurmQOS=, MatchSlurmAccount=");
+        expect(&c->workloads[5], &forged, false, "job 5's Prolog record gives no QOS (Slurm gives the Prolog one only");
+        expect(&c->workloads[5], &env_only, false, "is in no Slurm job cgroup");
+        /* an environment's job id can only lower standing */
+        expect(&c->workloads[6], &job, true, "matches by MatchSlurmJob=");
+        expect(&c->workloads[6], &env_only, false, "names Slurm job 4749 only in its environment");
+        expect(&c->workloads[7], &job, true, "matches by MatchSlurmComment=");
+        expect(&c->workloads[7], &forged, false, "job 5's Prolog record gives no comment");
+
+        /* a record others could have written is not believed */
+        process_facts_done(&forged);
+        snprintf(path, sizeof(path), "%s/5", jobs);
+        assert_int_equal(chmod(path, 0666), 0);
+        assert_int_equal(process_facts_read(proc, jobs, 12, &forged), 0);
+        assert_int_equal(forged.slurm_job.error, -EPERM);
+        expect(&c->workloads[4], &forged, false, "not root's alone");
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(symlink("4749", path), 0);
+        process_facts_done(&forged);
+        assert_int_equal(process_facts_read(proc, jobs, 12, &forged), 0);
+        expect(&c->workloads[4], &forged, false, "not root's alone");
+        assert_int_equal(unlink(path), 0);
+        process_facts_done(&forged);
+        assert_int_equal(process_facts_read(proc, jobs, 12, &forged), 0);
+        expect(&c->workloads[4], &forged, false, "no Prolog record for its job");
 
         process_facts_done(&pod);
         process_facts_done(&job);

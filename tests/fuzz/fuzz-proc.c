@@ -115,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         write_file(path, defaults[i].text, defaults[i].size ? defaults[i].size : strlen(defaults[i].text));
         }
         (void)process_facts_read_parent(root, FUZZ_PID, &parent);
-        if (process_facts_read(root, FUZZ_PID, &facts) < 0)
+        if (process_facts_read(root, "/nonexistent", FUZZ_PID, &facts) < 0)
                 return 0;
         if (!facts.cmdline || !facts.cgroup || !facts.exe || strcmp(facts.exe, "/usr/bin/python3.11") != 0)
                 abort();

@@ -315,6 +315,20 @@ static void test_verify_config_without_daemon(void **state)
                         "/nonexistent/gpreempt does not exist");
         assert_contains(ctl(f, 1, "verify-config", "--config-dir", "")->err, "needs a directory");
 
+        /* valid, but anyone can claim it: a warning, and success */
+        config_fixture_write(&f->h.config, "workloads.d/55-label.conf",
+                             "[Workload]\nName=label\nClass=online\nMatchEnvironment=GPREEMPT_CLASS=online\n"
+                             "[Workload]\nName=label-of-ml\nClass=online\nMatchEnvironment=GPREEMPT_CLASS=online\n"
+                             "MatchUser=0\n");
+        assert_contains(ctl(f, 0, "verify-config")->err, "55-label.conf:1: workload label is Class=online on "
+                                                        "MatchEnvironment= alone");
+        assert_lacks(f->r.err, "label-of-ml");
+        o = json_out(ctl(f, 0, "verify-config", "--json"));
+        assert_int_equal(json_object_array_length(json_object_object_get(o, "warnings")), 1);
+        json_object_put(o);
+        snprintf(path, sizeof(path), "%s/workloads.d/55-label.conf", f->h.config.dir);
+        assert_int_equal(unlink(path), 0);
+
         config_fixture_write(&f->h.config, "workloads.d/60-bad.conf", "[Workload]\nName=x\nClass=sometimes\n");
         assert_contains(ctl(f, 2, "verify-config")->err, "60-bad.conf:3");
         o = json_out(ctl(f, 2, "verify-config", "--json"));
@@ -372,6 +386,7 @@ static void test_verbs_against_the_daemon(void **state)
                             "io.gpreempt.NotOffline");
         json_object_put(o);
         assert_contains(ctl(f, 0, "unregister", pid)->out, "by the configuration again");
+        assert_contains(ctl(f, 2, "unregister", pid)->err, "has no registration of its own");
 
         assert_contains(ctl(f, 2, "suspend", "4194304")->err, "not known to gpreemptd");
         assert_contains(ctl(f, 2, "register", "--offline", "4194304")->err, "not known to gpreemptd");

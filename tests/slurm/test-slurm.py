@@ -23,6 +23,7 @@ from a job's --comment=gpreempt=offline.
 """
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -76,6 +77,7 @@ class Cluster:
         self.conf = os.path.join(tmp, "slurm.conf")
         self.gp_conf = os.path.join(tmp, "gpreempt")
         self.gp_run = os.path.join(tmp, "gp-run")
+        self.jobs_dir = os.path.join(tmp, "slurm-jobs")
         os.makedirs(os.path.join(self.gp_conf, "workloads.d"))
         os.makedirs(self.gp_run)
         for d in ("state", "spool", "log"):
@@ -116,10 +118,9 @@ SlurmdLogFile={tmp}/log/slurmd.log
         with open(os.path.join(tmp, "cgroup.conf"), "w") as f:
             f.write("CgroupPlugin=cgroup/v1\nConstrainCores=yes\nConstrainRAMSpace=yes\n")
         # slurmd gives its Prolog an environment of its own making: the
-        # daemon's directories and gpreemptctl reach the script through this
+        # record's directory reaches the script through this
         with open(os.path.join(tmp, "prolog"), "w") as f:
-            f.write(f"#!/bin/sh\nexport GPREEMPT_CONFIG_DIR={self.gp_conf} GPREEMPT_RUNTIME_DIR={self.gp_run}\n"
-                    f"export PATH={os.path.dirname(gpreemptctl)}:$PATH\nexec {prolog}\n")
+            f.write(f"#!/bin/sh\nexport GPREEMPT_SLURM_JOBS_DIR={self.jobs_dir}\nexec {prolog}\n")
         os.chmod(os.path.join(tmp, "prolog"), 0o755)
         with open(os.path.join(tmp, "plugstack.conf"), "w") as f:
             f.write(f"required {plugin} runtime_dir={self.gp_run}\n")
@@ -128,9 +129,11 @@ SlurmdLogFile={tmp}/log/slurmd.log
                     "[Offline]\nMaxSuspendMs=10000\nMinOfflineSharePercent=0\n")
         # for jobs without --gpreempt; a registration outranks them
         with open(os.path.join(self.gp_conf, "workloads.d", "50-slurm.conf"), "w") as f:
-            f.write("[Workload]\nName=scavenger\nClass=offline\nMatchSlurmPartition=scavenger\n"
+            f.write("[Workload]\nName=comment-offline\nClass=offline\nMatchSlurmComment=*gpreempt=offline*\n"
+                    "[Workload]\nName=scavenger\nClass=offline\nMatchSlurmPartition=scavenger\n"
                     "[Workload]\nName=interactive\nClass=online\nMatchSlurmPartition=debug\n")
         daemon_env = dict(os.environ)  # gpreemptd keeps the sanitizers' settings, leak checks included
+        daemon_env["GPREEMPT_SLURM_JOBS_DIR"] = self.jobs_dir
         os.environ["SLURM_CONF"] = conf
         # In a sanitized build the plugin brings ASan into Slurm's own
         # programs, which are not built with it: their leaks are not ours.
@@ -312,12 +315,21 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
         check("scancel: the offline job leaves the daemon",
               wait_for(lambda: c.job_process(name) is None, 10, 0.05), json.dumps(c.status()))
 
-        # --- without the plugin: the configuration's partition rules
-        job = sbatch(tmp, "scavenger", ["-p", "scavenger"], offline_app)
+        # --- without the plugin: the configuration's partition rules, on the
+        # partition the Prolog recorded; the job's user sets the variable to
+        # the online partition's name, which must not make it online
+        job = sbatch(tmp, "scavenger", ["-p", "scavenger"], "SLURM_JOB_PARTITION=debug exec " + offline_app)
         p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process("scavenger")), 15, 0.1)
-        if not check("a job in the scavenger partition, without --gpreempt, is classified offline by its partition",
-                     p and p["class"] == "offline" and not p["registered"], json.dumps(c.status()) + c.logs()):
+        if not check("a job in the scavenger partition, without --gpreempt, is classified offline by the partition "
+                     "its Prolog recorded", p and p["class"] == "offline" and not p["registered"],
+                     json.dumps(c.status()) + c.logs()):
             return
+        with open("/proc/%d/environ" % p["pid"], "rb") as f:
+            forged = b"\0SLURM_JOB_PARTITION=debug\0" in b"\0" + f.read()
+        with open(os.path.join(c.jobs_dir, job)) as f:
+            record = f.read()
+        check("... although its environment says SLURM_JOB_PARTITION=debug, the online partition "
+              "(the record: %r)" % record, forged and "Partition=scavenger\n" in record)
         pid = p["pid"]
         online = subprocess.Popen(["srun", "-p", "debug"] + online_app,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -331,19 +343,21 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
               online.returncode == 0 and wait_for(lambda: not suspended(c.process(pid)), 10, 0.05),
               err + json.dumps(c.status()))
         slurm("scancel", job)
-        check("scancel: the scavenger job leaves the daemon, and Slurm",
-              wait_for(lambda: c.job_process("scavenger") is None and not slurm("squeue", "-h").stdout.strip(),
-                       10, 0.05), json.dumps(c.status()))
+        check("scancel: the scavenger job leaves the daemon and Slurm, and the Epilog removes its record",
+              wait_for(lambda: c.job_process("scavenger") is None and not slurm("squeue", "-h").stdout.strip()
+                       and not os.path.exists(os.path.join(c.jobs_dir, job)), 10, 0.05), json.dumps(c.status()))
 
-        # --- without the plugin: the Prolog/Epilog script and the job's comment
+        # --- without the plugin: the job's comment, which the Prolog recorded, and a rule on it
         job = sbatch(tmp, "commented", ["-p", "debug", "--comment=gpreempt=offline"], offline_app)
-        dropin = os.path.join(c.gp_conf, "workloads.d", "10-slurm-job-%s.conf" % job)
-        name = "slurm-job-%s" % job
-        p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process(name)), 15, 0.1)
-        if not check("a job with --comment=gpreempt=offline is offline by the Prolog's drop-in (%s), "
-                     "which outranks its partition's rule" % name,
-                     p and p["class"] == "offline" and os.path.exists(dropin), json.dumps(c.status()) + c.logs()):
+        record = os.path.join(c.jobs_dir, job)
+        p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process("comment-offline")), 15, 0.1)
+        if not check("a job with --comment=gpreempt=offline is offline by a MatchSlurmComment= rule, "
+                     "which comes before its partition's", p and p["class"] == "offline",
+                     json.dumps(c.status()) + c.logs()):
             return
+        with open(record) as f:
+            text = f.read()
+        check("... on the comment the Prolog recorded (%r)" % text, "\nComment=gpreempt=offline\n" in text)
         pid = p["pid"]
         online = subprocess.Popen(["srun", "-p", "debug"] + online_app,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -351,21 +365,28 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
               wait_for(lambda: suspended(c.process(pid)), 10, 0.05), json.dumps(c.status()) + c.logs())
         online.communicate(timeout=30)
         slurm("scancel", job)
-        check("scancel: the Epilog removes the drop-in, and the job leaves the daemon and Slurm",
-              wait_for(lambda: not os.path.exists(dropin) and c.job_process(name) is None
+        check("scancel: the Epilog removes the record, and the job leaves the daemon and Slurm",
+              wait_for(lambda: not os.path.exists(record) and c.job_process("comment-offline") is None
                        and not slurm("squeue", "-h").stdout.strip(), 10, 0.05),
               json.dumps(c.status()) + c.logs())
 
         # --- proctrack/cgroup: scontrol suspend freezes the job's cgroup, with no signal
         c.restart_slurm("proctrack/cgroup")
         idle = wait_for(lambda: slurm("sinfo", "-h", "-n", NODE, "-o", "%T").stdout.strip() == "idle", 15, 0.1)
-        job = sbatch(tmp, "frozen", ["--gpreempt=offline", "-p", "debug"], offline_app)
+        # the GPU process is orphaned by a double fork, as a daemonising program is:
+        # no parent chain reaches the registered batch script any more, its step's cgroup does
+        job = sbatch(tmp, "frozen", ["--gpreempt=offline", "-p", "debug"], f"({offline_app} &)\nexec sleep 600")
         name = "slurm-%s.batch" % job
         p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process(name)), 15, 0.1)
-        if not check("with proctrack/cgroup, the offline job is registered and attached", idle and p,
+        if not check("with proctrack/cgroup, the offline job's GPU process, orphaned by a double fork, is "
+                     "covered by the registration of its step's cgroup and attached", idle and p,
                      json.dumps(c.status()) + c.logs()):
             return
         pid = p["pid"]
+        with open("/proc/%d/status" % pid) as f:
+            parent = int(re.search(r"\nPPid:\s*(\d+)", f.read()).group(1))
+        with open("/proc/%d/cmdline" % parent, "rb") as f:
+            check("... its parent (%d) is not the batch script" % parent, b"sleep" not in f.read())
         r = slurm("scontrol", "suspend", job)
         frozen = wait_for(lambda: (lambda q: q and q["frozen"] and suspended(q))(c.process(pid)), 10, 0.05)
         check("scontrol suspend freezes the job's cgroup: its queues are suspended, and status says frozen",
