@@ -55,6 +55,8 @@ struct qf_line_reader {
         struct chunk chunks[N_CHUNKS];
         unsigned long produced; /* chunks filled by the thread */
         unsigned long released; /* chunks the splitter is done with */
+        unsigned long wanted;   /* produced count a starved splitter waits for */
+        bool read_all;          /* the thread produced its last chunk */
         bool have_chunk;        /* buf is chunks[released % N_CHUNKS] */
         bool stop;
 };
@@ -93,7 +95,9 @@ static void *read_ahead(void *userdata)
                 c->eof = eof;
                 c->error = error;
                 r->produced++;
-                pthread_cond_broadcast(&r->cond);
+                r->read_all = eof;
+                if (eof || r->produced >= r->wanted)
+                        pthread_cond_broadcast(&r->cond);
                 pthread_mutex_unlock(&r->lock);
                 if (eof)
                         return NULL;
@@ -177,8 +181,15 @@ static int next_chunk(struct qf_line_reader *r)
 
         pthread_mutex_lock(&r->lock);
         unsigned long next = r->have_chunk ? r->released + 1 : r->released;
-        while (r->produced <= next)
-                pthread_cond_wait(&r->cond, &r->lock);
+        if (r->produced <= next) {
+                /* Starved (the thread is slower, on a busy machine): wait
+                 * for REFILL_CHUNKS, or the last, rather than for one, for
+                 * the same reason as the thread does. The ring holds them:
+                 * only the current chunk is taken. */
+                r->wanted = next + REFILL_CHUNKS;
+                while (r->produced < r->wanted && !r->read_all)
+                        pthread_cond_wait(&r->cond, &r->lock);
+        }
         struct chunk *c = &r->chunks[next % N_CHUNKS];
         pthread_mutex_unlock(&r->lock);
 
