@@ -26,8 +26,8 @@
  * ring is full it sleeps until REFILL_CHUNKS are free rather than until one
  * is: a wake-up per chunk cost more system time than the copies on a
  * 2-CPU VM. */
-#define N_CHUNKS 8
-#define REFILL_CHUNKS 4
+#define N_CHUNKS 4
+#define REFILL_CHUNKS 2
 
 struct chunk {
         char *mem;              /* QF_LINE_MAX headroom + READ_SIZE */
