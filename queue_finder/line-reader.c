@@ -22,8 +22,12 @@
  * kernel's copy into our memory, a large part of the time even on a cached
  * log (docs/benchmarks/queue-finder.md), overlaps with parsing. Each chunk
  * has QF_LINE_MAX bytes of headroom in front, where the unfinished line of
- * the previous chunk is carried over. */
+ * the previous chunk is carried over. The thread is usually ahead; once the
+ * ring is full it sleeps until REFILL_CHUNKS are free rather than until one
+ * is: a wake-up per chunk cost more system time than the copies on a
+ * 2-CPU VM. */
 #define N_CHUNKS 4
+#define REFILL_CHUNKS 2
 
 struct chunk {
         char *mem;              /* QF_LINE_MAX headroom + READ_SIZE */
@@ -51,6 +55,8 @@ struct qf_line_reader {
         struct chunk chunks[N_CHUNKS];
         unsigned long produced; /* chunks filled by the thread */
         unsigned long released; /* chunks the splitter is done with */
+        unsigned long wanted;   /* produced count a starved splitter waits for */
+        bool read_all;          /* the thread produced its last chunk */
         bool have_chunk;        /* buf is chunks[released % N_CHUNKS] */
         bool stop;
 };
@@ -60,8 +66,9 @@ static void *read_ahead(void *userdata)
         struct qf_line_reader *r = userdata;
         for (;;) {
                 pthread_mutex_lock(&r->lock);
-                while (!r->stop && r->produced - r->released >= N_CHUNKS)
-                        pthread_cond_wait(&r->cond, &r->lock);
+                if (r->produced - r->released >= N_CHUNKS)
+                        while (!r->stop && r->produced - r->released > N_CHUNKS - REFILL_CHUNKS)
+                                pthread_cond_wait(&r->cond, &r->lock);
                 bool stop = r->stop;
                 struct chunk *c = &r->chunks[r->produced % N_CHUNKS];
                 pthread_mutex_unlock(&r->lock);
@@ -88,7 +95,9 @@ static void *read_ahead(void *userdata)
                 c->eof = eof;
                 c->error = error;
                 r->produced++;
-                pthread_cond_broadcast(&r->cond);
+                r->read_all = eof;
+                if (eof || r->produced >= r->wanted)
+                        pthread_cond_broadcast(&r->cond);
                 pthread_mutex_unlock(&r->lock);
                 if (eof)
                         return NULL;
@@ -172,8 +181,15 @@ static int next_chunk(struct qf_line_reader *r)
 
         pthread_mutex_lock(&r->lock);
         unsigned long next = r->have_chunk ? r->released + 1 : r->released;
-        while (r->produced <= next)
-                pthread_cond_wait(&r->cond, &r->lock);
+        if (r->produced <= next) {
+                /* Starved (the thread is slower, on a busy machine): wait
+                 * for REFILL_CHUNKS, or the last, rather than for one, for
+                 * the same reason as the thread does. The ring holds them:
+                 * only the current chunk is taken. */
+                r->wanted = next + REFILL_CHUNKS;
+                while (r->produced < r->wanted && !r->read_all)
+                        pthread_cond_wait(&r->cond, &r->lock);
+        }
         struct chunk *c = &r->chunks[next % N_CHUNKS];
         pthread_mutex_unlock(&r->lock);
 
@@ -183,7 +199,8 @@ static int next_chunk(struct qf_line_reader *r)
         pthread_mutex_lock(&r->lock);
         if (r->have_chunk) {
                 r->released++;
-                pthread_cond_broadcast(&r->cond);
+                if (r->produced - r->released <= N_CHUNKS - REFILL_CHUNKS)
+                        pthread_cond_broadcast(&r->cond);
         }
         pthread_mutex_unlock(&r->lock);
 

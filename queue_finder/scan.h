@@ -159,13 +159,18 @@ static inline bool qf_scan_dec(struct qf_scan *s, uint64_t max, uint64_t *ret)
 {
         const char *p = s->p;
         uint64_t v = 0;
-        /* 19 digits cannot overflow 64 bits; a 20th is checked. */
-        for (; p < s->end && *p >= '0' && *p <= '9'; p++) {
-                if (p - s->p == 19 && v > (UINT64_MAX - (uint64_t) (*p - '0')) / 10)
-                        return false;
-                if (p - s->p > 19)
+        /* 19 digits cannot overflow 64 bits, so their loop checks nothing
+         * else; a 20th is checked, a 21st rejected. */
+        const char *unchecked_end = qf_scan_left(s) > 19 ? p + 19 : s->end;
+        for (; p < unchecked_end && *p >= '0' && *p <= '9'; p++)
+                v = v * 10 + (uint64_t) (*p - '0');
+        if (p == unchecked_end && p < s->end && *p >= '0' && *p <= '9') {
+                if (v > (UINT64_MAX - (uint64_t) (*p - '0')) / 10)
                         return false;
                 v = v * 10 + (uint64_t) (*p - '0');
+                p++;
+                if (p < s->end && *p >= '0' && *p <= '9')
+                        return false;
         }
         if (v > max)
                 return false;
