@@ -8,8 +8,11 @@
  * created later; and no offline process stays suspended longer than
  * MaxSuspendMs while the online side never goes idle. A group-stop
  * (SIGSTOP, SIGTSTP) of an offline process suspends its GPU work until
- * SIGCONT, whatever the online side does, its signals arrive as sent and
- * its parent sees the stop and the continue (waitpid); SIGKILL ends it
+ * SIGCONT, whatever the online side does, its signals arrive as sent
+ * (sigqueue's value and code intact, real-time ones once each, in order),
+ * every thread of a multi-threaded one stops and runs again with it, a
+ * signal sent to one thread reaches that thread, and its parent sees the
+ * stop and the continue (waitpid); SIGKILL ends it
  * stopped or not; made online while stopped, it is let go and stays
  * stopped, its queues running. A cgroup freezer holds the GPU until the
  * thaw, with no signal at all, and a frozen process is let go only then.
@@ -18,6 +21,7 @@
  *
  *   test-lifecycle PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
  */
+#include <dirent.h>
 #include <json.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,6 +37,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "cleanup.h"
 #include "daemon-harness.h"
 #include "daemon-status.h"
 #include "emulated-app.h"
@@ -622,6 +627,39 @@ static void assert_stop_holds_the_gpu(struct fixture *f, int sig, status_process
         assert_gpu_running(f, read_pointer, "was continued");
 }
 
+/* An empty file for the app's --signal-log, its name made from template. */
+static void new_signal_log(char *template)
+{
+        int fd = mkstemp(template);
+
+        assert_true(fd >= 0);
+        close(fd);
+}
+
+/* The app's signal log so far, in buf. */
+static char *read_signal_log(const char *path, char *buf, size_t size)
+{
+        FILE *log = fopen(path, "re");
+        size_t n;
+
+        assert_non_null(log);
+        n = fread(buf, 1, size - 1, log);
+        fclose(log);
+        buf[n] = '\0';
+        return buf;
+}
+
+/* Waits up to 5 s for the signal log to reach lines lines, and reads it. */
+static char *wait_signal_log(const char *path, int lines, char *buf, size_t size)
+{
+        for (int i = 0; i < 500 && count_lines(path) < lines; i++)
+                usleep(10000);
+        if (count_lines(path) != lines)
+                fail_msg("the signal log has %d lines, not %d: %s", count_lines(path), lines,
+                         read_signal_log(path, buf, size));
+        return read_signal_log(path, buf, size);
+}
+
 /*
  * kill -STOP and Ctrl-Z's SIGTSTP stop the CPU threads; the GPU goes on
  * with what was queued (2 s of kernels per request here) unless the daemon
@@ -640,14 +678,10 @@ static void test_group_stop_holds_the_gpu_until_sigcont(void **state)
                                          "2000", "--doorbell-per-request", "--signal-log", log_path, NULL };
         struct fixture *f = *state;
         uint64_t read_pointer;
-        char signals[64] = "";
-        FILE *log;
-        size_t n;
-        int fd, status;
+        char signals[64];
+        int status;
 
-        fd = mkstemp(log_path);
-        assert_true(fd >= 0);
-        close(fd);
+        new_signal_log(log_path);
         start_daemon(&f->h, no_slices, two_classes);
         emulated_app_start(&f->offline, app_path, offline0);
         daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
@@ -658,13 +692,8 @@ static void test_group_stop_holds_the_gpu_until_sigcont(void **state)
         assert_stop_holds_the_gpu(f, SIGTSTP, is_stopped_by_sigtstp, read_pointer);
 
         /* the SIGUSR1 of the report, then each SIGCONT, and nothing else */
-        log = fopen(log_path, "re");
-        assert_non_null(log);
-        n = fread(signals, 1, sizeof(signals) - 1, log);
-        fclose(log);
+        assert_string_equal(read_signal_log(log_path, signals, sizeof(signals)), "10\n18\n18\n");
         unlink(log_path);
-        signals[n] = '\0';
-        assert_string_equal(signals, "10\n18\n18\n");
 
         /* SIGKILL while stopped and suspended: the process dies, and the daemon lets it go cleanly */
         kill(f->offline.pid, SIGSTOP);
@@ -701,14 +730,9 @@ static void test_frozen_cgroup_holds_the_gpu_until_thawed(void **state)
                                          "2000", "--doorbell-per-request", "--signal-log", log_path, NULL };
         struct fixture *f = *state;
         uint64_t read_pointer;
-        char signals[64] = "";
-        FILE *log;
-        size_t n;
-        int fd;
+        char signals[64];
 
-        fd = mkstemp(log_path);
-        assert_true(fd >= 0);
-        close(fd);
+        new_signal_log(log_path);
         start_daemon(&f->h, no_slices, two_classes);
         /* in its cgroup before it runs, as a job's task is */
         freezer_make(&f->freezer);
@@ -727,34 +751,50 @@ static void test_frozen_cgroup_holds_the_gpu_until_thawed(void **state)
         daemon_status_wait_process(&f->h, f->offline.pid, is_thawed, "thawed", 5000);
         assert_gpu_running(f, read_pointer, "was thawed");
 
-        log = fopen(log_path, "re");
-        assert_non_null(log);
-        n = fread(signals, 1, sizeof(signals) - 1, log);
-        fclose(log);
+        /* the report's SIGUSR1 alone */
+        assert_string_equal(read_signal_log(log_path, signals, sizeof(signals)), "10\n");
         unlink(log_path);
-        signals[n] = '\0';
-        assert_string_equal(signals, "10\n"); /* the report's SIGUSR1 alone */
         freezer_remove(&f->freezer, f->offline.pid);
         emulated_app_stop(&f->offline);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
-/* A "Key:\tvalue" line of /proc/PID/status, as a number. */
-static long proc_status_number(pid_t pid, const char *key)
+/* A "Key:\tvalue" line of thread tid's /proc/PID/task/TID/status, as a number in base. */
+static long long task_status_number(pid_t pid, pid_t tid, const char *key, int base)
 {
         char path[64], line[256];
         size_t key_len = strlen(key);
-        long value = -1;
+        long long value = -1;
         FILE *file;
 
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
         file = fopen(path, "re");
         assert_non_null(file);
         while (fgets(line, sizeof(line), file))
                 if (strncmp(line, key, key_len) == 0 && line[key_len] == ':')
-                        value = strtol(line + key_len + 1, NULL, 10);
+                        value = strtoll(line + key_len + 1, NULL, base);
         fclose(file);
         return value;
+}
+
+/* Thread tid's state letter (R, S, T, t, ...), or 0 once it is gone. */
+static char thread_state(pid_t pid, pid_t tid)
+{
+        char path[64], stat[512];
+        const char *comm_end;
+        FILE *file;
+        size_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+        file = fopen(path, "re");
+        if (!file)
+                return 0;
+        n = fread(stat, 1, sizeof(stat) - 1, file);
+        fclose(file);
+        stat[n] = '\0';
+        /* after "pid (comm) ", where comm may hold spaces and parentheses */
+        comm_end = strrchr(stat, ')');
+        return comm_end && comm_end[1] == ' ' ? comm_end[2] : 0;
 }
 
 static bool is_online_and_let_go(struct json_object *p)
@@ -772,9 +812,7 @@ static void test_frozen_process_let_go_after_the_thaw(void **state)
 {
         static const char *const serve[] = { "--rate", "100", "--gpu", "0", NULL };
         struct fixture *f = *state;
-        char stat_path[64], stat[512];
-        FILE *file;
-        size_t n;
+        char state_letter;
 
         start_daemon(&f->h, no_slices, two_classes);
         freezer_make(&f->freezer);
@@ -783,7 +821,7 @@ static void test_frozen_process_let_go_after_the_thaw(void **state)
         daemon_call_pid(&f->h, "io.gpreempt.Register", f->offline.pid, ",\"class\":\"offline\"", NULL);
         emulated_app_release(&f->offline);
         daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "registered offline, attached", 5000);
-        assert_int_not_equal(proc_status_number(f->offline.pid, "TracerPid"), 0);
+        assert_int_not_equal(tracer_of(f->offline.pid), 0);
 
         freezer_set(&f->freezer, true);
         daemon_status_wait_process(&f->h, f->offline.pid, is_frozen_and_suspended, "frozen, its queues suspended",
@@ -792,15 +830,12 @@ static void test_frozen_process_let_go_after_the_thaw(void **state)
         freezer_set(&f->freezer, false);
         daemon_status_wait_process(&f->h, f->offline.pid, is_online_and_let_go,
                                    "thawed, let go, and online by the configuration", 5000);
-        assert_int_equal(proc_status_number(f->offline.pid, "TracerPid"), 0);
+        assert_int_equal(tracer_of(f->offline.pid), 0);
         /* running or sleeping between its requests, not left in a tracing stop */
-        snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)f->offline.pid);
-        file = fopen(stat_path, "re");
-        assert_non_null(file);
-        n = fread(stat, 1, sizeof(stat) - 1, file);
-        fclose(file);
-        stat[n] = '\0';
-        assert_non_null(strchr("RS", strrchr(stat, ')')[2]));
+        state_letter = thread_state(f->offline.pid, f->offline.pid);
+        if (!state_letter || !strchr("RS", state_letter))
+                fail_msg("pid %d is in state %c once let go, not running or sleeping", (int)f->offline.pid,
+                         state_letter);
         freezer_remove(&f->freezer, f->offline.pid);
         emulated_app_stop(&f->offline);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
@@ -829,12 +864,229 @@ static void test_stopped_process_made_online_stays_stopped(void **state)
         assert_gpu_still(f, read_pointer, "is stopped");
         daemon_call_pid(&f->h, "io.gpreempt.Register", f->offline.pid, ",\"class\":\"online\"", NULL);
         daemon_status_wait_process(&f->h, f->offline.pid, is_online_and_let_go, "online, let go", 5000);
-        assert_int_equal(proc_status_number(f->offline.pid, "TracerPid"), 0);
+        assert_int_equal(tracer_of(f->offline.pid), 0);
         state_letter = process_state(f->offline.pid);
         if (state_letter != 'T')
                 fail_msg("pid %d is in state %c once let go, not stopped", (int)f->offline.pid, state_letter);
         assert_gpu_running(f, read_pointer, "is online, though stopped");
         kill(f->offline.pid, SIGCONT);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* sigqueue(3): sig with value to pid. */
+static void queue_signal(pid_t pid, int sig, int value)
+{
+        if (sigqueue(pid, sig, (union sigval){ .sival_int = value }) < 0)
+                fail_msg("sigqueue(%d, %d, %d): %s", (int)pid, sig, value, strerror(errno));
+}
+
+/* The log lines of three sigqueue(SIGRTMIN) sends with values first, first + 1 and first + 2. */
+static void format_queued_rt_lines(char *buf, size_t size, int first)
+{
+        snprintf(buf, size, "%d code=%d value=%d\n%d code=%d value=%d\n%d code=%d value=%d\n", SIGRTMIN, SI_QUEUE,
+                 first, SIGRTMIN, SI_QUEUE, first + 1, SIGRTMIN, SI_QUEUE, first + 2);
+}
+
+/* Takes the first line of text that is line (newline included) out of it; false if none is. */
+static bool take_line(char *text, const char *line)
+{
+        size_t len = strlen(line);
+
+        for (char *p = text; *p;) {
+                char *next = strchr(p, '\n');
+
+                if (strncmp(p, line, len) == 0) {
+                        memmove(p, p + len, strlen(p + len) + 1);
+                        return true;
+                }
+                if (!next)
+                        break;
+                p = next + 1;
+        }
+        return false;
+}
+
+/*
+ * Signals a held process gets through its tracer keep what the sender put
+ * in them: a tracer that restarts a signal-delivery-stop with the same
+ * signal leaves its siginfo alone (kernel/signal.c, ptrace_signal()
+ * rewrites it only for another signal number). Real-time signals queue:
+ * three sent, three handled, in order, also when they wait out a group
+ * stop.
+ */
+static void test_queued_signals_arrive_as_sent(void **state)
+{
+        char log_path[] = "/tmp/gpreempt-test-sigqueue-XXXXXX";
+        const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", "--signal-log", log_path,
+                                         NULL };
+        struct fixture *f = *state;
+        char signals[512], expected[256];
+        pid_t pid;
+
+        new_signal_log(log_path);
+        start_daemon(&f->h, no_slices, two_classes);
+        emulated_app_start(&f->offline, app_path, offline0);
+        pid = f->offline.pid;
+        daemon_status_wait_process(&f->h, pid, is_attached_offline, "attached", 5000);
+        assert_int_equal(tracer_of(pid), f->h.pid);
+
+        /* a standard signal with a value; pending ones merge, so one at a time */
+        queue_signal(pid, SIGUSR2, 42);
+        snprintf(expected, sizeof(expected), "%d code=%d value=42\n", SIGUSR2, SI_QUEUE);
+        assert_string_equal(wait_signal_log(log_path, 1, signals, sizeof(signals)), expected);
+
+        for (int value = 1; value <= 3; value++)
+                queue_signal(pid, SIGRTMIN, value);
+        format_queued_rt_lines(expected + strlen(expected), sizeof(expected) - strlen(expected), 1);
+        assert_string_equal(wait_signal_log(log_path, 4, signals, sizeof(signals)), expected);
+
+        /* sent while it is stopped: nothing runs until SIGCONT, then each once */
+        kill(pid, SIGSTOP);
+        daemon_status_wait_process(&f->h, pid, is_stopped_by_sigstop, "stopped, its queues suspended", 5000);
+        assert_parent_sees(pid, SIGSTOP);
+        for (int value = 4; value <= 6; value++)
+                queue_signal(pid, SIGRTMIN, value);
+        usleep(300000);
+        assert_string_equal(read_signal_log(log_path, signals, sizeof(signals)), expected);
+        kill(pid, SIGCONT);
+        daemon_status_wait_process(&f->h, pid, is_not_stopped, "continued", 5000);
+        assert_parent_sees(pid, 0);
+        /*
+         * SIGCONT is logged once too; where among the real-time ones
+         * depends on how the kernel stacks the handlers' frames, so it is
+         * taken out and the real-time ones are checked in their order.
+         */
+        wait_signal_log(log_path, 8, signals, sizeof(signals));
+        if (!take_line(signals, "18\n"))
+                fail_msg("no SIGCONT in the signal log: %s", signals);
+        format_queued_rt_lines(expected + strlen(expected), sizeof(expected) - strlen(expected), 4);
+        assert_string_equal(signals, expected);
+        unlink(log_path);
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* The thread ids of pid, at most max; returns how many. */
+static size_t list_threads(pid_t pid, pid_t *tids, size_t max)
+{
+        char path[64];
+        struct dirent *entry;
+        size_t n = 0;
+        DIR *dir;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        dir = opendir(path);
+        assert_non_null(dir);
+        while ((entry = readdir(dir)) && n < max)
+                if (atoi(entry->d_name) > 0)
+                        tids[n++] = (pid_t)atoi(entry->d_name);
+        closedir(dir);
+        return n;
+}
+
+/* Room for kfdemu-app's main thread, a worker per queue and the --threads ones the tests ask for. */
+#define MAX_TEST_THREADS 16
+
+/* The threads of pid besides its main one that block no signal: kfdemu-app's --threads (its workers block all). */
+static size_t idle_threads_of(pid_t pid, pid_t *idle, size_t max)
+{
+        pid_t tids[MAX_TEST_THREADS];
+        size_t n = list_threads(pid, tids, ELEMENTSOF(tids)), n_idle = 0;
+
+        for (size_t i = 0; i < n && n_idle < max; i++)
+                if (tids[i] != pid && task_status_number(pid, tids[i], "SigBlk", 16) == 0)
+                        idle[n_idle++] = tids[i];
+        return n_idle;
+}
+
+static bool is_stop_state(char state)
+{
+        return state == 'T' || state == 't';
+}
+
+/*
+ * Waits up to 5 s for every thread of pid to be stopped (T, or t for one in
+ * a ptrace-stop, as its traced main thread is), or, with stopped false, for
+ * none to be.
+ */
+static void assert_all_threads(pid_t pid, bool stopped, const char *why)
+{
+        pid_t tids[MAX_TEST_THREADS];
+        size_t wrong = 0, n = 0;
+
+        for (int i = 0; i < 500; i++) {
+                n = list_threads(pid, tids, ELEMENTSOF(tids));
+                wrong = 0;
+                for (size_t k = 0; k < n; k++)
+                        wrong += is_stop_state(thread_state(pid, tids[k])) != stopped;
+                if (wrong == 0)
+                        return;
+                usleep(10000);
+        }
+        fail_msg("%zu of the %zu threads of pid %d are %s, though it %s", wrong, n, (int)pid,
+                 stopped ? "not stopped" : "still stopped", why);
+}
+
+/*
+ * A group stop stops every thread of a held process, not only the one
+ * the daemon traces (the main one), and its GPU work with them; after
+ * SIGCONT all run again, the GPU too. A signal sent to one thread
+ * (tgkill) reaches that thread, after the continue if sent during the stop.
+ */
+static void test_group_stop_of_a_multithreaded_process(void **state)
+{
+        char log_path[] = "/tmp/gpreempt-test-threads-XXXXXX";
+        const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", "--kernels-per-request",
+                                         "2000", "--doorbell-per-request", "--threads", "3", "--signal-log", log_path,
+                                         NULL };
+        static const int stop_signals[] = { SIGSTOP, SIGTSTP };
+        static const status_process_test_fn stopped_by[] = { is_stopped_by_sigstop, is_stopped_by_sigtstp };
+        struct fixture *f = *state;
+        char signals[512], directed[64];
+        uint64_t read_pointer;
+        pid_t pid, idle[4];
+        int lines;
+
+        new_signal_log(log_path);
+        start_daemon(&f->h, no_slices, two_classes);
+        emulated_app_start(&f->offline, app_path, offline0);
+        pid = f->offline.pid;
+        daemon_status_wait_process(&f->h, pid, is_attached_offline, "attached", 5000);
+        assert_int_equal(tracer_of(pid), f->h.pid);
+        if (idle_threads_of(pid, idle, ELEMENTSOF(idle)) != 3)
+                fail_msg("pid %d does not have the 3 signal-taking threads of --threads 3", (int)pid);
+        read_pointer = emulated_app_read_pointer_address(&f->offline);
+        lines = 1; /* the report's SIGUSR1 */
+        assert_gpu_running(f, read_pointer, "has the GPU to itself");
+
+        for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++) {
+                kill(pid, stop_signals[i]);
+                daemon_status_wait_process(&f->h, pid, stopped_by[i], "stopped, its queues suspended", 5000);
+                assert_parent_sees(pid, stop_signals[i]);
+                assert_all_threads(pid, true, "was stopped");
+                assert_gpu_still(f, read_pointer, "is stopped");
+                assert_int_equal(tgkill(pid, idle[i], SIGUSR2), 0);
+                usleep(100000);
+                assert_int_equal(count_lines(log_path), lines);
+                kill(pid, SIGCONT);
+                daemon_status_wait_process(&f->h, pid, is_not_stopped, "continued", 5000);
+                assert_parent_sees(pid, 0);
+                assert_all_threads(pid, false, "was continued");
+                assert_gpu_running(f, read_pointer, "was continued");
+                /* SIGCONT (any thread of those that take signals may run its handler) and the directed SIGUSR2 */
+                lines += 2;
+                snprintf(directed, sizeof(directed), "%d code=%d tid=%d\n", SIGUSR2, SI_TKILL, (int)idle[i]);
+                if (!strstr(wait_signal_log(log_path, lines, signals, sizeof(signals)), directed))
+                        fail_msg("the SIGUSR2 sent to thread %d is not logged as taken by it: %s", (int)idle[i],
+                                 signals);
+        }
+        /* the thread that got nothing yet runs its handler too */
+        assert_int_equal(tgkill(pid, idle[2], SIGWINCH), 0);
+        snprintf(directed, sizeof(directed), "%d code=%d tid=%d\n", SIGWINCH, SI_TKILL, (int)idle[2]);
+        if (!strstr(wait_signal_log(log_path, lines + 1, signals, sizeof(signals)), directed))
+                fail_msg("the SIGWINCH sent to thread %d is not logged as taken by it: %s", (int)idle[2], signals);
+        unlink(log_path);
         emulated_app_stop(&f->offline);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
@@ -926,6 +1178,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_suspension_bound_of_a_hold_beside_busy_online, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_group_stop_holds_the_gpu_until_sigcont, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stopped_process_made_online_stays_stopped, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_queued_signals_arrive_as_sent, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_group_stop_of_a_multithreaded_process, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_frozen_cgroup_holds_the_gpu_until_thawed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_frozen_process_let_go_after_the_thaw, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_registration_covers_exec_and_children, setup, teardown),

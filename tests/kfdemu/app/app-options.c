@@ -28,6 +28,7 @@ enum {
         OPT_EXEC_AFTER,
         OPT_READY_FILE,
         OPT_SIGNAL_LOG,
+        OPT_THREADS,
         OPT_REPORT,
         OPT_JSON,
         OPT_AMD_LOG_LEVEL,
@@ -62,6 +63,7 @@ static const struct option long_options[] = {
         {"exec-after", required_argument, NULL, OPT_EXEC_AFTER},
         {"ready-file", required_argument, NULL, OPT_READY_FILE},
         {"signal-log", required_argument, NULL, OPT_SIGNAL_LOG},
+        {"threads", required_argument, NULL, OPT_THREADS},
         {"report", required_argument, NULL, OPT_REPORT},
         {"json", no_argument, NULL, OPT_JSON},
         {"amd-log-level", required_argument, NULL, OPT_AMD_LOG_LEVEL},
@@ -298,6 +300,12 @@ int app_options_parse(struct app_options *o, int argc, char **argv, char *error,
                 case OPT_SIGNAL_LOG:
                         o->signal_log = optarg;
                         break;
+                case OPT_THREADS:
+                        if (parse_u64(optarg, 0, APP_MAX_IDLE_THREADS, &v) < 0)
+                                return fail(error, error_size, "--threads \"%s\": give a number of threads from 0 to %u.",
+                                            optarg, APP_MAX_IDLE_THREADS);
+                        o->idle_threads = (unsigned)v;
+                        break;
                 case OPT_REPORT:
                         if (strcmp(optarg, "json") == 0)
                                 o->report = APP_REPORT_JSON;
@@ -396,10 +404,13 @@ void app_options_print_help(const char *program)
                "      --exec-after S          re-execute itself S seconds after start, queues still live\n"
                "      --no-runtime-enable     never call RUNTIME_ENABLE (like ROCm 5.2.3)\n"
                "      --ttmp-save             ask RUNTIME_ENABLE to save trap temporaries\n"
+               "      --threads N             start N more threads that only wait and take signals (default 0)\n"
                "\n"
                "Output:\n"
                "      --ready-file PATH       also write the READY line to PATH\n"
-               "      --signal-log PATH       append the number of every signal received to PATH\n"
+               "      --signal-log PATH       append the number of every signal received to PATH, then\n"
+               "                              \" code=<si_code>\" unless SI_USER, \" value=<sival_int>\" if\n"
+               "                              sigqueue(3) sent it, \" tid=<tid>\" if not the main thread took it\n"
                "      --report json|text|none report at exit and on SIGUSR1 (default text)\n"
                "      --json                  same as --report json\n"
                "      --amd-log-level N       HIP/CLR log level 0-4 (or AMD_LOG_LEVEL)\n"

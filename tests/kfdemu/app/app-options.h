@@ -18,6 +18,7 @@
 #define APP_MAX_REQUESTS 1000000000ull
 #define APP_MAX_WORKGROUPS 0x7fffffffu
 #define APP_MAX_NAME 256u
+#define APP_MAX_IDLE_THREADS 64u
 
 /* Exit codes (documented in kfdemu-app.1.scd). */
 #define APP_EXIT_OK 0
@@ -63,6 +64,7 @@ struct app_options {
         uint64_t seed;
         const char *ready_file;
         const char *signal_log;
+        unsigned idle_threads;        /* threads that only take signals */
         enum app_report_format report;
         int amd_log_level;
         enum clr_log_format amd_log_format;

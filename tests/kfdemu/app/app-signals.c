@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "app-signals.h"
@@ -16,37 +17,68 @@ static int signal_log_fd = -1;
 static int wake_pipe[2] = {-1, -1};
 
 /* Signals that are logged; SIGTERM/SIGINT also stop, SIGUSR1 reports, the
- * rest are otherwise ignored so a test can send them freely. */
+ * rest (and SIGRTMIN, not a constant) are otherwise ignored so a test can
+ * send them freely. */
 static const int handled_signals[] = {SIGHUP, SIGINT, SIGUSR1, SIGUSR2, SIGTERM, SIGALRM, SIGCONT, SIGWINCH};
 
-static size_t format_decimal(char *buf, int value)
+/* printf is not async-signal-safe. */
+static size_t format_decimal(char *buf, long value)
 {
-        char tmp[16];
+        unsigned long magnitude = value < 0 ? -(unsigned long)value : (unsigned long)value;
+        char tmp[24];
         size_t n = 0, len = 0;
 
         do {
-                tmp[n++] = (char)('0' + value % 10);
-                value /= 10;
-        } while (value > 0 && n < sizeof(tmp));
+                tmp[n++] = (char)('0' + magnitude % 10);
+                magnitude /= 10;
+        } while (magnitude > 0);
+        if (value < 0)
+                buf[len++] = '-';
         while (n > 0)
                 buf[len++] = tmp[--n];
         return len;
 }
 
-static void on_signal(int sig)
+static size_t format_field(char *buf, const char *name, long value)
+{
+        size_t len = strlen(name);
+
+        memcpy(buf, name, len);
+        return len + format_decimal(buf + len, value);
+}
+
+/*
+ * The signal's number, then what sets it apart from a kill(2) the main
+ * thread took: " code=C" unless si_code is SI_USER, " value=V" for a
+ * sigqueue(3) (SI_QUEUE), " tid=T" when another thread took it. A test can
+ * tell from it that a tracer passed the signal on as it was sent.
+ */
+static void log_signal(const siginfo_t *info)
+{
+        pid_t tid = (pid_t)syscall(SYS_gettid);
+        char line[96];
+        size_t n = format_decimal(line, info->si_signo);
+
+        if (info->si_code != SI_USER)
+                n += format_field(line + n, " code=", info->si_code);
+        if (info->si_code == SI_QUEUE)
+                n += format_field(line + n, " value=", info->si_value.sival_int);
+        if (tid != getpid())
+                n += format_field(line + n, " tid=", tid);
+        line[n++] = '\n';
+        /* One write per line with O_APPEND: lines never interleave. */
+        if (write(signal_log_fd, line, n) < 0) {
+                /* Nothing a handler can do about a full disk. */
+        }
+}
+
+static void on_signal(int sig, siginfo_t *info, void *context)
 {
         int saved_errno = errno;
 
-        if (signal_log_fd >= 0) {
-                char line[20];
-                size_t n = format_decimal(line, sig);
-
-                line[n++] = '\n';
-                /* One write per line with O_APPEND: lines never interleave. */
-                if (write(signal_log_fd, line, n) < 0) {
-                        /* Nothing a handler can do about a full disk. */
-                }
-        }
+        (void)context;
+        if (signal_log_fd >= 0)
+                log_signal(info);
         if (sig == SIGTERM || sig == SIGINT)
                 stop_requested = 1;
         else if (sig == SIGUSR1)
@@ -72,7 +104,7 @@ void app_signals_drain(void)
 
 int app_signals_install(const char *signal_log, int *ret_wake_fd)
 {
-        struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+        struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_RESTART | SA_SIGINFO};
 
         if (signal_log) {
                 signal_log_fd = open(signal_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -85,6 +117,8 @@ int app_signals_install(const char *signal_log, int *ret_wake_fd)
         for (size_t i = 0; i < ELEMENTSOF(handled_signals); i++)
                 if (sigaction(handled_signals[i], &sa, NULL) < 0)
                         return NEG_ERRNO();
+        if (sigaction(SIGRTMIN, &sa, NULL) < 0)
+                return NEG_ERRNO();
         /* A report to a closed pipe must fail with EPIPE, not kill the job. */
         signal(SIGPIPE, SIG_IGN);
         *ret_wake_fd = wake_pipe[0];

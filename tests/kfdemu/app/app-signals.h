@@ -4,7 +4,7 @@
  * not signalfd), so a ptrace tracer sees a signal-delivery stop for each and
  * a test can check in the signal log that every one arrived after the
  * tracer re-injected it. Worker threads block all signals; the main thread
- * takes them.
+ * and the idle threads (--threads) take them.
  */
 #pragma once
 

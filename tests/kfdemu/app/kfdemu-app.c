@@ -18,6 +18,7 @@
 #include "app-options.h"
 #include "app-report.h"
 #include "app-signals.h"
+#include "idle-threads.h"
 #include "cleanup.h"
 #include "clr-log.h"
 #include "emu-runtime.h"
@@ -34,6 +35,7 @@ struct app {
         FILE *dispatch_times;
         FILE *latency_log;
         struct app_job *job;
+        struct idle_threads *idle_threads;
         int wake_fd;
         uint32_t gpu_ids[EMU_RUNTIME_MAX_GPUS];
         unsigned n_gpu_ids;
@@ -337,6 +339,12 @@ static int setup(struct app *app)
                         app->opts.signal_log ? app->opts.signal_log : "", strerror(-r));
                 return r;
         }
+        /* Started while no signal is blocked: they inherit the main thread's mask. */
+        r = idle_threads_start(app->opts.idle_threads, &app->idle_threads);
+        if (r < 0) {
+                fprintf(stderr, PROGRAM ": cannot start the --threads threads: %s.\n", strerror(-r));
+                return r;
+        }
         r = open_log(app);
         if (r < 0)
                 return r;
@@ -413,6 +421,7 @@ static int teardown(struct app *app)
                         ret = r;
                 }
         }
+        idle_threads_stop(app->idle_threads);
         clr_log_free(app->log);
         if (app->log_file)
                 fclose(app->log_file);

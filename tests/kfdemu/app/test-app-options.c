@@ -104,6 +104,12 @@ static void test_rejects_with_sentences(void **state)
         assert_int_equal(PARSE(&o, "stray"), -EINVAL);
         assert_non_null(strstr(error, "stray"));
         app_options_init(&o);
+        assert_int_equal(PARSE(&o, "--threads", "65"), -EINVAL);
+        assert_non_null(strstr(error, "0 to 64"));
+        app_options_init(&o);
+        assert_int_equal(PARSE(&o, "--threads", "3"), 0);
+        assert_int_equal(o.idle_threads, 3);
+        app_options_init(&o);
         assert_int_equal(PARSE(&o, "--help"), APP_OPTIONS_HELP);
 }
 

@@ -423,6 +423,29 @@ static void test_app_sigterm_ends_cleanly(void **state)
         unlink(sig_path);
 }
 
+/* --threads: more threads that take signals, joined at a clean exit; a
+ * sigqueue'd signal is logged with its code and value. */
+static void test_app_idle_threads_and_a_queued_signal(void **state)
+{
+        char sig_path[128], expected[64];
+        struct app_run run;
+        json_object *report;
+
+        scratch_file("queued-signals", sig_path, sizeof(sig_path));
+        app_start(&run, (char *[]){"--gpu", "1", "--kernel-us", "500", "--json", "--threads", "2", "--signal-log",
+                                   sig_path, NULL});
+        assert_int_equal(app_wait_ready(&run), 1);
+        assert_int_equal(sigqueue(run.pid, SIGRTMIN, (union sigval){.sival_int = 5}), 0);
+        assert_int_equal(kill(run.pid, SIGTERM), 0);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        assert_true(json_object_get_boolean(json_object_object_get(report, "final")));
+        snprintf(expected, sizeof(expected), "%d code=%d value=5", SIGRTMIN, SI_QUEUE);
+        assert_true(file_has(sig_path, expected));
+        json_object_put(report);
+        unlink(sig_path);
+}
+
 static void sleep_s(double s)
 {
         struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
@@ -491,6 +514,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_app_bad_latency_log_path_is_explained),
                 cmocka_unit_test(test_app_doorbell_per_request),
                 cmocka_unit_test(test_app_sigterm_ends_cleanly),
+                cmocka_unit_test(test_app_idle_threads_and_a_queued_signal),
                 cmocka_unit_test(test_app_late_queue_then_destroy),
                 cmocka_unit_test(test_app_exec_keeps_pid),
                 cmocka_unit_test(test_app_without_runtime_enable),
