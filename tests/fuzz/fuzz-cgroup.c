@@ -6,6 +6,7 @@
  * path and from a whole /proc/<pid>/cgroup text; and the freezer gpreemptd
  * reads for it, with a state file of either kind.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,15 +39,16 @@ static void check_cluster(bool found, const struct cluster_cgroup *cg)
                 abort();
 }
 
-/* A freezer found names an absolute path that is in the text. */
+/* A freezer found names an absolute path that is in the text and does not
+ * climb out of the reader's cgroup namespace (that is -EXDEV, no path). */
 static void check_freezer(const char *text)
 {
         char *path = NULL;
         int kind = cgroup_freezer_parse_membership(text, &path);
 
-        if (kind < CGROUP_FREEZER_NONE || (kind == CGROUP_FREEZER_NONE) != !path)
+        if (kind < 0 ? (kind != -EXDEV && kind != -ENOMEM) || path : (kind == CGROUP_FREEZER_NONE) != !path)
                 abort();
-        if (path && (path[0] != '/' || !strstr(text, path)))
+        if (path && (path[0] != '/' || !strstr(text, path) || strstr(path, "/../")))
                 abort();
         free(path);
         (void)cgroup_freezer_parse_frozen(CGROUP_FREEZER_V1, text);
