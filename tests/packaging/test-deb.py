@@ -246,7 +246,10 @@ def test_readme_on_node(c, readme):
 def test_remove_while_holding(c, node):
     """apt remove alone, while gpreemptd holds the offline job: prerm stops it."""
     c.out("cd /debs/src && apt-get install -y ../gpreempt_*_amd64.deb ../libgpreempt0_*_amd64.deb", timeout=120)
-    c.out("printf '[Workload]\\nName=inference\\nClass=online\\nMatchCommandLine=*serve.py*\\n\\n"
+    # the README's own workload files outlive the purge (they are the
+    # operator's, not conffiles): replace them, or the names repeat
+    c.out("rm -f /etc/gpreempt/workloads.d/*.conf && "
+          "printf '[Workload]\\nName=inference\\nClass=online\\nMatchCommandLine=*serve.py*\\n\\n"
           "[Workload]\\nName=training\\nClass=offline\\nMatchCommandLine=*train.py*\\n' "
           "> /etc/gpreempt/workloads.d/50-jobs.conf && systemctl reload gpreemptd.service")
     suspended = wait_for(lambda: (status_gpu(c) or {}).get("offline_suspended"), 10)
