@@ -229,8 +229,11 @@ LogFile={tmp}/log/slurmdbd.log
         self.procs.append((name, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)))
 
     def log(self, name):
-        with open(os.path.join(self.tmp, "log", name), errors="replace") as f:
-            return f.read()[-20000:]
+        try:
+            with open(os.path.join(self.tmp, "log", name), errors="replace") as f:
+                return f.read()[-20000:]
+        except FileNotFoundError:  # a start failed before this daemon's
+            return "(no %s)\n" % name
 
     def logs(self):
         return "".join("--- %s\n%s" % (n, self.log(n))
