@@ -8,7 +8,8 @@ inside kfdemu-run, so that every job's kfdemu-app reaches the emulated GPU:
 
 munged, slurmctld and slurmd (-D, no systemd) run as root on localhost with
 ports, sockets and state of their own, so that nothing on the host is used
-or changed. ProctrackType=proctrack/linuxproc: `scontrol suspend` arrives
+or changed; so do slurmdbd and the MariaDB server under it (a data
+directory in the test's own, loopback only), for jobs' accounts and QOS. ProctrackType=proctrack/linuxproc: `scontrol suspend` arrives
 as SIGTSTP then SIGSTOP, a group-stop the daemon sees as the jobs' tracer;
 then proctrack/cgroup, where it arrives as the cgroup v1 freezer, with no
 signal, which the daemon reads from the job's freezer cgroup.
@@ -17,8 +18,8 @@ configuration's MatchSlurm* keys believe a job's environment by.
 
 With the plugin: an offline sbatch job is suspended while an online srun
 job has work, and `scontrol suspend` keeps its GPU queues suspended until
-`scontrol resume`, its signals arriving as sent. Without it: partition rules
-classify jobs, and so does gpreempt-slurm-job, slurmd's Prolog and Epilog,
+`scontrol resume`, its signals arriving as sent. Without it: partition, QOS and account
+rules classify jobs, and so does gpreempt-slurm-job, slurmd's Prolog and Epilog,
 from a job's --comment=gpreempt=offline.
 """
 import json
@@ -84,6 +85,7 @@ class Cluster:
             os.makedirs(os.path.join(tmp, d))
         munge_socket = os.path.join(tmp, "munge.socket")
         conf = os.path.join(tmp, "slurm.conf")
+        dbd_port = free_port()
         with open(conf, "w") as f:
             f.write(f"""ClusterName=gptest
 SlurmctldHost={NODE}
@@ -105,6 +107,10 @@ ReturnToService=2
 MpiDefault=none
 MailProg=/bin/true
 JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost={NODE}
+AccountingStoragePort={dbd_port}
+AccountingStoragePass={munge_socket}
 PlugStackConfig={tmp}/plugstack.conf
 Prolog={tmp}/prolog
 Epilog={tmp}/prolog
@@ -114,6 +120,22 @@ SlurmctldPidFile={tmp}/slurmctld.pid
 SlurmdPidFile={tmp}/slurmd.pid
 SlurmctldLogFile={tmp}/log/slurmctld.log
 SlurmdLogFile={tmp}/log/slurmd.log
+""")
+        # slurmdbd reads slurmdbd.conf beside SLURM_CONF, and only if no one else can read it
+        db_port = free_port()
+        with open(os.open(os.path.join(tmp, "slurmdbd.conf"), os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(f"""DbdHost={NODE}
+DbdPort={dbd_port}
+SlurmUser=root
+AuthType=auth/munge
+AuthInfo=socket={munge_socket}
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort={db_port}
+StorageUser=root
+StorageLoc=gpreempt_acct
+PidFile={tmp}/slurmdbd.pid
+LogFile={tmp}/log/slurmdbd.log
 """)
         with open(os.path.join(tmp, "cgroup.conf"), "w") as f:
             f.write("CgroupPlugin=cgroup/v1\nConstrainCores=yes\nConstrainRAMSpace=yes\n")
@@ -129,7 +151,10 @@ SlurmdLogFile={tmp}/log/slurmd.log
                     "[Offline]\nMaxSuspendMs=10000\nMinOfflineSharePercent=0\n")
         # for jobs without --gpreempt; a registration outranks them
         with open(os.path.join(self.gp_conf, "workloads.d", "50-slurm.conf"), "w") as f:
-            f.write("[Workload]\nName=comment-offline\nClass=offline\nMatchSlurmComment=*gpreempt=offline*\n"
+            f.write("[Workload]\nName=low-qos\nClass=offline\nMatchSlurmQOS=low\n"
+                    "[Workload]\nName=high-qos\nClass=online\nMatchSlurmQOS=high\n"
+                    "[Workload]\nName=gpu-account\nClass=offline\nMatchSlurmAccount=gpu\n"
+                    "[Workload]\nName=comment-offline\nClass=offline\nMatchSlurmComment=*gpreempt=offline*\n"
                     "[Workload]\nName=scavenger\nClass=offline\nMatchSlurmPartition=scavenger\n"
                     "[Workload]\nName=interactive\nClass=online\nMatchSlurmPartition=debug\n")
         daemon_env = dict(os.environ)  # gpreemptd keeps the sanitizers' settings, leak checks included
@@ -145,14 +170,42 @@ SlurmdLogFile={tmp}/log/slurmd.log
             # process: it must be there from the start (slurmd's environment)
             slurmd_env["LD_PRELOAD"] = " ".join(filter(None, [asan, os.environ.get("LD_PRELOAD")]))
         os.environ["GPREEMPT_RUNTIME_DIR"] = self.gp_run
-        self.start("munged", ["munged", "-F", "--force", "--socket=" + munge_socket,
-                              "--pid-file=" + os.path.join(tmp, "munged.pid"),
-                              "--log-file=" + os.path.join(tmp, "log", "munged.log"),
-                              "--seed-file=" + os.path.join(tmp, "munged.seed")])
-        wait_for(lambda: os.path.exists(munge_socket), 5, 0.05)
-        self.start("gpreemptd", [gpreemptd, "--config-dir", self.gp_conf, "--runtime-dir", self.gp_run], daemon_env)
         self.slurmd_env = slurmd_env
+        self.daemons = (munge_socket, db_port, [gpreemptd, "--config-dir", self.gp_conf, "--runtime-dir", self.gp_run],
+                        daemon_env)
+
+    def start_all(self):
+        """Starts the daemons in order; the caller's stop() ends those started, whatever fails."""
+        munge_socket, db_port, gpreemptd_argv, gpreemptd_env = self.daemons
+        self.start("munged", ["munged", "-F", "--force", "--socket=" + munge_socket,
+                              "--pid-file=" + os.path.join(self.tmp, "munged.pid"),
+                              "--log-file=" + os.path.join(self.tmp, "log", "munged.log"),
+                              "--seed-file=" + os.path.join(self.tmp, "munged.seed")])
+        wait_for(lambda: os.path.exists(munge_socket), 5, 0.05)
+        self.start_accounting(db_port)
+        self.start("gpreemptd", gpreemptd_argv, gpreemptd_env)
         self.start_slurm()
+
+    def start_accounting(self, db_port):
+        """MariaDB on a loopback port, with a data directory of its own that
+        starts empty (no grant tables: it serves this test alone), then
+        slurmdbd, and the cluster, account and QOS the jobs name."""
+        datadir = os.path.join(self.tmp, "mariadb")
+        os.makedirs(datadir)
+        db_socket = os.path.join(self.tmp, "mariadb.socket")
+        self.start("mariadbd", ["mariadbd", "--no-defaults", "--user=root", "--datadir=" + datadir,
+                                "--socket=" + db_socket, "--pid-file=" + os.path.join(self.tmp, "mariadbd.pid"),
+                                "--bind-address=127.0.0.1", "--port=%d" % db_port, "--skip-grant-tables",
+                                "--skip-log-bin", "--innodb-buffer-pool-size=16M", "--innodb-log-file-size=4M"])
+        wait_for(lambda: os.path.exists(db_socket), 15, 0.05)
+        self.start("slurmdbd", ["slurmdbd", "-D"])
+        wait_for(lambda: slurm("sacctmgr", "-n", "show", "cluster").returncode == 0, 15, 0.05)
+        # user root: in account root (the default) and gpu, which may run jobs in the two QOS
+        r = subprocess.run(["sacctmgr", "-i"], input="add cluster gptest\nadd qos low,high\nadd account gpu\n"
+                           "add user root account=gpu qos=normal,low,high\n", capture_output=True, text=True, timeout=30)
+        self.accounting = r.returncode == 0 and "gpu" in slurm("sacctmgr", "-n", "-P", "show", "assoc",
+                                                               "format=account,qos").stdout
+        self.accounting_error = r.stdout + r.stderr
 
     def start_slurm(self):
         self.start("slurmctld", ["slurmctld", "-D", "-i"])
@@ -176,11 +229,15 @@ SlurmdLogFile={tmp}/log/slurmd.log
         self.procs.append((name, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)))
 
     def log(self, name):
-        with open(os.path.join(self.tmp, "log", name), errors="replace") as f:
-            return f.read()[-20000:]
+        try:
+            with open(os.path.join(self.tmp, "log", name), errors="replace") as f:
+                return f.read()[-20000:]
+        except FileNotFoundError:  # a start failed before this daemon's
+            return "(no %s)\n" % name
 
     def logs(self):
-        return "".join("--- %s\n%s" % (n, self.log(n)) for n in ("gpreemptd.out", "slurmd.log", "slurmctld.log"))
+        return "".join("--- %s\n%s" % (n, self.log(n))
+                       for n in ("gpreemptd.out", "slurmd.log", "slurmctld.log", "slurmdbd.log"))
 
     def stop(self):
         """Stops everything; returns gpreemptd's exit status (under ASan, not 0 for a leak)."""
@@ -232,8 +289,12 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
     started = time.monotonic()
     c = Cluster(tmp, gpreemptd, gpreemptctl, plugin, prolog)
     try:
+        c.start_all()
         idle = wait_for(lambda: slurm("sinfo", "-h", "-n", NODE, "-o", "%T").stdout.strip() == "idle", 15, 0.1)
         if not check("the cluster is up: %s idle" % NODE, idle, c.logs()):
+            return
+        if not check("accounting is up: slurmdbd on MariaDB, with account gpu and QOS low and high",
+                     c.accounting, c.accounting_error + c.logs()):
             return
         offline_app = f"{app} --continuous --gpu 0 --kernel-us 1000 --report none"
         online_app = [app, "--rate", "1000", "--gpu", "0", "--kernel-us", "2000", "--duration", "2", "--report", "none"]
@@ -369,6 +430,40 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
               wait_for(lambda: not os.path.exists(record) and c.job_process("comment-offline") is None
                        and not slurm("squeue", "-h").stdout.strip(), 10, 0.05),
               json.dumps(c.status()) + c.logs())
+
+        # --- without the plugin: QOS and account rules, on what the Prolog
+        # recorded (the QOS from slurmctld, the account from slurmd); both
+        # jobs run at once, each on one of the node's CPUs. The QOS job's
+        # user sets the variable to the online QOS's name, which must not
+        # make it online.
+        qos_job = sbatch(tmp, "low-qos", ["-p", "debug", "--account=gpu", "--qos=low"],
+                         "SLURM_JOB_QOS=high exec " + offline_app)
+        account_job = sbatch(tmp, "gpu-account", ["-p", "debug", "--account=gpu"], offline_app)
+        attached = lambda w: (lambda q: q if q and q["attached"] else None)(c.job_process(w))  # noqa: E731
+        wait_for(lambda: attached("low-qos") and attached("gpu-account"), 15, 0.1)
+        p = attached("low-qos")
+        if not check("a job with --qos=low, without --gpreempt, is offline by a MatchSlurmQOS= rule "
+                     "ahead of its partition's", p and p["class"] == "offline" and not p["registered"],
+                     json.dumps(c.status()) + c.logs()):
+            return
+        with open("/proc/%d/environ" % p["pid"], "rb") as f:
+            forged = b"\0SLURM_JOB_QOS=high\0" in b"\0" + f.read()
+        with open(os.path.join(c.jobs_dir, qos_job)) as f:
+            record = f.read()
+        check("... on its real QOS: its environment says SLURM_JOB_QOS=high, the online QOS "
+              "(the record: %r)" % record, forged and "\nQOS=low\n" in record and "\nAccount=gpu\n" in record)
+        p = attached("gpu-account")
+        check("a job with --account=gpu (QOS normal) is offline by a MatchSlurmAccount= rule ahead of its partition's",
+              p and p["class"] == "offline" and not p["registered"], json.dumps(c.status()) + c.logs())
+        with open(os.path.join(c.jobs_dir, account_job)) as f:
+            record = f.read()
+        check("... on the account the Prolog recorded (%r)" % record,
+              "\nAccount=gpu\n" in record and "\nQOS=normal\n" in record)
+        slurm("scancel", qos_job, account_job)
+        check("scancel: both leave the daemon and Slurm, and the Epilog removes their records",
+              wait_for(lambda: c.job_process("low-qos") is None and c.job_process("gpu-account") is None
+                       and not slurm("squeue", "-h").stdout.strip()
+                       and not os.listdir(c.jobs_dir), 10, 0.05), json.dumps(c.status()))
 
         # --- proctrack/cgroup: scontrol suspend freezes the job's cgroup, with no signal
         c.restart_slurm("proctrack/cgroup")
