@@ -57,18 +57,26 @@ int process_facts_read_file(const char *path, size_t max, char **ret, size_t *re
         return 0;
 }
 
+/* The text of /proc/<pid>/status, to free. */
+static int read_status_text(const char *proc_root, pid_t pid, char **ret)
+{
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "%s/%d/status", proc_root, (int)pid) < 0)
+                return -ENOMEM;
+        return process_facts_read_file(path, PROCESS_FACT_MAX, ret, NULL);
+}
+
 /* The real uid, and the tracer (-1 when the line is not there or not a number: unknown). */
 static int read_status(const char *proc_root, pid_t pid, uid_t *ret_uid, pid_t *ret_tracer)
 {
-        _cleanup_free_ char *path = NULL, *status = NULL;
+        _cleanup_free_ char *status = NULL;
         unsigned long uid;
         int tracer;
         char *line;
         int r;
 
-        if (asprintf(&path, "%s/%d/status", proc_root, (int)pid) < 0)
-                return -ENOMEM;
-        r = process_facts_read_file(path, PROCESS_FACT_MAX, &status, NULL);
+        r = read_status_text(proc_root, pid, &status);
         if (r < 0)
                 return r;
         line = strstr(status, "\nUid:");
@@ -169,14 +177,12 @@ int process_facts_read_exe(const char *proc_root, pid_t pid, char **ret)
 
 int process_facts_read_parent(const char *proc_root, pid_t pid, pid_t *ret_parent)
 {
-        _cleanup_free_ char *path = NULL, *status = NULL;
+        _cleanup_free_ char *status = NULL;
         const char *line;
         int parent;
         int r;
 
-        if (asprintf(&path, "%s/%d/status", proc_root, (int)pid) < 0)
-                return -ENOMEM;
-        r = process_facts_read_file(path, PROCESS_FACT_MAX, &status, NULL);
+        r = read_status_text(proc_root, pid, &status);
         if (r < 0)
                 return r;
         line = strstr(status, "\nPPid:");
