@@ -241,15 +241,26 @@ static int session_suspend(struct manager *m, struct tracked_process *p, uint32_
                 _cleanup_free_ char *why = explain_sentence(r, suspend ? GP_OP_SUSPEND : GP_OP_RESUME, p->pid,
                                                             (int)held_session_runtime_state(p->session), m->gp);
 
-                log_error("Process %d: %s", (int)p->pid, why ? why : "failed");
+                /* The same failure comes back at every online request (a runtime that never
+                 * enabled debugging, say): said once, counted in the metrics after that. */
+                if (r != p->failed_errno)
+                        log_error("Process %d: %s", (int)p->pid, why ? why : "failed");
+                else
+                        log_debug("Process %d: %s", (int)p->pid, why ? why : "failed");
+                p->failed_errno = r;
                 return r;
         }
+        p->failed_errno = 0;
         if (report.n_error)
                 log_error("Process %d: %zu queues failed to %s in the hardware scheduler", (int)p->pid,
                           report.n_error, suspend ? "suspend" : "resume");
         /* every transition, possibly hundreds a second: counted in Status, logged only for debugging */
-        log_debug("Process %d: %zu queues %s on %s%u", (int)p->pid, report.n_done,
-                  suspend ? "suspended" : "resumed", gpu_id ? "GPU " : "all GPUs", gpu_id);
+        if (gpu_id)
+                log_debug("Process %d: %zu queues %s on GPU %u", (int)p->pid, report.n_done,
+                          suspend ? "suspended" : "resumed", gpu_id);
+        else
+                log_debug("Process %d: %zu queues %s on all GPUs", (int)p->pid, report.n_done,
+                          suspend ? "suspended" : "resumed");
         return r;
 }
 

@@ -70,6 +70,7 @@ struct tracked_process {
         bool held;                /* gpreemptctl suspend: kept suspended until resume, within the bounds */
         struct policy_gpu hold_policy; /* a hold's bounds: online work that never ends */
         bool terminating;         /* got a termination signal: never suspended again */
+        int failed_errno;         /* the last suspend/resume failure logged (-errno), 0 after a success */
         int stop_signal;          /* offline: the signal of its group-stop (SIGSTOP...), 0 when not stopped */
         enum cgroup_freezer_kind freezer; /* offline, attached: the freezer over its cgroup, if any */
         char *freezer_state;      /* that freezer's state file */

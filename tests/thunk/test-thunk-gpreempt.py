@@ -56,6 +56,10 @@ class Target:
         time.sleep(seconds)
         return self.rounds - start
 
+    def log(self):
+        with open(self.stderr.name) as f:
+            return f.read()
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait(10)
@@ -134,6 +138,10 @@ class Daemon:
         status = self.status(gpreemptctl)
         return next((p for p in status["processes"] if p["pid"] == pid), None) if status else None
 
+    def log(self):
+        with open(self.stderr.name) as f:
+            return f.read()
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait(30)
@@ -165,6 +173,15 @@ def managed_by_the_daemon(tap, target_binary, gpreemptctl, gpreemptd, kfdemu_app
                   "not suspendable: its ROCm runtime never enabled debugging (run it with ROCm 5.7 or newer)" in table,
                   "gpreemptctl status says the daemon cannot suspend it without the runtime, and what to do",
                   json.dumps(entry) + "\n" + table)
+        # each online burst asks for a suspension that fails the same way
+        for _ in range(3):
+            subprocess.run([kfdemu_app, "--rate", "200", "--kernel-us", "1000", "--duration", "0.3"],
+                           stdout=subprocess.DEVNULL, check=True, timeout=30)
+            time.sleep(0.3)
+        said = [line for line in daemon.log().splitlines()
+                if "Process %d:" % target.proc.pid in line and "debugging" in line]
+        tap.check(len(said) == 1, "gpreemptd says once, not at every online burst, that it cannot suspend it",
+                  "\n".join(said))
     finally:
         target.stop()
     target = Target(target_binary, runtime_enable=True)
@@ -189,7 +206,7 @@ def managed_by_the_daemon(tap, target_binary, gpreemptctl, gpreemptd, kfdemu_app
 def main():
     target_binary, gpreemptctl, queue_finder, gpreemptd, kfdemu_app = sys.argv[1:6]
     tap = Tap()
-    print("1..13")
+    print("1..14")
 
     # As the 5.2.3 thunk leaves a process: no RUNTIME_ENABLE.
     target = Target(target_binary, runtime_enable=False)
