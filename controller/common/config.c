@@ -33,6 +33,7 @@
 #define SOCKET_DIR_MAX (sizeof(((struct sockaddr_un *)NULL)->sun_path) - sizeof("/" API_SOCKET_NAME))
 
 enum value_kind {
+        VALUE_SEC,       /* seconds in the file, microseconds in memory */
         VALUE_MS,        /* milliseconds in the file, microseconds in memory */
         VALUE_US,
         VALUE_PERCENT,
@@ -61,6 +62,10 @@ static const struct key_spec daemon_keys[] = {
         { "GracePeriod", VALUE_U32, offsetof(struct daemon_settings, grace_period), 0, UINT32_MAX },
         { "RealtimePriority", VALUE_U32, offsetof(struct daemon_settings, realtime_priority), 0, 99 },
         { "RealtimeCpuPercent", VALUE_PERCENT, offsetof(struct daemon_settings, realtime_cpu_percent), 1, 100 },
+        { "FaultBackoffSec", VALUE_SEC, offsetof(struct daemon_settings, fault_backoff_us), 1, 86400 },
+        { "FaultBackoffMaxSec", VALUE_SEC, offsetof(struct daemon_settings, fault_backoff_max_us), 1, 86400 },
+        { "MaxPreemptionsPerSecond", VALUE_U32, offsetof(struct daemon_settings, max_preemptions_per_second), 0,
+          10000 },
 };
 
 /* Policy keys, with the class each belongs to (same order as policy_key_class). */
@@ -130,13 +135,14 @@ static void set_value(const struct key_spec *spec, void *base, const char *value
         uint64_t v;
 
         switch (spec->kind) {
+        case VALUE_SEC:
         case VALUE_MS:
         case VALUE_US:
         case VALUE_PERCENT:
         case VALUE_U32:
                 if (parse_unsigned(value, spec->min, spec->max, &v) < 0) {
                         static const char *const units[] = {
-                                [VALUE_MS] = "milliseconds", [VALUE_US] = "microseconds",
+                                [VALUE_SEC] = "seconds", [VALUE_MS] = "milliseconds", [VALUE_US] = "microseconds",
                                 [VALUE_PERCENT] = "percent", [VALUE_U32] = "units",
                         };
                         diag_add(diag, file, line,
@@ -144,7 +150,9 @@ static void set_value(const struct key_spec *spec, void *base, const char *value
                                  spec->name, value, units[spec->kind], spec->min, spec->max);
                         return;
                 }
-                if (spec->kind == VALUE_MS)
+                if (spec->kind == VALUE_SEC)
+                        *(uint64_t *)dest = v * 1000000;
+                else if (spec->kind == VALUE_MS)
                         *(uint64_t *)dest = v * 1000;
                 else if (spec->kind == VALUE_US)
                         *(uint64_t *)dest = v;
@@ -254,13 +262,35 @@ static void finish_workload(struct parse_state *st, const char *file)
         }
 }
 
+/* The back-off's two lengths, given in [Daemon], must make sense together. */
+static void finish_daemon(struct parse_state *st, const char *file)
+{
+        const struct daemon_settings *d = &st->config->daemon;
+        unsigned base_line = st->key_line[find_key(daemon_keys, ELEMENTSOF(daemon_keys), "FaultBackoffSec")];
+        unsigned max_line = st->key_line[find_key(daemon_keys, ELEMENTSOF(daemon_keys), "FaultBackoffMaxSec")];
+
+        if (st->section != SECTION_DAEMON || (!base_line && !max_line))
+                return;
+        if (d->fault_backoff_max_us < d->fault_backoff_us)
+                diag_add(st->diag, file, max_line ? max_line : base_line,
+                         "FaultBackoffMaxSec=%" PRIu64 " is shorter than FaultBackoffSec=%" PRIu64
+                         ": the longest back-off must be at least the first",
+                         d->fault_backoff_max_us / 1000000, d->fault_backoff_us / 1000000);
+}
+
+static void finish_section(struct parse_state *st, const char *file)
+{
+        finish_workload(st, file);
+        finish_daemon(st, file);
+}
+
 static void on_section(void *userdata, const char *file, unsigned line, const char *name)
 {
         struct parse_state *st = userdata;
         enum section_kind kind;
         struct workload *grown;
 
-        finish_workload(st, file);
+        finish_section(st, file);
         memset(st->key_line, 0, sizeof(st->key_line));
         st->section_line = line;
         st->section = SECTION_IGNORED;
@@ -653,7 +683,7 @@ static int read_file(struct parse_state *st, const char *path, bool main_file)
         st->main_file = main_file;
         st->section = SECTION_NONE;
         r = ini_read(f, path, &handler, st, st->diag);
-        finish_workload(st, path);
+        finish_section(st, path);
         if (r < 0)
                 diag_add(st->diag, path, 0, "read failed: %s", strerror(-r));
         return r;
@@ -755,6 +785,16 @@ static struct config *config_new(void)
                  * where a cap it crosses alternates the loop between priorities
                  * (docs/benchmarks/reaction.md, "the CPU cap's default") */
                 .realtime_cpu_percent = 75,
+                /* a failed preemption is rare and a second one may reset the GPU under the
+                 * online service: a pause long enough for a reset to finish, doubling to ten
+                 * minutes for a GPU that keeps failing (gpreemptd.conf(5)) */
+                .fault_backoff_us = 10 * UINT64_C(1000000),
+                .fault_backoff_max_us = 600 * UINT64_C(1000000),
+                /* one suspension per online burst, with room for bursts to bunch up at
+                 * several times the evaluation's request rate, while a service of many short
+                 * bursts cannot make the policy's coalescing bound (a thousand a second) into
+                 * as many device-wide unmaps (gpreemptd.conf(5)) */
+                .max_preemptions_per_second = 50,
         };
         c->daemon.runtime_dir = strdup(API_DEFAULT_RUNTIME_DIR);
         for (int k = 0; k < _WORKLOAD_CLASS_MAX; k++)

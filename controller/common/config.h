@@ -32,6 +32,9 @@ struct daemon_settings {
         uint32_t grace_period;
         uint32_t realtime_priority; /* the loop's SCHED_FIFO priority; 0 = SCHED_OTHER */
         unsigned realtime_cpu_percent; /* the most of a core the loop may use at SCHED_FIFO; 100 = no cap */
+        uint64_t fault_backoff_us;     /* a GPU's first pause in preemption after a fault */
+        uint64_t fault_backoff_max_us; /* the longest, reached by doubling */
+        uint32_t max_preemptions_per_second; /* per GPU; 0 = no limit */
 };
 
 struct config {

@@ -33,6 +33,9 @@ static void test_missing_files_give_defaults(void **state)
         assert_int_equal(c->daemon.idle_poll_cpu_percent, 2);
         assert_int_equal(c->daemon.realtime_priority, 1);
         assert_int_equal(c->daemon.realtime_cpu_percent, 75);
+        assert_int_equal(c->daemon.fault_backoff_us, 10000000);
+        assert_int_equal(c->daemon.fault_backoff_max_us, 600000000);
+        assert_int_equal(c->daemon.max_preemptions_per_second, 50);
         config_free(c);
         config_fixture_cleanup(&f);
 }
@@ -48,6 +51,7 @@ static void test_full_configuration(void **state)
                              "# comment\n; another\n\n[Daemon]\nRuntimeDirectory = /tmp/rt\nLogLevel=debug\n"
                              "GracePeriod=4\nBusyPollIntervalUs=15\nDetectorMode=poll\nIdlePollCpuPercent=0\n"
                              "RealtimePriority=5\nRealtimeCpuPercent=100\n"
+                             "FaultBackoffSec=3\nFaultBackoffMaxSec=3\nMaxPreemptionsPerSecond=0\n"
                              "[Online]\nHoldOffMs=7\n[Offline]\nMaxSuspendMs=900\nMinOfflineSharePercent=25\n");
         config_fixture_write(&f, "workloads.d/20-train.conf",
                              "[Workload]\nName=train\nClass=offline\nMatchExecutable=python3 /opt/*/train\n"
@@ -66,6 +70,9 @@ static void test_full_configuration(void **state)
         assert_int_equal(c->daemon.idle_poll_cpu_percent, 0);
         assert_int_equal(c->daemon.realtime_priority, 5);
         assert_int_equal(c->daemon.realtime_cpu_percent, 100);
+        assert_int_equal(c->daemon.fault_backoff_us, 3000000);
+        assert_int_equal(c->daemon.fault_backoff_max_us, 3000000);
+        assert_int_equal(c->daemon.max_preemptions_per_second, 0);
         assert_int_equal(c->n_workloads, 3);
         /* lexical order of drop-ins, then section order */
         assert_string_equal(c->workloads[0].name, "serve");
@@ -110,6 +117,18 @@ static const struct malformed_case malformed[] = {
         { "gpreemptd.conf", "[Daemon]\nDiscoveryIntervalMs=0\n", 2, "from 1 to 60000" },
         { "gpreemptd.conf", "[Daemon]\nIdlePollCpuPercent=101\n", 2, "percent from 0 to 100" },
         { "gpreemptd.conf", "[Daemon]\nRealtimePriority=100\n", 2, "RealtimePriority=100: expected a whole number" },
+        { "gpreemptd.conf", "[Daemon]\nFaultBackoffSec=0\n", 2,
+          "FaultBackoffSec=0: expected a whole number of seconds from 1 to 86400" },
+        { "gpreemptd.conf", "[Daemon]\nFaultBackoffSec=10s\n", 2, "FaultBackoffSec=10s: expected a whole number" },
+        { "gpreemptd.conf", "[Daemon]\nFaultBackoffMaxSec=86401\n", 2,
+          "FaultBackoffMaxSec=86401: expected a whole number of seconds from 1 to 86400" },
+        { "gpreemptd.conf", "[Daemon]\nFaultBackoffSec=60\n\nFaultBackoffMaxSec=30\n[Online]\n", 4,
+          "FaultBackoffMaxSec=30 is shorter than FaultBackoffSec=60" },
+        { "gpreemptd.conf", "[Daemon]\nFaultBackoffSec=900\n", 2,
+          "FaultBackoffMaxSec=600 is shorter than FaultBackoffSec=900" },
+        { "gpreemptd.conf", "[Daemon]\nMaxPreemptionsPerSecond=10001\n", 2,
+          "MaxPreemptionsPerSecond=10001: expected a whole number of units from 0 to 10000" },
+        { "gpreemptd.conf", "[Daemon]\nMaxPreemptionsPerSecond=-1\n", 2, "MaxPreemptionsPerSecond=-1: expected" },
         { "gpreemptd.conf", "[Daemon]\nRealtimeCpuPercent=0\n", 2,
           "RealtimeCpuPercent=0: expected a whole number of percent from 1 to 100" },
         { "gpreemptd.conf", "[Daemon]\nRealtimeCpuPercent=101\n", 2,
