@@ -107,6 +107,23 @@ static void refill(struct gpu_backoff *b, uint64_t now_us)
                 b->tokens += elapsed * b->settings.max_preemptions_per_second;
 }
 
+/* When the bucket holds a whole token again, given that it does not now. */
+static uint64_t token_due_us(const struct gpu_backoff *b, uint64_t now_us)
+{
+        unsigned rate = b->settings.max_preemptions_per_second;
+
+        /* rounded up: at that time a whole token is there */
+        return now_us + (TOKEN_UNITS - b->tokens + rate - 1) / rate;
+}
+
+uint64_t gpu_backoff_next_suspend_us(struct gpu_backoff *b, uint64_t now_us)
+{
+        if (b->settings.max_preemptions_per_second == 0)
+                return now_us;
+        refill(b, now_us);
+        return b->tokens >= TOKEN_UNITS ? now_us : token_due_us(b, now_us);
+}
+
 int gpu_backoff_claim_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us)
 {
         unsigned rate = b->settings.max_preemptions_per_second;
@@ -121,8 +138,7 @@ int gpu_backoff_claim_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *
         refill(b, now_us);
         if (b->tokens < TOKEN_UNITS) {
                 b->rate_limited++;
-                /* rounded up: at that time a whole token is there */
-                *ret_retry_us = now_us + (TOKEN_UNITS - b->tokens + rate - 1) / rate;
+                *ret_retry_us = token_due_us(b, now_us);
                 return -EAGAIN;
         }
         b->tokens -= TOKEN_UNITS;

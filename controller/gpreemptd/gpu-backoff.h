@@ -98,6 +98,15 @@ uint64_t gpu_backoff_deadline(const struct gpu_backoff *b);
  */
 int gpu_backoff_claim_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us);
 
+/*
+ * When the next suspension could take a token: now_us when one is there,
+ * later when the rate is used up. Takes nothing. Asked before a resume: a
+ * suspension that ends while the bucket is empty leaves the next online
+ * burst unprotected, so the caller keeps it (within MaxSuspendMs= and the
+ * offline share) until then rather than resume and be refused the next one.
+ */
+uint64_t gpu_backoff_next_suspend_us(struct gpu_backoff *b, uint64_t now_us);
+
 /* What Status shows of a GPU (gpreemptctl status). */
 struct gpu_backoff_status {
         bool active;

@@ -123,6 +123,29 @@ static void test_rate_limit_takes_a_token_per_suspension(void **state)
         assert_int_equal(gpu_backoff_claim_suspend(&b, START_US + 3600 * SEC, &retry), -EAGAIN);
 }
 
+static void test_next_suspend_says_when_without_taking(void **state)
+{
+        struct gpu_backoff_settings s = defaults;
+        struct gpu_backoff b;
+        uint64_t retry = 0;
+
+        s.max_preemptions_per_second = 2;
+        gpu_backoff_init(&b, &s, START_US);
+        assert_int_equal(gpu_backoff_next_suspend_us(&b, START_US), START_US);
+        assert_int_equal(gpu_backoff_next_suspend_us(&b, START_US), START_US);
+        assert_int_equal(gpu_backoff_claim_suspend(&b, START_US, &retry), 0);
+        assert_int_equal(gpu_backoff_claim_suspend(&b, START_US, &retry), 0);
+        /* empty: a resume now would leave the next burst unprotected for half a second */
+        assert_int_equal(gpu_backoff_next_suspend_us(&b, START_US + 100), START_US + SEC / 2);
+        assert_int_equal(gpu_backoff_next_suspend_us(&b, START_US + SEC / 2), START_US + SEC / 2);
+        assert_int_equal(gpu_backoff_claim_suspend(&b, START_US + SEC / 2, &retry), 0);
+        assert_int_equal(b.rate_limited, 0);
+
+        s.max_preemptions_per_second = 0;
+        gpu_backoff_update_settings(&b, &s, START_US + SEC);
+        assert_int_equal(gpu_backoff_next_suspend_us(&b, START_US + SEC), START_US + SEC);
+}
+
 static void test_rate_bounds_a_storm(void **state)
 {
         struct gpu_backoff b;
@@ -215,6 +238,7 @@ int main(void)
                 cmocka_unit_test(test_quiet_period_starts_again_from_the_base),
                 cmocka_unit_test(test_faults_during_a_backoff_are_one_incident),
                 cmocka_unit_test(test_rate_limit_takes_a_token_per_suspension),
+                cmocka_unit_test(test_next_suspend_says_when_without_taking),
                 cmocka_unit_test(test_rate_bounds_a_storm),
                 cmocka_unit_test(test_no_rate_limit),
                 cmocka_unit_test(test_reload_keeps_a_backoff_and_clamps_the_delay),
