@@ -786,8 +786,8 @@ static struct config *config_new(void)
                  * (docs/benchmarks/reaction.md, "the CPU cap's default") */
                 .realtime_cpu_percent = 75,
                 /* a failed preemption is rare and a second one may reset the GPU under the
-                 * online service: a pause long enough for a reset to finish, doubling to ten
-                 * minutes for a GPU that keeps failing (gpreemptd.conf(5)) */
+                 * online service: a pause longer than the kernel's own preemption timeout,
+                 * doubling to ten minutes for a GPU that keeps failing (gpreemptd.conf(5)) */
                 .fault_backoff_us = 10 * UINT64_C(1000000),
                 .fault_backoff_max_us = 600 * UINT64_C(1000000),
                 /* one suspension per online burst, with room for bursts to bunch up at
