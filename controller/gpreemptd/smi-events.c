@@ -68,8 +68,8 @@ const char *smi_events_strerror(int error)
                 return "the kernel has no KFD SMI events (Linux 5.9 or later has them); GPU resets are then seen "
                        "only by their effects on preemption";
         case -EINVAL:
-                return "the kernel does not know this GPU id for this process (a GPU removed, or /dev/kfd opened "
-                       "before it appeared)";
+                return "the kernel does not know this GPU id for this process (a GPU its device cgroup denies, "
+                       "one removed, or one that appeared after /dev/kfd was opened)";
         default:
                 return strerror(-error);
         }

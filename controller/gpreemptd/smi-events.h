@@ -6,8 +6,9 @@
  * The interface (kfd_chardev.c kfd_ioctl_smi_events, kfd_smi_events.c;
  * Linux 5.9 and later): AMDKFD_IOC_SMI_EVENTS on an open /dev/kfd with a
  * gpu_id returns an anonymous fd for that GPU; -EINVAL when the gpu_id is
- * not one of the caller's KFD process's GPUs (older kernels: not a GPU),
- * -ENOTTY before 5.9. Writing a u64 to the fd sets which events it gets
+ * not one of the caller's KFD process's GPUs (older kernels: not a GPU;
+ * kfd_init_apertures gives a process, when it opens /dev/kfd, every GPU its
+ * device cgroup allows), -ENOTTY before 5.9. Writing a u64 to the fd sets which events it gets
  * (bit N-1 for event N; a new mask replaces the old). Reads return text
  * records (smi-record.h); the fd polls readable while its FIFO holds any,
  * and a read of an empty FIFO fails with EAGAIN. Events of one process
