@@ -166,7 +166,8 @@ int gpu_backoff_describe(const struct gpu_backoff *b, uint32_t gpu_id, uint64_t 
 
         if (!b->active)
                 return snprintf(buf, size,
-                                "GPU %" PRIu32 ": back-off over (%s, %" PRIu64 " faults so far); preempting it again",
+                                "GPU %" PRIu32 ": back-off over (it began with: %s; faults on it so far: %" PRIu64
+                                "); preempting it again",
                                 gpu_id, gpu_fault_kind_to_string(b->reason), b->faults);
         if (b->error < 0)
                 snprintf(error, sizeof(error), " (%s)", strerror(-b->error));

@@ -223,7 +223,8 @@ static void test_status_and_messages(void **state)
 
         assert_true(gpu_backoff_expire(&b, START_US + 10 * SEC));
         gpu_backoff_describe(&b, 4242, START_US + 10 * SEC, line, sizeof(line));
-        assert_non_null(strstr(line, "GPU 4242: back-off over (timeout, 1 faults so far)"));
+        assert_non_null(strstr(line, "GPU 4242: back-off over (it began with: timeout; faults on it so far: 1); preempting "
+                                       "it again"));
 
         for (int k = 0; k < _GPU_FAULT_KIND_MAX; k++)
                 assert_non_null(gpu_fault_kind_to_string(k));
