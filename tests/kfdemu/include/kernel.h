@@ -76,6 +76,10 @@ struct emu_call {
          * directly (gpu/ may complete at once: no model, no memory). */
         bool completion_deferred, completed_inline;
         long inline_ret;
+        /* kernel/ private: GPUs (bit = index) whose preemption this call
+         * waits for failed: once the wait is over the fence timeout is
+         * logged (fence_timeout_gpus) and the GPU reset (both masks). */
+        uint32_t fence_timeout_gpus, hws_hang_gpus;
 };
 
 /* kfd_open: find or create the caller's kfd_process. -EPERM for 32-bit callers.

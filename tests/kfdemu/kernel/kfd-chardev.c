@@ -211,8 +211,10 @@ void kfd_ioctl_rerun(struct emu_call *call)
 
 long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns)
 {
-        if (delay_ns == 0)
+        if (delay_ns == 0) {
+                kfd_hws_hang_after_wait(call);
                 return ret;
+        }
         /* If the model completes the call before this returns, the result
          * goes back through the normal return, never as a second reply. */
         call->wait_kind = KFD_WAIT_DEVICE;
@@ -228,6 +230,9 @@ long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long 
 
 void emu_call_complete(struct emu_call *call, long ret)
 {
+        /* A preemption this call waited for failed: the kernel's hang
+         * handling runs at the end of the wait, before the ioctl returns. */
+        kfd_hws_hang_after_wait(call);
         /* The timer of a WAIT_EVENTS asleep fired: its timeout passed. */
         if (call->wait_kind == KFD_WAIT_EVENTS) {
                 kfd_wait_events_timed_out(call);
@@ -295,6 +300,8 @@ void emu_call_abandon(struct emu_call *call)
         case KFD_WAIT_DEVICE:
                 emu_gpu_cancel_completion(p->node, call);
                 call->wait_kind = KFD_WAIT_NONE;
+                /* The hang handling does not depend on the caller. */
+                kfd_hws_hang_after_wait(call);
                 break;
         case KFD_WAIT_LOCK:
                 kfd_lock_abandon(call);

@@ -48,6 +48,7 @@ int emu_node_init(struct emu_node *node, const struct emu_config *cfg)
         if (node->cfg.max_num_of_queues_per_device == 0)
                 node->cfg.max_num_of_queues_per_device = KFD_DEFAULT_MAX_QUEUES_PER_DEVICE;
         node->log_fd = -1;
+        node->fault_rng = cfg->faults.seed;
         for (unsigned i = 0; i < cfg->n_gpus; i++) {
                 struct emu_gpu *gpu = &node->gpus[i];
 

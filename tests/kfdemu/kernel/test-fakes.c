@@ -66,6 +66,11 @@ void emu_gpu_queue_suspension_changed(struct emu_queue *q)
         fake_gpu.suspension_changes++;
 }
 
+bool emu_gpu_queue_has_waves(const struct emu_queue *q)
+{
+        return fake_gpu.queues_have_waves;
+}
+
 uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period)
 {
         fake_gpu.preemptions++;
