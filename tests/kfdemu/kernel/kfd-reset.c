@@ -143,8 +143,11 @@ int kfd_hws_inject_fault(struct emu_call *call, struct emu_gpu *gpu, enum emu_fa
 
 void kfd_hws_hang_after_wait(struct emu_call *call)
 {
-        struct emu_node *node = call->file->process->node;
+        struct emu_node *node;
 
+        if (!call->fence_timeout_gpus && !call->hws_hang_gpus)
+                return;
+        node = call->file->process->node;
         while (call->fence_timeout_gpus) {
                 unsigned i = (unsigned)__builtin_ctz(call->fence_timeout_gpus);
 

@@ -888,6 +888,31 @@ static void test_fault_triggers(void **state)
         assert_in_range(fired, 4, 30);
 }
 
+/* A queue hang with no busy queue to blame on a kernel with per-queue
+ * reset: reset_hung_queues finds nothing, so kfd_hws_hang marks the
+ * process and resets the GPU, and the suspend's slot gets ERROR (§16.2). */
+static void test_queue_hang_without_culprit_resets_the_gpu(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        uint32_t q, id;
+
+        f->node.cfg.kernel.per_queue_reset = true;
+        f->node.cfg.faults = (struct emu_fault_config){ .kind = EMU_FAULT_QUEUE_HANG, .ops = EMU_FAULT_OP_SUSPEND,
+                                                        .nth = 1 };
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        q = create_queue(f, GPU0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        clear_new_by_snapshot(f);
+
+        id = q;
+        assert_int_equal(suspend(f, &id, 1, 0), 0);
+        assert_int_equal(id, q | (uint32_t)KFD_DBG_QUEUE_ERROR_MASK);
+        assert_true(kfd_process_device_by_id(self_process(f), GPU0)->has_reset_queue);
+        assert_false(kfd_process_device_by_id(self_process(f), GPU1)->has_reset_queue);
+        assert_true(self_process(f)->queues->is_reset);
+}
+
 static void test_dbg_trap_pid_is_read_in_the_callers_namespace(void **state)
 {
         struct emu_caller in_container;
@@ -932,6 +957,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_ptrace_rules, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_vmid_reservation_and_debugger_exit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fault_triggers, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_queue_hang_without_culprit_resets_the_gpu, setup, teardown),
                 cmocka_unit_test(test_dbg_trap_pid_is_read_in_the_callers_namespace),
         };
 

@@ -544,9 +544,8 @@ static int finish_faults(FILE *f, struct emu_config *cfg, const struct faults_se
                          "and Probability= (it has %u)", path, key_line(f, "Faults", NULL), seen->triggers);
                 return -EINVAL;
         }
-        /* Only a queue with waves can fail to answer an unmap; QueueId=
-         * names which one. */
-        if (faults->kind == EMU_FAULT_QUEUE_HANG || faults->queue_id_set)
+        /* QueueId= names the busy queue that hangs. */
+        if (faults->queue_id_set)
                 faults->while_busy = true;
         if (!faults->ops)
                 faults->ops = EMU_FAULT_OP_SUSPEND;

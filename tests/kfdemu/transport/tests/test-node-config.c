@@ -150,14 +150,14 @@ static void test_faults(void **state)
         assert_int_equal(p.cfg.faults.ops, EMU_FAULT_OP_SUSPEND | EMU_FAULT_OP_RESUME);
         assert_false(p.cfg.faults.while_busy);
 
-        /* Suspend only by default; a queue hang and QueueId= need a busy queue. */
+        /* Suspend only by default; QueueId= needs its queue busy. */
         parse("[Faults]\nPreemption=queue-hang\nProbability=0.05\nSeed=0x1234\n", &p);
         assert_int_equal(p.r, 0);
         assert_int_equal(p.cfg.faults.kind, EMU_FAULT_QUEUE_HANG);
         assert_int_equal(p.cfg.faults.probability_ppm, 50000);
         assert_int_equal(p.cfg.faults.seed, 0x1234);
         assert_int_equal(p.cfg.faults.ops, EMU_FAULT_OP_SUSPEND);
-        assert_true(p.cfg.faults.while_busy);
+        assert_false(p.cfg.faults.while_busy);
         parse("[Faults]\nPreemption=error\nEveryPreemption=2\nQueueId=5\n", &p);
         assert_int_equal(p.r, 0);
         assert_int_equal(p.cfg.faults.every, 2);
