@@ -34,6 +34,7 @@ struct emu_file_transport; /* transport/: the connection behind an open /dev/kfd
 struct emu_call;
 struct emu_file;
 struct kfd_ev_writer;  /* kernel/: a raiser blocked writing the debug event byte */
+struct kfd_smi_client; /* kernel/: an open SMI events fd (kfd-smi.c) */
 
 /* One GPU as configured (kfdemu-run --gpus / --config). */
 struct emu_gpu_config {
@@ -128,6 +129,8 @@ struct emu_gpu {
         int mmio_remap_memfd;            /* the register page KFD maps for HDP flushes; -1 until mapped */
         bool active_runlist;             /* dqm->active_runlist: a runlist is mapped (kfd-runlist.c) */
         uint32_t debugger_preemptions;   /* SUSPEND/RESUME preemptions so far (fault triggers count them) */
+        struct kfd_smi_client *smi_clients; /* dev->smi_clients, newest first */
+        uint32_t reset_seq_num;          /* dev->reset_seq_num: GPU resets so far (SMI records) */
         struct emu_gpu_hw *hw;
 };
 

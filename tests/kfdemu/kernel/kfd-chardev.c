@@ -76,7 +76,7 @@ static const struct kfd_ioctl_desc kfd_ioctls[KFD_COMMAND_END] = {
         [0x1c] = { KFD_WR(0x1c, 32), kfd_ioctl_not_emulated },         /* GET_DMABUF_INFO */
         [0x1d] = { KFD_WR(0x1d, 24), kfd_ioctl_not_emulated },         /* IMPORT_DMABUF */
         [0x1e] = { KFD_WR(0x1e, 16), kfd_ioctl_not_emulated },         /* ALLOC_QUEUE_GWS */
-        [0x1f] = { KFD_WR(0x1f, 8), kfd_ioctl_not_emulated },          /* SMI_EVENTS */
+        [0x1f] = { KFD_WR(0x1f, 8), kfd_ioctl_smi_events },            /* SMI_EVENTS */
         [0x20] = { KFD_WR(0x20, 24), kfd_ioctl_not_emulated },         /* SVM */
         [0x21] = { KFD_WR(0x21, 4), kfd_ioctl_not_emulated },          /* SET_XNACK_MODE */
         [0x22] = { KFD_WR(0x22, 56), kfd_ioctl_not_emulated },         /* CRIU_OP */
@@ -87,6 +87,7 @@ static const struct kfd_ioctl_desc kfd_ioctls[KFD_COMMAND_END] = {
 };
 
 _Static_assert(KFD_WR(0x02, 88) == AMDKFD_IOC_CREATE_QUEUE, "CREATE_QUEUE table entry");
+_Static_assert(KFD_WR(0x1f, 8) == AMDKFD_IOC_SMI_EVENTS, "SMI_EVENTS table entry");
 _Static_assert(KFD_WR(0x25, 16) == AMDKFD_IOC_RUNTIME_ENABLE, "RUNTIME_ENABLE table entry");
 _Static_assert(KFD_WR(0x26, 32) == AMDKFD_IOC_DBG_TRAP, "DBG_TRAP table entry");
 _Static_assert(KFD_R(0x01, 8) == AMDKFD_IOC_GET_VERSION, "GET_VERSION table entry");

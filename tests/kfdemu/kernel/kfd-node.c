@@ -70,9 +70,11 @@ void emu_node_fini(struct emu_node *node)
         /* Tear down what is left as if every process exited. */
         while (node->processes)
                 emu_process_mm_release(node, node->processes->tgid);
-        for (unsigned i = 0; i < node->n_gpus; i++)
+        for (unsigned i = 0; i < node->n_gpus; i++) {
                 if (node->gpus[i].mmio_remap_memfd >= 0)
                         close(node->gpus[i].mmio_remap_memfd);
+                kfd_smi_clients_free(&node->gpus[i]);
+        }
         pthread_mutex_destroy(&node->lock);
 }
 

@@ -239,6 +239,12 @@ void kfd_hws_hang_after_wait(struct emu_call *call);
  * the processes with `gpu` (only those with has_reset_queue there). */
 void kfd_signal_reset_event(struct emu_gpu *gpu, bool only_reset_queues);
 
+/* kfd-smi.c: AMDKFD_IOC_SMI_EVENTS, the GPU_PRE_RESET / GPU_POST_RESET
+ * records, and the clients' end with the node. */
+long kfd_ioctl_smi_events(struct emu_call *call, struct emu_process *p, void *data);
+void kfd_smi_event_gpu_reset(struct emu_gpu *gpu, bool post_reset);
+void kfd_smi_clients_free(struct emu_gpu *gpu);
+
 /* kfd-suspend.c */
 int kfd_suspend_queues(struct emu_call *call, struct emu_process *target, uint32_t num_queues,
                        uint32_t grace_period, uint64_t exception_clear_mask, uint64_t queue_array_ptr,

@@ -35,16 +35,19 @@ static void kfd_gpu_stop_all_queues(struct emu_gpu *gpu)
                                 kfd_queue_mark_reset(q);
 }
 
-/* amdgpu_amdkfd_gpu_reset, once the reset work runs: every process with
- * the device is told through its HW exception events (kgd2kfd_pre_reset →
- * kfd_signal_reset_event), then the GPU is reset. The GPU's queues died
+/* amdgpu_amdkfd_gpu_reset, once the reset work runs: kgd2kfd_pre_reset
+ * sends the GPU_PRE_RESET record and tells every process with the device
+ * through its HW exception events (kfd_signal_reset_event), the GPU is
+ * reset, kgd2kfd_post_reset sends GPU_POST_RESET. The GPU's queues died
  * with the hang. */
 static void kfd_gpu_reset(struct emu_gpu *gpu)
 {
         kfd_log(gpu->node, "GPU reset begin! (gpu_id %u)", gpu->cfg.gpu_id);
+        kfd_smi_event_gpu_reset(gpu, false);
         kfd_signal_reset_event(gpu, false);
         kfd_gpu_stop_all_queues(gpu);
         kfd_log(gpu->node, "GPU reset succeeded (gpu_id %u)", gpu->cfg.gpu_id);
+        kfd_smi_event_gpu_reset(gpu, true);
 }
 
 /* kfd_hws_hang: every process with a queue on the device gets

@@ -5,6 +5,7 @@
  * directly, in one process, and sees every call it makes to the GPU model.
  */
 #include <errno.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "gpu.h"
@@ -40,6 +41,17 @@ int emu_user_range_accessible(pid_t tgid, uint64_t uaddr, uint64_t len, bool wri
 
 int emu_transport_watch_process(struct emu_node *node, struct emu_process *p)
 {
+        return 0;
+}
+
+int emu_transport_smi_socket(struct emu_node *node, int *ret_kernel_end, int *ret_user_end)
+{
+        int fds[2];
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
+                return -errno;
+        *ret_kernel_end = fds[0];
+        *ret_user_end = fds[1];
         return 0;
 }
 
