@@ -864,9 +864,14 @@ static void test_fault_triggers(void **state)
         *faults = (struct emu_fault_config){ .kind = EMU_FAULT_TIMEOUT, .ops = EMU_FAULT_OP_SUSPEND, .nth = 1,
                                              .while_busy = true };
         gpu0->debugger_preemptions = 0;
-        create_queue(f, GPU0);
+        uint32_t q = create_queue(f, GPU0);
         assert_int_equal(kfd_fault_pick(gpu0, EMU_FAULT_OP_SUSPEND), EMU_FAULT_NONE);
         fake_gpu.queues_have_waves = true;
+        /* QueueId=: only while that queue is busy. */
+        faults->queue_id_set = true;
+        faults->queue_id = q + 1;
+        assert_int_equal(kfd_fault_pick(gpu0, EMU_FAULT_OP_SUSPEND), EMU_FAULT_NONE);
+        faults->queue_id = q;
         assert_int_equal(kfd_fault_pick(gpu0, EMU_FAULT_OP_SUSPEND), EMU_FAULT_TIMEOUT);
 
         /* 25 %: the same sequence from the same seed. */
