@@ -294,6 +294,23 @@ struct kfd_ioctl_wait_events_args {
 #define AMDKFD_IOC_FREE_MEMORY_OF_GPU AMDKFD_IOW(0x17, struct kfd_ioctl_free_memory_of_gpu_args)
 #define AMDKFD_IOC_MAP_MEMORY_TO_GPU AMDKFD_IOWR(0x18, struct kfd_ioctl_map_memory_to_gpu_args)
 #define AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU AMDKFD_IOWR(0x19, struct kfd_ioctl_unmap_memory_from_gpu_args)
+
+/* KFD SMI events (KFD 1.3): an fd per GPU whose records say what happened
+ * to it (kfd-interface.md §16.8). */
+enum kfd_smi_event {
+        KFD_SMI_EVENT_NONE = 0,
+        KFD_SMI_EVENT_VMFAULT = 1,
+        KFD_SMI_EVENT_THERMAL_THROTTLE = 2,
+        KFD_SMI_EVENT_GPU_PRE_RESET = 3,
+        KFD_SMI_EVENT_GPU_POST_RESET = 4,
+};
+#define KFD_SMI_EVENT_MASK_FROM_INDEX(i) (1ULL << ((i) - 1))
+
+struct kfd_ioctl_smi_events_args {
+        __u32 gpuid;
+        __u32 anon_fd;
+};
+#define AMDKFD_IOC_SMI_EVENTS AMDKFD_IOWR(0x1F, struct kfd_ioctl_smi_events_args)
 #endif /* no usable system header */
 
 #if KFD_IOCTL_MINOR_VERSION < 13
@@ -630,6 +647,7 @@ _Static_assert(AMDKFD_IOC_FREE_MEMORY_OF_GPU == 0x40084B17u, "FREE_MEMORY_OF_GPU
 _Static_assert(AMDKFD_IOC_MAP_MEMORY_TO_GPU == 0xC0184B18u, "MAP_MEMORY_TO_GPU request");
 _Static_assert(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU == 0xC0184B19u, "UNMAP_MEMORY_FROM_GPU request");
 GP_ABI_SIZE(struct kfd_process_device_apertures, 56);
+_Static_assert(AMDKFD_IOC_SMI_EVENTS == 0xC0084B1Fu, "SMI_EVENTS request");
 _Static_assert(AMDKFD_IOC_RUNTIME_ENABLE == 0xC0104B25u, "RUNTIME_ENABLE request");
 _Static_assert(AMDKFD_IOC_DBG_TRAP == 0xC0204B26u, "DBG_TRAP request");
 

@@ -12,8 +12,13 @@
  *   create GPU_ID [TYPE]     -> queue ID RING WPTR RPTR CTX RING_SIZE CTX_SIZE | err -ERRNO
  *                               (TYPE: the ioctl's queue type, AQL compute by default)
  *   destroy ID               -> ok | err -ERRNO   (sleeps while the queue is suspended)
+ *   destroy-in-thread ID     -> the same reply, from another thread, once that destroy returns;
+ *                               commands go on meanwhile
  *   submit ID NS COUNT       -> ok WRITE_INDEX    (COUNT kernels of NS each)
  *   thread                   -> ok TID            (a second thread that only sleeps)
+ *   hw-event                 -> ok EVENT_ID | err -ERRNO  (an HW exception event, as ROCr makes one
+ *                               to learn of GPU resets)
+ *   wait-event ID MS         -> ok WAIT_RESULT | err -ERRNO   (WAIT_EVENTS on that event)
  *   exec                     -> execs itself: a new mm, a new READY line
  *   exit                     -> exits with status 0 (so does end of input)
  *
@@ -256,6 +261,25 @@ static void cmd_destroy(uint32_t id)
         reply_result(r);
 }
 
+static void *destroy_thread(void *arg)
+{
+        cmd_destroy((uint32_t)(uintptr_t)arg);
+        return NULL;
+}
+
+/* A destroy that may sleep in the kernel while this process takes more
+ * commands: a second thread of ROCr's destroying the same queue. */
+static void cmd_destroy_in_thread(uint32_t id)
+{
+        pthread_t t;
+
+        if (pthread_create(&t, NULL, destroy_thread, (void *)(uintptr_t)id) != 0) {
+                reply_result(-EAGAIN);
+                return;
+        }
+        pthread_detach(t);
+}
+
 /* Publishes one kernel dispatch packet the way ROCr does (emu-hw.h). */
 static void submit_one(struct app_queue *q, uint64_t ns)
 {
@@ -303,6 +327,25 @@ static void cmd_submit(uint32_t id, uint64_t ns, unsigned count)
         reply_result((long)q->write_index);
 }
 
+/* ROCr's Runtime::BindVmFaultHandler: a manual-reset HW exception event,
+ * which kfd_signal_reset_event sets when the GPU (or a queue) is reset. */
+static long cmd_hw_event(void)
+{
+        struct kfd_ioctl_create_event_args a = { .event_type = KFD_IOC_EVENT_HW_EXCEPTION, .auto_reset = 0 };
+        long r = conf_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a);
+        return r < 0 ? r : (long)a.event_id;
+}
+
+static long cmd_wait_event(uint32_t id, uint32_t timeout_ms)
+{
+        struct kfd_event_data data = { .event_id = id };
+        struct kfd_ioctl_wait_events_args a = {
+                .events_ptr = (uintptr_t)&data, .num_events = 1, .timeout = timeout_ms,
+        };
+        long r = conf_ioctl(kfd, AMDKFD_IOC_WAIT_EVENTS, &a);
+        return r < 0 ? r : (long)a.wait_result;
+}
+
 static void run_command(const char *line)
 {
         unsigned a, c;
@@ -317,10 +360,16 @@ static void run_command(const char *line)
                 cmd_thread();
         else if (strcmp(line, "exec") == 0)
                 cmd_exec();
+        else if (strcmp(line, "hw-event") == 0)
+                reply_result(cmd_hw_event());
+        else if (sscanf(line, "wait-event %u %u", &a, &c) == 2)
+                reply_result(cmd_wait_event(a, c));
         else if (sscanf(line, "create %u %u", &a, &c) == 2)
                 cmd_create(a, c);
         else if (sscanf(line, "create %u", &a) == 1)
                 cmd_create(a, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL);
+        else if (sscanf(line, "destroy-in-thread %u", &a) == 1)
+                cmd_destroy_in_thread(a);
         else if (sscanf(line, "destroy %u", &a) == 1)
                 cmd_destroy(a);
         else if (sscanf(line, "submit %u %lu %u", &a, &b, &c) == 3)

@@ -481,7 +481,7 @@ void emu_gpu_queue_suspension_changed(struct emu_queue *q)
         if (!q->hw || !gh)
                 return;
         run_gpu(q->gpu, NULL);
-        emu_model_set_suspended(&gh->model, &q->hw->mq, q->is_suspended,
+        emu_model_set_suspended(&gh->model, &q->hw->mq, q->is_suspended || q->is_reset,
                                 (uint64_t)q->gpu->cfg.cwsr_restore_us * 1000);
         emu_node_strobe_bump(gh->node_hw);
 }
@@ -489,6 +489,14 @@ void emu_gpu_queue_suspension_changed(struct emu_queue *q)
 static bool has_waves(const struct emu_model_queue *mq)
 {
         return mq->busy && !mq->done && !mq->suspended;
+}
+
+bool emu_gpu_queue_has_waves(const struct emu_queue *q)
+{
+        if (!q->hw || !q->gpu->hw)
+                return false;
+        run_gpu(q->gpu, NULL);
+        return has_waves(&q->hw->mq);
 }
 
 /* execute_queues_cpsch: unmap every queue (the HWS saves the waves of

@@ -22,9 +22,14 @@ void emu_gpu_stop(struct emu_node *node);
 int emu_gpu_queue_created(struct emu_queue *q);
 void emu_gpu_queue_destroyed(struct emu_queue *q);
 
-/* q->is_suspended changed. The model stops fetching from a suspended queue;
+/* q->is_suspended or q->is_reset changed. The model stops fetching from a
+ * suspended or reset queue;
  * a kernel it was running is context-saved and resumes where it stopped. */
 void emu_gpu_queue_suspension_changed(struct emu_queue *q);
+
+/* The queue has waves on the GPU now (busy, not suspended or reset): what
+ * a preemption would have to save, and what can fail to answer it. */
+bool emu_gpu_queue_has_waves(const struct emu_queue *q);
 
 /* One device-wide preemption on an HWS GPU (execute_queues_cpsch with
  * FILTER_DYNAMIC_QUEUES): every queue of every process on the GPU stops for

@@ -76,6 +76,16 @@ struct emu_call {
          * directly (gpu/ may complete at once: no model, no memory). */
         bool completion_deferred, completed_inline;
         long inline_ret;
+        /* kernel/ private: GPUs (bit = index) whose preemption this call
+         * waits for failed: once the wait is over the fence timeout is
+         * logged (fence_timeout_gpus) and the GPU reset (both masks). */
+        uint32_t fence_timeout_gpus, hws_hang_gpus;
+        /* kernel/ → transport/: a new fd for the caller (anon_inode_getfd):
+         * when reply_fd_arg_offset is not 0, reply_fd goes with a reply of
+         * success (1 + offset of its number in the argument, as
+         * kfdemu_reply.fd_arg_offset). transport/ closes its copy. */
+        int reply_fd;
+        uint32_t reply_fd_arg_offset;
 };
 
 /* kfd_open: find or create the caller's kfd_process. -EPERM for 32-bit callers.
@@ -148,6 +158,12 @@ void emu_node_fini(struct emu_node *node);
  * calls it once when it creates a kfd_process. Returns 0 or -errno (the
  * process is already gone: -ESRCH). */
 int emu_transport_watch_process(struct emu_node *node, struct emu_process *p);
+
+/* Provided by transport/: a connected stream socket pair for an anon fd
+ * the kernel gives a caller (the SMI events fd): the kernel's end and the
+ * caller's, both O_CLOEXEC, the caller's recognisable by the preload
+ * (protocol.h, KFDEMU_SMI_SOCKET_PREFIX). 0 or -errno. */
+int emu_transport_smi_socket(struct emu_node *node, int *ret_kernel_end, int *ret_user_end);
 
 /* Provided by transport/: the kfdemu file (/dev/kfd or a render node)
  * that `fd`, the server's own copy of a client's fd, refers to; NULL for

@@ -133,9 +133,18 @@ enum kfdemu_reply_status {
 
 struct kfdemu_reply {
         uint32_t status;
-        uint32_t pad;
+        /* An IOCTL whose kernel made a new fd for the caller (SMI_EVENTS):
+         * the fd comes with the reply (SCM_RIGHTS), and this is 1 + the
+         * offset in the ioctl's argument where the kernel put its number;
+         * the preload writes there the number the fd got in the caller. */
+        uint32_t fd_arg_offset;
         int64_t result;
 };
+
+/* The sockets the server hands out as SMI event fds are accepted from an
+ * abstract address with this prefix, which is how the preload tells them
+ * from an application's own sockets (getpeername). */
+#define KFDEMU_SMI_SOCKET_PREFIX "kfdemu-smi/"
 
 #define KFDEMU_MMAP_MAX_SEGMENTS 2
 

@@ -34,6 +34,7 @@ struct emu_file_transport; /* transport/: the connection behind an open /dev/kfd
 struct emu_call;
 struct emu_file;
 struct kfd_ev_writer;  /* kernel/: a raiser blocked writing the debug event byte */
+struct kfd_smi_client; /* kernel/: an open SMI events fd (kfd-smi.c) */
 
 /* One GPU as configured (kfdemu-run --gpus / --config). */
 struct emu_gpu_config {
@@ -61,6 +62,46 @@ struct emu_gpu_config {
         uint32_t vram_mib;           /* the device's VRAM (real_vram_size), MiB */
 };
 
+/* What a preemption of SUSPEND_QUEUES / RESUME_QUEUES does when a fault
+ * is injected ([Faults] of the node configuration, kernel/kfd-faults.c). */
+enum emu_fault_kind {
+        EMU_FAULT_NONE = 0,
+        EMU_FAULT_TIMEOUT,       /* the unmap fence never signals: HWS hang, GPU reset */
+        EMU_FAULT_QUEUE_HANG,    /* the fence signals, a busy queue did not preempt */
+        EMU_FAULT_ERROR,         /* execute_queues_cpsch fails at once (-EIO, a reset holds the GPU) */
+};
+
+/* The debugger ops whose preemptions a fault may hit (bits). */
+enum emu_fault_op {
+        EMU_FAULT_OP_SUSPEND = 1u << 0,
+        EMU_FAULT_OP_RESUME = 1u << 1,
+};
+
+struct emu_fault_config {
+        enum emu_fault_kind kind;
+        uint32_t ops;                    /* enum emu_fault_op bits: the ops it may hit */
+        uint32_t gpu_mask;               /* GPUs (bit = index) it may hit; 0 = every GPU */
+        uint32_t nth;                    /* fire on the nth preemption of a GPU only (1-based), 0 = no */
+        uint32_t every;                  /* fire on every `every`th, 0 = no */
+        uint32_t probability_ppm;        /* fire with this chance per preemption, 0 = no */
+        uint64_t seed;                   /* of the probability's generator */
+        bool while_busy;                 /* only while a queue of the GPU has waves */
+        bool queue_id_set;
+        uint32_t queue_id;               /* with while_busy: only while a queue with this id has */
+};
+
+/* Where amdkfd's behaviour changed between kernels (kernel/ follows these;
+ * kfd-interface.md records each change). */
+struct emu_kernel_config {
+        uint32_t version;                /* EMU_KERNEL_VERSION(major, minor) the node plays */
+        bool per_queue_reset;            /* reset_queues_on_hws_hang resets only hung queues */
+        bool queue_ids_limit;            /* get_queue_ids: more than 1024 ids -EINVAL */
+        bool queue_ids_null_check;       /* get_queue_ids: no array with num_queues > 0 -EINVAL, no oops */
+        bool destroy_serialized;         /* wait_on_destroy_queue: second destroy -EBUSY, signal clears */
+};
+
+#define EMU_KERNEL_VERSION(major, minor) (((major) << 8) | (minor))
+
 struct emu_config {
         uint32_t kfd_major, kfd_minor;   /* GET_VERSION; default 1.13 */
         int sched_policy;                /* amdgpu.sched_policy; 2 = NO_HWS */
@@ -71,6 +112,8 @@ struct emu_config {
         unsigned n_gpus;
         struct emu_gpu_config gpus[EMU_MAX_GPUS];
         char root[4096];                 /* where sysfs/debugfs are rendered */
+        struct emu_fault_config faults;
+        struct emu_kernel_config kernel;
 };
 
 struct emu_node;
@@ -84,6 +127,10 @@ struct emu_gpu {
         unsigned total_queue_count;      /* dqm->total_queue_count: user queues of every process */
         uint64_t vram_used;              /* adev->kfd.vram_used: KFD VRAM BOs of every process, bytes */
         int mmio_remap_memfd;            /* the register page KFD maps for HDP flushes; -1 until mapped */
+        bool active_runlist;             /* dqm->active_runlist: a runlist is mapped (kfd-runlist.c) */
+        uint32_t debugger_preemptions;   /* SUSPEND/RESUME preemptions so far (fault triggers count them) */
+        struct kfd_smi_client *smi_clients; /* dev->smi_clients, newest first */
+        uint32_t reset_seq_num;          /* dev->reset_seq_num: GPU resets so far (SMI records) */
         struct emu_gpu_hw *hw;
 };
 
@@ -125,6 +172,7 @@ struct emu_pdd {
         uint32_t spi_dbg_launch_mode;    /* KFD_DBG_TRAP_WAVE_LAUNCH_MODE_* last set */
         uint32_t spi_dbg_override;       /* wave launch trap override mask last set */
         uint32_t alloc_watch_ids;        /* address-watch slots this process owns here */
+        bool has_reset_queue;            /* a queue of it here was reset (kfd_hws_hang, set_queue_as_reset) */
 };
 
 struct emu_queue {
@@ -149,6 +197,7 @@ struct emu_queue {
         bool is_suspended;
         bool is_being_destroyed;
         bool is_evicted;
+        bool is_reset;                   /* its HQD was reset (hang): it never runs again */
         struct emu_queue_hw *hw;
 };
 
@@ -217,4 +266,5 @@ struct emu_node {
         int log_fd;                      /* kfdemu's own log (what dmesg would say), -1 = none */
         struct kfd_ev_writer *ev_writers; /* kernel/: event writes waiting for a full pipe */
         uint32_t destroy_wake_pending;   /* kernel/: GPUs (bit = index in gpus[]) whose destroy_wait was woken */
+        uint64_t fault_rng;              /* kernel/: state of the faults' random generator */
 };

@@ -76,7 +76,7 @@ static const struct kfd_ioctl_desc kfd_ioctls[KFD_COMMAND_END] = {
         [0x1c] = { KFD_WR(0x1c, 32), kfd_ioctl_not_emulated },         /* GET_DMABUF_INFO */
         [0x1d] = { KFD_WR(0x1d, 24), kfd_ioctl_not_emulated },         /* IMPORT_DMABUF */
         [0x1e] = { KFD_WR(0x1e, 16), kfd_ioctl_not_emulated },         /* ALLOC_QUEUE_GWS */
-        [0x1f] = { KFD_WR(0x1f, 8), kfd_ioctl_not_emulated },          /* SMI_EVENTS */
+        [0x1f] = { KFD_WR(0x1f, 8), kfd_ioctl_smi_events },            /* SMI_EVENTS */
         [0x20] = { KFD_WR(0x20, 24), kfd_ioctl_not_emulated },         /* SVM */
         [0x21] = { KFD_WR(0x21, 4), kfd_ioctl_not_emulated },          /* SET_XNACK_MODE */
         [0x22] = { KFD_WR(0x22, 56), kfd_ioctl_not_emulated },         /* CRIU_OP */
@@ -87,6 +87,7 @@ static const struct kfd_ioctl_desc kfd_ioctls[KFD_COMMAND_END] = {
 };
 
 _Static_assert(KFD_WR(0x02, 88) == AMDKFD_IOC_CREATE_QUEUE, "CREATE_QUEUE table entry");
+_Static_assert(KFD_WR(0x1f, 8) == AMDKFD_IOC_SMI_EVENTS, "SMI_EVENTS table entry");
 _Static_assert(KFD_WR(0x25, 16) == AMDKFD_IOC_RUNTIME_ENABLE, "RUNTIME_ENABLE table entry");
 _Static_assert(KFD_WR(0x26, 32) == AMDKFD_IOC_DBG_TRAP, "DBG_TRAP table entry");
 _Static_assert(KFD_R(0x01, 8) == AMDKFD_IOC_GET_VERSION, "GET_VERSION table entry");
@@ -211,8 +212,10 @@ void kfd_ioctl_rerun(struct emu_call *call)
 
 long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns)
 {
-        if (delay_ns == 0)
+        if (delay_ns == 0) {
+                kfd_hws_hang_after_wait(call);
                 return ret;
+        }
         /* If the model completes the call before this returns, the result
          * goes back through the normal return, never as a second reply. */
         call->wait_kind = KFD_WAIT_DEVICE;
@@ -228,6 +231,9 @@ long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long 
 
 void emu_call_complete(struct emu_call *call, long ret)
 {
+        /* A preemption this call waited for failed: the kernel's hang
+         * handling runs at the end of the wait, before the ioctl returns. */
+        kfd_hws_hang_after_wait(call);
         /* The timer of a WAIT_EVENTS asleep fired: its timeout passed. */
         if (call->wait_kind == KFD_WAIT_EVENTS) {
                 kfd_wait_events_timed_out(call);
@@ -295,6 +301,8 @@ void emu_call_abandon(struct emu_call *call)
         case KFD_WAIT_DEVICE:
                 emu_gpu_cancel_completion(p->node, call);
                 call->wait_kind = KFD_WAIT_NONE;
+                /* The hang handling does not depend on the caller. */
+                kfd_hws_hang_after_wait(call);
                 break;
         case KFD_WAIT_LOCK:
                 kfd_lock_abandon(call);

@@ -358,6 +358,23 @@ static void set_event_and_wake(struct emu_event *ev)
         wake_waiters(ev);
 }
 
+void kfd_signal_reset_event(struct emu_gpu *gpu, bool only_reset_queues)
+{
+        /* kfd_signal_reset_event: every HW exception event of every process
+         * with this device is set (the reason, GPU hang, and memory lost go
+         * in its data, which kfdemu does not copy out: §14); during a
+         * per-queue reset only the processes whose queue was reset. */
+        for (struct emu_process *p = gpu->node->processes; p; p = p->next) {
+                struct emu_pdd *pdd = kfd_process_device_by_id(p, gpu->cfg.gpu_id);
+
+                if (!pdd || (only_reset_queues && !pdd->has_reset_queue))
+                        continue;
+                for (struct emu_event *ev = p->events; ev; ev = ev->next)
+                        if (ev->type == KFD_IOC_EVENT_HW_EXCEPTION)
+                                set_event_and_wake(ev);
+        }
+}
+
 long kfd_ioctl_set_event(struct emu_call *call, struct emu_process *p, void *data)
 {
         const struct kfd_ioctl_set_event_args *args = data;

@@ -48,6 +48,7 @@ int emu_node_init(struct emu_node *node, const struct emu_config *cfg)
         if (node->cfg.max_num_of_queues_per_device == 0)
                 node->cfg.max_num_of_queues_per_device = KFD_DEFAULT_MAX_QUEUES_PER_DEVICE;
         node->log_fd = -1;
+        node->fault_rng = cfg->faults.seed;
         for (unsigned i = 0; i < cfg->n_gpus; i++) {
                 struct emu_gpu *gpu = &node->gpus[i];
 
@@ -69,9 +70,11 @@ void emu_node_fini(struct emu_node *node)
         /* Tear down what is left as if every process exited. */
         while (node->processes)
                 emu_process_mm_release(node, node->processes->tgid);
-        for (unsigned i = 0; i < node->n_gpus; i++)
+        for (unsigned i = 0; i < node->n_gpus; i++) {
                 if (node->gpus[i].mmio_remap_memfd >= 0)
                         close(node->gpus[i].mmio_remap_memfd);
+                kfd_smi_clients_free(&node->gpus[i]);
+        }
         pthread_mutex_destroy(&node->lock);
 }
 

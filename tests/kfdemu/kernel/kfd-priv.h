@@ -214,6 +214,37 @@ void kfd_debug_refresh_runlist(struct emu_gpu *gpu);
 int kfd_reserve_debug_trap_vmid(struct emu_gpu *gpu, struct emu_process *p);
 int kfd_release_debug_trap_vmid(struct emu_gpu *gpu);
 
+/* execute_queues_cpsch for SUSPEND_QUEUES / RESUME_QUEUES (`op`): as
+ * kfd_dqm_execute_queues, unless an injected fault fails it as a real
+ * node's can. Adds the caller's wait to *delay; 0 or -ETIME / -EIO. */
+int kfd_dqm_execute_queues_for_debugger(struct emu_call *call, struct emu_gpu *gpu, uint32_t grace_period,
+                                        enum emu_fault_op op, uint64_t *delay);
+
+/* kfd-faults.c: the fault a preemption of `op` on `gpu` meets, if any
+ * (counts it for the triggers). */
+enum emu_fault_kind kfd_fault_pick(struct emu_gpu *gpu, enum emu_fault_op op);
+/* `q` is one the fault may blame for not answering an unmap. */
+bool kfd_fault_queue_may_hang(const struct emu_fault_config *f, const struct emu_queue *q);
+
+/* kfd-reset.c: what the kernel does when the preemption meets `kind`:
+ * returns execute_queues_cpsch's result, adds to *delay, and leaves in
+ * `call` what must happen once the wait is over. */
+int kfd_hws_inject_fault(struct emu_call *call, struct emu_gpu *gpu, enum emu_fault_kind kind,
+                         uint32_t grace_period, uint64_t *delay);
+/* The call's wait for the device is over (or abandoned): the fence
+ * timeouts it met are logged and their GPUs reset (kfd_hws_hang). */
+void kfd_hws_hang_after_wait(struct emu_call *call);
+
+/* kfd-hsa-events.c: kfd_signal_reset_event: the HW exception events of
+ * the processes with `gpu` (only those with has_reset_queue there). */
+void kfd_signal_reset_event(struct emu_gpu *gpu, bool only_reset_queues);
+
+/* kfd-smi.c: AMDKFD_IOC_SMI_EVENTS, the GPU_PRE_RESET / GPU_POST_RESET
+ * records, and the clients' end with the node. */
+long kfd_ioctl_smi_events(struct emu_call *call, struct emu_process *p, void *data);
+void kfd_smi_event_gpu_reset(struct emu_gpu *gpu, bool post_reset);
+void kfd_smi_clients_free(struct emu_gpu *gpu);
+
 /* kfd-suspend.c */
 int kfd_suspend_queues(struct emu_call *call, struct emu_process *target, uint32_t num_queues,
                        uint32_t grace_period, uint64_t exception_clear_mask, uint64_t queue_array_ptr,

@@ -298,7 +298,10 @@ long kfd_ioctl_destroy_queue(struct emu_call *call, struct emu_process *p, void 
 
         /* wait_on_destroy_queue: the flag is set on every destroy; only a
          * suspended queue of a debugged process makes the caller sleep
-         * (interruptibly) until a resume. */
+         * (interruptibly) until a resume. Newer kernels refuse a second
+         * destroy while one is under way (§16.6). */
+        if (p->node->cfg.kernel.destroy_serialized && q->is_being_destroyed)
+                return -EBUSY;
         q->is_being_destroyed = true;
         if (p->debug_trap_enabled && q->is_suspended) {
                 kfd_waitlist_add_tail(&p->destroy_waiters, call, KFD_WAIT_DESTROY_QUEUE);
@@ -356,10 +359,17 @@ void kfd_run_destroy_wakeups(struct emu_node *node)
 
 void kfd_destroy_wait_interrupted(struct emu_call *call)
 {
-        /* wait_event_interruptible returned -ERESTARTSYS: is_being_destroyed
-         * stays set, so the queue stays unsuspendable, and the ioctl is
-         * restarted (SA_RESTART) or fails with EINTR. */
-        kfd_waitlist_remove(&call->file->process->destroy_waiters, call);
+        struct emu_process *p = call->file->process;
+        const struct kfd_ioctl_destroy_queue_args *args = (const void *)call->kdata;
+        struct emu_queue *q = kfd_queue_by_id(p, args->queue_id);
+
+        /* wait_event_interruptible returned -ERESTARTSYS, and the ioctl is
+         * restarted (SA_RESTART) or fails with EINTR. is_being_destroyed
+         * stays set, so the queue stays unsuspendable, except in kernels
+         * that clear it again (§16.6). */
+        if (q && p->node->cfg.kernel.destroy_serialized)
+                q->is_being_destroyed = false;
+        kfd_waitlist_remove(&p->destroy_waiters, call);
         emu_call_complete(call, -EMU_ERESTARTSYS);
 }
 

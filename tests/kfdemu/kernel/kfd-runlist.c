@@ -9,14 +9,61 @@
 #include "gpu.h"
 #include "kfd-priv.h"
 
+static bool kfd_gpu_has_active_queue(const struct emu_gpu *gpu)
+{
+        for (const struct emu_process *p = gpu->node->processes; p; p = p->next)
+                for (const struct emu_queue *q = p->queues; q; q = q->next)
+                        if (q->gpu == gpu && kfd_queue_is_active(q))
+                                return true;
+        return false;
+}
+
+/* map_queues_cpsch: a runlist is sent only if some queue is active
+ * (dqm->active_queue_count > 0); unmap_queues_cpsch clears it. */
+static void kfd_map_queues(struct emu_gpu *gpu)
+{
+        gpu->active_runlist = kfd_gpu_has_active_queue(gpu);
+}
+
 uint64_t kfd_dqm_execute_queues(struct emu_gpu *gpu, uint32_t grace_period)
 {
+        uint64_t delay = 0;
+
         /* MES schedules per queue: there is no runlist to rebuild. */
         if (gpu->cfg.mes)
                 return 0;
-        /* unmap_queues_cpsch + map_queues_cpsch: every queue of every
-         * process on the device is preempted, then the runlist is re-sent. */
-        return emu_gpu_hws_preempt(gpu, grace_period);
+        /* unmap_queues_cpsch returns at once without an active runlist:
+         * nothing is mapped, so nothing is preempted or waited for
+         * (kfd-interface.md §16.4). Otherwise every queue of every process
+         * on the device is preempted; then the runlist is sent again. */
+        if (gpu->active_runlist)
+                delay = emu_gpu_hws_preempt(gpu, grace_period);
+        kfd_map_queues(gpu);
+        return delay;
+}
+
+int kfd_dqm_execute_queues_for_debugger(struct emu_call *call, struct emu_gpu *gpu, uint32_t grace_period,
+                                        enum emu_fault_op op, uint64_t *delay)
+{
+        enum emu_fault_kind fault;
+        int r;
+
+        /* Only an unmap that is sent can fail; its fence is what hangs. */
+        if (gpu->cfg.mes || !gpu->active_runlist)
+                fault = EMU_FAULT_NONE;
+        else
+                fault = kfd_fault_pick(gpu, op);
+        if (fault == EMU_FAULT_NONE) {
+                *delay += kfd_dqm_execute_queues(gpu, grace_period);
+                return 0;
+        }
+        r = kfd_hws_inject_fault(call, gpu, fault, grace_period, delay);
+        /* -EIO sent nothing: the old runlist stays. Otherwise the runlist
+         * is mapped again, by this call or by the reset's restart
+         * (start_cpsch). */
+        if (r != -EIO)
+                kfd_map_queues(gpu);
+        return r;
 }
 
 void kfd_debug_refresh_runlist(struct emu_gpu *gpu)

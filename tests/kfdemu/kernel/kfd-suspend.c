@@ -23,7 +23,8 @@
 
 
 /* get_queue_ids: memdup of the user's array. A NULL array yields no
- * array (the caller decides what that means). */
+ * array (the caller decides what that means). Newer kernels refuse more
+ * ids than a process can have queues (§16.5). */
 static int kfd_get_queue_ids(const struct emu_call *call, uint32_t num_queues, uint64_t array_ptr,
                              uint32_t **ret_ids)
 {
@@ -33,6 +34,8 @@ static int kfd_get_queue_ids(const struct emu_call *call, uint32_t num_queues, u
         *ret_ids = NULL;
         if (!array_ptr)
                 return 0;
+        if (call->file->process->node->cfg.kernel.queue_ids_limit && num_queues > GP_KFD_MAX_QUEUES_PER_PROCESS)
+                return -EINVAL;
         if (size > KFD_KMALLOC_MAX_SIZE)
                 return -ENOMEM;
         ids = calloc(num_queues ? num_queues : 1, sizeof(uint32_t));
@@ -123,8 +126,11 @@ int kfd_suspend_queues(struct emu_call *call, struct emu_process *target, uint32
         if (r < 0)
                 return r;
         if (!ids && num_queues > 0) {
-                /* The kernel has no NULL check here: q_array_invalidate
-                 * dereferences NULL and the ioctl oopses. */
+                /* Kernels without "fix NULL dereference in get_queue_ids()"
+                 * have no NULL check here: q_array_invalidate dereferences
+                 * NULL and the ioctl oopses (§16.5). */
+                if (target->node->cfg.kernel.queue_ids_null_check)
+                        return -EINVAL;
                 kfd_oops(call, target);
                 return EMU_CALL_PARKED;
         }
@@ -165,12 +171,24 @@ int kfd_suspend_queues(struct emu_call *call, struct emu_process *target, uint32
 
                 /* HWS: one device-wide preemption with the caller's grace
                  * period, then the clear mask applies to every queue of this
-                 * device that the array names, -EBUSY ones included. */
-                delay += kfd_dqm_execute_queues(gpu, grace_period);
-                total += per_device_suspended;
-                for (struct emu_queue *q = target->queues; q; q = q->next)
-                        if (q->gpu == gpu && kfd_q_array_get_index(q->id, num_queues, ids) != KFD_QUEUE_NOT_FOUND)
+                 * device that the array names, -EBUSY ones included. If it
+                 * fails, those slots get ERROR instead, nothing is counted
+                 * and the queues stay suspended in software (§4.1, §16). */
+                r = kfd_dqm_execute_queues_for_debugger(call, gpu, grace_period, EMU_FAULT_OP_SUSPEND, &delay);
+                if (r < 0)
+                        kfd_log(target->node, "Failed to suspend process queues.");
+                else
+                        total += per_device_suspended;
+                for (struct emu_queue *q = target->queues; q; q = q->next) {
+                        int idx = kfd_q_array_get_index(q->id, num_queues, ids);
+
+                        if (q->gpu != gpu || idx == KFD_QUEUE_NOT_FOUND)
+                                continue;
+                        if (r < 0)
+                                ids[idx] |= KFD_QUEUE_ERROR;
+                        else
                                 q->exception_status &= ~exception_clear_mask;
+                }
         }
 
         if (ids)
@@ -228,8 +246,21 @@ int kfd_resume_queues(struct emu_call *call, struct emu_process *target, uint32_
                         continue;
 
                 /* HWS: a device-wide preemption with the default grace
-                 * period, then the destroy waiters of the device wake. */
-                delay += kfd_dqm_execute_queues(gpu, KFD_USE_DEFAULT_GRACE_PERIOD);
+                 * period, then the destroy waiters of the device wake. If it
+                 * fails, the device's slots get ERROR and nothing is
+                 * counted or woken. */
+                r = kfd_dqm_execute_queues_for_debugger(call, gpu, KFD_USE_DEFAULT_GRACE_PERIOD,
+                                                        EMU_FAULT_OP_RESUME, &delay);
+                if (r < 0) {
+                        kfd_log(target->node, "Failed to resume process queues");
+                        for (struct emu_queue *q = target->queues; q && ids; q = q->next) {
+                                int idx = kfd_q_array_get_index(q->id, num_queues, ids);
+
+                                if (q->gpu == gpu && idx != KFD_QUEUE_NOT_FOUND)
+                                        ids[idx] |= KFD_QUEUE_ERROR;
+                        }
+                        continue;
+                }
                 kfd_wake_destroy_waiters(target->node, gpu);
                 total += per_device_resumed;
         }

@@ -5,6 +5,7 @@
  * directly, in one process, and sees every call it makes to the GPU model.
  */
 #include <errno.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "gpu.h"
@@ -43,6 +44,17 @@ int emu_transport_watch_process(struct emu_node *node, struct emu_process *p)
         return 0;
 }
 
+int emu_transport_smi_socket(struct emu_node *node, int *ret_kernel_end, int *ret_user_end)
+{
+        int fds[2];
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
+                return -errno;
+        *ret_kernel_end = fds[0];
+        *ret_user_end = fds[1];
+        return 0;
+}
+
 struct emu_file *fake_fd_file;
 
 struct emu_file *emu_transport_file_of_fd(struct emu_node *node, int fd)
@@ -64,6 +76,11 @@ void emu_gpu_queue_destroyed(struct emu_queue *q)
 void emu_gpu_queue_suspension_changed(struct emu_queue *q)
 {
         fake_gpu.suspension_changes++;
+}
+
+bool emu_gpu_queue_has_waves(const struct emu_queue *q)
+{
+        return fake_gpu.queues_have_waves;
 }
 
 uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period)

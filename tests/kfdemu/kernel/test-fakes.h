@@ -19,6 +19,7 @@ struct fake_gpu_log {
                                           * after stop or without memory */
         long pending_ret;
         uint64_t pending_delay_ns;
+        bool queues_have_waves;          /* what emu_gpu_queue_has_waves says of every queue */
 };
 
 extern struct fake_gpu_log fake_gpu;

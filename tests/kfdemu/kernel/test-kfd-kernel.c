@@ -837,6 +837,87 @@ static pid_t spawn_pid_namespace(pid_t *ret_init, pid_t *ret_task)
         return child;
 }
 
+/* The fault triggers of [Faults]: counted per GPU among the preemptions
+ * that pass the conditions, a seeded probability repeats exactly. */
+static void test_fault_triggers(void **state)
+{
+        struct fixture *f = *state;
+        struct emu_fault_config *faults = &f->node.cfg.faults;
+        struct emu_gpu *gpu0 = &f->node.gpus[0], *gpu1 = &f->node.gpus[1];
+        unsigned fired = 0, first_run[64];
+
+        *faults = (struct emu_fault_config){ .kind = EMU_FAULT_ERROR, .ops = EMU_FAULT_OP_SUSPEND, .every = 3 };
+        for (unsigned i = 1; i <= 9; i++)
+                assert_int_equal(kfd_fault_pick(gpu0, EMU_FAULT_OP_SUSPEND) != EMU_FAULT_NONE, i % 3 == 0);
+        /* Resumes are not counted, and GPU 1 counts on its own. */
+        assert_int_equal(kfd_fault_pick(gpu0, EMU_FAULT_OP_RESUME), EMU_FAULT_NONE);
+        assert_int_equal(kfd_fault_pick(gpu1, EMU_FAULT_OP_SUSPEND), EMU_FAULT_NONE);
+
+        faults->every = 0;
+        faults->nth = 2;
+        faults->gpu_mask = 1u << 1;
+        assert_int_equal(kfd_fault_pick(gpu0, EMU_FAULT_OP_SUSPEND), EMU_FAULT_NONE);
+        assert_int_equal(kfd_fault_pick(gpu1, EMU_FAULT_OP_SUSPEND), EMU_FAULT_ERROR);
+        assert_int_equal(kfd_fault_pick(gpu1, EMU_FAULT_OP_SUSPEND), EMU_FAULT_NONE);
+
+        /* While busy: nothing fires, nothing is counted, until a queue has waves. */
+        *faults = (struct emu_fault_config){ .kind = EMU_FAULT_TIMEOUT, .ops = EMU_FAULT_OP_SUSPEND, .nth = 1,
+                                             .while_busy = true };
+        gpu0->debugger_preemptions = 0;
+        uint32_t q = create_queue(f, GPU0);
+        assert_int_equal(kfd_fault_pick(gpu0, EMU_FAULT_OP_SUSPEND), EMU_FAULT_NONE);
+        fake_gpu.queues_have_waves = true;
+        /* QueueId=: only while that queue is busy. */
+        faults->queue_id_set = true;
+        faults->queue_id = q + 1;
+        assert_int_equal(kfd_fault_pick(gpu0, EMU_FAULT_OP_SUSPEND), EMU_FAULT_NONE);
+        faults->queue_id = q;
+        assert_int_equal(kfd_fault_pick(gpu0, EMU_FAULT_OP_SUSPEND), EMU_FAULT_TIMEOUT);
+
+        /* 25 %: the same sequence from the same seed. */
+        *faults = (struct emu_fault_config){ .kind = EMU_FAULT_ERROR, .ops = EMU_FAULT_OP_SUSPEND,
+                                             .probability_ppm = 250000, .seed = 42 };
+        for (unsigned run = 0; run < 2; run++) {
+                f->node.fault_rng = faults->seed;
+                for (unsigned i = 0; i < 64; i++) {
+                        unsigned hit = kfd_fault_pick(gpu0, EMU_FAULT_OP_SUSPEND) != EMU_FAULT_NONE;
+
+                        if (run == 0) {
+                                first_run[i] = hit;
+                                fired += hit;
+                        } else {
+                                assert_int_equal(hit, first_run[i]);
+                        }
+                }
+        }
+        assert_in_range(fired, 4, 30);
+}
+
+/* A queue hang with no busy queue to blame on a kernel with per-queue
+ * reset: reset_hung_queues finds nothing, so kfd_hws_hang marks the
+ * process and resets the GPU, and the suspend's slot gets ERROR (§16.2). */
+static void test_queue_hang_without_culprit_resets_the_gpu(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        uint32_t q, id;
+
+        f->node.cfg.kernel.per_queue_reset = true;
+        f->node.cfg.faults = (struct emu_fault_config){ .kind = EMU_FAULT_QUEUE_HANG, .ops = EMU_FAULT_OP_SUSPEND,
+                                                        .nth = 1 };
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        q = create_queue(f, GPU0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        clear_new_by_snapshot(f);
+
+        id = q;
+        assert_int_equal(suspend(f, &id, 1, 0), 0);
+        assert_int_equal(id, q | (uint32_t)KFD_DBG_QUEUE_ERROR_MASK);
+        assert_true(kfd_process_device_by_id(self_process(f), GPU0)->has_reset_queue);
+        assert_false(kfd_process_device_by_id(self_process(f), GPU1)->has_reset_queue);
+        assert_true(self_process(f)->queues->is_reset);
+}
+
 static void test_dbg_trap_pid_is_read_in_the_callers_namespace(void **state)
 {
         struct emu_caller in_container;
@@ -880,6 +961,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_full_blocking_pipe_holds_the_raiser, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_ptrace_rules, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_vmid_reservation_and_debugger_exit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fault_triggers, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_queue_hang_without_culprit_resets_the_gpu, setup, teardown),
                 cmocka_unit_test(test_dbg_trap_pid_is_read_in_the_callers_namespace),
         };
 

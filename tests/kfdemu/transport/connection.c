@@ -147,6 +147,57 @@ static int send_result(struct connection *c, enum kfdemu_reply_status status, lo
         return send_reply(c, &reply, sizeof(reply));
 }
 
+/* A reply with fds for the client (SCM_RIGHTS): the server's copies stay
+ * the caller's to close. */
+static int send_reply_fds(struct connection *c, const void *reply, size_t size, const int *fds, unsigned n_fds)
+{
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * KFDEMU_MMAP_MAX_SEGMENTS)];
+        } control;
+        struct iovec iov = { .iov_base = (void *)reply, .iov_len = size };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        struct cmsghdr *cmsg;
+
+        if (c->fd < 0)
+                return -EPIPE;
+        if (n_fds > KFDEMU_MMAP_MAX_SEGMENTS)
+                return -EINVAL;
+        memset(&control, 0, sizeof(control));
+        mh.msg_control = control.buf;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+        cmsg = CMSG_FIRSTHDR(&mh);
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+        memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * n_fds);
+        if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                return NEG_ERRNO();
+        return 0;
+}
+
+/* The ioctl's result, with the new fd its kernel made for the caller
+ * (kernel.h, emu_call.reply_fd) when it succeeded. */
+static void send_call_result(struct connection *ch, const struct emu_call *call, long result)
+{
+        struct kfdemu_reply reply = { .status = KFDEMU_REPLY_RESULT, .result = result };
+
+        if (result < 0 || !call->reply_fd_arg_offset) {
+                send_reply(ch, &reply, sizeof(reply));
+                return;
+        }
+        reply.fd_arg_offset = call->reply_fd_arg_offset;
+        send_reply_fds(ch, &reply, sizeof(reply), &call->reply_fd, 1);
+}
+
+/* The server's copy of a call's new fd goes with the call. */
+static void call_free(struct emu_call *call)
+{
+        if (call->reply_fd_arg_offset)
+                close(call->reply_fd);
+        free(call);
+}
+
 /* The call is over: from the loop (a synchronous result) or, for a parked
  * call, from whoever completes it (emu_call_complete, maybe the model thread). */
 static void channel_finish_call(struct connection *ch, long result, bool reply)
@@ -154,14 +205,14 @@ static void channel_finish_call(struct connection *ch, long result, bool reply)
         struct connection *file = ch->call_file;
 
         if (reply)
-                send_result(ch, KFDEMU_REPLY_RESULT, result);
+                send_call_result(ch, ch->call, result);
         if (ch->trace_pending) {
                 /* after the reply: tracing delays nothing */
                 ch->traced.ended_ns = monotonic_ns();
                 call_trace_write(ch->server->trace_fd, &ch->traced);
                 ch->trace_pending = false;
         }
-        free(ch->call);
+        call_free(ch->call);
         ch->call = NULL;
         ch->call_file = NULL;
         file->file_state.calls_in_flight--;
@@ -270,36 +321,20 @@ static int handle_interrupted(struct connection *ch)
 static int send_mmap_reply(struct connection *ch, long result, const struct emu_mmap_result *map)
 {
         struct kfdemu_reply_mmap reply = { .status = KFDEMU_REPLY_RESULT, .result = result };
-        union {
-                struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(int) * KFDEMU_MMAP_MAX_SEGMENTS)];
-        } control;
-        struct iovec iov = { .iov_base = &reply, .iov_len = sizeof(reply) };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        int fds[KFDEMU_MMAP_MAX_SEGMENTS];
 
         if (result < 0 || map->n_segments == 0)
                 return send_reply(ch, &reply, sizeof(reply));
         if (map->n_segments > KFDEMU_MMAP_MAX_SEGMENTS)
                 return send_result(ch, KFDEMU_REPLY_RESULT, -EIO);
 
-        memset(&control, 0, sizeof(control));
         reply.n_segments = map->n_segments;
-        mh.msg_control = control.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * map->n_segments);
-        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&mh);
-        cmsg->cmsg_level = SOL_SOCKET;
-        cmsg->cmsg_type = SCM_RIGHTS;
-        cmsg->cmsg_len = CMSG_LEN(sizeof(int) * map->n_segments);
         for (unsigned i = 0; i < map->n_segments; i++) {
-                int fd = map->segments[i].memfd;
-
+                fds[i] = map->segments[i].memfd;
                 reply.segments[i].memfd_offset = map->segments[i].memfd_offset;
                 reply.segments[i].length = map->segments[i].length;
-                memcpy(CMSG_DATA(cmsg) + i * sizeof(int), &fd, sizeof(int));
         }
-        if (sendmsg(ch->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-                return NEG_ERRNO();
-        return 0;
+        return send_reply_fds(ch, &reply, sizeof(reply), fds, map->n_segments);
 }
 
 static int handle_mmap(struct connection *ch, const struct kfdemu_msg_mmap *msg)
@@ -551,7 +586,7 @@ void connection_drop_all(struct kfdemu_server *server)
                 if (c->kind == CONNECTION_CHANNEL && c->call) {
                         emu_call_abandon(c->call);
                         c->call_file->file_state.calls_in_flight--;
-                        free(c->call);
+                        call_free(c->call);
                         c->call = NULL;
                         c->call_file = NULL;
                 }

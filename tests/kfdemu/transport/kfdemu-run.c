@@ -143,7 +143,8 @@ static int parse_options(int argc, char **argv, struct options *ret)
 }
 
 /* The node as the kernel would come up: KFD 1.13, sched_policy 0 (HWS),
- * queue_preemption_timeout_ms 9000 (amdgpu's defaults), then the file,
+ * queue_preemption_timeout_ms 9000 (amdgpu's defaults), Linux 6.10's
+ * amdkfd (the tree kfdemu follows), no faults; then the file,
  * then the command line. */
 static int build_config(const struct options *o, struct emu_config *cfg)
 {
@@ -155,6 +156,7 @@ static int build_config(const struct options *o, struct emu_config *cfg)
                 .kfd_minor = 13,
                 .sched_policy = 0,
                 .queue_preemption_timeout_ms = 9000,
+                .kernel.version = EMU_KERNEL_VERSION(6, 10),
         };
         for (unsigned i = 0; i < EMU_MAX_GPUS; i++)
                 emu_gpu_config_default(i, &cfg->gpus[i]);

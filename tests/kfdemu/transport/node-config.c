@@ -3,6 +3,7 @@
  * Parser of kfdemu-run's node configuration file (inih does the INI syntax;
  * this file gives the keys their meaning and their limits).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -60,9 +61,18 @@ static const struct gpu_field gpu_fields[] = {
         U32_FIELD("VramMiB", vram_mib, 1, 16u << 20),
 };
 
+/* Which [Faults] and [Kernel] keys the file gave: their checks need the
+ * whole section. */
+struct faults_seen {
+        bool section;
+        unsigned triggers;               /* OnPreemption=, EveryPreemption=, Probability= */
+        bool kernel_key[4];              /* the kernel_behaviours[] set one by one */
+};
+
 struct parse_state {
         struct emu_config *cfg;
         struct node_config_file *file;
+        struct faults_seen faults;
         char *error;
         size_t error_size;
         bool failed;
@@ -214,6 +224,197 @@ static int handle_gpu_key(struct parse_state *s, const char *section, unsigned i
         return fail(s, "[%s] has no key '%s'; known keys: %s", section, name, known);
 }
 
+/* [Kernel]: behaviours that changed between kernels, each on from the
+ * mainline release named here unless the file sets it
+ * (kfd-interface.md §16). */
+static const struct kernel_behaviour {
+        const char *key;
+        size_t offset;
+        uint32_t since;
+} kernel_behaviours[] = {
+        /* "drm/amdkfd: support per-queue reset on gfx9", Linux 6.12. */
+        { "PerQueueReset", offsetof(struct emu_kernel_config, per_queue_reset), EMU_KERNEL_VERSION(6, 12) },
+        /* "fix a vulnerability of integer overflow in kfd debugger" and
+         * "fix NULL dereference in get_queue_ids()": 2026, in stable
+         * updates of June 2026; the first release that can hold them. */
+        { "QueueIdsLimit", offsetof(struct emu_kernel_config, queue_ids_limit), EMU_KERNEL_VERSION(7, 1) },
+        { "QueueIdsNullCheck", offsetof(struct emu_kernel_config, queue_ids_null_check), EMU_KERNEL_VERSION(7, 1) },
+        /* "fix UAF race in destroy_queue_cpsch", amd-gfx May 2026. */
+        { "DestroyQueueSerialized", offsetof(struct emu_kernel_config, destroy_serialized),
+          EMU_KERNEL_VERSION(7, 2) },
+};
+_Static_assert(ELEMENTSOF(kernel_behaviours) == ELEMENTSOF(((struct faults_seen *)0)->kernel_key),
+               "one seen flag per kernel behaviour");
+
+static int parse_kernel_version(const char *value, uint32_t *ret)
+{
+        unsigned major, minor;
+        int consumed = 0;
+
+        if (sscanf(value, "%u.%u%n", &major, &minor, &consumed) != 2 || value[consumed] != '\0' ||
+            !isdigit((unsigned char)value[0]))
+                return -EINVAL;
+        /* amdkfd's debugger interface came with 6.5; 99 bounds a typo. */
+        if (major < 6 || major > 99 || minor > 99 || (major == 6 && minor < 5))
+                return -ERANGE;
+        *ret = EMU_KERNEL_VERSION(major, minor);
+        return 0;
+}
+
+static int handle_kernel_key(struct parse_state *s, const char *name, const char *value)
+{
+        struct emu_kernel_config *k = &s->cfg->kernel;
+        int r;
+
+        if (strcmp(name, "Version") == 0) {
+                r = parse_kernel_version(value, &k->version);
+                return r < 0 ? value_error(s, "Kernel", name, value, r, "MAJOR.MINOR from 6.5, such as 6.12") : 1;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(kernel_behaviours); i++) {
+                if (strcmp(name, kernel_behaviours[i].key) != 0)
+                        continue;
+                r = parse_bool(value, (bool *)((char *)k + kernel_behaviours[i].offset));
+                if (r < 0)
+                        return value_error(s, "Kernel", name, value, r, "yes or no");
+                s->faults.kernel_key[i] = true;
+                return 1;
+        }
+        return fail(s, "[Kernel] has no key '%s'; known keys: Version, PerQueueReset, QueueIdsLimit, "
+                       "QueueIdsNullCheck, DestroyQueueSerialized", name);
+}
+
+/* A comma-separated list of words from `words` (bit i for words[i]). */
+static int parse_word_set(const char *value, const char *const *words, size_t n_words, uint32_t *ret)
+{
+        uint32_t set = 0;
+        const char *p = value;
+
+        for (;;) {
+                size_t len = strcspn(p, ",");
+                size_t i;
+
+                for (i = 0; i < n_words; i++)
+                        if (strlen(words[i]) == len && strncmp(p, words[i], len) == 0)
+                                break;
+                if (i == n_words)
+                        return -EINVAL;
+                set |= 1u << i;
+                if (p[len] == '\0')
+                        break;
+                p += len + 1;
+        }
+        *ret = set;
+        return 0;
+}
+
+/* "0.25", "1", "0.000001": a chance in parts per million. */
+static int parse_probability(const char *value, uint32_t *ret_ppm)
+{
+        uint32_t ppm = 0, scale = 1000000;
+        const char *p = value;
+
+        if (!isdigit((unsigned char)*p))
+                return -EINVAL;
+        while (*p == '0')
+                p++;
+        if (*p == '1') {
+                ppm = 1000000;
+                p++;
+        } else if (isdigit((unsigned char)*p)) {
+                return -ERANGE;
+        }
+        if (*p == '.') {
+                p++;
+                if (!isdigit((unsigned char)*p))
+                        return -EINVAL;
+                for (; isdigit((unsigned char)*p); p++) {
+                        scale /= 10;
+                        if (scale == 0)
+                                return -EINVAL;      /* finer than a millionth */
+                        ppm += (uint32_t)(*p - '0') * scale;
+                }
+        }
+        if (*p != '\0')
+                return -EINVAL;
+        if (ppm > 1000000)
+                return -ERANGE;
+        *ret_ppm = ppm;
+        return 0;
+}
+
+static int handle_faults_key(struct parse_state *s, const char *name, const char *value)
+{
+        static const char *const kinds[] = { "timeout", "queue-hang", "error" };
+        static const char *const ops[] = { "suspend", "resume" };
+        struct emu_fault_config *f = &s->cfg->faults;
+        uint32_t v;
+        int r;
+
+        if (strcmp(name, "Preemption") == 0) {
+                r = parse_word_set(value, kinds, ELEMENTSOF(kinds), &v);
+                if (r < 0 || (v & (v - 1)))
+                        return value_error(s, "Faults", name, value, -EINVAL, "timeout, queue-hang or error");
+                f->kind = (enum emu_fault_kind)(EMU_FAULT_TIMEOUT + __builtin_ctz(v));
+                return 1;
+        }
+        if (strcmp(name, "Operations") == 0) {
+                r = parse_word_set(value, ops, ELEMENTSOF(ops), &f->ops);
+                return r < 0 ? value_error(s, "Faults", name, value, r, "suspend, resume or suspend,resume") : 1;
+        }
+        if (strcmp(name, "Gpus") == 0) {
+                char copy[256];
+                char *save = NULL;
+
+                if (snprintf(copy, sizeof(copy), "%s", value) >= (int)sizeof(copy))
+                        return value_error(s, "Faults", name, value, -EINVAL, "GPU indices 0..15, comma-separated");
+                f->gpu_mask = 0;
+                for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                        r = parse_u32(tok, 0, EMU_MAX_GPUS - 1, &v);
+                        if (r < 0)
+                                return value_error(s, "Faults", name, value, r, "GPU indices 0..15, comma-separated");
+                        f->gpu_mask |= 1u << v;
+                }
+                return f->gpu_mask ? 1 : value_error(s, "Faults", name, value, -EINVAL,
+                                                     "GPU indices 0..15, comma-separated");
+        }
+        if (strcmp(name, "OnPreemption") == 0 || strcmp(name, "EveryPreemption") == 0) {
+                r = parse_u32(value, 1, UINT32_MAX, name[0] == 'O' ? &f->nth : &f->every);
+                if (r < 0)
+                        return value_error(s, "Faults", name, value, r, "a count from 1");
+                s->faults.triggers++;
+                return 1;
+        }
+        if (strcmp(name, "Probability") == 0) {
+                r = parse_probability(value, &f->probability_ppm);
+                if (r < 0)
+                        return value_error(s, "Faults", name, value, r, "a chance from 0 to 1, such as 0.05");
+                s->faults.triggers++;
+                return 1;
+        }
+        if (strcmp(name, "Seed") == 0) {
+                char *end;
+
+                errno = 0;
+                f->seed = strtoull(value, &end, 0);
+                if (!isdigit((unsigned char)value[0]) || errno != 0 || *end != '\0')
+                        return value_error(s, "Faults", name, value, -EINVAL, "an unsigned 64-bit integer");
+                return 1;
+        }
+        if (strcmp(name, "WhileBusy") == 0) {
+                r = parse_bool(value, &f->while_busy);
+                return r < 0 ? value_error(s, "Faults", name, value, r, "yes or no") : 1;
+        }
+        if (strcmp(name, "QueueId") == 0) {
+                r = parse_u32(value, 0, GP_KFD_MAX_QUEUES_PER_PROCESS - 1, &f->queue_id);
+                if (r < 0)
+                        return value_error(s, "Faults", name, value, r, "a queue id 0..1023");
+                f->queue_id_set = true;
+                return 1;
+        }
+        return fail(s, "[Faults] has no key '%s'; known keys: Preemption, Operations, Gpus, OnPreemption, "
+                       "EveryPreemption, Probability, Seed, WhileBusy, QueueId", name);
+}
+
 static int parse_gpu_section(const char *section, unsigned *ret_index)
 {
         uint32_t index;
@@ -236,19 +437,28 @@ static int handler(void *user, const char *section, const char *name, const char
                 return 1;                /* keep the first error only */
         if (strcmp(section, "Node") == 0)
                 return handle_node_key(s, name, value);
+        if (strcmp(section, "Faults") == 0) {
+                s->faults.section = true;
+                return handle_faults_key(s, name, value);
+        }
+        if (strcmp(section, "Kernel") == 0)
+                return handle_kernel_key(s, name, value);
         if (parse_gpu_section(section, &index) == 0) {
                 if (index + 1 > s->file->highest_gpu_section)
                         s->file->highest_gpu_section = index + 1;
                 return handle_gpu_key(s, section, index, name, value);
         }
         if (*section == '\0')
-                return fail(s, "key '%s' is outside any section; put it under [Node] or [GPUn]", name);
-        return fail(s, "unknown section [%s]; sections are [Node] and [GPU0]..[GPU15]", section);
+                return fail(s, "key '%s' is outside any section; put it under [Node], [GPUn], [Faults] or [Kernel]",
+                            name);
+        return fail(s, "unknown section [%s]; sections are [Node], [GPU0]..[GPU15], [Faults] and [Kernel]",
+                    section);
 }
 
-/* The line of `key` in section [`section`] of `f`, or 0: inih reports lines
- * only for errors found while a key is read, and a combination of keys can
- * only be judged once the whole section is. */
+/* The line of `key` in section [`section`] of `f` (of the section's header
+ * for a NULL key), or 0: inih reports lines only for errors found while a
+ * key is read, and a combination of keys can only be judged once the whole
+ * section is. */
 static unsigned key_line(FILE *f, const char *section, const char *key)
 {
         char line[512], current[64] = "";
@@ -262,8 +472,12 @@ static unsigned key_line(FILE *f, const char *section, const char *key)
                 n++;
                 if (*p == '[') {
                         snprintf(current, sizeof(current), "%.*s", (int)strcspn(p + 1, "]"), p + 1);
+                        if (!key && strcmp(current, section) == 0)
+                                return n;
                         continue;
                 }
+                if (!key)
+                        continue;
                 if (strcmp(current, section) == 0 && len == strlen(key) && strncmp(p, key, len) == 0 &&
                     p[len + strspn(p + len, " \t")] == '=')
                         return n;
@@ -306,6 +520,38 @@ static int check_gpu_combinations(FILE *f, const struct emu_config *cfg, const s
         return 0;
 }
 
+/* Once the file is read: the kernel behaviours not set one by one follow
+ * Version=, and [Faults] names what fails and exactly one trigger. */
+static int finish_faults(FILE *f, struct emu_config *cfg, const struct faults_seen *seen, char *error,
+                         size_t error_size, const char *path)
+{
+        struct emu_fault_config *faults = &cfg->faults;
+
+        for (size_t i = 0; i < ELEMENTSOF(kernel_behaviours); i++)
+                if (!seen->kernel_key[i])
+                        *(bool *)((char *)&cfg->kernel + kernel_behaviours[i].offset) =
+                                cfg->kernel.version >= kernel_behaviours[i].since;
+
+        if (!seen->section)
+                return 0;
+        if (faults->kind == EMU_FAULT_NONE) {
+                snprintf(error, error_size, "%s:%u: [Faults] says when a preemption fails but not how; add "
+                         "Preemption=timeout, queue-hang or error", path, key_line(f, "Faults", NULL));
+                return -EINVAL;
+        }
+        if (seen->triggers != 1) {
+                snprintf(error, error_size, "%s:%u: [Faults] needs exactly one of OnPreemption=, EveryPreemption= "
+                         "and Probability= (it has %u)", path, key_line(f, "Faults", NULL), seen->triggers);
+                return -EINVAL;
+        }
+        /* QueueId= names the busy queue that hangs. */
+        if (faults->queue_id_set)
+                faults->while_busy = true;
+        if (!faults->ops)
+                faults->ops = EMU_FAULT_OP_SUSPEND;
+        return 0;
+}
+
 int node_config_parse_file(const char *path, struct emu_config *cfg, struct node_config_file *ret_file,
                            char *error, size_t error_size)
 {
@@ -332,6 +578,9 @@ int node_config_parse_file(const char *path, struct emu_config *cfg, struct node
                 return -EINVAL;
         }
         int r = check_gpu_combinations(f, &parsed, &file, error, error_size, path);
+        if (r < 0)
+                return r;
+        r = finish_faults(f, &parsed, &s.faults, error, error_size, path);
         if (r < 0)
                 return r;
 

@@ -47,6 +47,21 @@ static bool forward_candidate(int fd, uint64_t *ret_inode)
         return *ret_inode != 0;
 }
 
+/* An fd the kernel made for the caller (anon_inode_getfd: the lowest free
+ * number, without O_CLOEXEC), and its number where the kernel put it in the
+ * ioctl's argument (protocol.h: kfdemu_reply.fd_arg_offset, 0 = drop it). */
+static void install_new_fd(int fd, uint32_t fd_arg_offset, void *arg)
+{
+        uint32_t number = (uint32_t)fd;
+
+        if (!fd_arg_offset) {
+                close(fd);
+                return;
+        }
+        (void)fcntl(fd, F_SETFD, 0);
+        memcpy((char *)arg + fd_arg_offset - 1, &number, sizeof(number));
+}
+
 /* Forwards the ioctl; false if the server says the fd is not a kfd file. */
 static bool kfd_ioctl(uint64_t inode, unsigned long request, void *arg, int *ret)
 {
@@ -59,6 +74,8 @@ static bool kfd_ioctl(uint64_t inode, unsigned long request, void *arg, int *ret
         struct kfdemu_reply reply;
         ssize_t n;
         long result;
+        int new_fd = -1;
+        unsigned n_fds = 0;
 
         for (;;) {
                 struct timespec entered;
@@ -66,7 +83,7 @@ static bool kfd_ioctl(uint64_t inode, unsigned long request, void *arg, int *ret
                 /* a restarted call enters the kernel again */
                 clock_gettime(CLOCK_MONOTONIC, &entered);
                 msg.entered_ns = (uint64_t)entered.tv_sec * 1000000000u + (uint64_t)entered.tv_nsec;
-                n = preload_call(&msg, sizeof(msg), true, &reply, sizeof(reply), NULL, 0, NULL);
+                n = preload_call(&msg, sizeof(msg), true, &reply, sizeof(reply), &new_fd, 1, &n_fds);
                 if (n >= 0 && (size_t)n != sizeof(reply))
                         n = -EIO;
                 if (n >= 0 && reply.status == KFDEMU_REPLY_NOT_MINE)
@@ -80,6 +97,8 @@ static bool kfd_ioctl(uint64_t inode, unsigned long request, void *arg, int *ret
                         break;
                 }
         }
+        if (n_fds)
+                install_new_fd(new_fd, result >= 0 ? reply.fd_arg_offset : 0, arg);
         if (result < 0) {
                 errno = (int)-result;
                 *ret = -1;
@@ -270,14 +289,21 @@ PRELOAD_EXPORT void *mmap64(void *addr, size_t length, int prot, int flags, int 
  * kfd calls, and those on an application's own sockets must not each cost
  * a round trip.
  */
-static bool is_kfd_file(int fd)
+enum peer_kind {
+        PEER_OTHER,
+        PEER_KFD_FILE,                   /* /dev/kfd or a render node */
+        PEER_SMI,                        /* an SMI events fd (kfd-smi.c) */
+};
+
+static enum peer_kind peer_kind_of(int fd)
 {
+        static const char smi_prefix[] = KFDEMU_SMI_SOCKET_PREFIX;
         const char *server = preload_socket_path();
         struct sockaddr_un peer;
         socklen_t size = sizeof(peer);
-        size_t length;
+        size_t path_size, length;
         int saved_errno = errno;
-        bool found;
+        enum peer_kind kind = PEER_OTHER;
 
         /* getpeername alone: it fails with ENOTSOCK on anything but a
          * socket, cheaper than an fstat first (docs/benchmarks/kfdemu.md) */
@@ -285,12 +311,26 @@ static bool is_kfd_file(int fd)
             size <= offsetof(struct sockaddr_un, sun_path) || peer.sun_family != AF_UNIX) {
                 /* a read or write that then succeeds leaves errno alone */
                 errno = saved_errno;
-                return false;
+                return PEER_OTHER;
         }
-        length = strnlen(peer.sun_path, size - offsetof(struct sockaddr_un, sun_path));
-        found = length == strlen(server) && memcmp(peer.sun_path, server, length) == 0;
+        path_size = size - offsetof(struct sockaddr_un, sun_path);
+        if (peer.sun_path[0] == '\0') {
+                /* abstract: the server's SMI sockets */
+                if (path_size > sizeof(smi_prefix) &&
+                    memcmp(peer.sun_path + 1, smi_prefix, sizeof(smi_prefix) - 1) == 0)
+                        kind = PEER_SMI;
+        } else {
+                length = strnlen(peer.sun_path, path_size);
+                if (length == strlen(server) && memcmp(peer.sun_path, server, length) == 0)
+                        kind = PEER_KFD_FILE;
+        }
         errno = saved_errno;
-        return found;
+        return kind;
+}
+
+static bool is_kfd_file(int fd)
+{
+        return peer_kind_of(fd) == PEER_KFD_FILE;
 }
 
 /*
@@ -312,13 +352,89 @@ static bool is_kfd_file(int fd)
         }
 
 /* Declared by <unistd.h> only under _FORTIFY_SOURCE. */
-ssize_t __read_chk(int fd, void *buf, size_t count, size_t buf_size);
 ssize_t __pread_chk(int fd, void *buf, size_t count, off_t offset, size_t buf_size);
 ssize_t __pread64_chk(int fd, void *buf, size_t count, off64_t offset, size_t buf_size);
 
-NO_READ_WRITE(read, (int fd, void *buf, size_t count), (fd, buf, count))
-NO_READ_WRITE(__read_chk, (int fd, void *buf, size_t count, size_t buf_size), (fd, buf, count, buf_size))
-NO_READ_WRITE(write, (int fd, const void *buf, size_t count), (fd, buf, count))
+/*
+ * The SMI events fd has read and write (kfd_smi_events.c): a read takes
+ * what is queued, up to `count`, and fails with EAGAIN when nothing is,
+ * blocking or not (kfd_smi_ev_read); a write takes the first 8 bytes as
+ * the event mask and fails with EFAULT when fewer are given
+ * (kfd_smi_ev_write). read and write are what ROCm's SMI library uses; the
+ * other forms reach the socket as they are.
+ */
+static ssize_t smi_read(int fd, void *buf, size_t count)
+{
+        ssize_t n;
+
+        if (count == 0) {
+                errno = EAGAIN;
+                return -1;
+        }
+        n = recv(fd, buf, count, MSG_DONTWAIT);
+        if (n == 0) {
+                /* the node is gone: nothing will ever be queued */
+                errno = EAGAIN;
+                return -1;
+        }
+        return n;
+}
+
+static ssize_t smi_write(int fd, const void *buf, size_t count)
+{
+        if (count < sizeof(uint64_t)) {
+                errno = EFAULT;
+                return -1;
+        }
+        if (send(fd, buf, sizeof(uint64_t), MSG_NOSIGNAL) < 0)
+                return -1;
+        return sizeof(uint64_t);
+}
+
+PRELOAD_EXPORT ssize_t read(int fd, void *buf, size_t count)
+{
+        switch (peer_kind_of(fd)) {
+        case PEER_KFD_FILE:
+                errno = EINVAL;
+                return -1;
+        case PEER_SMI:
+                return smi_read(fd, buf, count);
+        case PEER_OTHER:
+                break;
+        }
+        return REAL(read)(fd, buf, count);
+}
+
+/* Declared by <unistd.h> only under _FORTIFY_SOURCE. */
+ssize_t __read_chk(int fd, void *buf, size_t count, size_t buf_size);
+
+PRELOAD_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buf_size)
+{
+        switch (peer_kind_of(fd)) {
+        case PEER_KFD_FILE:
+                errno = EINVAL;
+                return -1;
+        case PEER_SMI:
+                return smi_read(fd, buf, count);
+        case PEER_OTHER:
+                break;
+        }
+        return REAL(__read_chk)(fd, buf, count, buf_size);
+}
+
+PRELOAD_EXPORT ssize_t write(int fd, const void *buf, size_t count)
+{
+        switch (peer_kind_of(fd)) {
+        case PEER_KFD_FILE:
+                errno = EINVAL;
+                return -1;
+        case PEER_SMI:
+                return smi_write(fd, buf, count);
+        case PEER_OTHER:
+                break;
+        }
+        return REAL(write)(fd, buf, count);
+}
 NO_READ_WRITE(readv, (int fd, const struct iovec *iov, int n), (fd, iov, n))
 NO_READ_WRITE(writev, (int fd, const struct iovec *iov, int n), (fd, iov, n))
 NO_READ_WRITE(pread, (int fd, void *buf, size_t count, off_t offset), (fd, buf, count, offset))

@@ -39,6 +39,7 @@ struct kfdemu_server {
         struct process_watch *watches;   /* emu_transport_watch_process */
         sd_event_source *stop_watch;     /* armed while callers sleep interruptibly (stop-watch.c) */
         bool node_ready, gpus_started;
+        unsigned smi_sockets;            /* SMI event sockets made so far: their names (smi-socket.c) */
 };
 
 /* The server a node belongs to (kernel/ hands transport/ only the node). */

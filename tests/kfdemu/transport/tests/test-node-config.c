@@ -34,6 +34,7 @@ static void parse(const char *text, struct parsed *out)
         out->cfg.kfd_major = 1;
         out->cfg.kfd_minor = 13;
         out->cfg.queue_preemption_timeout_ms = 9000;
+        out->cfg.kernel.version = EMU_KERNEL_VERSION(6, 10);
         /* kfdemu-run's defaults: gfx942, which debugs per VMID. */
         for (unsigned i = 0; i < EMU_MAX_GPUS; i++) {
                 snprintf(out->cfg.gpus[i].name, sizeof(out->cfg.gpus[i].name), "gfx942");
@@ -137,6 +138,93 @@ static void test_impossible_combinations(void **state)
         assert_int_equal(p.r, 0);
 }
 
+static void test_faults(void **state)
+{
+        struct parsed p;
+
+        parse("[Faults]\nPreemption=timeout\nOnPreemption=3\nGpus=0,2\nOperations=suspend,resume\n", &p);
+        assert_int_equal(p.r, 0);
+        assert_int_equal(p.cfg.faults.kind, EMU_FAULT_TIMEOUT);
+        assert_int_equal(p.cfg.faults.nth, 3);
+        assert_int_equal(p.cfg.faults.gpu_mask, 0x5);
+        assert_int_equal(p.cfg.faults.ops, EMU_FAULT_OP_SUSPEND | EMU_FAULT_OP_RESUME);
+        assert_false(p.cfg.faults.while_busy);
+
+        /* Suspend only by default; QueueId= needs its queue busy. */
+        parse("[Faults]\nPreemption=queue-hang\nProbability=0.05\nSeed=0x1234\n", &p);
+        assert_int_equal(p.r, 0);
+        assert_int_equal(p.cfg.faults.kind, EMU_FAULT_QUEUE_HANG);
+        assert_int_equal(p.cfg.faults.probability_ppm, 50000);
+        assert_int_equal(p.cfg.faults.seed, 0x1234);
+        assert_int_equal(p.cfg.faults.ops, EMU_FAULT_OP_SUSPEND);
+        assert_false(p.cfg.faults.while_busy);
+        parse("[Faults]\nPreemption=error\nEveryPreemption=2\nQueueId=5\n", &p);
+        assert_int_equal(p.r, 0);
+        assert_int_equal(p.cfg.faults.every, 2);
+        assert_true(p.cfg.faults.queue_id_set);
+        assert_int_equal(p.cfg.faults.queue_id, 5);
+        assert_true(p.cfg.faults.while_busy);
+        parse("[Faults]\nPreemption=error\nProbability=1\n", &p);
+        assert_int_equal(p.cfg.faults.probability_ppm, 1000000);
+
+        /* No [Faults]: nothing fails. */
+        parse("[Node]\nGpus=1\n", &p);
+        assert_int_equal(p.r, 0);
+        assert_int_equal(p.cfg.faults.kind, EMU_FAULT_NONE);
+
+        assert_error("[Faults]\nPreemption=slow\nOnPreemption=1\n", 2, "timeout, queue-hang or error");
+        assert_error("[Faults]\nPreemption=timeout,error\nOnPreemption=1\n", 2, "timeout, queue-hang or error");
+        assert_error("[Faults]\nOperations=destroy\n", 2, "suspend, resume");
+        assert_error("[Faults]\nOnPreemption=0\n", 2, "out of range");
+        assert_error("[Faults]\nProbability=1.5\n", 2, "out of range");
+        assert_error("[Faults]\nProbability=0.0000001\n", 2, "not valid");
+        assert_error("[Faults]\nProbability=half\n", 2, "not valid");
+        assert_error("[Faults]\nGpus=0,16\n", 2, "GPU indices");
+        assert_error("[Faults]\nSeed=-1\n", 2, "unsigned 64-bit");
+        assert_error("[Faults]\nQueueId=1024\n", 2, "out of range");
+        assert_error("[Faults]\nWhen=later\n", 2, "[Faults] has no key 'When'");
+        assert_error("# faults\n[Faults]\nOnPreemption=1\n", 2, "Preemption=timeout, queue-hang or error");
+        assert_error("[Node]\nGpus=1\n[Faults]\nPreemption=timeout\n", 3, "exactly one of");
+        assert_error("[Faults]\nPreemption=timeout\nOnPreemption=1\nEveryPreemption=2\n", 1, "(it has 2)");
+}
+
+static void test_kernel_versions(void **state)
+{
+        struct parsed p;
+
+        /* The default is the 6.10 tree: none of the later behaviours. */
+        parse("[Node]\nGpus=1\n", &p);
+        assert_int_equal(p.r, 0);
+        assert_false(p.cfg.kernel.per_queue_reset);
+        assert_false(p.cfg.kernel.queue_ids_limit);
+        assert_false(p.cfg.kernel.destroy_serialized);
+
+        parse("[Kernel]\nVersion=6.12\n", &p);
+        assert_int_equal(p.r, 0);
+        assert_true(p.cfg.kernel.per_queue_reset);
+        assert_false(p.cfg.kernel.queue_ids_limit);
+
+        parse("[Kernel]\nVersion=7.2\n", &p);
+        assert_true(p.cfg.kernel.per_queue_reset);
+        assert_true(p.cfg.kernel.queue_ids_limit);
+        assert_true(p.cfg.kernel.queue_ids_null_check);
+        assert_true(p.cfg.kernel.destroy_serialized);
+
+        /* A stable tree with a backport: the key wins over the version,
+         * whichever comes first. */
+        parse("[Kernel]\nQueueIdsLimit=yes\nVersion=6.12\nPerQueueReset=no\n", &p);
+        assert_int_equal(p.r, 0);
+        assert_true(p.cfg.kernel.queue_ids_limit);
+        assert_false(p.cfg.kernel.per_queue_reset);
+        assert_false(p.cfg.kernel.destroy_serialized);
+
+        assert_error("[Kernel]\nVersion=6.4\n", 2, "from 6.5");
+        assert_error("[Kernel]\nVersion=6\n", 2, "not valid");
+        assert_error("[Kernel]\nVersion=6.12.3\n", 2, "not valid");
+        assert_error("[Kernel]\nPerQueueReset=sometimes\n", 2, "yes or no");
+        assert_error("[Kernel]\nRelease=6.12\n", 2, "[Kernel] has no key 'Release'");
+}
+
 static void test_first_error_wins(void **state)
 {
         assert_error("[Node]\nGpus=1\nBad=1\nWorse=2\n", 3, "'Bad'");
@@ -170,6 +258,8 @@ int main(void)
                 cmocka_unit_test(test_values),
                 cmocka_unit_test(test_errors_name_the_line),
                 cmocka_unit_test(test_impossible_combinations),
+                cmocka_unit_test(test_faults),
+                cmocka_unit_test(test_kernel_versions),
                 cmocka_unit_test(test_first_error_wins),
                 cmocka_unit_test(test_gpu_section_beyond_count),
                 cmocka_unit_test(test_unreadable_file),
