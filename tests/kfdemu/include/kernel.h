@@ -69,8 +69,21 @@ struct emu_call {
         void *kernel_private;
         /* kernel/ private: the waiters of a WAIT_EVENTS call asleep. */
         void *event_wait;
-        /* kernel/ private: whose mutex a KFD_WAIT_LOCK call sleeps on. */
+        /* kernel/ private: whose mutex a KFD_WAIT_LOCK call sleeps on, or
+         * which GPU's dqm lock (kfd-mutex.c). */
         struct emu_process *lock_process;
+        struct emu_gpu *lock_gpu;
+        /* kernel/ private: the process locks the running kernel entry has
+         * taken, which a call parked in a preemption or a memory sync keeps
+         * until it completes, with the dqm locks of the GPUs it preempted
+         * (bit = index); `holds_locks` while it does, on node->lock_holders. */
+        struct emu_process *entry_process;
+        unsigned entry_locks;
+        uint32_t held_dqms;
+        bool holds_locks;
+        struct emu_call *next_holder;
+        /* kernel/ private: a debugfs `mqds` read, not an ioctl (file is NULL). */
+        struct emu_node *debugfs_node;
         /* kernel/ private: a completion that arrives while kernel/ is still
          * handing the call to the GPU model is kept here and returned
          * directly (gpu/ may complete at once: no model, no memory). */
@@ -114,6 +127,14 @@ void emu_drm_release(struct emu_file *file);
  * copies, drm_ioctl_permit. Never parks. */
 long emu_drm_ioctl(struct emu_call *call);
 
+/* Opening debugfs kfd/mqds (kfd_debugfs_mqds_by_process): the dump takes
+ * every kfd_process's p->mutex in turn. Returns 0 when every one is free
+ * (transport/ renders the file now), or EMU_CALL_PARKED: the reader sleeps
+ * uninterruptibly on a taken mutex, and `call->reply(call, 0)` comes once
+ * every one was free. transport/ fills only `caller`, `reply` and
+ * `transport_data` (file stays NULL). */
+long emu_debugfs_mqds_open(struct emu_node *node, struct emu_call *call);
+
 /* kfd_mmap. On success fills the segments the caller must map. */
 struct emu_mmap_segment {
         int memfd;                       /* borrowed; valid until the reply is sent */
@@ -148,6 +169,12 @@ void emu_node_fini(struct emu_node *node);
  * calls it once when it creates a kfd_process. Returns 0 or -errno (the
  * process is already gone: -ESRCH). */
 int emu_transport_watch_process(struct emu_node *node, struct emu_process *p);
+
+/* Provided by transport/: `call` has entered the unmap fence wait
+ * (amdkfd_fence_wait_timeout), which loops on schedule() rather than
+ * sleeping: the caller's thread is told to spin until the reply. Called
+ * only when the node models that ([Node] FenceWaitSpins=yes). */
+void emu_transport_call_spins(struct emu_call *call);
 
 /* Provided by transport/: the kfdemu file (/dev/kfd or a render node)
  * that `fd`, the server's own copy of a client's fd, refers to; NULL for

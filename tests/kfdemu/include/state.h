@@ -68,6 +68,16 @@ struct emu_config {
         /* amdgpu.max_num_of_queues_per_device: user queues one GPU holds for
          * all processes (create_queue_cpsch); 0 = the module's default. */
         uint32_t max_num_of_queues_per_device;
+        /* [Node] LocksAcrossWaits=no: a call parked in a preemption or a
+         * memory sync holds no lock, where the kernel holds p->mutex and the
+         * dqm lock for the whole wait (kernel/kfd-mutex.c). */
+        bool locks_released_while_waiting;
+        /* [Node] FenceWaitSpins=no: a caller in the unmap fence wait sleeps
+         * where the kernel's loop keeps its CPU (transport/preload-channel.c). */
+        bool fence_wait_sleeps;
+        /* [Node] MemorySyncMicroseconds: how long MAP/UNMAP_MEMORY wait, under
+         * p->mutex, for the page-table update fence (0 = not modelled). */
+        uint32_t memory_sync_us;
         unsigned n_gpus;
         struct emu_gpu_config gpus[EMU_MAX_GPUS];
         char root[4096];                 /* where sysfs/debugfs are rendered */
@@ -84,6 +94,8 @@ struct emu_gpu {
         unsigned total_queue_count;      /* dqm->total_queue_count: user queues of every process */
         uint64_t vram_used;              /* adev->kfd.vram_used: KFD VRAM BOs of every process, bytes */
         int mmio_remap_memfd;            /* the register page KFD maps for HDP flushes; -1 until mapped */
+        unsigned dqm_holders;            /* kernel/: calls parked holding dqm->lock (kfd-mutex.c) */
+        struct emu_call *dqm_waiters;    /* kernel/: calls sleeping in dqm_lock() */
         struct emu_gpu_hw *hw;
 };
 
@@ -217,4 +229,6 @@ struct emu_node {
         int log_fd;                      /* kfdemu's own log (what dmesg would say), -1 = none */
         struct kfd_ev_writer *ev_writers; /* kernel/: event writes waiting for a full pipe */
         uint32_t destroy_wake_pending;   /* kernel/: GPUs (bit = index in gpus[]) whose destroy_wait was woken */
+        uint32_t dqm_preempted;          /* kernel/: GPUs (bit = index) the running kernel entry preempted */
+        struct emu_call *lock_holders;   /* kernel/: parked calls holding locks (kfd-mutex.c) */
 };

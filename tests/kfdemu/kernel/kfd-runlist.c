@@ -16,6 +16,7 @@ uint64_t kfd_dqm_execute_queues(struct emu_gpu *gpu, uint32_t grace_period)
                 return 0;
         /* unmap_queues_cpsch + map_queues_cpsch: every queue of every
          * process on the device is preempted, then the runlist is re-sent. */
+        kfd_dqm_note_preemption(gpu);
         return emu_gpu_hws_preempt(gpu, grace_period);
 }
 

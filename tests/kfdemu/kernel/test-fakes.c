@@ -45,6 +45,11 @@ int emu_transport_watch_process(struct emu_node *node, struct emu_process *p)
 
 struct emu_file *fake_fd_file;
 
+void emu_transport_call_spins(struct emu_call *call)
+{
+        fake_gpu.spin_notices++;
+}
+
 struct emu_file *emu_transport_file_of_fd(struct emu_node *node, int fd)
 {
         return fake_fd_file;

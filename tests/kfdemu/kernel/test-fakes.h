@@ -19,6 +19,7 @@ struct fake_gpu_log {
                                           * after stop or without memory */
         long pending_ret;
         uint64_t pending_delay_ns;
+        unsigned spin_notices;           /* emu_transport_call_spins */
 };
 
 extern struct fake_gpu_log fake_gpu;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,13 +220,26 @@ static void block_signals(sigset_t *ret_caller_mask)
         pthread_sigmask(SIG_BLOCK, &all, ret_caller_mask);
 }
 
+/* The server's notice that the call entered the unmap fence wait. */
+static bool is_spinning_notice(const void *reply, ssize_t n)
+{
+        uint32_t status;
+
+        if (n != (ssize_t)sizeof(struct kfdemu_reply))
+                return false;
+        memcpy(&status, reply, sizeof(status));
+        return status == KFDEMU_REPLY_SPINNING;
+}
+
 static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, const void *request,
                        size_t request_size, bool interruptible, void *reply, size_t reply_size, int *fds,
                        unsigned max_fds, unsigned *ret_n_fds)
 {
         static const struct kfdemu_msg_interrupted interrupted = { .type = KFDEMU_MSG_INTERRUPTED };
+        static const struct timespec no_wait = { 0, 0 };
         struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
         ssize_t n = send_all(ch->fd, request, request_size);
+        bool spinning = false;
 
         if (interruptible)
                 interrupt_restarts = false;
@@ -236,7 +250,8 @@ static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, co
                  * as signal_pending() does in the kernel; and unlike recv it
                  * fails with EINTR after every handler whatever its
                  * SA_RESTART: what an interruptible sleep sees. */
-                if (ppoll(&pfd, 1, NULL, caller_mask) < 0) {
+                int ready = ppoll(&pfd, 1, spinning ? &no_wait : NULL, caller_mask);
+                if (ready < 0) {
                         if (errno != EINTR) {
                                 n = -EIO;
                         } else if (interruptible) {
@@ -245,7 +260,21 @@ static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, co
                         }
                         continue;
                 }
+                if (ready == 0) {
+                        /* amdkfd_fence_wait_timeout's schedule() with the
+                         * task still running: another task of the CPU gets
+                         * it only if the scheduler prefers it, which one of
+                         * a lower class (SCHED_OTHER under a SCHED_FIFO
+                         * caller) never is. */
+                        sched_yield();
+                        continue;
+                }
                 n = receive_reply(ch->fd, reply, reply_size, fds, max_fds, ret_n_fds);
+                if (is_spinning_notice(reply, n)) {
+                        spinning = true;
+                        n = 0;
+                        continue;
+                }
                 if (n != -EAGAIN && n != -EINTR)
                         break;
                 n = 0;
