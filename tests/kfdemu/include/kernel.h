@@ -172,9 +172,12 @@ int emu_transport_watch_process(struct emu_node *node, struct emu_process *p);
 
 /* Provided by transport/: `call` has entered the unmap fence wait
  * (amdkfd_fence_wait_timeout), which loops on schedule() rather than
- * sleeping: the caller's thread is told to spin until the reply. Called
- * only when the node models that ([Node] FenceWaitSpins=yes). */
-void emu_transport_call_spins(struct emu_call *call);
+ * sleeping, for `duration_ns` of modelled time: the caller's thread is told
+ * to spin that long. Only that long: the emulated GPU that ends the wait
+ * needs a CPU, where a real one does not, and a real-time spinner must not
+ * keep it from running. Called only when the node models the spin
+ * ([Node] FenceWaitSpins=yes). */
+void emu_transport_call_spins(struct emu_call *call, uint64_t duration_ns);
 
 /* Provided by transport/: the kfdemu file (/dev/kfd or a render node)
  * that `fd`, the server's own copy of a client's fd, refers to; NULL for

@@ -262,7 +262,7 @@ long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long 
          * after its fence wait; kfdemu overlaps the two and lets it sleep
          * throughout. */
         if (r == EMU_CALL_PARKED && !node->cfg.fence_wait_sleeps && !call->kernel_private)
-                emu_transport_call_spins(call);
+                emu_transport_call_spins(call, delay_ns);
         return r;
 }
 

@@ -45,7 +45,7 @@ int emu_transport_watch_process(struct emu_node *node, struct emu_process *p)
 
 struct emu_file *fake_fd_file;
 
-void emu_transport_call_spins(struct emu_call *call)
+void emu_transport_call_spins(struct emu_call *call, uint64_t duration_ns)
 {
         fake_gpu.spin_notices++;
 }

@@ -176,9 +176,9 @@ static void call_reply(struct emu_call *call, long ret)
         channel_finish_call(call->transport_data, ret, true);
 }
 
-void emu_transport_call_spins(struct emu_call *call)
+void emu_transport_call_spins(struct emu_call *call, uint64_t duration_ns)
 {
-        send_result(call->transport_data, KFDEMU_REPLY_SPINNING, 0);
+        send_result(call->transport_data, KFDEMU_REPLY_SPINNING, (long)duration_ns);
 }
 
 /* ---- messages ---- */

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -220,15 +221,28 @@ static void block_signals(sigset_t *ret_caller_mask)
         pthread_sigmask(SIG_BLOCK, &all, ret_caller_mask);
 }
 
-/* The server's notice that the call entered the unmap fence wait. */
-static bool is_spinning_notice(const void *reply, ssize_t n)
+/* The server's notice that the call entered the unmap fence wait: the
+ * CLOCK_MONOTONIC time until which the caller spins, or 0. */
+static int64_t spinning_notice_deadline(const void *reply, ssize_t n)
 {
-        uint32_t status;
+        struct kfdemu_reply notice;
+        struct timespec now;
 
-        if (n != (ssize_t)sizeof(struct kfdemu_reply))
-                return false;
-        memcpy(&status, reply, sizeof(status));
-        return status == KFDEMU_REPLY_SPINNING;
+        if (n != (ssize_t)sizeof(notice))
+                return 0;
+        memcpy(&notice, reply, sizeof(notice));
+        if (notice.status != KFDEMU_REPLY_SPINNING || notice.result <= 0)
+                return 0;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + notice.result;
+}
+
+static bool still_spinning(int64_t deadline_ns)
+{
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec < deadline_ns;
 }
 
 static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, const void *request,
@@ -239,7 +253,7 @@ static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, co
         static const struct timespec no_wait = { 0, 0 };
         struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
         ssize_t n = send_all(ch->fd, request, request_size);
-        bool spinning = false;
+        int64_t spin_until = 0;
 
         if (interruptible)
                 interrupt_restarts = false;
@@ -250,6 +264,7 @@ static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, co
                  * as signal_pending() does in the kernel; and unlike recv it
                  * fails with EINTR after every handler whatever its
                  * SA_RESTART: what an interruptible sleep sees. */
+                bool spinning = spin_until && still_spinning(spin_until);
                 int ready = ppoll(&pfd, 1, spinning ? &no_wait : NULL, caller_mask);
                 if (ready < 0) {
                         if (errno != EINTR) {
@@ -265,13 +280,16 @@ static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, co
                          * task still running: another task of the CPU gets
                          * it only if the scheduler prefers it, which one of
                          * a lower class (SCHED_OTHER under a SCHED_FIFO
-                         * caller) never is. */
+                         * caller) never is. Past the modelled unmap the
+                         * caller sleeps until the server, which may have
+                         * shared its CPU, replies. */
                         sched_yield();
                         continue;
                 }
                 n = receive_reply(ch->fd, reply, reply_size, fds, max_fds, ret_n_fds);
-                if (is_spinning_notice(reply, n)) {
-                        spinning = true;
+                int64_t deadline = spinning_notice_deadline(reply, n);
+                if (deadline) {
+                        spin_until = deadline;
                         n = 0;
                         continue;
                 }
