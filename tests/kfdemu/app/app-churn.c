@@ -49,7 +49,9 @@ static int churn_cycle(struct app_churn *c)
 
         r = emu_gpu_memory_alloc(c->rt, c->gpu_index, CHURN_BUFFER_VA, CHURN_BUFFER_SIZE, &handle);
         if (r < 0) {
-                c->error_step = "allocating and mapping GPU memory";
+                c->error_step = r == -ENOMEM ? "allocating 2 MiB of VRAM: the GPU has no room left for it; free "
+                                               "some of its memory or give another --gpu"
+                                             : "allocating and mapping GPU memory";
                 return r;
         }
         r = emu_aql_queue_create(c->rt, &qo, &queue);
