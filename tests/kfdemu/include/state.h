@@ -213,8 +213,10 @@ struct emu_process {
 
         /* kernel/: p->mutex and p->event_mutex as far as they outlive a
          * kernel entry (kfd-mutex.c). */
-        unsigned mutex_holders;          /* raisers blocked in the event write under p->mutex */
-        unsigned event_mutex_holders;    /* raisers blocked in the event write */
+        unsigned mutex_holders;          /* calls parked in a preemption or memory sync, and raisers
+                                          * blocked in the event write, under p->mutex */
+        unsigned event_mutex_holders;    /* SUSPENDs parked in their preemption, raisers blocked in
+                                          * the event write */
         bool mutex_poisoned;             /* its holder died in an oops: never released */
         struct emu_call *lock_waiters;   /* calls sleeping in mutex_lock on either */
 };
