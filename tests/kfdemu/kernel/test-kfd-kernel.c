@@ -914,6 +914,41 @@ static void test_locks_released_while_waiting_when_configured(void **state)
         suspend_with_waiters(*state, false);
 }
 
+/* An mqds reader asleep on a process's mutex when that process's mm goes:
+ * it is nobody's thread of the process, gets through, and the preemption
+ * that held the mutex still ends cleanly. */
+static void test_mqds_reader_outlives_the_process_it_waits_on(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        struct emu_call *suspending = NULL;
+        struct emu_call *mqds = calloc(1, sizeof(*mqds));
+        struct kfd_ioctl_dbg_trap_args args;
+        uint32_t ids[1];
+
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        ids[0] = create_queue(f, GPU0);
+        clear_new_by_snapshot(f);
+        fake_gpu.preempt_ns = 150000;
+        args = (struct kfd_ioctl_dbg_trap_args){ .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_SUSPEND_QUEUES,
+                                                 .suspend_queues = { .queue_array_ptr = (uintptr_t)ids,
+                                                                     .num_queues = 1 } };
+        assert_int_equal(kfd_ioctl_as(f, &f->self, AMDKFD_IOC_DBG_TRAP, &args, &suspending), EMU_CALL_PARKED);
+        long suspend_ret = fake_gpu.pending_ret;
+        fake_gpu.preempt_ns = 0;
+        n_replies = 0;
+        *mqds = (struct emu_call){ .caller = f->self, .reply = record_reply };
+        assert_int_equal(emu_debugfs_mqds_open(&f->node, mqds), EMU_CALL_PARKED);
+
+        emu_process_mm_release(&f->node, getpid());
+        assert_int_equal(n_replies, 1);
+        assert_int_equal(last_reply, 0);
+        emu_call_complete(suspending, suspend_ret);
+        assert_int_equal(n_replies, 2);
+        assert_int_equal(f->node.gpus[0].dqm_holders, 0);
+}
+
 /* [Node] FenceWaitSpins=no: the caller is not told to spin. */
 static void test_fence_wait_sleeps_when_configured(void **state)
 {
@@ -1034,6 +1069,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_locks_held_across_preemption, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_locks_released_while_waiting_when_configured, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fence_wait_sleeps_when_configured, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_mqds_reader_outlives_the_process_it_waits_on, setup, teardown),
                 cmocka_unit_test(test_dbg_trap_pid_is_read_in_the_callers_namespace),
         };
 
