@@ -29,6 +29,7 @@ enum {
         OPT_READY_FILE,
         OPT_SIGNAL_LOG,
         OPT_THREADS,
+        OPT_CHURN,
         OPT_REPORT,
         OPT_JSON,
         OPT_AMD_LOG_LEVEL,
@@ -64,6 +65,7 @@ static const struct option long_options[] = {
         {"ready-file", required_argument, NULL, OPT_READY_FILE},
         {"signal-log", required_argument, NULL, OPT_SIGNAL_LOG},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"churn", required_argument, NULL, OPT_CHURN},
         {"report", required_argument, NULL, OPT_REPORT},
         {"json", no_argument, NULL, OPT_JSON},
         {"amd-log-level", required_argument, NULL, OPT_AMD_LOG_LEVEL},
@@ -306,6 +308,13 @@ int app_options_parse(struct app_options *o, int argc, char **argv, char *error,
                                             optarg, APP_MAX_IDLE_THREADS);
                         o->idle_threads = (unsigned)v;
                         break;
+                case OPT_CHURN:
+                        if (parse_double(optarg, 1e-3, APP_MAX_CHURN_RATE, &d) < 0)
+                                return fail(error, error_size,
+                                            "--churn \"%s\": give cycles per second, from 0.001 to %.0f.", optarg,
+                                            APP_MAX_CHURN_RATE);
+                        o->churn_rate = d;
+                        break;
                 case OPT_REPORT:
                         if (strcmp(optarg, "json") == 0)
                                 o->report = APP_REPORT_JSON;
@@ -405,6 +414,8 @@ void app_options_print_help(const char *program)
                "      --no-runtime-enable     never call RUNTIME_ENABLE (like ROCm 5.2.3)\n"
                "      --ttmp-save             ask RUNTIME_ENABLE to save trap temporaries\n"
                "      --threads N             start N more threads that only wait and take signals (default 0)\n"
+               "      --churn RATE            RATE times a second: allocate and map 2 MiB of VRAM, create and destroy\n"
+               "                              a queue, unmap and free (default: never)\n"
                "\n"
                "Output:\n"
                "      --ready-file PATH       also write the READY line to PATH\n"

@@ -19,6 +19,7 @@
 #define APP_MAX_WORKGROUPS 0x7fffffffu
 #define APP_MAX_NAME 256u
 #define APP_MAX_IDLE_THREADS 64u
+#define APP_MAX_CHURN_RATE 10000.0       /* allocate/map/queue cycles per second */
 
 /* Exit codes (documented in kfdemu-app.1.scd). */
 #define APP_EXIT_OK 0
@@ -65,6 +66,7 @@ struct app_options {
         const char *ready_file;
         const char *signal_log;
         unsigned idle_threads;        /* threads that only take signals */
+        double churn_rate;            /* --churn: memory and queue cycles per second; 0 = none */
         enum app_report_format report;
         int amd_log_level;
         enum clr_log_format amd_log_format;

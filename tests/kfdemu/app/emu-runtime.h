@@ -74,6 +74,14 @@ const struct emu_gpu_info *emu_runtime_gpu(const struct emu_runtime *rt, unsigne
 /* Index of the GPU with this gpu_id, or -ENODEV. */
 int emu_runtime_find_gpu(const struct emu_runtime *rt, uint32_t gpu_id);
 
+/* hipMalloc: `size` bytes of VRAM on GPU `gpu_index` at GPU virtual
+ * address `va` (page-aligned, free in the process's VM), allocated and
+ * mapped into that GPU's VM. The handle goes to emu_gpu_memory_free. */
+int emu_gpu_memory_alloc(struct emu_runtime *rt, unsigned gpu_index, uint64_t va, uint64_t size,
+                         uint64_t *ret_handle);
+/* hipFree: unmaps the buffer from its GPU and frees it. */
+int emu_gpu_memory_free(struct emu_runtime *rt, unsigned gpu_index, uint64_t handle);
+
 struct emu_queue_options {
         uint32_t gpu_id;
         uint32_t priority;         /* KFD queue priority 0..15 */

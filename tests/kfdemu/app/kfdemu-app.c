@@ -18,6 +18,7 @@
 #include "app-options.h"
 #include "app-report.h"
 #include "app-signals.h"
+#include "app-churn.h"
 #include "idle-threads.h"
 #include "cleanup.h"
 #include "clr-log.h"
@@ -36,6 +37,7 @@ struct app {
         FILE *latency_log;
         struct app_job *job;
         struct idle_threads *idle_threads;
+        struct app_churn *churn;
         int wake_fd;
         uint32_t gpu_ids[EMU_RUNTIME_MAX_GPUS];
         unsigned n_gpu_ids;
@@ -385,6 +387,13 @@ static int setup(struct app *app)
                 fprintf(stderr, PROGRAM ": cannot start the worker threads: %s.\n", strerror(-r));
                 return r;
         }
+        /* The churn works on the first GPU the job uses. */
+        r = app_churn_start(app->rt, (unsigned)emu_runtime_find_gpu(app->rt, app->gpu_ids[0]), app->opts.churn_rate,
+                            &app->churn);
+        if (r < 0) {
+                fprintf(stderr, PROGRAM ": cannot start the --churn thread: %s.\n", strerror(-r));
+                return r;
+        }
         return announce_ready(app);
 }
 
@@ -393,8 +402,14 @@ static int setup(struct app *app)
 static int teardown(struct app *app)
 {
         bool queues_gone = true;
+        const char *churn_step = NULL;
         int r, ret = 0;
 
+        r = app_churn_stop(app->churn, &churn_step);
+        if (r < 0) {
+                fprintf(stderr, PROGRAM ": --churn failed %s: %s.\n", churn_step, strerror(-r));
+                ret = r;
+        }
         if (app->job) {
                 app_job_stop(app->job);
                 r = app_job_error(app->job);

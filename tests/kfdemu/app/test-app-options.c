@@ -110,6 +110,15 @@ static void test_rejects_with_sentences(void **state)
         assert_int_equal(PARSE(&o, "--threads", "3"), 0);
         assert_int_equal(o.idle_threads, 3);
         app_options_init(&o);
+        assert_true(o.churn_rate == 0);
+        assert_int_equal(PARSE(&o, "--churn", "0"), -EINVAL);
+        assert_non_null(strstr(error, "cycles per second"));
+        app_options_init(&o);
+        assert_int_equal(PARSE(&o, "--churn", "fast"), -EINVAL);
+        app_options_init(&o);
+        assert_int_equal(PARSE(&o, "--churn", "50"), 0);
+        assert_true(o.churn_rate == 50);
+        app_options_init(&o);
         assert_int_equal(PARSE(&o, "--help"), APP_OPTIONS_HELP);
 }
 

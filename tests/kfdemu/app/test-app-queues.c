@@ -504,6 +504,22 @@ static void test_app_without_runtime_enable(void **state)
         json_object_put(report);
 }
 
+/* --churn: memory and queue cycles beside the job, which goes on; the
+ * churn's queues come and go, the job's stays. */
+static void test_app_churn(void **state)
+{
+        struct app_run run;
+        json_object *report;
+
+        app_start(&run, (char *[]){"--gpu", "1", "--kernel-us", "200", "--churn", "200", "--duration", "0.5", "--json",
+                                   NULL});
+        assert_int_equal(app_wait_ready(&run), 1);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        assert_true(json_u64(report, "requests") > 0);
+        json_object_put(report);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -518,6 +534,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_app_late_queue_then_destroy),
                 cmocka_unit_test(test_app_exec_keeps_pid),
                 cmocka_unit_test(test_app_without_runtime_enable),
+                cmocka_unit_test(test_app_churn),
         };
 
         if (argc != 2) {

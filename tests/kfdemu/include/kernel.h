@@ -69,8 +69,21 @@ struct emu_call {
         void *kernel_private;
         /* kernel/ private: the waiters of a WAIT_EVENTS call asleep. */
         void *event_wait;
-        /* kernel/ private: whose mutex a KFD_WAIT_LOCK call sleeps on. */
+        /* kernel/ private: whose mutex a KFD_WAIT_LOCK call sleeps on, or
+         * which GPU's dqm lock (kfd-mutex.c). */
         struct emu_process *lock_process;
+        struct emu_gpu *lock_gpu;
+        /* kernel/ private: the process locks the running kernel entry has
+         * taken, which a call parked in a preemption or a memory sync keeps
+         * until it completes, with the dqm locks of the GPUs it preempted
+         * (bit = index); `holds_locks` while it does, on node->lock_holders. */
+        struct emu_process *entry_process;
+        unsigned entry_locks;
+        uint32_t held_dqms;
+        bool holds_locks;
+        struct emu_call *next_holder;
+        /* kernel/ private: a debugfs `mqds` read, not an ioctl (file is NULL). */
+        struct emu_node *debugfs_node;
         /* kernel/ private: a completion that arrives while kernel/ is still
          * handing the call to the GPU model is kept here and returned
          * directly (gpu/ may complete at once: no model, no memory). */
@@ -124,6 +137,14 @@ void emu_drm_release(struct emu_file *file);
  * copies, drm_ioctl_permit. Never parks. */
 long emu_drm_ioctl(struct emu_call *call);
 
+/* Opening debugfs kfd/mqds (kfd_debugfs_mqds_by_process): the dump takes
+ * every kfd_process's p->mutex in turn. Returns 0 when every one is free
+ * (transport/ renders the file now), or EMU_CALL_PARKED: the reader sleeps
+ * uninterruptibly on a taken mutex, and `call->reply(call, 0)` comes once
+ * every one was free. transport/ fills only `caller`, `reply` and
+ * `transport_data` (file stays NULL). */
+long emu_debugfs_mqds_open(struct emu_node *node, struct emu_call *call);
+
 /* kfd_mmap. On success fills the segments the caller must map. */
 struct emu_mmap_segment {
         int memfd;                       /* borrowed; valid until the reply is sent */
@@ -164,6 +185,14 @@ int emu_transport_watch_process(struct emu_node *node, struct emu_process *p);
  * caller's, both O_CLOEXEC, the caller's recognisable by the preload
  * (protocol.h, KFDEMU_SMI_SOCKET_PREFIX). 0 or -errno. */
 int emu_transport_smi_socket(struct emu_node *node, int *ret_kernel_end, int *ret_user_end);
+/* Provided by transport/: `call` has entered the unmap fence wait
+ * (amdkfd_fence_wait_timeout), which loops on schedule() rather than
+ * sleeping, for `duration_ns` of modelled time: the caller's thread is told
+ * to spin that long. Only that long: the emulated GPU that ends the wait
+ * needs a CPU, where a real one does not, and a real-time spinner must not
+ * keep it from running. Called only when the node models the spin
+ * ([Node] FenceWaitSpins=yes). */
+void emu_transport_call_spins(struct emu_call *call, uint64_t duration_ns);
 
 /* Provided by transport/: the kfdemu file (/dev/kfd or a render node)
  * that `fd`, the server's own copy of a client's fd, refers to; NULL for

@@ -129,6 +129,9 @@ enum kfdemu_reply_status {
                                      * ERESTARTSYS): the preload restarts it after an
                                      * SA_RESTART handler, else returns EINTR */
         KFDEMU_REPLY_NOT_MINE = 1,  /* the fd is no kfdemu file: do the real syscall */
+        KFDEMU_REPLY_SPINNING = 2,  /* not the end: the IOCTL entered the unmap fence wait,
+                                     * which keeps its CPU (a schedule() loop) for `result`
+                                     * ns, the modelled unmap; the reply follows */
 };
 
 struct kfdemu_reply {

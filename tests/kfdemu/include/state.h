@@ -109,6 +109,16 @@ struct emu_config {
         /* amdgpu.max_num_of_queues_per_device: user queues one GPU holds for
          * all processes (create_queue_cpsch); 0 = the module's default. */
         uint32_t max_num_of_queues_per_device;
+        /* [Node] LocksAcrossWaits=no: a call parked in a preemption or a
+         * memory sync holds no lock, where the kernel holds p->mutex and the
+         * dqm lock for the whole wait (kernel/kfd-mutex.c). */
+        bool locks_released_while_waiting;
+        /* [Node] FenceWaitSpins=no: a caller in the unmap fence wait sleeps
+         * where the kernel's loop keeps its CPU (transport/preload-channel.c). */
+        bool fence_wait_sleeps;
+        /* [Node] MemorySyncMicroseconds: how long MAP/UNMAP_MEMORY wait, under
+         * p->mutex, for the page-table update fence (0 = not modelled). */
+        uint32_t memory_sync_us;
         unsigned n_gpus;
         struct emu_gpu_config gpus[EMU_MAX_GPUS];
         char root[4096];                 /* where sysfs/debugfs are rendered */
@@ -131,6 +141,8 @@ struct emu_gpu {
         uint32_t debugger_preemptions;   /* SUSPEND/RESUME preemptions so far (fault triggers count them) */
         struct kfd_smi_client *smi_clients; /* dev->smi_clients, newest first */
         uint32_t reset_seq_num;          /* dev->reset_seq_num: GPU resets so far (SMI records) */
+        unsigned dqm_holders;            /* kernel/: calls parked holding dqm->lock (kfd-mutex.c) */
+        struct emu_call *dqm_waiters;    /* kernel/: calls sleeping in dqm_lock() */
         struct emu_gpu_hw *hw;
 };
 
@@ -250,8 +262,10 @@ struct emu_process {
 
         /* kernel/: p->mutex and p->event_mutex as far as they outlive a
          * kernel entry (kfd-mutex.c). */
-        unsigned mutex_holders;          /* raisers blocked in the event write under p->mutex */
-        unsigned event_mutex_holders;    /* raisers blocked in the event write */
+        unsigned mutex_holders;          /* calls parked in a preemption or memory sync, and raisers
+                                          * blocked in the event write, under p->mutex */
+        unsigned event_mutex_holders;    /* SUSPENDs parked in their preemption, raisers blocked in
+                                          * the event write */
         bool mutex_poisoned;             /* its holder died in an oops: never released */
         struct emu_call *lock_waiters;   /* calls sleeping in mutex_lock on either */
 };
@@ -267,4 +281,6 @@ struct emu_node {
         struct kfd_ev_writer *ev_writers; /* kernel/: event writes waiting for a full pipe */
         uint32_t destroy_wake_pending;   /* kernel/: GPUs (bit = index in gpus[]) whose destroy_wait was woken */
         uint64_t fault_rng;              /* kernel/: state of the faults' random generator */
+        uint32_t dqm_preempted;          /* kernel/: GPUs (bit = index) the running kernel entry preempted */
+        struct emu_call *lock_holders;   /* kernel/: parked calls holding locks (kfd-mutex.c) */
 };

@@ -141,6 +141,25 @@ static unsigned kfd_ioctl_locks(unsigned nr)
         }
 }
 
+/* The GPU whose dqm lock the queue ioctls take (create_queue_cpsch,
+ * destroy_queue_cpsch) as a bit of node->gpus; 0 when there is none, for
+ * which the handler fails before it would take one. kfdemu waits for the
+ * lock before the handler's own checks, the kernel after them: the result
+ * is the same, and a call that fails them may wait where it would not. */
+static uint32_t kfd_ioctl_dqm_gpus(const struct emu_call *call, struct emu_process *p)
+{
+        const struct emu_gpu *gpu = NULL;
+
+        if (call->kcmd == AMDKFD_IOC_CREATE_QUEUE) {
+                gpu = kfd_device_by_id(p->node, ((const struct kfd_ioctl_create_queue_args *)call->kdata)->gpu_id);
+        } else if (call->kcmd == AMDKFD_IOC_DESTROY_QUEUE) {
+                const struct emu_queue *q =
+                        kfd_queue_by_id(p, ((const struct kfd_ioctl_destroy_queue_args *)call->kdata)->queue_id);
+                gpu = q ? q->gpu : NULL;
+        }
+        return gpu ? 1u << (unsigned)(gpu - p->node->gpus) : 0;
+}
+
 /* The handler and what follows it; a call that slept in mutex_lock comes
  * back here (kfd_ioctl_rerun). */
 static long kfd_ioctl_run(struct emu_call *call)
@@ -153,8 +172,11 @@ static long kfd_ioctl_run(struct emu_call *call)
          * went away is dead: nobody reads the answer. */
         if (p->is_released)
                 return -EBADF;
-        if (kfd_lock_wait(p, kfd_ioctl_locks(nr), call))
+        if (kfd_lock_wait(p, kfd_ioctl_locks(nr), call) ||
+            kfd_dqm_lock_wait(p->node, kfd_ioctl_dqm_gpus(call, p), call))
                 return EMU_CALL_PARKED;
+        kfd_call_note_locks(call, p, kfd_ioctl_locks(nr));
+        p->node->dqm_preempted = 0;
         ret = kfd_ioctls[nr].func(call, p, call->kdata);
         /* Sleepers the handler woke run once it is done. */
         kfd_run_destroy_wakeups(p->node);
@@ -210,7 +232,10 @@ void kfd_ioctl_rerun(struct emu_call *call)
                 call->reply(call, ret);
 }
 
-long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns)
+/* Park `call` for `delay_ns` of model time in a wait of `kind`, holding
+ * the locks its ioctl holds there. */
+static long kfd_return_after_wait(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns,
+                                  enum kfd_wait_kind kind)
 {
         if (delay_ns == 0) {
                 kfd_hws_hang_after_wait(call);
@@ -218,7 +243,7 @@ long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long 
         }
         /* If the model completes the call before this returns, the result
          * goes back through the normal return, never as a second reply. */
-        call->wait_kind = KFD_WAIT_DEVICE;
+        call->wait_kind = kind;
         call->completion_deferred = true;
         emu_gpu_complete_after(node, call, ret, delay_ns);
         call->completion_deferred = false;
@@ -226,7 +251,28 @@ long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long 
                 call->completed_inline = false;
                 return call->inline_ret;
         }
+        kfd_call_hold_locks(node, call);
         return EMU_CALL_PARKED;
+}
+
+long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns)
+{
+        long r = kfd_return_after_wait(node, call, ret, delay_ns, KFD_WAIT_DEVICE);
+
+        /* amdkfd_fence_wait_timeout loops on schedule() while the task is
+         * TASK_RUNNING: the caller keeps its CPU for the whole wait. A
+         * raiser blocked in the event write (kernel_private) sleeps there
+         * after its fence wait; kfdemu overlaps the two and lets it sleep
+         * throughout. */
+        if (r == EMU_CALL_PARKED && !node->cfg.fence_wait_sleeps && !call->kernel_private)
+                emu_transport_call_spins(call, delay_ns);
+        return r;
+}
+
+long kfd_return_after_memory_sync(struct emu_node *node, struct emu_call *call, long ret)
+{
+        return kfd_return_after_wait(node, call, ret, (uint64_t)node->cfg.memory_sync_us * 1000u,
+                                     KFD_WAIT_MEMORY_SYNC);
 }
 
 void emu_call_complete(struct emu_call *call, long ret)
@@ -245,6 +291,9 @@ void emu_call_complete(struct emu_call *call, long ret)
                 call->inline_ret = ret;
                 return;
         }
+        /* The wait is over: what the ioctl held across it is released, and
+         * whoever slept on it runs, before this caller's reply. */
+        kfd_call_release_locks(call);
         /* A raiser still blocked in the event write returns after it. */
         if (kfd_ev_writer_hold(call, ret))
                 return;
@@ -274,6 +323,13 @@ void emu_call_interrupt(struct emu_call *call)
         case KFD_WAIT_EVENTS:
                 kfd_wait_events_interrupted(call);
                 break;
+        case KFD_WAIT_MEMORY_SYNC:
+                /* dma_fence_wait(intr = true) ends with -ERESTARTSYS; the
+                 * ioctl unlocks p->mutex and returns it (n_success already
+                 * counts the devices mapped). */
+                emu_gpu_cancel_completion(call->file->process->node, call);
+                emu_call_complete(call, -EMU_ERESTARTSYS);
+                break;
         case KFD_WAIT_DEVICE:
                 /* The unmap fence is waited for uninterruptibly: the signal
                  * is handled once the preemption has finished. So is a
@@ -287,22 +343,25 @@ void emu_call_interrupt(struct emu_call *call)
 
 void emu_call_abandon(struct emu_call *call)
 {
-        struct emu_process *p = call->file->process;
         long held;
 
         (void)kfd_ev_writer_cancel(call, &held);
         switch ((enum kfd_wait_kind)call->wait_kind) {
         case KFD_WAIT_RUNTIME_ENABLE:
-                kfd_waitlist_remove(&p->runtime_enable_sema.waiters, call);
+                kfd_waitlist_remove(&call->file->process->runtime_enable_sema.waiters, call);
                 break;
         case KFD_WAIT_DESTROY_QUEUE:
-                kfd_waitlist_remove(&p->destroy_waiters, call);
+                kfd_waitlist_remove(&call->file->process->destroy_waiters, call);
                 break;
         case KFD_WAIT_DEVICE:
-                emu_gpu_cancel_completion(p->node, call);
+        case KFD_WAIT_MEMORY_SYNC:
+                /* The kernel's task cannot die before its wait ends; kfdemu
+                 * drops the call and its locks at once. */
+                emu_gpu_cancel_completion(call->file->process->node, call);
                 call->wait_kind = KFD_WAIT_NONE;
                 /* The hang handling does not depend on the caller. */
                 kfd_hws_hang_after_wait(call);
+                kfd_call_release_locks(call);
                 break;
         case KFD_WAIT_LOCK:
                 kfd_lock_abandon(call);

@@ -44,6 +44,27 @@ static bool kfd_dbg_op_needs_event_mutex(uint32_t op)
         }
 }
 
+/* The GPUs (bit = index in node->gpus) whose dqm lock the op takes:
+ * suspend_queues and resume_queues per device, and ENABLE/DISABLE through
+ * the runlist refresh and the debug VMID (kfd_dbg_trap_activate,
+ * kfd_dbg_trap_deactivate). */
+static uint32_t kfd_dbg_op_dqm_gpus(const struct emu_process *target, uint32_t op)
+{
+        uint32_t gpus = 0;
+
+        switch (op) {
+        case KFD_IOC_DBG_TRAP_ENABLE:
+        case KFD_IOC_DBG_TRAP_DISABLE:
+        case KFD_IOC_DBG_TRAP_SUSPEND_QUEUES:
+        case KFD_IOC_DBG_TRAP_RESUME_QUEUES:
+                for (unsigned i = 0; i < target->n_pdds; i++)
+                        gpus |= 1u << (unsigned)(target->pdds[i].gpu - target->node->gpus);
+                return gpus;
+        default:
+                return 0;
+        }
+}
+
 /* Steps 2-4: find the task in the caller's pid namespace, then its
  * kfd_process. ENABLE by the task's tracer creates one for a target that
  * never opened /dev/kfd. */
@@ -217,6 +238,14 @@ long kfd_ioctl_set_debug_trap(struct emu_call *call, struct emu_process *p, void
         /* The ops that read or clear exception state take event_mutex. */
         if (kfd_dbg_op_needs_event_mutex(args->op) && kfd_lock_wait(target, KFD_LOCK_EVENT_MUTEX, call))
                 return EMU_CALL_PARKED;
+
+        /* The ops that change the runlist take the dqm lock of each of the
+         * target's GPUs in turn; kfdemu waits until all are free. */
+        if (kfd_dqm_lock_wait(node, kfd_dbg_op_dqm_gpus(target, args->op), call))
+                return EMU_CALL_PARKED;
+        /* suspend_queues keeps event_mutex across its preemption. */
+        kfd_call_note_locks(call, target,
+                            KFD_LOCK_MUTEX | (args->op == KFD_IOC_DBG_TRAP_SUSPEND_QUEUES ? KFD_LOCK_EVENT_MUTEX : 0));
 
         /* 10. */
         return kfd_dbg_trap_dispatch(call, p, target, pdd, args);

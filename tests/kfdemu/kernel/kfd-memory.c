@@ -383,7 +383,9 @@ long kfd_ioctl_map_memory_to_gpu(struct emu_call *call, struct emu_process *p, v
                 bo->mapped_gpus |= 1u << gpu_index(peer->gpu);
                 args->n_success = i + 1;
         }
-        return 0;
+        /* amdgpu_amdkfd_gpuvm_sync_memory waits for the page-table update
+         * before p->mutex is released (kfd-interface.md §13). */
+        return kfd_return_after_memory_sync(p->node, call, 0);
 }
 
 long kfd_ioctl_unmap_memory_from_gpu(struct emu_call *call, struct emu_process *p, void *data)

@@ -41,7 +41,8 @@ enum kfd_wait_kind {
         KFD_WAIT_DESTROY_QUEUE,  /* wait_event_interruptible(dqm->destroy_wait) */
         KFD_WAIT_DEVICE,         /* the preemption fence: emu_gpu_complete_after */
         KFD_WAIT_EVENT_WRITE,    /* only the debug event byte is left to write */
-        KFD_WAIT_LOCK,           /* mutex_lock of a process's mutex or event_mutex (kfd-mutex.c) */
+        KFD_WAIT_LOCK,           /* mutex_lock of a process's mutex or event_mutex, or dqm_lock (kfd-mutex.c) */
+        KFD_WAIT_MEMORY_SYNC,    /* amdgpu_amdkfd_gpuvm_sync_memory: dma_fence_wait, interruptible */
         KFD_WAIT_EVENTS,         /* schedule_timeout in kfd_wait_on_events (kfd-hsa-events.c) */
 };
 
@@ -57,6 +58,11 @@ long kfd_ioctl_copy_out(struct emu_call *call, long ret);
  * the GPU model and returns EMU_CALL_PARKED, or `ret` if there is no delay. */
 long kfd_return_after_device(struct emu_node *node, struct emu_call *call, long ret, uint64_t delay_ns);
 
+/* The call waits `delay_ns` for the page-table update fence after a map
+ * ([Node] MemorySyncMicroseconds), interruptibly and holding p->mutex;
+ * returns `ret` at once when that is not modelled. */
+long kfd_return_after_memory_sync(struct emu_node *node, struct emu_call *call, long ret);
+
 /* kfd-node.c: kfd_device_by_id (topology). */
 struct emu_gpu *kfd_device_by_id(struct emu_node *node, uint32_t gpu_id);
 
@@ -65,9 +71,10 @@ struct emu_gpu *kfd_device_by_id(struct emu_node *node, uint32_t gpu_id);
  * it sleeps again. */
 void kfd_ioctl_rerun(struct emu_call *call);
 
-/* kfd-mutex.c: p->mutex and p->event_mutex, taken for longer than one
- * kernel entry only by a raiser blocked in the event write, or forever by
- * an oops. */
+/* kfd-mutex.c: p->mutex, p->event_mutex and the GPUs' dqm locks, taken
+ * for longer than one kernel entry by a call parked in a preemption or a
+ * memory sync, by a raiser blocked in the event write, or forever by an
+ * oops. */
 enum kfd_lock {
         KFD_LOCK_MUTEX = 1u << 0,
         KFD_LOCK_EVENT_MUTEX = 1u << 1,
@@ -83,6 +90,23 @@ void kfd_lock_poison(struct emu_process *p);
 void kfd_lock_process_gone(struct emu_process *p);
 /* The caller of a KFD_WAIT_LOCK call died. */
 void kfd_lock_abandon(struct emu_call *call);
+/* If the dqm lock of one of `gpus` (bit = index in node->gpus) is taken,
+ * park `call` until it is free (then it runs again from the start) and
+ * return true. */
+bool kfd_dqm_lock_wait(struct emu_node *node, uint32_t gpus, struct emu_call *call);
+/* The running kernel entry preempts `gpu` (execute_queues_cpsch under
+ * its dqm lock): a call that then parks in the fence wait holds that lock. */
+void kfd_dqm_note_preemption(struct emu_gpu *gpu);
+/* The running entry holds `locks` of `p` (p->mutex, event_mutex). */
+void kfd_call_note_locks(struct emu_call *call, struct emu_process *p, unsigned locks);
+/* `call` parks in a wait its ioctl makes holding its locks: they stay
+ * taken until kfd_call_release_locks (unless [Node] LocksAcrossWaits=no). */
+void kfd_call_hold_locks(struct emu_node *node, struct emu_call *call);
+void kfd_call_release_locks(struct emu_call *call);
+
+/* kfd-debugfs.c: a debugfs mqds read that slept on a process's mutex
+ * runs again, and replies once it got through every one. */
+void kfd_debugfs_mqds_rerun(struct emu_call *call);
 
 /* kfd-waitqueue.c */
 void kfd_waitlist_add_tail(struct emu_call **head, struct emu_call *call, enum kfd_wait_kind kind);

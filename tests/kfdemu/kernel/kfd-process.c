@@ -225,7 +225,8 @@ void kfd_process_detach_waiters(struct emu_process *p)
                 ;
         for (struct emu_call *call = p->lock_waiters, *next; call; call = next) {
                 next = call->next_waiter;
-                if (call->file->process == p)
+                /* A debugfs reader (no file) is nobody's thread. */
+                if (call->file && call->file->process == p)
                         kfd_lock_abandon(call);
         }
         kfd_event_abandon_waits(p);

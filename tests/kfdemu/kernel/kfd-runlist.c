@@ -36,8 +36,10 @@ uint64_t kfd_dqm_execute_queues(struct emu_gpu *gpu, uint32_t grace_period)
          * nothing is mapped, so nothing is preempted or waited for
          * (kfd-interface.md §16.4). Otherwise every queue of every process
          * on the device is preempted; then the runlist is sent again. */
-        if (gpu->active_runlist)
+        if (gpu->active_runlist) {
+                kfd_dqm_note_preemption(gpu);
                 delay = emu_gpu_hws_preempt(gpu, grace_period);
+        }
         kfd_map_queues(gpu);
         return delay;
 }
@@ -57,6 +59,9 @@ int kfd_dqm_execute_queues_for_debugger(struct emu_call *call, struct emu_gpu *g
                 *delay += kfd_dqm_execute_queues(gpu, grace_period);
                 return 0;
         }
+        /* The hung call holds the dqm lock for its whole wait, as
+         * execute_queues_cpsch's caller does. */
+        kfd_dqm_note_preemption(gpu);
         r = kfd_hws_inject_fault(call, gpu, fault, grace_period, delay);
         /* -EIO sent nothing: the old runlist stays. Otherwise the runlist
          * is mapped again, by this call or by the reset's restart

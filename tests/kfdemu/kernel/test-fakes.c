@@ -57,6 +57,11 @@ int emu_transport_smi_socket(struct emu_node *node, int *ret_kernel_end, int *re
 
 struct emu_file *fake_fd_file;
 
+void emu_transport_call_spins(struct emu_call *call, uint64_t duration_ns)
+{
+        fake_gpu.spin_notices++;
+}
+
 struct emu_file *emu_transport_file_of_fd(struct emu_node *node, int fd)
 {
         return fake_fd_file;

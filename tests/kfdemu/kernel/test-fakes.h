@@ -20,6 +20,7 @@ struct fake_gpu_log {
         long pending_ret;
         uint64_t pending_delay_ns;
         bool queues_have_waves;          /* what emu_gpu_queue_has_waves says of every queue */
+        unsigned spin_notices;           /* emu_transport_call_spins */
 };
 
 extern struct fake_gpu_log fake_gpu;

@@ -787,6 +787,192 @@ static void test_vmid_reservation_and_debugger_exit(void **state)
         emu_process_mm_release(&f->node, child);
 }
 
+/* Another process on the node: `pid`'s kfd file with GPU0's VM acquired,
+ * and a queue argument block pointing at the fixture's ring. */
+struct other_process {
+        struct emu_caller caller;
+        struct emu_file *file, *render;
+        struct kfd_ioctl_create_queue_args create_args;
+};
+
+static void other_process_open(struct fixture *f, pid_t pid, struct other_process *o)
+{
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = STDERR_FILENO, .gpu_id = GPU0 };
+        struct emu_file *mine = f->file;
+
+        o->caller = (struct emu_caller){ .tgid = pid, .tid = pid };
+        assert_int_equal(emu_kfd_open(&f->node, &o->caller, &o->file), 0);
+        assert_int_equal(emu_drm_open(&f->node, 128, &o->render), 0);
+        fake_fd_file = o->render;
+        f->file = o->file;
+        assert_int_equal(kfd_ioctl_as(f, &o->caller, AMDKFD_IOC_ACQUIRE_VM, &vm, NULL), 0);
+        f->file = mine;
+        fake_fd_file = NULL;
+        o->create_args = (struct kfd_ioctl_create_queue_args){
+                .ring_base_address = (uintptr_t)f->ring, .ring_size = sizeof(f->ring),
+                .write_pointer_address = (uintptr_t)&f->wptr, .read_pointer_address = (uintptr_t)&f->rptr,
+                .gpu_id = GPU0, .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                .queue_percentage = 100, .queue_priority = 7,
+        };
+}
+
+static long other_process_create_queue(struct fixture *f, struct other_process *o, struct emu_call **ret_parked)
+{
+        struct emu_file *mine = f->file;
+        long r;
+
+        f->file = o->file;
+        r = kfd_ioctl_as(f, &o->caller, AMDKFD_IOC_CREATE_QUEUE, &o->create_args, ret_parked);
+        f->file = mine;
+        return r;
+}
+
+static void other_process_close(struct fixture *f, struct other_process *o)
+{
+        emu_kfd_release(o->file);
+        emu_drm_release(o->render);
+        emu_process_mm_release(&f->node, o->caller.tgid);
+}
+
+/* A SUSPEND parks in the preemption's fence wait and parks its suspend:
+ * the target's mutex and event_mutex and the GPU's dqm lock stay taken
+ * until it ends, so the target's own ioctls, another process's
+ * CREATE_QUEUE on that GPU and an mqds read wait for it; a call that does
+ * not need them does not. */
+static void suspend_with_waiters(struct fixture *f, bool locks_modelled)
+{
+        struct kfd_runtime_info rinfo;
+        struct emu_call *suspending = NULL, *own = NULL, *other_create = NULL;
+        struct emu_call *mqds = calloc(1, sizeof(*mqds));
+        struct kfd_ioctl_dbg_trap_args args;
+        struct kfd_ioctl_get_version_args version;
+        struct kfd_ioctl_create_queue_args own_create;
+        struct other_process other;
+        pid_t child = spawn_target();
+        uint32_t ids[1];
+        long suspend_ret;
+
+        f->node.cfg.locks_released_while_waiting = !locks_modelled;
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        ids[0] = create_queue(f, GPU0);
+        clear_new_by_snapshot(f);
+        other_process_open(f, child, &other);
+
+        fake_gpu.preempt_ns = 150000;
+        args = (struct kfd_ioctl_dbg_trap_args){ .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_SUSPEND_QUEUES,
+                                                 .suspend_queues = { .queue_array_ptr = (uintptr_t)ids,
+                                                                     .num_queues = 1 } };
+        assert_int_equal(kfd_ioctl_as(f, &f->self, AMDKFD_IOC_DBG_TRAP, &args, &suspending), EMU_CALL_PARKED);
+        assert_int_equal(fake_gpu.spin_notices, 1);
+        suspend_ret = fake_gpu.pending_ret;
+        /* What the waiters do once they run costs no modelled time. */
+        fake_gpu.preempt_ns = 0;
+        n_replies = 0;
+
+        /* GET_VERSION takes no lock. */
+        assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_GET_VERSION, &version), 0);
+
+        own_create = other.create_args;
+        own_create.gpu_id = GPU1;
+        *mqds = (struct emu_call){ .caller = f->self, .reply = record_reply };
+        if (!locks_modelled) {
+                assert_int_equal(kfd_ioctl(f, AMDKFD_IOC_CREATE_QUEUE, &own_create), 0);
+                assert_int_equal(other_process_create_queue(f, &other, NULL), 0);
+                assert_int_equal(emu_debugfs_mqds_open(&f->node, mqds), 0);
+                free(mqds);
+                emu_call_complete(suspending, suspend_ret);
+                assert_int_equal(n_replies, 1);
+        } else {
+                assert_int_equal(kfd_ioctl_as(f, &f->self, AMDKFD_IOC_CREATE_QUEUE, &own_create, &own),
+                                 EMU_CALL_PARKED);
+                assert_int_equal(other_process_create_queue(f, &other, &other_create), EMU_CALL_PARKED);
+                assert_ptr_equal(other_create->lock_gpu, &f->node.gpus[0]);
+                assert_int_equal(emu_debugfs_mqds_open(&f->node, mqds), EMU_CALL_PARKED);
+                assert_int_equal(n_replies, 0);
+
+                /* The fence signals: every waiter gets through as the locks
+                 * are released, then the suspend replies with its count. */
+                emu_call_complete(suspending, suspend_ret);
+                assert_int_equal(n_replies, 4);
+                assert_int_equal(last_reply, 1);
+                assert_int_equal(self_process(f)->mutex_holders, 0);
+                assert_int_equal(f->node.gpus[0].dqm_holders, 0);
+        }
+        assert_int_equal(ids[0], 0);
+        other_process_close(f, &other);
+        reap(child);
+}
+
+static void test_locks_held_across_preemption(void **state)
+{
+        suspend_with_waiters(*state, true);
+}
+
+static void test_locks_released_while_waiting_when_configured(void **state)
+{
+        suspend_with_waiters(*state, false);
+}
+
+/* An mqds reader asleep on a process's mutex when that process's mm goes:
+ * it is nobody's thread of the process, gets through, and the preemption
+ * that held the mutex still ends cleanly. */
+static void test_mqds_reader_outlives_the_process_it_waits_on(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        struct emu_call *suspending = NULL;
+        struct emu_call *mqds = calloc(1, sizeof(*mqds));
+        struct kfd_ioctl_dbg_trap_args args;
+        uint32_t ids[1];
+
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        ids[0] = create_queue(f, GPU0);
+        clear_new_by_snapshot(f);
+        fake_gpu.preempt_ns = 150000;
+        args = (struct kfd_ioctl_dbg_trap_args){ .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_SUSPEND_QUEUES,
+                                                 .suspend_queues = { .queue_array_ptr = (uintptr_t)ids,
+                                                                     .num_queues = 1 } };
+        assert_int_equal(kfd_ioctl_as(f, &f->self, AMDKFD_IOC_DBG_TRAP, &args, &suspending), EMU_CALL_PARKED);
+        long suspend_ret = fake_gpu.pending_ret;
+        fake_gpu.preempt_ns = 0;
+        n_replies = 0;
+        *mqds = (struct emu_call){ .caller = f->self, .reply = record_reply };
+        assert_int_equal(emu_debugfs_mqds_open(&f->node, mqds), EMU_CALL_PARKED);
+
+        emu_process_mm_release(&f->node, getpid());
+        assert_int_equal(n_replies, 1);
+        assert_int_equal(last_reply, 0);
+        emu_call_complete(suspending, suspend_ret);
+        assert_int_equal(n_replies, 2);
+        assert_int_equal(f->node.gpus[0].dqm_holders, 0);
+}
+
+/* [Node] FenceWaitSpins=no: the caller is not told to spin. */
+static void test_fence_wait_sleeps_when_configured(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        struct emu_call *parked = NULL;
+        struct kfd_ioctl_dbg_trap_args args;
+        uint32_t ids[1];
+
+        f->node.cfg.fence_wait_sleeps = true;
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        ids[0] = create_queue(f, GPU0);
+        clear_new_by_snapshot(f);
+        fake_gpu.preempt_ns = 150000;
+        args = (struct kfd_ioctl_dbg_trap_args){ .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_SUSPEND_QUEUES,
+                                                 .suspend_queues = { .queue_array_ptr = (uintptr_t)ids,
+                                                                     .num_queues = 1 } };
+        assert_int_equal(kfd_ioctl_as(f, &f->self, AMDKFD_IOC_DBG_TRAP, &args, &parked), EMU_CALL_PARKED);
+        assert_int_equal(fake_gpu.spin_notices, 0);
+        emu_call_complete(parked, fake_gpu.pending_ret);
+        fake_gpu.preempt_ns = 0;
+}
+
 /* A pid namespace with an init (ns pid 1) and one more task (ns pid 2),
  * made by a host child. Returns the host pids of init and the task. */
 static pid_t spawn_pid_namespace(pid_t *ret_init, pid_t *ret_task)
@@ -963,6 +1149,10 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_vmid_reservation_and_debugger_exit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fault_triggers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_queue_hang_without_culprit_resets_the_gpu, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_locks_held_across_preemption, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_locks_released_while_waiting_when_configured, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fence_wait_sleeps_when_configured, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_mqds_reader_outlives_the_process_it_waits_on, setup, teardown),
                 cmocka_unit_test(test_dbg_trap_pid_is_read_in_the_callers_namespace),
         };
 

@@ -215,13 +215,21 @@ static void channel_finish_call(struct connection *ch, long result, bool reply)
         call_free(ch->call);
         ch->call = NULL;
         ch->call_file = NULL;
-        file->file_state.calls_in_flight--;
-        file_release_if_unused(file);
+        /* A debugfs read is a call without a file. */
+        if (file) {
+                file->file_state.calls_in_flight--;
+                file_release_if_unused(file);
+        }
 }
 
 static void call_reply(struct emu_call *call, long ret)
 {
         channel_finish_call(call->transport_data, ret, true);
+}
+
+void emu_transport_call_spins(struct emu_call *call, uint64_t duration_ns)
+{
+        send_result(call->transport_data, KFDEMU_REPLY_SPINNING, (long)duration_ns);
 }
 
 /* ---- messages ---- */
@@ -357,6 +365,29 @@ static int handle_exec(struct connection *ch)
         return send_result(ch, KFDEMU_REPLY_RESULT, 0);
 }
 
+static void mqds_reply(struct emu_call *call, long ret)
+{
+        struct connection *ch = call->transport_data;
+
+        emu_render_on_read(&ch->server->node, EMU_RENDER_MQDS, 0, 0);
+        channel_finish_call(ch, ret, true);
+}
+
+/* The mqds dump takes every process's mutex: the opener may sleep on one
+ * (kernel/kfd-debugfs.c), and the file is rendered when it gets through. */
+static int refresh_mqds(struct connection *ch)
+{
+        struct emu_call *call = calloc(1, sizeof(*call));
+
+        if (!call)
+                return send_result(ch, KFDEMU_REPLY_RESULT, -ENOMEM);
+        *call = (struct emu_call){ .caller = ch->caller, .reply = mqds_reply, .transport_data = ch };
+        ch->call = call;
+        if (emu_debugfs_mqds_open(&ch->server->node, call) != EMU_CALL_PARKED)
+                mqds_reply(call, 0);
+        return 0;
+}
+
 static int handle_refresh(struct connection *ch, const struct kfdemu_msg_refresh *msg)
 {
         static const enum emu_render_on_read files[] = {
@@ -368,6 +399,8 @@ static int handle_refresh(struct connection *ch, const struct kfdemu_msg_refresh
 
         if (msg->file < KFDEMU_REFRESH_MQDS || msg->file >= ELEMENTSOF(files))
                 return -EBADMSG;
+        if (msg->file == KFDEMU_REFRESH_MQDS)
+                return refresh_mqds(ch);
         emu_render_on_read(&ch->server->node, files[msg->file], msg->tgid, msg->gpu_id);
         return send_result(ch, KFDEMU_REPLY_RESULT, 0);
 }
@@ -585,7 +618,8 @@ void connection_drop_all(struct kfdemu_server *server)
         for (struct connection *c = server->connections; c; c = c->next)
                 if (c->kind == CONNECTION_CHANNEL && c->call) {
                         emu_call_abandon(c->call);
-                        c->call_file->file_state.calls_in_flight--;
+                        if (c->call_file)
+                                c->call_file->file_state.calls_in_flight--;
                         call_free(c->call);
                         c->call = NULL;
                         c->call_file = NULL;

@@ -175,6 +175,21 @@ static int handle_node_key(struct parse_state *s, const char *name, const char *
                 r = parse_u32(value, 1, 65536, &cfg->max_num_of_queues_per_device);
                 return r < 0 ? value_error(s, "Node", name, value, r, "1..65536 queues") : 1;
         }
+        if (strcmp(name, "LocksAcrossWaits") == 0 || strcmp(name, "FenceWaitSpins") == 0) {
+                bool *released = strcmp(name, "LocksAcrossWaits") == 0 ? &cfg->locks_released_while_waiting
+                                                                        : &cfg->fence_wait_sleeps;
+                bool modelled;
+
+                r = parse_bool(value, &modelled);
+                if (r < 0)
+                        return value_error(s, "Node", name, value, r, "yes or no");
+                *released = !modelled;
+                return 1;
+        }
+        if (strcmp(name, "MemorySyncMicroseconds") == 0) {
+                r = parse_u32(value, 0, 60000000, &cfg->memory_sync_us);
+                return r < 0 ? value_error(s, "Node", name, value, r, "0..60000000 microseconds") : 1;
+        }
         if (strcmp(name, "Gpus") == 0) {
                 r = parse_u32(value, 1, EMU_MAX_GPUS, &v);
                 if (r < 0)
@@ -183,7 +198,8 @@ static int handle_node_key(struct parse_state *s, const char *name, const char *
                 return 1;
         }
         return fail(s, "[Node] has no key '%s'; known keys: KfdVersion, SchedPolicy, "
-                       "QueuePreemptionTimeoutMs, MaxNumOfQueuesPerDevice, Gpus", name);
+                       "QueuePreemptionTimeoutMs, MaxNumOfQueuesPerDevice, LocksAcrossWaits, FenceWaitSpins, "
+                       "MemorySyncMicroseconds, Gpus", name);
 }
 
 static int handle_gpu_key(struct parse_state *s, const char *section, unsigned index, const char *name,

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -219,13 +221,39 @@ static void block_signals(sigset_t *ret_caller_mask)
         pthread_sigmask(SIG_BLOCK, &all, ret_caller_mask);
 }
 
+/* The server's notice that the call entered the unmap fence wait: the
+ * CLOCK_MONOTONIC time until which the caller spins, or 0. */
+static int64_t spinning_notice_deadline(const void *reply, ssize_t n)
+{
+        struct kfdemu_reply notice;
+        struct timespec now;
+
+        if (n != (ssize_t)sizeof(notice))
+                return 0;
+        memcpy(&notice, reply, sizeof(notice));
+        if (notice.status != KFDEMU_REPLY_SPINNING || notice.result <= 0)
+                return 0;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + notice.result;
+}
+
+static bool still_spinning(int64_t deadline_ns)
+{
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec < deadline_ns;
+}
+
 static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, const void *request,
                        size_t request_size, bool interruptible, void *reply, size_t reply_size, int *fds,
                        unsigned max_fds, unsigned *ret_n_fds)
 {
         static const struct kfdemu_msg_interrupted interrupted = { .type = KFDEMU_MSG_INTERRUPTED };
+        static const struct timespec no_wait = { 0, 0 };
         struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
         ssize_t n = send_all(ch->fd, request, request_size);
+        int64_t spin_until = 0;
 
         if (interruptible)
                 interrupt_restarts = false;
@@ -236,7 +264,9 @@ static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, co
                  * as signal_pending() does in the kernel; and unlike recv it
                  * fails with EINTR after every handler whatever its
                  * SA_RESTART: what an interruptible sleep sees. */
-                if (ppoll(&pfd, 1, NULL, caller_mask) < 0) {
+                bool spinning = spin_until && still_spinning(spin_until);
+                int ready = ppoll(&pfd, 1, spinning ? &no_wait : NULL, caller_mask);
+                if (ready < 0) {
                         if (errno != EINTR) {
                                 n = -EIO;
                         } else if (interruptible) {
@@ -245,7 +275,24 @@ static ssize_t call_on(const struct channel *ch, const sigset_t *caller_mask, co
                         }
                         continue;
                 }
+                if (ready == 0) {
+                        /* amdkfd_fence_wait_timeout's schedule() with the
+                         * task still running: another task of the CPU gets
+                         * it only if the scheduler prefers it, which one of
+                         * a lower class (SCHED_OTHER under a SCHED_FIFO
+                         * caller) never is. Past the modelled unmap the
+                         * caller sleeps until the server, which may have
+                         * shared its CPU, replies. */
+                        sched_yield();
+                        continue;
+                }
                 n = receive_reply(ch->fd, reply, reply_size, fds, max_fds, ret_n_fds);
+                int64_t deadline = spinning_notice_deadline(reply, n);
+                if (deadline) {
+                        spin_until = deadline;
+                        n = 0;
+                        continue;
+                }
                 if (n != -EAGAIN && n != -EINTR)
                         break;
                 n = 0;

@@ -101,6 +101,28 @@ static void test_values(void **state)
         assert_int_equal(p.cfg.gpus[2].wg_slots_per_cu, 8);
         /* Untouched GPUs keep the defaults the caller put in. */
         assert_string_equal(p.cfg.gpus[0].name, "gfx942");
+        /* The kernel's locking and fence wait are modelled unless switched off. */
+        assert_false(p.cfg.locks_released_while_waiting);
+        assert_false(p.cfg.fence_wait_sleeps);
+        assert_int_equal(p.cfg.memory_sync_us, 0);
+}
+
+static void test_hazard_models(void **state)
+{
+        struct parsed p;
+
+        parse("[Node]\nLocksAcrossWaits=no\nFenceWaitSpins=off\nMemorySyncMicroseconds=2500\n", &p);
+        assert_int_equal(p.r, 0);
+        assert_true(p.cfg.locks_released_while_waiting);
+        assert_true(p.cfg.fence_wait_sleeps);
+        assert_int_equal(p.cfg.memory_sync_us, 2500);
+        parse("[Node]\nLocksAcrossWaits=yes\nFenceWaitSpins=1\n", &p);
+        assert_int_equal(p.r, 0);
+        assert_false(p.cfg.locks_released_while_waiting);
+        assert_false(p.cfg.fence_wait_sleeps);
+        assert_error("[Node]\nLocksAcrossWaits=sometimes\n", 2, "yes or no");
+        assert_error("[Node]\nFenceWaitSpins=\n", 2, "yes or no");
+        assert_error("[Node]\nMemorySyncMicroseconds=60000001\n", 2, "0..60000000 microseconds");
 }
 
 static void test_errors_name_the_line(void **state)
@@ -256,6 +278,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_values),
+                cmocka_unit_test(test_hazard_models),
                 cmocka_unit_test(test_errors_name_the_line),
                 cmocka_unit_test(test_impossible_combinations),
                 cmocka_unit_test(test_faults),
