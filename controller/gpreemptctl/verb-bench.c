@@ -464,7 +464,8 @@ static void print_watch(struct bench *b)
                b->n_advances, (double)b->watch_us / 1e6, poll_p50);
 }
 
-static int parse_options(struct bench *b, int argc, char **argv)
+/* CTL_EXIT_OK with *ret_help set when --help was printed: nothing more to do. */
+static int parse_options(struct bench *b, int argc, char **argv, bool *ret_help)
 {
         enum { OPT_CYCLES = 0x100, OPT_HOLD, OPT_GAP, OPT_GPU, OPT_WATCH, OPT_JSON };
         static const struct option options[] = {
@@ -514,7 +515,8 @@ static int parse_options(struct bench *b, int argc, char **argv)
                         break;
                 case 'h':
                         print_help();
-                        return -1;
+                        *ret_help = true;
+                        return CTL_EXIT_OK;
                 default:
                         return ctl_report_bad_option("bench", argc, argv, options);
                 }
@@ -530,12 +532,13 @@ int verb_bench(const struct ctl_globals *globals, int argc, char **argv)
 {
         _cleanup_(bench_release) struct bench b = { .cycles = 200, .hold_us = 5000, .gap_us = 5000 };
         struct sigaction interrupt = { .sa_handler = on_interrupt };
+        bool help = false;
         uint64_t cycle;
         int r;
 
-        r = parse_options(&b, argc, argv);
-        if (r != CTL_EXIT_OK)
-                return r < 0 ? CTL_EXIT_OK : r;
+        r = parse_options(&b, argc, argv, &help);
+        if (r != CTL_EXIT_OK || help)
+                return r;
         for (int i = optind; i < argc; i++) {
                 pid_t pid;
 

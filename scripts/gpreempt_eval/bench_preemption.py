@@ -212,18 +212,26 @@ def measure_read_index(targets, seconds):
             "completion": "completion signal end_ts" if targets.emulated else "host saw the request done"}
 
 
-def kfdemu_keys(rows):
-    """The node-configuration keys (kfdemu-run(1)) the measured figures stand for: HWS's suspend is the
-    unmap (PreemptMicroseconds) plus, with waves resident, their context save (CwsrSaveMicroseconds)."""
+def kfdemu_keys(rows, read_index):
+    """The node-configuration keys (kfdemu-run(1), [GPU0]) the measured figures stand for. On an HWS GPU a
+    suspend's ioctl waits for the unmap (PreemptMicroseconds) and, with waves resident, for their context
+    save (CwsrSaveMicroseconds); the read index shows a dispatch done at its end or before it."""
     by = {(r["queues"], r["target"]): r for r in rows}
     queues = min(r["queues"] for r in rows)
     idle, busy = by[(queues, "idle")], by[(queues, "busy")]
+    early = read_index["early"] / read_index["samples"]
     return {
         "PreemptMicroseconds": round(idle["suspend"]["wall_p50_us"]),
         "CwsrSaveMicroseconds": max(0, round(busy["suspend"]["wall_p50_us"] - idle["suspend"]["wall_p50_us"])),
+        # the cost model's keys, where kfdemu has them: the two above are its constant model
+        "PreemptCostModel": "constant",
+        "ReadIndexAdvance": "dispatch" if early > 0.5 else "completion",
         "from": f"{queues} queue(s): PreemptMicroseconds = the idle target's suspend p50; CwsrSaveMicroseconds = "
-                "the busy target's suspend p50 minus that. CwsrRestoreMicroseconds (the wait before resumed waves "
-                "run again) is not measured: no call returns when it ends",
+                "the busy target's suspend p50 minus that (PreemptCostModel=constant, where kfdemu has the cost "
+                "model); ReadIndexAdvance = dispatch when most read-index advances came before the completion "
+                f"time ({read_index['early']} of {read_index['samples']} did). Not measured: "
+                "CwsrRestoreMicroseconds (no call returns when the restore ends), the wave-based model's "
+                "CwsrMegabytesPerSecond and MapQueueMicroseconds",
     }
 
 
@@ -254,6 +262,9 @@ def print_report(result):
     keys = result["kfdemu_keys"]
     for k in ("PreemptMicroseconds", "CwsrSaveMicroseconds"):
         print(f"  {k}={keys[k]}")
+    print("  and, where kfdemu has the preemption cost model (kfdemu-run(1), PreemptCostModel=):")
+    for k in ("PreemptCostModel", "ReadIndexAdvance"):
+        print(f"  {k}={keys[k]}")
     print(f"  ({keys['from']})")
 
 
@@ -265,7 +276,7 @@ def measure(args, targets):
     result["calls"] = measure_calls(targets, args.queues, args.cycles, hold, gap)
     result["online_delay"] = measure_online_delay(targets, args.queues[0], args.seconds, hold, gap, hold_us, gap_us)
     result["read_index"] = measure_read_index(targets, args.seconds)
-    result["kfdemu_keys"] = kfdemu_keys(result["calls"])
+    result["kfdemu_keys"] = kfdemu_keys(result["calls"], result["read_index"])
     return result
 
 

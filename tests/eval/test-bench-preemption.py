@@ -54,8 +54,8 @@ check("read-index advances paired with completion signals, none before them",
       ri.get("samples", 0) > 0 and ri.get("early", 1) == 0 and ri.get("min_us", -1) >= 0, json.dumps(ri))
 keys = result.get("kfdemu_keys", {})
 check("the kfdemu keys the figures stand for",
-      keys.get("PreemptMicroseconds", 0) >= modelled["preempt_us"] and keys.get("CwsrSaveMicroseconds", -1) >= 0,
-      json.dumps(keys))
+      keys.get("PreemptMicroseconds", 0) >= modelled["preempt_us"] and keys.get("CwsrSaveMicroseconds", -1) >= 0 and
+      keys.get("PreemptCostModel") == "constant" and keys.get("ReadIndexAdvance") == "completion", json.dumps(keys))
 check("the modelled values are printed", result.get("modelled") == modelled, json.dumps(result.get("modelled")))
 
 p = run("--kfdemu", "--cycles", "5", "--seconds", "1", "--queues", "1")
