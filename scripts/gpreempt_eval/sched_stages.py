@@ -26,6 +26,7 @@ daemon did between switching in and the ioctl (its looks, the policy). A
 suspension whose daemon thread was already running at the store (a busy poll
 loop) has no wake-up of its own: it is counted apart ("already running").
 """
+import bisect
 import re
 import statistics
 import subprocess
@@ -63,11 +64,17 @@ def record_argv(output):
 
 
 def read_events(data):
-    """(wakings, switch-ins, forks): lists of (ns, waker tgid, wakee tid), (ns, tid), (parent tid, child tid)."""
+    """The events of a perf.data file: parse_events() of its perf script text."""
     p = subprocess.run(["perf", "script", "-i", data, "--ns", "-F", "comm,pid,tid,time,event,trace"],
                        capture_output=True, text=True, check=True)
+    return parse_events(p.stdout)
+
+
+def parse_events(text):
+    """(wakings, switch-ins, forks) of perf script's text: lists of (ns, waker tgid, wakee tid), (ns, tid),
+    (parent tid, child tid)."""
     wakings, switches, forks = [], [], []
-    for line in p.stdout.splitlines():
+    for line in text.splitlines():
         m = LINE.match(line)
         if not m:
             continue
@@ -109,18 +116,6 @@ def read_stores(dispatch_times):
     return sorted(stamps), pid
 
 
-def first_at_or_after(times, ns, start=0):
-    """Index of the first of sorted times at or after ns (len(times) if none)."""
-    lo, hi = start, len(times)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if times[mid] < ns:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 def percentiles(values):
     if not values:
         return None
@@ -131,13 +126,18 @@ def percentiles(values):
 
 def analyse(data, trace, dispatch_times, daemon_pid):
     """The stages of one run (a dict), or raises ValueError saying what is missing."""
-    wakings, switches, forks = read_events(data)
+    return split(read_events(data), read_stores(dispatch_times), read_suspensions(trace, daemon_pid), daemon_pid)
+
+
+def split(events, online, suspensions, daemon_pid):
+    """The stages of each suspension (sorted entry stamps) after the store before it; events: parse_events()'s;
+    online: (sorted store stamps, the storing process's pid), as read_stores() gives them."""
+    wakings, switches, forks = events
     threads = daemon_threads(daemon_pid, forks)
     wakings = sorted(w for w in wakings if w[2] in threads)
     switches = sorted(s[0] for s in switches if s[1] in threads)
     waking_times = [w[0] for w in wakings]
-    stores, online_pid = read_stores(dispatch_times)
-    suspensions = read_suspensions(trace, daemon_pid)
+    stores, online_pid = online
     if not stores or not suspensions:
         raise ValueError("no online store or no suspension was recorded")
     if not switches:
@@ -145,17 +145,17 @@ def analyse(data, trace, dispatch_times, daemon_pid):
     stages = {s: [] for s in STAGES}
     woken_by = {"online_process": 0, "other": 0, "already_running": 0}
     for entered in suspensions:
-        i = first_at_or_after(stores, entered + 1) - 1
+        i = bisect.bisect_left(stores, entered + 1) - 1
         if i < 0 or entered - stores[i] >= 50000000:
             continue
         store = stores[i]
-        w = first_at_or_after(waking_times, store)
+        w = bisect.bisect_left(waking_times, store)
         if w == len(wakings) or wakings[w][0] > entered:
             woken_by["already_running"] += 1
             continue
         woke, waker, _ = wakings[w]
-        running_at = first_at_or_after(switches, woke)
-        issuer_at = first_at_or_after(switches, entered + 1) - 1
+        running_at = bisect.bisect_left(switches, woke)
+        issuer_at = bisect.bisect_left(switches, entered + 1) - 1
         if running_at == len(switches) or switches[running_at] > entered:
             woken_by["already_running"] += 1
             continue
