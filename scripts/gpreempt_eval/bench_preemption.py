@@ -213,25 +213,29 @@ def measure_read_index(targets, seconds):
 
 
 def kfdemu_keys(rows, read_index):
-    """The node-configuration keys (kfdemu-run(1), [GPU0]) the measured figures stand for. On an HWS GPU a
-    suspend's ioctl waits for the unmap (PreemptMicroseconds) and, with waves resident, for their context
-    save (CwsrSaveMicroseconds); the read index shows a dispatch done at its end or before it."""
+    """The node-configuration keys (kfdemu-run(1)) the measured figures stand for, by section. On an HWS GPU
+    a suspend's ioctl waits for the unmap (PreemptMicroseconds) and, with waves resident, for their context
+    save (CwsrSaveMicroseconds); a caller that keeps its CPU through the unmap fence wait spends about its
+    wall time in the call (FenceWaitSpins); the read index shows a dispatch done at its end or before it."""
     by = {(r["queues"], r["target"]): r for r in rows}
     queues = min(r["queues"] for r in rows)
     idle, busy = by[(queues, "idle")], by[(queues, "busy")]
+    spin = busy["suspend"]["thread_cpu_p50_us"] / max(busy["suspend"]["wall_p50_us"], 1e-9)
     early = read_index["early"] / read_index["samples"]
     return {
-        "PreemptMicroseconds": round(idle["suspend"]["wall_p50_us"]),
-        "CwsrSaveMicroseconds": max(0, round(busy["suspend"]["wall_p50_us"] - idle["suspend"]["wall_p50_us"])),
-        # the cost model's keys, where kfdemu has them: the two above are its constant model
-        "PreemptCostModel": "constant",
-        "ReadIndexAdvance": "dispatch" if early > 0.5 else "completion",
+        "Node": {"FenceWaitSpins": "yes" if spin > 0.5 else "no"},
+        "GPU0": {"PreemptMicroseconds": round(idle["suspend"]["wall_p50_us"]),
+                 "CwsrSaveMicroseconds": max(0, round(busy["suspend"]["wall_p50_us"] -
+                                                      idle["suspend"]["wall_p50_us"]))},
+        # the preemption cost model's keys, where kfdemu has them: the two above drive its constant model
+        "cost_model": {"PreemptCostModel": "constant", "ReadIndexAdvance": "dispatch" if early > 0.5 else "completion"},
         "from": f"{queues} queue(s): PreemptMicroseconds = the idle target's suspend p50; CwsrSaveMicroseconds = "
-                "the busy target's suspend p50 minus that (PreemptCostModel=constant, where kfdemu has the cost "
-                "model); ReadIndexAdvance = dispatch when most read-index advances came before the completion "
-                f"time ({read_index['early']} of {read_index['samples']} did). Not measured: "
-                "CwsrRestoreMicroseconds (no call returns when the restore ends), the wave-based model's "
-                "CwsrMegabytesPerSecond and MapQueueMicroseconds",
+                f"the busy target's suspend p50 minus that; FenceWaitSpins = yes when the calling thread's CPU "
+                f"time in the busy suspend is more than half its wall time (it was {spin:.0%}); ReadIndexAdvance = "
+                f"dispatch when most read-index advances came before the completion time ({read_index['early']} "
+                f"of {read_index['samples']} did). Not measured: CwsrRestoreMicroseconds (no call returns when the "
+                "restore ends), the wave-based cost model's rates. On kfdemu the calls also carry the emulator's "
+                "own path (docs/benchmarks/preemption.md)",
     }
 
 
@@ -258,13 +262,15 @@ def print_report(result):
     print(f"read index shown done after the request's completion ({ri['completion']}): p50 {ri['p50_us']:.1f} us, "
           f"p99 {ri['p99_us']:.1f} us, min {ri['min_us']:.1f} us; {ri['early']} of {ri['samples']} before it "
           f"(sampled every {ri['poll_interval_p50_us']:.1f} us)")
-    print("kfdemu node configuration ([GPU0] of kfdemu-run --config) for these figures:")
+    print("kfdemu node configuration (kfdemu-run --config) for these figures:")
     keys = result["kfdemu_keys"]
-    for k in ("PreemptMicroseconds", "CwsrSaveMicroseconds"):
-        print(f"  {k}={keys[k]}")
-    print("  and, where kfdemu has the preemption cost model (kfdemu-run(1), PreemptCostModel=):")
-    for k in ("PreemptCostModel", "ReadIndexAdvance"):
-        print(f"  {k}={keys[k]}")
+    for section in ("Node", "GPU0"):
+        print(f"  [{section}]")
+        for k, v in keys[section].items():
+            print(f"  {k}={v}")
+    print("  and in [GPU0], where kfdemu has the preemption cost model (kfdemu-run(1), PreemptCostModel=):")
+    for k, v in keys["cost_model"].items():
+        print(f"  {k}={v}")
     print(f"  ({keys['from']})")
 
 

@@ -53,13 +53,16 @@ ri = result.get("read_index", {})
 check("read-index advances paired with completion signals, none before them",
       ri.get("samples", 0) > 0 and ri.get("early", 1) == 0 and ri.get("min_us", -1) >= 0, json.dumps(ri))
 keys = result.get("kfdemu_keys", {})
+gpu = keys.get("GPU0", {})
 check("the kfdemu keys the figures stand for",
-      keys.get("PreemptMicroseconds", 0) >= modelled["preempt_us"] and keys.get("CwsrSaveMicroseconds", -1) >= 0 and
-      keys.get("PreemptCostModel") == "constant" and keys.get("ReadIndexAdvance") == "completion", json.dumps(keys))
+      gpu.get("PreemptMicroseconds", 0) >= modelled["preempt_us"] and gpu.get("CwsrSaveMicroseconds", -1) >= 0 and
+      keys.get("Node", {}).get("FenceWaitSpins") in ("yes", "no") and
+      keys.get("cost_model") == {"PreemptCostModel": "constant", "ReadIndexAdvance": "completion"}, json.dumps(keys))
 check("the modelled values are printed", result.get("modelled") == modelled, json.dumps(result.get("modelled")))
 
 p = run("--kfdemu", "--cycles", "5", "--seconds", "1", "--queues", "1")
 check("a human table with the keys", p.returncode == 0 and "PreemptMicroseconds=" in p.stdout and
+      "[Node]" in p.stdout and "FenceWaitSpins=" in p.stdout and
       "thread CPU p50 us" in p.stdout and "simulated on kfdemu" in p.stdout, p.stdout[-800:] + p.stderr[-400:])
 
 p = run(env={"GPREEMPT_KFD_DEVICE": "/nonexistent/kfd"})
