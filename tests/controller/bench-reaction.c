@@ -380,9 +380,9 @@ int main(int argc, char **argv)
                 outside[MAX_EVENTS];
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
         char duration[32], rate[32], config[1024], suspend_marker[64], resume_marker[64], daemon_settings[512] = "";
-        char kernels_per_request[16] = "1", request_kernel_us[32] = "100";
+        char kernels_arg[16], kernel_us_arg[32];
         const char *trace_path = NULL, *mode = "auto", *policy = "worst-case", *kept_times = NULL;
-        long request_seconds = 0;
+        long request_seconds = 0, kernels_per_request = 1, request_kernel_us = 100;
         size_t n_requests = 0;
         long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1;
         long realtime_priority = -1, realtime_cpu_percent = -1; /* -1: not given */
@@ -444,9 +444,9 @@ int main(int argc, char **argv)
                 else if (strcmp(argv[i], "--request-seconds") == 0 && i + 1 < argc)
                         request_seconds = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--kernels-per-request") == 0 && i + 1 < argc)
-                        snprintf(kernels_per_request, sizeof(kernels_per_request), "%ld", strtol(argv[++i], NULL, 10));
+                        kernels_per_request = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--request-kernel-us") == 0 && i + 1 < argc)
-                        snprintf(request_kernel_us, sizeof(request_kernel_us), "%ld", strtol(argv[++i], NULL, 10));
+                        request_kernel_us = strtol(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--dispatch-times") == 0 && i + 1 < argc)
                         kept_times = argv[++i];
                 else if (strcmp(argv[i], "--json") == 0)
@@ -456,14 +456,14 @@ int main(int argc, char **argv)
                         return 2;
                 }
         }
-        if ((events > 0 || request_seconds > 0) && !trace_path)
-                die("--trace TRACE is needed to measure reaction: the file given to kfdemu-run --trace");
         if (strcmp(policy, "worst-case") != 0 && strcmp(policy, "default") != 0)
                 die("--policy must be worst-case or default");
+        if ((events > 0 || request_seconds > 0) && !trace_path)
+                die("--trace TRACE is needed to measure reaction: the file given to kfdemu-run --trace");
         if (events > 0 && request_seconds > 0)
                 die("--events and --request-seconds exclude each other: end the request phase by count or by time");
-        if (request_seconds < 0 || request_seconds > 86400 || atol(kernels_per_request) < 1 ||
-            atol(kernels_per_request) > 1000 || atol(request_kernel_us) < 1 || atol(request_kernel_us) > 1000000)
+        if (request_seconds < 0 || request_seconds > 86400 || kernels_per_request < 1 || kernels_per_request > 1000 ||
+            request_kernel_us < 1 || request_kernel_us > 1000000)
                 die("--request-seconds must be 0..86400, --kernels-per-request 1..1000, --request-kernel-us 1..1000000");
         if (strcmp(mode, "auto") != 0 && strcmp(mode, "breakpoint") != 0 && strcmp(mode, "poll") != 0)
                 die("--mode must be auto, breakpoint or poll");
@@ -573,13 +573,15 @@ int main(int argc, char **argv)
                 if (!trace_file || fseek(trace_file, 0, SEEK_END) < 0)
                         die("cannot follow the trace (kfdemu-run --trace)");
                 snprintf(rate, sizeof(rate), "%g", request_rate);
+                snprintf(kernels_arg, sizeof(kernels_arg), "%ld", kernels_per_request);
+                snprintf(kernel_us_arg, sizeof(kernel_us_arg), "%ld", request_kernel_us);
                 /* more than one kernel: one doorbell per request, as runner.app_argv() gives the
                  * evaluation's online service on kfdemu (its reason is there) */
                 online = spawn((const char *const[]){ argv[2], "--rate", rate, "--gpu", "0", "--kernel-us",
-                                                      request_kernel_us, "--kernels-per-request", kernels_per_request,
+                                                      kernel_us_arg, "--kernels-per-request", kernels_arg,
                                                       "--duration", "100000", "--dispatch-times", times_path,
                                                       "--report", "none",
-                                                      atol(kernels_per_request) > 1 ? "--doorbell-per-request" : NULL,
+                                                      kernels_per_request > 1 ? "--doorbell-per-request" : NULL,
                                                       NULL },
                                online_out);
                 /* the daemon's CPU while it serves the requests: the busy cadence's cost */
