@@ -54,7 +54,6 @@ Simulated: kfdemu, not a GPU.
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -178,23 +177,21 @@ def run_case(build_dir, case, detector, scrape, rate, mode, args, stages=False):
                "--trace", trace, "--mode", detector, "--policy", args.policy, "--dispatch-times", times,
                "--gpus", str(gpus), "--online-processes", str(procs), "--queues", str(queues), "--json",
                *realtime_options(args), *scrape_options(build_dir, scrape), *request_options(mode, rate, args)]
-        perf = None
+        timeout = args.events / 10 + args.seconds + 900
         if stages:
-            perf = subprocess.Popen(sched_stages.record_argv(data), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                    text=True)
-            time.sleep(2)  # perf opens its events on every CPU before the daemon starts
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.events / 10 + args.seconds + 900)
-        finally:
-            if perf:
-                perf.send_signal(signal.SIGINT)
-                perf_error = perf.communicate(timeout=300)[1]
+            try:
+                with sched_stages.Recording(data, tmp) as recording:
+                    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            except RuntimeError as e:
+                return None, str(e)
+        else:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if p.returncode != 0:
             return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
         r = json.loads(p.stdout.strip().splitlines()[-1])
         if stages:
-            if perf.returncode not in (0, -signal.SIGINT):
-                return None, f"perf record failed: {perf_error.strip()[-300:]}"
+            if recording.error:
+                return None, recording.error
             try:
                 return sched_stages.analyse(data, trace, times, r["daemon_pid"]), None
             except ValueError as e:

@@ -27,9 +27,14 @@ suspension whose daemon thread was already running at the store (a busy poll
 loop) has no wake-up of its own: it is counted apart ("already running").
 """
 import bisect
+import errno
+import os
 import re
+import select
+import signal
 import statistics
 import subprocess
+import time
 
 EVENTS = ("sched:sched_waking", "sched:sched_switch", "sched:sched_process_fork")
 # comm prefix of the daemon and of any thread it names (15 characters at most)
@@ -55,12 +60,73 @@ def perf_missing():
     return None
 
 
-def record_argv(output):
-    """perf record over the whole machine, in-kernel filtered to the daemon's threads."""
+def record_argv(output, control=None):
+    """perf record over the whole machine, in-kernel filtered to the daemon's threads; with control
+    (ctl, ack FIFOs), its events start disabled until "enable" comes through them."""
     argv = ["perf", "record", "--quiet", "-a", "-k", "mono", "-o", output]
+    if control:
+        argv += ["--delay", "-1", "--control", f"fifo:{control[0]},{control[1]}"]
     for event in EVENTS:
         argv += ["-e", event, "--filter", FILTERS[event]]
     return argv
+
+
+class Recording:
+    """perf record running, its events enabled, from __enter__ on (perf's control FIFOs say when:
+    no event of the run is lost to perf's start-up); __exit__ stops it. error: why it failed, or None."""
+
+    START_TIMEOUT_S = 60
+
+    def __init__(self, output, tmp):
+        self.output, self.error = output, None
+        self.ctl, self.ack = os.path.join(tmp, "perf-ctl"), os.path.join(tmp, "perf-ack")
+
+    def __enter__(self):
+        os.mkfifo(self.ctl)
+        os.mkfifo(self.ack)
+        self.perf = subprocess.Popen(record_argv(self.output, (self.ctl, self.ack)), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        try:
+            problem = self.enable()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        if problem:
+            self.__exit__(None, None, None)
+            raise RuntimeError(f"{problem}: {self.error or 'perf said nothing'}")
+        return self
+
+    def enable(self):
+        """Tells perf to enable its events and waits for its ack; what went wrong, or None."""
+        deadline = time.monotonic() + self.START_TIMEOUT_S
+        ack = os.open(self.ack, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            ctl = None
+            while ctl is None and self.perf.poll() is None and time.monotonic() < deadline:
+                try:
+                    ctl = os.open(self.ctl, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError as e:
+                    if e.errno != errno.ENXIO:  # ENXIO: perf has not opened its end yet
+                        raise
+                    time.sleep(0.05)
+            if ctl is None:
+                return "perf record did not start"
+            os.write(ctl, b"enable\n")
+            os.close(ctl)
+            ready, _, _ = select.select([ack], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready or not os.read(ack, 16).startswith(b"ack"):
+                return "perf record did not enable its events"
+            return None
+        finally:
+            os.close(ack)
+
+    def __exit__(self, *exc):
+        if self.perf.poll() is None:
+            self.perf.send_signal(signal.SIGINT)
+        stderr = self.perf.communicate(timeout=300)[1]
+        if self.perf.returncode not in (0, -signal.SIGINT):
+            self.error = f"perf record failed: {stderr.strip()[-300:]}"
+        return False
 
 
 def read_events(data):

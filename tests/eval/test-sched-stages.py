@@ -84,6 +84,9 @@ check("the summary takes median and spread over runs",
       s["woken_by"]["already_running"] == 2, repr(s))
 check("perf record's command filters each event to the daemon's threads in the kernel",
       sched_stages.record_argv("out.data").count("--filter") == 3 and "-k" in sched_stages.record_argv("x"))
+argv = sched_stages.record_argv("out.data", ("ctl", "ack"))
+check("with control FIFOs, perf starts disabled and takes its orders through them",
+      argv[argv.index("--delay") + 1] == "-1" and argv[argv.index("--control") + 1] == "fifo:ctl,ack", repr(argv))
 
 print("1..%d" % len(results))
 for i, (name, ok, detail) in enumerate(results, 1):
