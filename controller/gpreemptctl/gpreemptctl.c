@@ -16,6 +16,8 @@ static const struct verb verbs[] = {
         { "hold", "PID... [--for DURATION] [--gpu ID]... [--grace-period N] [--wait-for-gpu] [--json]",
           "suspend processes' GPU queues until a duration ends or a signal comes", verb_hold },
         { "queues", "PID [--json]", "list a process's GPU queues", verb_queues },
+        { "bench", "PID... [--cycles N] [--hold DURATION] [--gap DURATION] [--gpu ID]... [--json]",
+          "measure what suspending and resuming processes' GPU queues costs here", verb_bench },
         /* Verbs that ask gpreemptd (verb-daemon.c, verb-top.c, verb-config.c). */
         { "status", "[--json]", "show what gpreemptd does: GPUs, processes, suspensions", verb_status },
         { "suspend", "PID [--json]", "have gpreemptd hold an offline process suspended", verb_daemon_pid },

@@ -30,6 +30,7 @@ struct verb {
 };
 
 int verb_hold(const struct ctl_globals *globals, int argc, char **argv);
+int verb_bench(const struct ctl_globals *globals, int argc, char **argv);
 int verb_queues(const struct ctl_globals *globals, int argc, char **argv);
 int verb_status(const struct ctl_globals *globals, int argc, char **argv);
 int verb_reload(const struct ctl_globals *globals, int argc, char **argv);

@@ -14,9 +14,12 @@ import sys
 FIGURES = [
     ("reaction_p50", "reaction p50 us"),
     ("reaction_p99", "reaction p99 us"),
+    ("p99_over_floor", "p99 / floor p99"),
+    ("p50_above_floor", "p50 - floor p50 us"),
     ("wakeup_to_ioctl_p99", "wakeup->ioctl p99 us"),
     ("busy_cpu_percent", "CPU % serving"),
     ("cpu_percent", "CPU % idle"),
+    ("suspensions_per_request", "suspensions/request"),
     ("steal_percent", "steal %"),
 ]
 
@@ -33,7 +36,7 @@ def parse_args(argv):
 
 
 def collect(files):
-    """{(case, detector, figure): [median of each round]}"""
+    """{(case, detector, figure): [median of each round]}; serve mode's case names carry the rate"""
     values = {}
     for path in files:
         with open(path) as f:
@@ -43,8 +46,10 @@ def collect(files):
                 figure = case.get(key)
                 if isinstance(figure, dict) and figure.get("median") is not None:
                     # steal is reported by both modes: keep each mode's apart
-                    figure_key = key if key != "steal_percent" else f"{key}:{report.get('mode')}"
-                    where = (case["case"], case.get("detector", "-"), figure_key)
+                    mode = report.get("mode")
+                    figure_key = key if key not in ("steal_percent", "busy_cpu_percent") else f"{key}:{mode}"
+                    name = case["case"] if mode != "serve" else f"{case['case']}@{case['rate']:g}/s"
+                    where = (name, case.get("detector", "-"), figure_key)
                     values.setdefault(where, []).append(figure["median"])
     return values
 
@@ -60,7 +65,8 @@ def main(argv=None):
     (label_a, *files_a), (label_b, *files_b) = args.label
     a, b = collect(files_a), collect(files_b)
     names = dict(FIGURES)
-    names.update({f"steal_percent:{mode}": f"steal % ({mode})" for mode in ("reaction", "cpu")})
+    names.update({f"steal_percent:{mode}": f"steal % ({mode})" for mode in ("reaction", "cpu", "serve")})
+    names.update({f"busy_cpu_percent:{mode}": f"CPU % serving ({mode})" for mode in ("reaction", "serve")})
     order = {key: i for i, key in enumerate(names)}
     rows = sorted(set(a) | set(b), key=lambda w: (w[0], w[1], order[w[2]]))
     print(f"A: {label_a}\nB: {label_b}\nmedian (min-max) over the rounds; each round alternates A and B")

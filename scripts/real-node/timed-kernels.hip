@@ -9,13 +9,18 @@
 //
 //   timed-kernels [--gpu N] --kernels-per-request K --kernel-us D --workgroups W
 //                 (--rate R | --continuous) [--duration S] [--kernel-name NAME] [--json]
-//                 [--latency-log PATH]
+//                 [--latency-log PATH] [--queues N]
+//
+// --queues N runs every request's kernels on each of N streams, so that the
+// process has N busy hardware queues (it raises ROCclr's GPU_MAX_HW_QUEUES
+// to N unless the environment sets it): scripts/real-node/bench-preemption
+// measures a suspension against the queue count.
 //
 // --latency-log writes kfdemu-app's per-request log (kfdemu-app(1)). A real
 // node has no model time: its latency column is the wall-clock latency, as
 // the wall-clock column is, and the first kernel's start is not known (-1).
 //
-// Prints "READY pid=<pid> queues=1" once the device is warm; SIGUSR1 prints
+// Prints "READY pid=<pid> queues=<N>" once the device is warm; SIGUSR1 prints
 // the report so far, SIGTERM/SIGINT stop it and print the final report.
 #include <hip/hip_runtime.h>
 
@@ -52,6 +57,7 @@ struct Options {
         unsigned kernels_per_request = 1;
         double kernel_us = 1000;
         unsigned workgroups = 64;
+        unsigned queues = 1;
         double rate = 0;          // 0: continuous (closed loop)
         double duration_s = 0;    // 0: until SIGTERM
         bool json = false;
@@ -105,6 +111,8 @@ Options parse(int argc, char **argv)
                         o.kernels_per_request = std::max(1u, unsigned(number("--kernels-per-request", value())));
                 else if (a == "--kernel-us")
                         o.kernel_us = number("--kernel-us", value());
+                else if (a == "--queues" || a == "-q")
+                        o.queues = std::min(64u, std::max(1u, unsigned(number("--queues", value()))));
                 else if (a == "--workgroups")
                         o.workgroups = std::max(1u, unsigned(number("--workgroups", value())));
                 else if (a == "--rate" || a == "-r")
@@ -165,25 +173,33 @@ int main(int argc, char **argv)
 {
         Options o = parse(argc, argv);
         hipDeviceProp_t prop;
-        hipStream_t stream;
+        std::vector<hipStream_t> streams(o.queues);
         int clock_khz = 0;
 
+        // ROCclr shares its hardware queues among the streams beyond this many;
+        // read when the runtime starts, so before the first HIP call
+        if (o.queues > 1 && !getenv("GPU_MAX_HW_QUEUES"))
+                setenv("GPU_MAX_HW_QUEUES", std::to_string(o.queues).c_str(), 1);
         if (!check(hipSetDevice(o.gpu), "hipSetDevice") || !check(hipGetDeviceProperties(&prop, o.gpu), "hipGetDeviceProperties") ||
-            !check(hipDeviceGetAttribute(&clock_khz, hipDeviceAttributeWallClockRate, o.gpu), "reading the wall clock rate") ||
-            !check(hipStreamCreate(&stream), "hipStreamCreate"))
+            !check(hipDeviceGetAttribute(&clock_khz, hipDeviceAttributeWallClockRate, o.gpu), "reading the wall clock rate"))
                 return 1;
+        for (hipStream_t &stream : streams)
+                if (!check(hipStreamCreate(&stream), "hipStreamCreate"))
+                        return 1;
         // Resident 256-work-item workgroups: the emulator's slots per CU.
         unsigned resident = unsigned(prop.multiProcessorCount) * unsigned(prop.maxThreadsPerMultiProcessor / 256);
         unsigned rounds = (o.workgroups + resident - 1) / resident;
         long long ticks = (long long)(o.kernel_us * clock_khz / 1000.0 / rounds);
 
-        hipLaunchKernelGGL(spin, dim3(1), dim3(256), 0, stream, 0LL);
-        if (!check(hipStreamSynchronize(stream), "the warm-up kernel"))
-                return 1;
+        for (hipStream_t stream : streams) {
+                hipLaunchKernelGGL(spin, dim3(1), dim3(256), 0, stream, 0LL);
+                if (!check(hipStreamSynchronize(stream), "the warm-up kernel"))
+                        return 1;
+        }
         signal(SIGTERM, on_stop);
         signal(SIGINT, on_stop);
         signal(SIGUSR1, on_report);
-        printf("READY pid=%d queues=1\n", int(getpid()));
+        printf("READY pid=%d queues=%u\n", int(getpid()), o.queues);
         fflush(stdout);
 
         FILE *latency_log = nullptr;
@@ -215,16 +231,18 @@ int main(int argc, char **argv)
                 }
                 int64_t submitted = now_ns();
                 for (unsigned k = 0; k < o.kernels_per_request; k++)
-                        hipLaunchKernelGGL(spin, dim3(o.workgroups), dim3(256), 0, stream, ticks);
-                if (!check(hipStreamSynchronize(stream), "a request"))
-                        return 1;
+                        for (hipStream_t stream : streams)
+                                hipLaunchKernelGGL(spin, dim3(o.workgroups), dim3(256), 0, stream, ticks);
+                for (hipStream_t stream : streams)
+                        if (!check(hipStreamSynchronize(stream), "a request"))
+                                return 1;
                 int64_t latency = now_ns() - scheduled;
                 latencies_ms.push_back(double(latency) / 1e6);
                 if (latency_log)
                         fprintf(latency_log, "%lld %lld %lld %lld -1\n", (long long)scheduled, (long long)latency,
                                 (long long)latency, (long long)(submitted - scheduled));
                 requests++;
-                kernels += o.kernels_per_request;
+                kernels += o.kernels_per_request * o.queues;
                 if (report_requested.exchange(false))
                         print_report(o, latencies_ms, requests, kernels, double(now_ns() - start) / 1e9, false);
         }
@@ -233,5 +251,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "timed-kernels: cannot write the latency-log file %s.\n", o.latency_log);
                 return 1;
         }
-        return check(hipStreamDestroy(stream), "hipStreamDestroy") ? 0 : 1;
+        bool destroyed = true;
+        for (hipStream_t stream : streams)
+                destroyed = check(hipStreamDestroy(stream), "hipStreamDestroy") && destroyed;
+        return destroyed ? 0 : 1;
 }

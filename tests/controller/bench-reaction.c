@@ -13,13 +13,23 @@
  *                  [--idle-seconds S] [--online-processes P] [--queues Q]
  *                  [--gpus G] [--mode auto|breakpoint|poll] [--realtime-priority N]
  *                  [--realtime-cpu-percent N] [--daemon-setting KEY=VALUE]...
- *                  [--scrape-exporter GPREEMPT_EXPORTER --scrape-interval-ms MS] [--json]
+ *                  [--scrape-exporter GPREEMPT_EXPORTER --scrape-interval-ms MS]
+ *                  [--policy worst-case|default] [--request-seconds S]
+ *                  [--kernels-per-request K] [--request-kernel-us US]
+ *                  [--dispatch-times PATH] [--json]
  * P idle online processes of Q queues each, spread over G GPUs, and one offline
  * process per GPU are running throughout (64 × 8 over 8 is the scale case of
  * docs/evaluation.md §2; run under kfdemu-run --gpus 8). The idle phase measures
  * the daemon's CPU over S seconds (0: skipped); the reaction phase then sends
  * requests at R per second from one more online process on GPU 0 until N
- * suspensions reached the emulator (0: skipped). --mode is the daemon's
+ * suspensions reached the emulator (0: skipped), or for S seconds with
+ * --request-seconds; each request is K kernels of US microseconds (more than
+ * one kernel: one doorbell per request, as the evaluation's online service).
+ * --policy default runs the shipped policy ([Online] and [Offline] left out),
+ * worst-case (the default) one suspension per request (HoldOffMs=1,
+ * CoalesceMs=0, no bounds) to collect many events. The output counts the
+ * requests and the suspensions of that phase; --dispatch-times keeps the
+ * requests' store stamps in PATH. --mode is the daemon's
  * DetectorMode=, --realtime-priority and --realtime-cpu-percent its
  * RealtimePriority= and RealtimeCpuPercent= (not given: the daemon's defaults);
  * --daemon-setting adds any other line to the config's [Daemon] section (the
@@ -370,7 +380,10 @@ int main(int argc, char **argv)
                 outside[MAX_EVENTS];
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
         char duration[32], rate[32], config[1024], suspend_marker[64], resume_marker[64], daemon_settings[512] = "";
-        const char *trace_path = NULL, *mode = "auto";
+        char kernels_arg[16], kernel_us_arg[32];
+        const char *trace_path = NULL, *mode = "auto", *policy = "worst-case", *kept_times = NULL;
+        long request_seconds = 0, kernels_per_request = 1, request_kernel_us = 100;
+        size_t n_requests = 0;
         long events = 10000, idle_seconds = 60, online_processes = 1, queues = 8, gpus = 1;
         long realtime_priority = -1, realtime_cpu_percent = -1; /* -1: not given */
         double request_rate = 100;
@@ -381,7 +394,7 @@ int main(int argc, char **argv)
         static pid_t idle_online[256], offline[16];
         FILE *trace_file;
         size_t issued_so_far = 0;
-        bool json = false;
+        bool json = false, requests;
         long n_watched = 0, n_breakpoint = 0;
         size_t demotions;
         size_t n_writes, n_issued, n_seen, n = 0, n_to_server = 0, n_to_issue = 0, n_resumes, n_outside = 0,
@@ -426,6 +439,16 @@ int main(int argc, char **argv)
                         scrape_exporter = argv[++i];
                 else if (strcmp(argv[i], "--scrape-interval-ms") == 0 && i + 1 < argc)
                         scrape_interval_ms = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc)
+                        policy = argv[++i];
+                else if (strcmp(argv[i], "--request-seconds") == 0 && i + 1 < argc)
+                        request_seconds = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--kernels-per-request") == 0 && i + 1 < argc)
+                        kernels_per_request = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--request-kernel-us") == 0 && i + 1 < argc)
+                        request_kernel_us = strtol(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--dispatch-times") == 0 && i + 1 < argc)
+                        kept_times = argv[++i];
                 else if (strcmp(argv[i], "--json") == 0)
                         json = true;
                 else {
@@ -433,8 +456,15 @@ int main(int argc, char **argv)
                         return 2;
                 }
         }
-        if (events > 0 && !trace_path)
+        if (strcmp(policy, "worst-case") != 0 && strcmp(policy, "default") != 0)
+                die("--policy must be worst-case or default");
+        if ((events > 0 || request_seconds > 0) && !trace_path)
                 die("--trace TRACE is needed to measure reaction: the file given to kfdemu-run --trace");
+        if (events > 0 && request_seconds > 0)
+                die("--events and --request-seconds exclude each other: end the request phase by count or by time");
+        if (request_seconds < 0 || request_seconds > 86400 || kernels_per_request < 1 || kernels_per_request > 1000 ||
+            request_kernel_us < 1 || request_kernel_us > 1000000)
+                die("--request-seconds must be 0..86400, --kernels-per-request 1..1000, --request-kernel-us 1..1000000");
         if (strcmp(mode, "auto") != 0 && strcmp(mode, "breakpoint") != 0 && strcmp(mode, "poll") != 0)
                 die("--mode must be auto, breakpoint or poll");
         if (events < 0 || events > MAX_EVENTS || idle_seconds < 0 || online_processes < 0 || online_processes > 256 ||
@@ -446,6 +476,7 @@ int main(int argc, char **argv)
                     "--realtime-priority 0..99, --realtime-cpu-percent 1..100, "
                     "--queues 1..64, --gpus 1..16, --rate 1..1000, --scrape-interval-ms 10..3600000");
 
+        requests = events > 0 || request_seconds > 0;
         /* mkdtemp's template: the name, then six 'X' it replaces */
         snprintf(dir, sizeof(dir), "/tmp/gpreempt-bench-%6s", "");
         memset(dir + strlen(dir) - 6, 'X', 6);
@@ -454,16 +485,20 @@ int main(int argc, char **argv)
         snprintf(log_path, sizeof(log_path), "%s/daemon.log", dir);
         snprintf(offline_out, sizeof(offline_out), "%s/offline.out", dir);
         snprintf(online_out, sizeof(online_out), "%s/online.out", dir);
-        snprintf(times_path, sizeof(times_path), "%s/dispatch-times", dir);
-        /* the daemon's defaults but for the policy: a short hold-off and no bounds
-         * give one suspension per request; discovery and polling as shipped */
+        if (kept_times)
+                snprintf(times_path, sizeof(times_path), "%s", kept_times);
+        else
+                snprintf(times_path, sizeof(times_path), "%s/dispatch-times", dir);
+        /* the daemon's defaults, with debug logging (the benchmark reads the
+         * daemon's "watching" and "online work seen" lines); for the worst
+         * case, a short hold-off and no bounds give one suspension per request */
         optional_key(daemon_settings, sizeof(daemon_settings), "RealtimePriority", realtime_priority);
         optional_key(daemon_settings, sizeof(daemon_settings), "RealtimeCpuPercent", realtime_cpu_percent);
-        snprintf(config, sizeof(config),
-                 "[Daemon]\nLogLevel=debug\nDetectorMode=%s\n%s"
-                 "[Online]\nHoldOffMs=1\nCoalesceMs=0\n"
-                 "[Offline]\nMaxSuspendMs=3600000\nMinOfflineSharePercent=0\nShareWindowMs=3600000\n",
-                 mode, daemon_settings);
+        snprintf(config, sizeof(config), "[Daemon]\nLogLevel=debug\nDetectorMode=%s\n%s%s", mode, daemon_settings,
+                 strcmp(policy, "default") == 0
+                         ? ""
+                         : "[Online]\nHoldOffMs=1\nCoalesceMs=0\n"
+                           "[Offline]\nMaxSuspendMs=3600000\nMinOfflineSharePercent=0\nShareWindowMs=3600000\n");
         write_file("gpreemptd.conf", config);
         {
                 char path[256];
@@ -532,26 +567,35 @@ int main(int argc, char **argv)
         }
 
         /* reaction: requests spaced so that most find the GPU resumed, until
-         * enough suspensions were issued */
-        if (events > 0) {
+         * enough suspensions were issued or for the time asked */
+        if (requests) {
                 trace_file = fopen(trace_path, "re");
                 if (!trace_file || fseek(trace_file, 0, SEEK_END) < 0)
                         die("cannot follow the trace (kfdemu-run --trace)");
                 snprintf(rate, sizeof(rate), "%g", request_rate);
-                online = spawn((const char *const[]){ argv[2], "--rate", rate, "--gpu", "0", "--kernel-us", "100",
+                snprintf(kernels_arg, sizeof(kernels_arg), "%ld", kernels_per_request);
+                snprintf(kernel_us_arg, sizeof(kernel_us_arg), "%ld", request_kernel_us);
+                /* more than one kernel: one doorbell per request, as runner.app_argv() gives the
+                 * evaluation's online service on kfdemu (its reason is there) */
+                online = spawn((const char *const[]){ argv[2], "--rate", rate, "--gpu", "0", "--kernel-us",
+                                                      kernel_us_arg, "--kernels-per-request", kernels_arg,
                                                       "--duration", "100000", "--dispatch-times", times_path,
-                                                      "--report", "none", NULL },
+                                                      "--report", "none",
+                                                      kernels_per_request > 1 ? "--doorbell-per-request" : NULL,
+                                                      NULL },
                                online_out);
                 /* the daemon's CPU while it serves the requests: the busy cadence's cost */
                 clock_gettime(CLOCK_MONOTONIC, &t0);
                 busy_cpu = cpu_seconds(daemon);
-                while (issued_so_far < (size_t)events) {
+                for (;;) {
                         usleep(100000);
                         issued_so_far += count_new_lines(trace_file, suspend_marker);
+                        clock_gettime(CLOCK_MONOTONIC, &t1);
+                        busy_seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+                        if (events > 0 ? issued_so_far >= (size_t)events : busy_seconds >= (double)request_seconds)
+                                break;
                 }
                 busy_cpu = cpu_seconds(daemon) - busy_cpu;
-                clock_gettime(CLOCK_MONOTONIC, &t1);
-                busy_seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
                 fclose(trace_file);
                 kill(online, SIGTERM);
                 waitpid(online, NULL, 0);
@@ -575,7 +619,7 @@ int main(int argc, char **argv)
         kill(daemon, SIGTERM);
         waitpid(daemon, NULL, 0);
 
-        if (events > 0) {
+        if (requests) {
                 n_writes = read_numbers(times_path, NULL, 1, writes, MAX_EVENTS * 2);
                 n_issued = read_matching_times(trace_path, suspend_marker, entered, received, ended, MAX_EVENTS);
                 n_resumes = read_matching_times(trace_path, resume_marker, resume_start, resume_received, resume_end,
@@ -585,6 +629,9 @@ int main(int argc, char **argv)
                  * stamped later than it: only wakeup -> ioctl is measured from it */
                 n_seen = read_numbers(log_path, "online work seen at ", 1e6, seen, MAX_EVENTS);
                 qsort(writes, n_writes, sizeof(int64_t), compare_i64);
+                /* a request's kernels share one publication stamp (one doorbell per request) */
+                for (size_t i = 0; i < n_writes; i++)
+                        n_requests += i == 0 || writes[i] != writes[i - 1];
                 /* each suspension answers the latest write before it */
                 n = pair_back(writes, n_writes, entered, n_issued, reaction);
                 if (n == 0)
@@ -608,7 +655,7 @@ int main(int argc, char **argv)
         /* the figures, in microseconds (percentage for the CPU); -1 when there are none */
         double r50 = -1, r99 = -1, rmax = -1, s50 = -1, s99 = -1, w50 = -1, w99 = -1, o50 = -1, o99 = -1, cpu = -1;
 
-        if (events > 0) {
+        if (requests) {
                 r50 = percentile(reaction, n, 50);
                 r99 = percentile(reaction, n, 99);
                 rmax = reaction[n - 1] / 1e3;
@@ -624,13 +671,15 @@ int main(int argc, char **argv)
                 printf("{\"simulated\":\"kfdemu\",\"mode\":\"%s\",\"idle_queues\":%ld,\"idle_queues_watched\":%ld,"
                        "\"idle_queues_breakpoint\":%ld,\"gpus\":%ld",
                        mode, online_processes * queues, n_watched, n_breakpoint, gpus);
-                if (events > 0)
+                if (requests)
                         printf(",\"reaction_events\":%zu,\"reaction_p50_us\":%.1f,\"reaction_p99_us\":%.1f,"
                                "\"reaction_max_us\":%.1f,\"to_server_p50_us\":%.1f,\"to_server_p99_us\":%.1f,"
                                "\"wakeup_to_ioctl_p50_us\":%.1f,\"wakeup_to_ioctl_p99_us\":%.1f,"
                                "\"during_resume_events\":%zu,\"outside_resume_p50_us\":%.1f,"
-                               "\"outside_resume_p99_us\":%.1f,\"busy_cpu_percent\":%.1f",
-                               n, r50, r99, rmax, s50, s99, w50, w99, n_waited, o50, o99, cpu);
+                               "\"outside_resume_p99_us\":%.1f,\"busy_cpu_percent\":%.2f,\"request_seconds\":%.1f,"
+                               "\"requests\":%zu,\"suspensions\":%zu,\"daemon_pid\":%d",
+                               n, r50, r99, rmax, s50, s99, w50, w99, n_waited, o50, o99, cpu, busy_seconds,
+                               n_requests, issued_so_far, (int)daemon);
                 printf(",\"realtime_demotions\":%zu", demotions);
                 if (idle_seconds > 0)
                         printf(",\"idle_seconds\":%ld,\"idle_cpu_percent\":%.3f", idle_seconds,
@@ -639,14 +688,16 @@ int main(int argc, char **argv)
         } else {
                 printf("simulated on kfdemu, DetectorMode=%s; %ld of %ld idle online queues watched (%ld by "
                        "breakpoint) over %ld GPUs\n", mode, n_watched, online_processes * queues, n_breakpoint, gpus);
-                if (events > 0)
+                if (requests)
                         printf("reaction (write -> SUSPEND_QUEUES ioctl entering the kernel): %zu events, p50 %.1f us, "
                                "p99 %.1f us, max %.1f us\n"
                                "  write -> kfdemu's server receiving it (+ the emulator's socket hop): p50 %.1f us, "
                                "p99 %.1f us\n  loop wakeup that saw it -> ioctl: p50 %.1f us, p99 %.1f us\n"
                                "  %zu writes landed during the daemon's RESUME_QUEUES call; the other %zu: p50 %.1f us, "
-                               "p99 %.1f us\n  the daemon's CPU meanwhile: %.1f%% of a core\n",
-                               n, r50, r99, rmax, s50, s99, w50, w99, n_waited, n_outside, o50, o99, cpu);
+                               "p99 %.1f us\n  the daemon's CPU meanwhile: %.2f%% of a core\n"
+                               "  %zu requests in %.1f s, %zu suspensions\n",
+                               n, r50, r99, rmax, s50, s99, w50, w99, n_waited, n_outside, o50, o99, cpu, n_requests,
+                               busy_seconds, issued_so_far);
                 if (idle_seconds > 0)
                         printf("idle CPU over %ld s: %.3f%% of a core\n", idle_seconds,
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);
