@@ -17,7 +17,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "kfd-abi.h"
 #include "runtime-internal.h"
