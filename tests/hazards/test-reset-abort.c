@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,27 +33,39 @@
 
 #include <gpreempt/gpreempt.h>
 
+#include "cleanup.h"
 #include "test-support.h"
 
 #define REPLY_TIMEOUT_MS 10000
 /* How long the apps spared by a per-queue reset must outlive it. */
 #define SURVIVAL_MS 500
-#define FIRST_REQUEST_MS 100
 #define ROCR_MESSAGE_PREFIX "HW Exception by GPU node-"
 #define ROCR_MESSAGE_REASON " reason :GPU Hang"
 
 static const char *app_path;
 
-/* An app busy on one GPU, its stderr merged into the output it reads. */
+/* An app busy on one GPU, its stderr merged into the output it reads;
+ * returns once its first kernel is on the GPU. */
 static void start_app(const char *gpu_index, struct child *ret)
 {
+        char dispatch_times[] = "/tmp/reset-abort-dispatch-XXXXXX";
+        _cleanup_close_ int fd = mkstemp(dispatch_times);
         /* Requests of 64 kernels of 5 ms: its queue is busy but for a
          * moment every 320 ms. */
         char *argv[] = { (char *)app_path, "--report", "none", "--gpu", (char *)gpu_index, "--kernel-us", "5000",
-                         "--kernels-per-request", "64", NULL };
+                         "--kernels-per-request", "64", "--dispatch-times", dispatch_times, NULL };
+        uint64_t deadline = now_usec() + REPLY_TIMEOUT_MS * 1000ull;
 
-        assert_int_equal(child_spawn(argv, true, ret), 0);
-        assert_int_equal(child_wait_line(ret, "READY ", REPLY_TIMEOUT_MS, NULL, 0), 0);
+        int spawned, ready, dispatched = 0;
+
+        assert_true(fd >= 0);
+        spawned = child_spawn(argv, true, ret);
+        ready = spawned < 0 ? spawned : child_wait_line(ret, "READY ", REPLY_TIMEOUT_MS, NULL, 0);
+        while (ready == 0 && (dispatched = count_lines(dispatch_times)) < 1 && now_usec() < deadline)
+                sleep_ms(1);
+        unlink(dispatch_times);
+        assert_int_equal(ready, 0);
+        assert_true(dispatched >= 1);
 }
 
 static void record_exit(struct gp_target *target, const struct gp_event *event, void *userdata)
@@ -125,8 +138,6 @@ static void test_reset(void **state)
         start_app("0", &held);
         start_app("0", &beside);
         start_app("1", &elsewhere);
-        /* Their first requests are on the GPUs. */
-        sleep_ms(FIRST_REQUEST_MS);
         assert_int_equal(gp_context_new(&(struct gp_context_opts){ .sz = sizeof(struct gp_context_opts) }, &context), 0);
         assert_int_equal(gp_target_attach(context, held.pid,
                                           &(struct gp_attach_opts){ .sz = sizeof(struct gp_attach_opts),
