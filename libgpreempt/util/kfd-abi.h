@@ -198,6 +198,7 @@ struct kfd_ioctl_unmap_memory_from_gpu_args {
 #define KFD_IOC_WAIT_RESULT_COMPLETE 0
 #define KFD_IOC_WAIT_RESULT_TIMEOUT 1
 #define KFD_IOC_WAIT_RESULT_FAIL 2
+#define KFD_HW_EXCEPTION_ECC 1 /* hw_exception_data.reset_cause; 0 is a GPU hang */
 
 #define KFD_SIGNAL_EVENT_LIMIT 4096
 

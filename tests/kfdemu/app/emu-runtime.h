@@ -7,6 +7,8 @@
  *   -> GPUs from the topology's nodes/N/gpu_id  (0 = CPU node, skipped)
  *   -> per GPU: ACQUIRE_VM with /dev/dri/renderD<drm_render_minor>
  *   -> RUNTIME_ENABLE {&r_debug, ENABLE}        (hsaKmtRuntimeEnable)
+ *   -> CREATE_EVENT of a HW exception event, a thread asleep on it in
+ *      WAIT_EVENTS; when a GPU reset sets it: ROCr's message, abort()
  *   -> per queue: an amd_queue_t in our own memory, a ring, an EOP buffer,
  *      a ctx-save area; CREATE_QUEUE; map the GPU's doorbell frame once
  *   -> dispatch packets, ring doorbells, wait for the read index
@@ -15,7 +17,8 @@
  * It only uses libc: under kfdemu the preload library routes these calls to
  * the emulated kernel, on a real node they reach amdkfd. Every function
  * returns 0 or a positive count on success and -errno on failure; nothing
- * prints. A runtime may be shared by threads: queue creation and
+ * prints, except what ROCr prints before it aborts the process on a GPU
+ * reset (its HW exception event: hw-exception.c). A runtime may be shared by threads: queue creation and
  * destruction are serialised inside; each queue must be driven (dispatch,
  * wait) by one thread at a time.
  */

@@ -23,7 +23,16 @@ struct emu_runtime {
         /* Serialises queue creation/destruction and the fields above. */
         pthread_mutex_t lock;
         uint64_t next_hsa_queue_id;
+        /* ROCr's HW exception event and the thread waiting on it. */
+        struct emu_hw_exception_watch *hw_exception_watch;
 };
+
+/* Creates the HW exception event and the thread that aborts the process,
+ * as ROCr does, when a GPU reset sets it (hw-exception.c). */
+int emu_hw_exception_watch_start(const struct emu_runtime *rt, struct emu_hw_exception_watch **ret_watch);
+/* Ends the thread, destroys the events and frees the watch (NULL: nothing
+ * to do). Returns the first error, also a wait that had failed. */
+int emu_hw_exception_watch_stop(struct emu_hw_exception_watch *watch);
 
 /* ioctl on the kfd fd, retried on EINTR like libhsakmt's hsakmt_ioctl.
  * Returns the ioctl's (non-negative) result or -errno. */

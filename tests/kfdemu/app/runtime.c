@@ -2,7 +2,8 @@
 /*
  * Bringing the emulated runtime up and down: the part of ROCr's
  * Runtime::Load/Unload and libhsakmt's hsaKmtOpenKFD / hsaKmtRuntimeEnable /
- * hsaKmtRuntimeDisable that touches KFD.
+ * hsaKmtRuntimeDisable that touches KFD, with the HW exception watch of
+ * Runtime::BindErrorHandlers (hw-exception.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,6 +75,7 @@ static int runtime_enable(struct emu_runtime *rt, bool ttmp_save)
 
 static void emu_runtime_free(struct emu_runtime *rt)
 {
+        emu_hw_exception_watch_stop(rt->hw_exception_watch);
         emu_doorbell_unmap_all(rt);
         if (rt->kfd_fd >= 0)
                 close(rt->kfd_fd);
@@ -139,20 +141,29 @@ int emu_runtime_open(const struct emu_runtime_options *options, struct emu_runti
                 if (r < 0)
                         return r;
         }
+        /* Runtime::Load binds its error handlers once the agents are up. */
+        r = emu_hw_exception_watch_start(rt, &rt->hw_exception_watch);
+        if (r < 0)
+                return r;
         *ret_rt = TAKE_PTR(rt);
         return 0;
 }
 
 int emu_runtime_close(struct emu_runtime *rt)
 {
-        int r = 0;
+        /* Runtime::Unload: the async threads end before the runtime is
+         * disabled. */
+        int r = emu_hw_exception_watch_stop(TAKE_PTR(rt->hw_exception_watch));
 
         if (rt->debug_enabled) {
                 struct kfd_ioctl_runtime_enable_args args = {
                         .r_debug = (uintptr_t)&rt->r_debug,
                         .mode_mask = 0,
                 };
-                r = emu_kfd_ioctl(rt->kfd_fd, AMDKFD_IOC_RUNTIME_ENABLE, &args);
+                int d = emu_kfd_ioctl(rt->kfd_fd, AMDKFD_IOC_RUNTIME_ENABLE, &args);
+
+                if (r == 0)
+                        r = d;
         }
         emu_runtime_free(rt);
         return r < 0 ? r : 0;
