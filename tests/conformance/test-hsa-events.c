@@ -113,11 +113,15 @@ static void waiter_join(struct waiter *w)
         assert_int_equal(pthread_join(w->thread, NULL), 0);
 }
 
+/* kfd_events.h: KFD_FIRST_NONSIGNAL_EVENT_ID, the upper half of the IDR's id space */
+#define FIRST_NONSIGNAL_EVENT_ID ((INT32_MAX >> 1) + 1)
+
 static uint32_t signal_ids[2];
 
 /* Signal events take the lowest free slot from 1 (id 0 is reserved) and
  * report the events mmap offset; other events take ids from
- * KFD_SIGNAL_EVENT_LIMIT on and get the offset 0. Without an event page of its own the
+ * KFD_FIRST_NONSIGNAL_EVENT_ID, (INT_MAX >> 1) + 1,
+ * on and get the offset 0. Without an event page of its own the
  * process gets the kernel's, mapped through /dev/kfd (at most its 32 KiB). */
 static void create_signal_and_other_events(void **state)
 {
@@ -133,7 +137,7 @@ static void create_signal_and_other_events(void **state)
                 signal_ids[i] = a.event_id;
         }
         assert_int_equal(create_event(KFD_IOC_EVENT_HW_EXCEPTION, false, &a), 0);
-        assert_int_equal(a.event_id, KFD_SIGNAL_EVENT_LIMIT);
+        assert_int_equal(a.event_id, FIRST_NONSIGNAL_EVENT_ID);
         assert_int_equal(a.event_page_offset, 0);
 
         slots = mmap(NULL, SIGNAL_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, conf_kfd(), (off_t)EVENTS_MMAP_OFFSET);
@@ -154,10 +158,10 @@ static void set_reset_destroy_checks(void **state)
         assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, 77), -EINVAL);
         assert_int_equal(event_op(AMDKFD_IOC_RESET_EVENT, 77), -EINVAL);
         assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, 77), -EINVAL);
-        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, KFD_SIGNAL_EVENT_LIMIT), -EINVAL);
-        assert_int_equal(event_op(AMDKFD_IOC_RESET_EVENT, KFD_SIGNAL_EVENT_LIMIT), -EINVAL);
-        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, KFD_SIGNAL_EVENT_LIMIT), 0);
-        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, KFD_SIGNAL_EVENT_LIMIT), -EINVAL);
+        assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, FIRST_NONSIGNAL_EVENT_ID), -EINVAL);
+        assert_int_equal(event_op(AMDKFD_IOC_RESET_EVENT, FIRST_NONSIGNAL_EVENT_ID), -EINVAL);
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, FIRST_NONSIGNAL_EVENT_ID), 0);
+        assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, FIRST_NONSIGNAL_EVENT_ID), -EINVAL);
 }
 
 /* An immediate wait tests once. A set auto-reset event is consumed by the

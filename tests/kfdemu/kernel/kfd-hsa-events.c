@@ -27,8 +27,9 @@
  * path to ignore bogus events that are sent by the CP without a context
  * ID") and counts it as a signal event. */
 #define KFD_RESERVED_EVENT_ID 0u
-/* KFD_FIRST_NONSIGNAL_EVENT_ID: other events' ids start above the slots. */
-#define KFD_FIRST_NONSIGNAL_EVENT_ID KFD_SIGNAL_EVENT_LIMIT
+/* KFD_FIRST_NONSIGNAL_EVENT_ID (kfd_events.h): other events take the upper
+ * half of the IDR's id space, (INT_MAX >> 1) + 1 up to INT_MAX. */
+#define KFD_FIRST_NONSIGNAL_EVENT_ID ((uint32_t)(INT32_MAX >> 1) + 1)
 /* UNSIGNALED_EVENT_SLOT: what a slot holds until the GPU writes it. */
 #define KFD_UNSIGNALED_EVENT_SLOT UINT64_MAX
 /* KFD_EVENT_TIMEOUT_IMMEDIATE / _INFINITE. */
