@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "emu-signal.h"
 #include "gpu-internal.h"
+#include "preempt-cost.h"
 
 /* Packets consumed per queue per wake-up, so one queue with a ring full of
  * barriers cannot hold node->lock for long. */
@@ -474,45 +475,46 @@ void emu_gpu_queue_destroyed(struct emu_queue *q)
         queue_hw_free(q);
 }
 
+/* The flag flipped before kernel/ asks for the unmap, as in
+ * suspend_single_queue; the model notes the waves the queue held then, so
+ * that the unmap that follows saves them (the GPU still runs them until
+ * it). On HWS a returning queue runs once the remap of the execute that
+ * follows maps it, and its waves come back then (emu_gpu_hws_preempt
+ * charges the restore); MES re-adds it alone. */
 void emu_gpu_queue_suspension_changed(struct emu_queue *q)
 {
         struct emu_gpu_hw *gh = q->gpu->hw;
+        uint64_t restore_ns;
 
         if (!q->hw || !gh)
                 return;
         run_gpu(q->gpu, NULL);
-        emu_model_set_suspended(&gh->model, &q->hw->mq, q->is_suspended,
-                                (uint64_t)q->gpu->cfg.cwsr_restore_us * 1000);
+        restore_ns = q->gpu->cfg.mes ? emu_cwsr_restore_ns(&q->gpu->cfg, q->hw->mq.saved_slots) : EMU_MODEL_NEVER;
+        emu_model_set_suspended(&gh->model, &q->hw->mq, q->is_suspended, restore_ns);
         emu_node_strobe_bump(gh->node_hw);
 }
 
-static bool has_waves(const struct emu_model_queue *mq)
-{
-        return mq->busy && !mq->done && !mq->suspended;
-}
-
-/* execute_queues_cpsch: unmap every queue (the HWS saves the waves of
- * each busy one with CWSR), wait for the fence, map the runlist again.
- * The ioctl returns after the unmap; the queues run again only once their
- * waves are restored. */
+/* execute_queues_cpsch: unmap every queue (the HWS saves the resident
+ * waves with CWSR), wait for the fence, map the runlist again. The ioctl
+ * returns after the unmap; the queues run again only once the runlist is
+ * mapped and their waves are restored. */
 uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period)
 {
         struct emu_gpu_hw *gh = gpu->hw;
-        uint64_t latency = (uint64_t)gpu->cfg.preempt_us * 1000;
-        bool waves = false;
+        struct emu_runlist_change change = { .grace_period = grace_period };
+        struct emu_preempt_cost cost;
         uint64_t now;
 
-        if (!gh)
-                return latency;
+        if (!gh) {
+                emu_preempt_cost(&gpu->cfg, &change, &cost);
+                return cost.ioctl_ns;
+        }
         now = run_gpu(gpu, NULL);
-        for (struct emu_model_queue *mq = gh->model.queues; mq; mq = mq->next)
-                waves |= has_waves(mq);
-        if (waves)
-                latency += (uint64_t)gpu->cfg.cwsr_save_us * 1000;
-        emu_model_stall_device(&gh->model, now + latency +
-                               (waves ? (uint64_t)gpu->cfg.cwsr_restore_us * 1000 : 0));
+        emu_model_unmap_all(&gh->model, &change.saved_slots, &change.restored_slots, &change.mapped_queues);
+        emu_preempt_cost(&gpu->cfg, &change, &cost);
+        emu_model_stall_device(&gh->model, now + cost.stall_ns);
         emu_node_strobe_bump(gh->node_hw);
-        return latency;
+        return cost.ioctl_ns;
 }
 
 /* MES REMOVE_QUEUE: only this queue is preempted (kfd-interface.md §9.5). */
@@ -525,8 +527,7 @@ uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q)
         if (!gh || !q->hw)
                 return latency;
         now = run_gpu(q->gpu, NULL);
-        if (has_waves(&q->hw->mq))
-                latency += (uint64_t)q->gpu->cfg.cwsr_save_us * 1000;
+        latency += emu_cwsr_save_ns(&q->gpu->cfg, emu_model_unmap_queue(&q->hw->mq), EMU_GRACE_PERIOD_DEFAULT);
         emu_model_stall_queue(&gh->model, &q->hw->mq, now + latency);
         emu_node_strobe_bump(gh->node_hw);
         return latency;

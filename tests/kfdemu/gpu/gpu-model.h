@@ -40,6 +40,12 @@ struct emu_model_queue {
         double alloc;                /* slots it holds now */
         uint64_t finished_at;        /* when its last dispatch finished ... */
         double finished_slots;       /* ... and the slots that dispatch held then */
+
+        /* CWSR accounting, in slots: waves the queue held when it left the
+         * runlist, which the next unmap saves, and waves in its save area
+         * that go back on the CUs once it is mapped and runs again. */
+        double leaving_slots;
+        double saved_slots;
 };
 
 struct emu_model {
@@ -64,10 +70,21 @@ void emu_model_start(struct emu_model *m, struct emu_model_queue *q, uint64_t du
 /* The engine took the finished dispatch: the queue is idle again. */
 void emu_model_retire(struct emu_model *m, struct emu_model_queue *q);
 
-/* Suspension: a suspended queue holds no slots and makes no progress; on
- * resume it waits restore_ns (CWSR restore) and goes on where it stopped. */
+/* Suspension: a suspended queue holds no slots and makes no progress; the
+ * waves it held are saved by the next unmap (leaving_slots). On resume it
+ * waits restore_ns (CWSR restore), or with EMU_MODEL_NEVER until the next
+ * emu_model_unmap_all (an HWS queue runs once the runlist maps it), and
+ * goes on where it stopped. */
 void emu_model_set_suspended(struct emu_model *m, struct emu_model_queue *q, bool suspended,
                              uint64_t restore_ns);
+/* An unmap of every queue (HWS): returns the slots of wave state it saves
+ * (resident now, or left with a queue suspended since the last unmap), the
+ * slots the remap restores (queues in the runlist with saved waves) and
+ * the queues in the runlist. Call emu_model_stall_device after it. */
+void emu_model_unmap_all(struct emu_model *m, double *ret_saved, double *ret_restored, unsigned *ret_mapped);
+/* The removal of one queue (MES): the slots of wave state it saves. */
+double emu_model_unmap_queue(struct emu_model_queue *q);
+
 /* Preemptions: nothing on the device / on one queue runs before `until`. */
 void emu_model_stall_device(struct emu_model *m, uint64_t until);
 void emu_model_stall_queue(struct emu_model *m, struct emu_model_queue *q, uint64_t until);

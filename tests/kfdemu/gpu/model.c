@@ -63,6 +63,10 @@ static void compute_allocations(struct emu_model *m)
                                 q->alloc = share;
                 n_unserved = 0;
         }
+        /* Waves back on the CUs are no longer in the save area. */
+        for (struct emu_model_queue *q = m->queues; q; q = q->next)
+                if (q->alloc > 0)
+                        q->saved_slots = 0;
 }
 
 static double held_slots(const struct emu_model *m, unsigned *ret_n_running)
@@ -264,10 +268,52 @@ void emu_model_set_suspended(struct emu_model *m, struct emu_model_queue *q, boo
 {
         if (q->suspended == suspended)
                 return;
+        if (suspended && q->alloc > 0) {
+                q->leaving_slots += q->alloc;
+                q->saved_slots += q->alloc;
+        }
         q->suspended = suspended;
-        if (!suspended && q->busy && m->now + restore_ns > q->blocked_until)
+        if (!suspended && restore_ns == EMU_MODEL_NEVER)
+                q->blocked_until = EMU_MODEL_NEVER;
+        else if (!suspended && q->busy && m->now + restore_ns > q->blocked_until)
                 q->blocked_until = m->now + restore_ns;
         refresh(m);
+}
+
+void emu_model_unmap_all(struct emu_model *m, double *ret_saved, double *ret_restored, unsigned *ret_mapped)
+{
+        double saved = 0, restored = 0;
+        unsigned mapped = 0;
+
+        for (struct emu_model_queue *q = m->queues; q; q = q->next) {
+                saved += q->leaving_slots;
+                q->leaving_slots = 0;
+                if (q->suspended)
+                        continue;
+                /* Mapped by the remap that follows (the device stall). */
+                if (q->blocked_until == EMU_MODEL_NEVER)
+                        q->blocked_until = m->now;
+                saved += q->alloc;
+                q->saved_slots += q->alloc;
+                restored += q->saved_slots;
+                mapped++;
+        }
+        /* Slots a suspended queue freed went to others at once (refresh),
+         * while on the GPU its waves held them until the unmap: never
+         * count more wave state than the device holds. */
+        *ret_saved = fmin(saved, (double)m->params.capacity);
+        *ret_restored = fmin(restored, (double)m->params.capacity);
+        *ret_mapped = mapped;
+}
+
+double emu_model_unmap_queue(struct emu_model_queue *q)
+{
+        double saved = q->leaving_slots + (q->suspended ? 0 : q->alloc);
+
+        if (!q->suspended)
+                q->saved_slots += q->alloc;
+        q->leaving_slots = 0;
+        return saved;
 }
 
 void emu_model_stall_device(struct emu_model *m, uint64_t until)

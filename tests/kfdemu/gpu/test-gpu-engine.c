@@ -106,7 +106,9 @@ static uint8_t *map_frame(struct fixture *fx)
         return frame;
 }
 
-static int setup(void **state)
+/* A node whose GPU has the default configuration, changed by `configure`
+ * (may be NULL) before the model starts. */
+static int setup_configured(void **state, void (*configure)(struct emu_gpu_config *cfg))
 {
         struct fixture *fx = aligned_alloc(4096, (sizeof(struct fixture) + 4095) / 4096 * 4096);
 
@@ -118,6 +120,8 @@ static int setup(void **state)
         snprintf(fx->node.cfg.root, sizeof(fx->node.cfg.root), "%s", fx->root);
         fx->node.gpus[0].node = &fx->node;
         emu_gpu_config_default(0, &fx->node.gpus[0].cfg);
+        if (configure)
+                configure(&fx->node.gpus[0].cfg);
         assert_int_equal(emu_gpu_start(&fx->node), 0);
 
         fx->process = (struct emu_process){ .node = &fx->node, .tgid = getpid(), .pasid = 1, .n_pdds = 1 };
@@ -141,6 +145,21 @@ static int setup(void **state)
         completed.done = 0;
         *state = fx;
         return 0;
+}
+
+static int setup(void **state)
+{
+        return setup_configured(state, NULL);
+}
+
+static void constant_cost(struct emu_gpu_config *cfg)
+{
+        cfg->preempt_model = EMU_PREEMPT_MODEL_CONSTANT;
+}
+
+static int setup_constant_cost(void **state)
+{
+        return setup_configured(state, constant_cost);
 }
 
 static int teardown(void **state)
@@ -251,12 +270,31 @@ static void test_barrier_completes_after_the_kernel_before_it(void **state)
         assert_true(now_ns() - t0 >= 2 * MS);
 }
 
-static void set_suspended(struct fixture *fx, bool suspended)
+/* suspend_single_queue / resume_single_queue: the flag alone. */
+static void flip_suspended(struct fixture *fx, bool suspended)
 {
         pthread_mutex_lock(&fx->node.lock);
         fx->queue.is_suspended = suspended;
         emu_gpu_queue_suspension_changed(&fx->queue);
         pthread_mutex_unlock(&fx->node.lock);
+}
+
+static uint64_t hws_preempt(struct fixture *fx, uint32_t grace_period)
+{
+        uint64_t cost;
+
+        pthread_mutex_lock(&fx->node.lock);
+        cost = emu_gpu_hws_preempt(&fx->node.gpus[0], grace_period);
+        pthread_mutex_unlock(&fx->node.lock);
+        return cost;
+}
+
+/* What SUSPEND_QUEUES / RESUME_QUEUES do on an HWS GPU: the flag, then
+ * one execute_queues_cpsch. */
+static void set_suspended(struct fixture *fx, bool suspended)
+{
+        flip_suspended(fx, suspended);
+        hws_preempt(fx, 0);
 }
 
 static void test_suspended_queue_does_not_run(void **state)
@@ -291,6 +329,40 @@ static void test_suspension_mid_kernel_keeps_progress(void **state)
         assert_true(now_ns() - t0 >= 200 * MS + suspended_for);
 }
 
+/* SUSPEND_QUEUES flips the flag before the unmap (suspend_single_queue,
+ * then execute_queues_cpsch): the unmap still saves the waves the queue
+ * had, even with nothing else on the device. */
+static void test_suspend_charges_the_save_of_the_leaving_waves(void **state)
+{
+        struct fixture *fx = *state;
+        const struct emu_gpu_config *cfg = &fx->node.gpus[0].cfg;
+
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 200 * MS, 64);
+        assert_true(wait_doorbell_seen(fx, 1, 1000 * MS));
+        flip_suspended(fx, true);
+        assert_int_equal(hws_preempt(fx, 0), (uint64_t)(cfg->preempt_us + cfg->cwsr_save_us) * 1000);
+}
+
+/* RESUME_QUEUES brings the saved waves back with the remap: no save (none
+ * is resident), and the kernel waits for its restore after the remap. */
+static void test_resume_charges_a_restore_not_a_save(void **state)
+{
+        struct fixture *fx = *state;
+        const struct emu_gpu_config *cfg = &fx->node.gpus[0].cfg;
+        uint64_t resumed, cost;
+
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64);
+        assert_true(wait_doorbell_seen(fx, 1, 1000 * MS));
+        set_suspended(fx, true);
+        futex_wait_until(&(uint32_t){ 0 }, 0, now_ns() + 5 * MS);
+        flip_suspended(fx, false);
+        resumed = now_ns();
+        cost = hws_preempt(fx, 0);
+        assert_int_equal(cost, (uint64_t)cfg->preempt_us * 1000);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+        assert_true(now_ns() - resumed >= cost + (uint64_t)cfg->cwsr_restore_us * 1000);
+}
+
 static void test_hws_preemption_stalls_and_reports_its_cost(void **state)
 {
         struct fixture *fx = *state;
@@ -300,9 +372,7 @@ static void test_hws_preemption_stalls_and_reports_its_cost(void **state)
         /* Running when the preemption comes: the GPU catches up with the
          * doorbell first, as a CP would have long before. */
         submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 100 * MS, 64);
-        pthread_mutex_lock(&fx->node.lock);
-        cost = emu_gpu_hws_preempt(&fx->node.gpus[0], 0);
-        pthread_mutex_unlock(&fx->node.lock);
+        cost = hws_preempt(fx, 0);
         /* The unmap and the context save of the running waves. */
         assert_int_equal(cost, (uint64_t)(cfg->preempt_us + cfg->cwsr_save_us) * 1000);
         assert_true(wait_read_index(fx, 1, 1000 * MS));
@@ -444,7 +514,12 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_barrier_completes_after_the_kernel_before_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspended_queue_does_not_run, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_mid_kernel_keeps_progress, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_hws_preemption_stalls_and_reports_its_cost, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hws_preemption_stalls_and_reports_its_cost, setup_constant_cost,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_suspend_charges_the_save_of_the_leaving_waves,
+                                                setup_constant_cost, teardown),
+                cmocka_unit_test_setup_teardown(test_resume_charges_a_restore_not_a_save, setup_constant_cost,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_parked_call_completes_after_its_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancelled_call_never_completes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_thread_keeps_back_to_back_kernels_exact, setup, teardown),

@@ -245,6 +245,44 @@ static void test_partial_last_round_leaves_room(void **state)
         assert_int_equal(finish_time(&m, &offline), 20 * MS);
 }
 
+/* SUSPEND flips the flag before the unmap: the unmap still saves the
+ * waves the queue held (and only once); the online queue beside it, idle,
+ * adds nothing. RESUME: the queue waits for the remap and brings its
+ * saved waves back then, with nothing resident to save. */
+static void test_unmap_saves_the_leaving_waves_and_restores_them_on_return(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue offline = { .owner = 1 }, online = { .owner = 2 };
+        double saved, restored;
+        unsigned mapped;
+
+        model_setup(&m);
+        emu_model_add_queue(&m, &offline);
+        emu_model_add_queue(&m, &online);
+        emu_model_start(&m, &offline, 10 * MS, CAPACITY / 2);
+        emu_model_advance(&m, 1 * MS);
+        emu_model_set_suspended(&m, &offline, true, 0);
+        emu_model_unmap_all(&m, &saved, &restored, &mapped);
+        assert_true(saved == CAPACITY / 2);
+        assert_true(restored == 0);
+        assert_int_equal(mapped, 1);
+        emu_model_unmap_all(&m, &saved, &restored, &mapped);
+        assert_true(saved == 0);
+
+        emu_model_advance(&m, 2 * MS);
+        emu_model_set_suspended(&m, &offline, false, EMU_MODEL_NEVER);
+        emu_model_advance(&m, 3 * MS);
+        assert_int_equal(emu_model_cu_occupancy(&m, 1), 0);
+        emu_model_unmap_all(&m, &saved, &restored, &mapped);
+        assert_true(saved == 0);
+        assert_true(restored == CAPACITY / 2);
+        assert_int_equal(mapped, 2);
+        emu_model_stall_device(&m, 3 * MS + 100 * US);
+        /* 1 ms done before, 9 ms left after the stall. */
+        assert_int_equal(finish_time(&m, &offline), 3 * MS + 100 * US + 9 * MS);
+        assert_true(offline.saved_slots == 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -259,6 +297,7 @@ int main(void)
                 cmocka_unit_test(test_device_preemption_stalls_every_queue),
                 cmocka_unit_test(test_queue_preemption_stalls_only_that_queue),
                 cmocka_unit_test(test_removed_queue_frees_the_device),
+                cmocka_unit_test(test_unmap_saves_the_leaving_waves_and_restores_them_on_return),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,6 +78,8 @@ static void test_values(void **state)
               "DebugFirmware=no\n"
               "CwsrWorkaround=1\n"
               "PreemptMicroseconds=250\n"
+              "PreemptCostModel=constant\n"
+              "CwsrMegabytesPerSecond=25000\n"
               "WorkgroupSlotsPerCU=8\n",
               &p);
         assert_int_equal(p.r, 0);
@@ -98,6 +100,8 @@ static void test_values(void **state)
         assert_true(p.cfg.gpus[2].cwsr_workaround);
         assert_int_equal(p.cfg.gpus[2].preempt_us, 250);
         assert_int_equal(p.cfg.gpus[2].wg_slots_per_cu, 8);
+        assert_int_equal(p.cfg.gpus[2].preempt_model, EMU_PREEMPT_MODEL_CONSTANT);
+        assert_int_equal(p.cfg.gpus[2].cwsr_mb_per_s, 25000);
         /* Untouched GPUs keep the defaults the caller put in. */
         assert_string_equal(p.cfg.gpus[0].name, "gfx942");
 }
@@ -116,6 +120,9 @@ static void test_errors_name_the_line(void **state)
         assert_error("[GPU0]\nComputeUnits=-4\n", 2, "not valid");
         assert_error("[GPU0]\nName=has space\n", 2, "characters");
         assert_error("[GPU0]\nName=a-name-that-is-longer-than-31-chars\n", 2, "characters");
+        assert_error("[GPU0]\nPreemptCostModel=linear\n", 2, "expected one of waves, constant");
+        assert_error("[GPU0]\nCwsrMegabytesPerSecond=0\n", 2, "out of range");
+        assert_error("[GPU0]\nDefaultGracePeriod=0x100\n", 2, "out of range");
         assert_error("[GPU16]\nMES=yes\n", 2, "unknown section [GPU16]");
         assert_error("[GPU01]\nMES=yes\n", 2, "unknown section");
         assert_error("[Nodes]\nGpus=1\n", 2, "unknown section");
