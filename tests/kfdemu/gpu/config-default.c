@@ -72,6 +72,13 @@ void emu_gpu_config_default(unsigned index, struct emu_gpu_config *ret)
                 .default_grace_period = 0x40,
                 /* MI300X's peak engine clock; MI308X's is not published. */
                 .shader_clock_mhz = 2100,
+                .read_index_mode = EMU_READ_INDEX_AT_COMPLETION,
+                /* How much earlier XCC 0 finishes its share than the
+                 * slowest XCC. Assumed: no measurement exists. */
+                .master_xcc_lead_percent = 10,
+                /* How often the CP re-reads a waiting barrier's signals.
+                 * Assumed: the firmware's interval is not public. */
+                .barrier_poll_us = 10,
                 /* 32 wave slots per CU (8 waves x 4 SIMDs) hold eight
                  * 256-work-item (4-wave) workgroups. */
                 .wg_slots_per_cu = 8,

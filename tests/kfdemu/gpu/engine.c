@@ -108,10 +108,34 @@ static uint64_t doorbell_value(struct emu_node_hw *nh, const struct emu_queue_hw
         return __atomic_load_n(emu_doorbell_word(nh, qh->frame, qh->q->doorbell_slot), __ATOMIC_ACQUIRE);
 }
 
+/* A barrier-AND waits until each of its dependency signals reads 0 (HSA
+ * runtime spec, "Barrier-AND packet"). A signal the process no longer
+ * maps counts as satisfied, so a dying process's queue cannot hang. */
+static bool barrier_satisfied(const struct emu_queue *q, const struct emu_aql_dispatch_packet *pkt)
+{
+        struct emu_aql_barrier_and_packet barrier;
+
+        _Static_assert(sizeof(barrier) == sizeof(*pkt), "one AQL slot");
+        memcpy(&barrier, pkt, sizeof(barrier));
+        for (unsigned i = 0; i < EMU_AQL_BARRIER_DEPENDENCIES; i++) {
+                int64_t value;
+
+                if (barrier.dep_signal[i] &&
+                    read_user(q->process->tgid, &value, barrier.dep_signal[i] + offsetof(struct emu_amd_signal, value),
+                              sizeof(value)) == 0 &&
+                    value != 0)
+                        return false;
+        }
+        return true;
+}
+
 /* Consume the packets below `doorbell`, up to the first kernel dispatch,
- * which goes to the model; barriers and unknown packets complete at once
- * (everything before them on the queue has completed, since the queue runs
- * one packet at a time). */
+ * which goes to the model; barriers complete once their dependencies are
+ * satisfied (everything before them on the queue has completed, since the
+ * queue runs one packet at a time), unknown packets at once. A barrier
+ * still waiting stays unconsumed, holding the read index below the write
+ * index while the GPU is idle, and the engine looks at it again every
+ * barrier_poll_us. */
 static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t doorbell)
 {
         struct emu_node_hw *nh = gpu->hw->node_hw;
@@ -119,6 +143,7 @@ static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t
         uint64_t fetched = qh->next_fetch;
         bool reported = false;
 
+        qh->barrier_waiting = false;
         if (ring_slots(q) == 0)
                 return false;
         for (unsigned n = 0; n < MAX_PACKETS_PER_FETCH && qh->next_fetch < doorbell && !qh->mq.busy; n++) {
@@ -130,6 +155,10 @@ static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t
                 /* Header still INVALID: the packet is not published yet. */
                 if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_INVALID)
                         break;
+                if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_BARRIER_AND && !barrier_satisfied(q, &pkt)) {
+                        qh->barrier_waiting = true;
+                        break;
+                }
                 qh->next_fetch++;
                 if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH) {
                         qh->completion_signal = pkt.completion_signal;
@@ -146,6 +175,8 @@ static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t
         return qh->next_fetch != fetched;
 }
 
+/* Report the read index of dispatches the CP is done with, which may be
+ * before their waves are (read_index_mode), and retire finished ones. */
 static bool retire_finished(struct emu_gpu *gpu)
 {
         bool retired = false;
@@ -153,6 +184,10 @@ static bool retire_finished(struct emu_gpu *gpu)
         for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next) {
                 struct emu_queue_hw *qh = queue_hw_of(mq);
 
+                if (mq->busy && !mq->done && mq->index_due && qh->read_index != qh->next_fetch) {
+                        qh->read_index = qh->next_fetch;
+                        report_read_index(gpu->hw->node_hw, qh);
+                }
                 if (!mq->done)
                         continue;
                 /* An empty kernel is done as it starts; the model does not
@@ -232,6 +267,15 @@ static uint64_t run_gpu(struct emu_gpu *gpu, bool *ret_more)
         return now;
 }
 
+/* When the CP next looks at a barrier still waiting for its signals. */
+static uint64_t next_barrier_poll(const struct emu_gpu *gpu, uint64_t now)
+{
+        for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next)
+                if (queue_hw_of(mq)->barrier_waiting && !queue_hw_of(mq)->q->is_suspended)
+                        return now + (uint64_t)(gpu->cfg.barrier_poll_us ? gpu->cfg.barrier_poll_us : 1) * 1000;
+        return EMU_MODEL_NEVER;
+}
+
 static void complete_due_calls(struct emu_node_hw *nh, uint64_t now)
 {
         while (nh->pending_calls && nh->pending_calls->due_ns <= now) {
@@ -255,6 +299,9 @@ static uint64_t engine_step(struct emu_node *node, uint64_t now)
 
                 run_gpu(&node->gpus[i], &more);
                 t = more ? now : emu_model_next_event(&node->gpus[i].hw->model);
+                if (t < next)
+                        next = t;
+                t = next_barrier_poll(&node->gpus[i], now);
                 if (t < next)
                         next = t;
         }
@@ -330,6 +377,25 @@ static void free_gpu_hw(struct emu_node *node, struct emu_node_hw *nh)
         free(nh);
 }
 
+/* How early the read index moves, as a fraction of a dispatch's time.
+ * ROCR-Runtime#105: the CP may advance it any time after the dispatch was
+ * initiated; rocm-systems#4341: it may do so before all waves completed.
+ * On GC 9.4.3 only XCC 0 reports it (kfd_mqd_manager_v9.c clears
+ * NO_UPDATE_RPTR for the master XCC only), so with several XCCs it moves
+ * when XCC 0's share of the workgroups is done. */
+static double read_index_lead(const struct emu_gpu_config *cfg)
+{
+        switch (cfg->read_index_mode) {
+        case EMU_READ_INDEX_AT_DISPATCH:
+                return 1.0;
+        case EMU_READ_INDEX_MASTER_XCC:
+                return cfg->num_xcc > 1 ? cfg->master_xcc_lead_percent / 100.0 : 0.0;
+        case EMU_READ_INDEX_AT_COMPLETION:
+                break;
+        }
+        return 0.0;
+}
+
 static void model_params(const struct emu_gpu_config *cfg, struct emu_model_params *ret)
 {
         uint64_t capacity = (uint64_t)cfg->cu_count * cfg->wg_slots_per_cu;
@@ -338,6 +404,7 @@ static void model_params(const struct emu_gpu_config *cfg, struct emu_model_para
                 .capacity = capacity ? capacity : 1,
                 .wg_slots_per_cu = cfg->wg_slots_per_cu,
                 .cu_count = cfg->cu_count,
+                .read_index_lead = read_index_lead(cfg),
         };
 }
 

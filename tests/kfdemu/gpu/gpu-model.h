@@ -18,6 +18,9 @@ struct emu_model_params {
         uint64_t capacity;          /* workgroup slots: cu_count * wg_slots_per_cu */
         uint32_t wg_slots_per_cu;
         uint32_t cu_count;
+        /* Fraction of a dispatch's alone-time before its end at which the
+         * CP reports its read index: 0 at completion, 1 at launch. */
+        double read_index_lead;
 };
 
 /* One hardware queue as the model sees it: at most one dispatch in flight
@@ -40,6 +43,8 @@ struct emu_model_queue {
         double alloc;                /* slots it holds now */
         uint64_t finished_at;        /* when its last dispatch finished ... */
         double finished_slots;       /* ... and the slots that dispatch held then */
+        double index_from_ns;        /* alone-time at which the read index moves ... */
+        bool index_due;              /* ... and has been reached: the engine reports it */
 
         /* CWSR accounting, in slots: waves the queue held when it left the
          * runlist, which the next unmap saves, and waves in its save area

@@ -164,7 +164,11 @@ static bool in_last_round(const struct emu_model_queue *q)
 static uint64_t phase_end_time(const struct emu_model *m, const struct emu_model_queue *q)
 {
         double end = in_last_round(q) ? (double)q->duration_ns : q->tail_from_ns;
-        double left = end - q->progress_ns;
+        double left;
+
+        if (!q->index_due && q->index_from_ns > q->progress_ns && q->index_from_ns < end)
+                end = q->index_from_ns;
+        left = end - q->progress_ns;
 
         if (left <= DONE_EPSILON_NS)
                 return m->now;
@@ -209,6 +213,8 @@ void emu_model_advance(struct emu_model *m, uint64_t now)
                         q->progress_ns += dt * q->alloc / (double)q->demand;
                         if (in_last_round(q))
                                 q->demand = q->tail_demand;
+                        if (q->progress_ns + DONE_EPSILON_NS >= q->index_from_ns)
+                                q->index_due = true;
                         if ((double)q->duration_ns - q->progress_ns <= DONE_EPSILON_NS) {
                                 q->progress_ns = (double)q->duration_ns;
                                 q->done = true;
@@ -238,6 +244,8 @@ void emu_model_start(struct emu_model *m, struct emu_model_queue *q, uint64_t du
         q->tail_from_ns = (double)((rounds - 1) * q->wave_ns);
         q->demand = rounds == 1 ? q->tail_demand : demand;
         q->progress_ns = 0;
+        q->index_from_ns = (double)duration_ns * (1.0 - m->params.read_index_lead);
+        q->index_due = q->done || q->index_from_ns <= DONE_EPSILON_NS;
         q->alloc = 0;
         q->admit_at = m->now;
         q->admit_at = admission_time(m, q);
@@ -248,6 +256,7 @@ void emu_model_retire(struct emu_model *m, struct emu_model_queue *q)
 {
         q->busy = false;
         q->done = false;
+        q->index_due = false;
         q->alloc = 0;
         refresh(m);
 }

@@ -162,6 +162,28 @@ static int setup_constant_cost(void **state)
         return setup_configured(state, constant_cost);
 }
 
+static void read_index_at_dispatch(struct emu_gpu_config *cfg)
+{
+        cfg->read_index_mode = EMU_READ_INDEX_AT_DISPATCH;
+}
+
+static int setup_read_index_at_dispatch(void **state)
+{
+        return setup_configured(state, read_index_at_dispatch);
+}
+
+static void read_index_master_xcc(struct emu_gpu_config *cfg)
+{
+        cfg->read_index_mode = EMU_READ_INDEX_MASTER_XCC;
+        cfg->num_xcc = 4;
+        cfg->master_xcc_lead_percent = 40;
+}
+
+static int setup_read_index_master_xcc(void **state)
+{
+        return setup_configured(state, read_index_master_xcc);
+}
+
 static int teardown(void **state)
 {
         struct fixture *fx = *state;
@@ -205,6 +227,22 @@ static void submit_signalled(struct fixture *fx, uint16_t type, uint64_t duratio
                          __ATOMIC_RELEASE);
         __atomic_add_fetch(strobe, 1, __ATOMIC_RELEASE);
         syscall(SYS_futex, strobe, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* A barrier-AND that waits for `dependency` to read 0. */
+static void submit_barrier(struct fixture *fx, struct emu_amd_signal *dependency)
+{
+        struct emu_aql_barrier_and_packet *p = (struct emu_aql_barrier_and_packet *)&fx->ring[fx->written % RING_SLOTS];
+
+        memset((uint8_t *)p + 2, 0, sizeof(*p) - 2);
+        p->dep_signal[0] = (uintptr_t)dependency;
+        __atomic_store_n(&p->header, EMU_AQL_PACKET_TYPE_BARRIER_AND, __ATOMIC_RELEASE);
+        fx->written++;
+        __atomic_store_n(&fx->write_dispatch_id, fx->written, __ATOMIC_RELEASE);
+        __atomic_store_n((uint64_t *)(fx->frame + EMU_DOORBELL_SIZE * fx->queue.doorbell_slot), fx->written,
+                         __ATOMIC_RELEASE);
+        __atomic_add_fetch((uint32_t *)(fx->frame + EMU_NODE_STROBE_OFFSET), 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, fx->frame + EMU_NODE_STROBE_OFFSET, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 static void submit(struct fixture *fx, uint16_t type, uint64_t duration_ns, uint32_t workgroups)
@@ -327,6 +365,54 @@ static void test_suspension_mid_kernel_keeps_progress(void **state)
         assert_true(wait_read_index(fx, 1, 1000 * MS));
         /* 200 ms of work plus the time it stood still, plus the restore. */
         assert_true(now_ns() - t0 >= 200 * MS + suspended_for);
+}
+
+/* A barrier-AND whose dependency is not satisfied holds the read index
+ * below the write index while the GPU has nothing to run; it completes
+ * once the signal reads 0 (here stored by the host, as hsa_signal_store
+ * would). */
+static void test_barrier_waits_for_its_dependency(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_amd_signal dependency = { .kind = EMU_AMD_SIGNAL_KIND_USER, .value = 1 };
+
+        submit_barrier(fx, &dependency);
+        assert_false(wait_read_index(fx, 1, 30 * MS));
+        assert_int_equal(fx->write_dispatch_id, 1);
+        __atomic_store_n(&dependency.value, 0, __ATOMIC_RELEASE);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+}
+
+/* ReadIndexAdvance=dispatch: the index moves when the CP has launched the
+ * dispatch, long before its waves end (its completion signal is still 1). */
+static void test_read_index_advances_at_dispatch(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_amd_signal signal = { 0 };
+        uint64_t t0 = now_ns();
+
+        submit_signalled(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 300 * MS, 64, &signal);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+        assert_true(now_ns() - t0 < 300 * MS);
+        assert_int_equal(__atomic_load_n(&signal.value, __ATOMIC_ACQUIRE), 1);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+}
+
+/* ReadIndexAdvance=master-xcc: the index moves when XCC 0's share is done
+ * (here 40% of the kernel's time before the slowest XCC), not before. */
+static void test_read_index_advances_with_the_master_xcc(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_amd_signal signal = { 0 };
+        uint64_t t0 = now_ns();
+
+        submit_signalled(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 500 * MS, 64, &signal);
+        assert_true(wait_read_index(fx, 1, 2000 * MS));
+        assert_true(now_ns() - t0 >= 300 * MS);
+        assert_int_equal(__atomic_load_n(&signal.value, __ATOMIC_ACQUIRE), 1);
+        while (__atomic_load_n(&signal.value, __ATOMIC_ACQUIRE) != 0 && now_ns() - t0 < 2000 * MS)
+                futex_wait_until(&(uint32_t){ 0 }, 0, now_ns() + 5 * MS);
+        assert_int_equal(signal.end_ts - signal.start_ts, 500 * MS);
 }
 
 /* SUSPEND_QUEUES flips the flag before the unmap (suspend_single_queue,
@@ -520,6 +606,11 @@ int main(void)
                                                 setup_constant_cost, teardown),
                 cmocka_unit_test_setup_teardown(test_resume_charges_a_restore_not_a_save, setup_constant_cost,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_barrier_waits_for_its_dependency, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_read_index_advances_at_dispatch, setup_read_index_at_dispatch,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_read_index_advances_with_the_master_xcc,
+                                                setup_read_index_master_xcc, teardown),
                 cmocka_unit_test_setup_teardown(test_parked_call_completes_after_its_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancelled_call_never_completes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_thread_keeps_back_to_back_kernels_exact, setup, teardown),

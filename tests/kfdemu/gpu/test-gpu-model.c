@@ -283,6 +283,24 @@ static void test_unmap_saves_the_leaving_waves_and_restores_them_on_return(void 
         assert_true(offline.saved_slots == 0);
 }
 
+/* The read index moves read_index_lead of the dispatch's time early. */
+static void test_read_index_is_due_early_by_the_lead(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue q = { .owner = 1 };
+        struct emu_model_params p = { .capacity = CAPACITY, .wg_slots_per_cu = 8, .cu_count = 80,
+                                      .read_index_lead = 0.25 };
+
+        emu_model_init(&m, &p, 0);
+        emu_model_add_queue(&m, &q);
+        emu_model_start(&m, &q, 4 * MS, CAPACITY);
+        assert_int_equal(emu_model_next_event(&m), 3 * MS);
+        emu_model_advance(&m, 3 * MS);
+        assert_true(q.index_due);
+        assert_false(q.done);
+        assert_int_equal(finish_time(&m, &q), 4 * MS);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -298,6 +316,7 @@ int main(void)
                 cmocka_unit_test(test_queue_preemption_stalls_only_that_queue),
                 cmocka_unit_test(test_removed_queue_frees_the_device),
                 cmocka_unit_test(test_unmap_saves_the_leaving_waves_and_restores_them_on_return),
+                cmocka_unit_test(test_read_index_is_due_early_by_the_lead),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

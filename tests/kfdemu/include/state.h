@@ -41,6 +41,13 @@ enum emu_preempt_model {
         EMU_PREEMPT_MODEL_CONSTANT,  /* fixed unmap, save and restore times */
 };
 
+/* When the CP reports a dispatch's read index (gpu/engine.c). */
+enum emu_read_index_mode {
+        EMU_READ_INDEX_AT_COMPLETION,  /* when all its waves have finished */
+        EMU_READ_INDEX_AT_DISPATCH,    /* as soon as the CP has launched it */
+        EMU_READ_INDEX_MASTER_XCC,     /* when XCC 0's share has finished */
+};
+
 /* One GPU as configured (kfdemu-run --gpus / --config). */
 struct emu_gpu_config {
         uint32_t gpu_id;             /* 16-bit topology hash, e.g. 0xf7bc; 0 = derive */
@@ -70,6 +77,9 @@ struct emu_gpu_config {
         uint32_t map_queue_us;       /* waves model: the remap's cost per queue and XCC */
         uint32_t default_grace_period; /* CP_IQ_WAIT_TIME2.SCH_WAVE when the caller gives none */
         uint32_t shader_clock_mhz;   /* converts the grace period's 1000-clock units */
+        enum emu_read_index_mode read_index_mode;
+        uint32_t master_xcc_lead_percent; /* of a dispatch's time: XCC 0 done before the rest */
+        uint32_t barrier_poll_us;    /* how often the CP looks at a waiting barrier's signals */
         uint32_t wg_slots_per_cu;    /* workgroups one CU runs at once */
         uint32_t vram_mib;           /* the device's VRAM (real_vram_size), MiB */
 };

@@ -37,7 +37,9 @@ struct gpu_field {
 
 /* By enum value (state.h); parse_choice stores them as int. */
 _Static_assert(sizeof(enum emu_preempt_model) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum emu_read_index_mode) == sizeof(int), "enum stored as int");
 static const char *const preempt_models[] = { "waves", "constant", NULL };
+static const char *const read_index_modes[] = { "completion", "dispatch", "master-xcc", NULL };
 
 static const struct gpu_field gpu_fields[] = {
         /* KFD_GPU_ID_HASH_WIDTH is 16 bits; 0 lets the node derive one. */
@@ -71,6 +73,9 @@ static const struct gpu_field gpu_fields[] = {
         /* CP_IQ_WAIT_TIME2.SCH_WAVE is an 8-bit field. */
         U32_FIELD("DefaultGracePeriod", default_grace_period, 1, 0xff),
         U32_FIELD("ShaderClockMHz", shader_clock_mhz, 100, 10000),
+        CHOICE_FIELD("ReadIndexAdvance", read_index_mode, read_index_modes),
+        U32_FIELD("MasterXccLeadPercent", master_xcc_lead_percent, 0, 100),
+        U32_FIELD("BarrierPollMicroseconds", barrier_poll_us, 1, 1000000),
         U32_FIELD("WorkgroupSlotsPerCU", wg_slots_per_cu, 1, 1024),
         /* Up to 16 TiB, more than any part has. */
         U32_FIELD("VramMiB", vram_mib, 1, 16u << 20),

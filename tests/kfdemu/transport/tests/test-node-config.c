@@ -80,6 +80,8 @@ static void test_values(void **state)
               "PreemptMicroseconds=250\n"
               "PreemptCostModel=constant\n"
               "CwsrMegabytesPerSecond=25000\n"
+              "ReadIndexAdvance=master-xcc\n"
+              "MasterXccLeadPercent=20\n"
               "WorkgroupSlotsPerCU=8\n",
               &p);
         assert_int_equal(p.r, 0);
@@ -102,6 +104,8 @@ static void test_values(void **state)
         assert_int_equal(p.cfg.gpus[2].wg_slots_per_cu, 8);
         assert_int_equal(p.cfg.gpus[2].preempt_model, EMU_PREEMPT_MODEL_CONSTANT);
         assert_int_equal(p.cfg.gpus[2].cwsr_mb_per_s, 25000);
+        assert_int_equal(p.cfg.gpus[2].read_index_mode, EMU_READ_INDEX_MASTER_XCC);
+        assert_int_equal(p.cfg.gpus[2].master_xcc_lead_percent, 20);
         /* Untouched GPUs keep the defaults the caller put in. */
         assert_string_equal(p.cfg.gpus[0].name, "gfx942");
 }
@@ -121,7 +125,9 @@ static void test_errors_name_the_line(void **state)
         assert_error("[GPU0]\nName=has space\n", 2, "characters");
         assert_error("[GPU0]\nName=a-name-that-is-longer-than-31-chars\n", 2, "characters");
         assert_error("[GPU0]\nPreemptCostModel=linear\n", 2, "expected one of waves, constant");
+        assert_error("[GPU0]\nReadIndexAdvance=early\n", 2, "expected one of completion, dispatch, master-xcc");
         assert_error("[GPU0]\nCwsrMegabytesPerSecond=0\n", 2, "out of range");
+        assert_error("[GPU0]\nMasterXccLeadPercent=101\n", 2, "out of range");
         assert_error("[GPU0]\nDefaultGracePeriod=0x100\n", 2, "out of range");
         assert_error("[GPU16]\nMES=yes\n", 2, "unknown section [GPU16]");
         assert_error("[GPU01]\nMES=yes\n", 2, "unknown section");
