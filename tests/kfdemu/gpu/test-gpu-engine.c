@@ -437,7 +437,8 @@ static void test_resume_charges_a_restore_not_a_save(void **state)
         const struct emu_gpu_config *cfg = &fx->node.gpus[0].cfg;
         uint64_t resumed, cost;
 
-        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 20 * MS, 64);
+        /* Long enough to be still running however loaded the machine is. */
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 200 * MS, 64);
         assert_true(wait_doorbell_seen(fx, 1, 1000 * MS));
         set_suspended(fx, true);
         futex_wait_until(&(uint32_t){ 0 }, 0, now_ns() + 5 * MS);
