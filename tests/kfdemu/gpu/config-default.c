@@ -79,6 +79,15 @@ void emu_gpu_config_default(unsigned index, struct emu_gpu_config *ret)
                 /* How often the CP re-reads a waiting barrier's signals.
                  * Assumed: the firmware's interval is not public. */
                 .barrier_poll_us = 10,
+                .hws_time_slicing = true,
+                /* 0: the VMIDs gmc_v9_0 leaves to KFD for the part. */
+                .kfd_vmids = 0,
+                /* MEC1's 4 pipes x 8 queues, less amdgpu's kernel
+                 * compute queues (amdgpu.num_kcq, 8 by default). */
+                .hqd_slots = 24,
+                /* pm_map_process_v9 writes process_quantum = 10; the
+                 * unit is not public, milliseconds assumed. */
+                .hws_quantum_us = 10000,
                 /* 32 wave slots per CU (8 waves x 4 SIMDs) hold eight
                  * 256-work-item (4-wave) workgroups. */
                 .wg_slots_per_cu = 8,

@@ -405,6 +405,11 @@ static void model_params(const struct emu_gpu_config *cfg, struct emu_model_para
                 .wg_slots_per_cu = cfg->wg_slots_per_cu,
                 .cu_count = cfg->cu_count,
                 .read_index_lead = read_index_lead(cfg),
+                /* The HWS time-slices only a runlist it schedules. */
+                .max_procs_per_quantum = cfg->mes || !cfg->hws_time_slicing ? 0 : emu_kfd_vmids(cfg),
+                .hqd_slots = cfg->mes || !cfg->hws_time_slicing ? 0 : cfg->hqd_slots,
+                .quantum_ns = (uint64_t)cfg->hws_quantum_us * 1000,
+                .cwsr_ns_per_slot = emu_cwsr_ns_per_slot(cfg),
         };
 }
 

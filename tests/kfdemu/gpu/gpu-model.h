@@ -21,6 +21,15 @@ struct emu_model_params {
         /* Fraction of a dispatch's alone-time before its end at which the
          * CP reports its read index: 0 at completion, 1 at launch. */
         double read_index_lead;
+        /* Runlist oversubscription (pm_calc_rlib_size): more processes than
+         * this, or more active queues than hqd_slots (0 = no limit), and
+         * the HWS time-slices the runlist, quantum_ns per slice; a switch
+         * saves the outgoing slice's waves and restores the incoming one's
+         * at cwsr_ns_per_slot. */
+        unsigned max_procs_per_quantum;
+        unsigned hqd_slots;
+        uint64_t quantum_ns;
+        double cwsr_ns_per_slot;
 };
 
 /* One hardware queue as the model sees it: at most one dispatch in flight
@@ -30,6 +39,7 @@ struct emu_model_queue {
         uint32_t owner;              /* process tag, for per-process occupancy */
         bool suspended;
         uint64_t blocked_until;      /* CWSR restore or a queue-level preemption */
+        unsigned slice;              /* its share of an oversubscribed runlist */
 
         bool busy;                   /* a dispatch is in flight */
         bool done;                   /* ... and has finished; the engine collects it */
@@ -58,6 +68,9 @@ struct emu_model {
         struct emu_model_queue *queues;
         uint64_t now;
         uint64_t stall_until;        /* device-wide preemption in progress */
+        unsigned n_slices;           /* > 1: the runlist is oversubscribed ... */
+        unsigned active_slice;       /* ... and the HWS runs this slice ... */
+        uint64_t next_switch;        /* ... until then */
 };
 
 void emu_model_init(struct emu_model *m, const struct emu_model_params *params, uint64_t now);

@@ -20,16 +20,107 @@ void emu_model_init(struct emu_model *m, const struct emu_model_params *params, 
         *m = (struct emu_model){ .params = *params, .now = now };
 }
 
-void emu_model_add_queue(struct emu_model *m, struct emu_model_queue *q)
+static bool is_mapped(const struct emu_model *m, const struct emu_model_queue *q)
 {
-        q->next = m->queues;
-        m->queues = q;
+        return m->n_slices <= 1 || q->slice == m->active_slice;
+}
+
+static bool has_work(const struct emu_model_queue *q)
+{
+        return q->busy && !q->done && !q->suspended;
 }
 
 static bool is_running(const struct emu_model *m, const struct emu_model_queue *q)
 {
-        return q->busy && !q->done && !q->suspended && m->now >= q->blocked_until &&
-               m->now >= q->admit_at && m->now >= m->stall_until;
+        return has_work(q) && is_mapped(m, q) && m->now >= q->blocked_until && m->now >= q->admit_at &&
+               m->now >= m->stall_until;
+}
+
+static unsigned active_queues_of(const struct emu_model *m, uint32_t owner)
+{
+        unsigned n = 0;
+
+        for (const struct emu_model_queue *q = m->queues; q; q = q->next)
+                n += q->owner == owner && !q->suspended;
+        return n;
+}
+
+static bool owner_seen_before(const struct emu_model *m, const struct emu_model_queue *q)
+{
+        for (const struct emu_model_queue *o = m->queues; o != q; o = o->next)
+                if (o->owner == q->owner)
+                        return true;
+        return false;
+}
+
+/* The slices an oversubscribed runlist is run in: processes in runlist
+ * order, as many per slice as fit the VMIDs and the HQD slots. A process
+ * whose queues are all suspended still takes a VMID (pm_calc_rlib_size
+ * counts processes_count); its suspended queues take no slot. */
+static void assign_slices(struct emu_model *m)
+{
+        unsigned slice = 0, procs = 0, queues = 0;
+
+        for (struct emu_model_queue *q = m->queues; q; q = q->next) {
+                unsigned k;
+
+                if (owner_seen_before(m, q))
+                        continue;
+                k = active_queues_of(m, q->owner);
+                if (procs > 0 && ((m->params.max_procs_per_quantum && procs + 1 > m->params.max_procs_per_quantum) ||
+                                  (m->params.hqd_slots && queues + k > m->params.hqd_slots))) {
+                        slice++;
+                        procs = queues = 0;
+                }
+                for (struct emu_model_queue *o = q; o; o = o->next)
+                        if (o->owner == q->owner)
+                                o->slice = slice;
+                procs++;
+                queues += k;
+        }
+        if (slice + 1 != m->n_slices || m->active_slice > slice) {
+                m->active_slice = 0;
+                m->next_switch = m->now + m->params.quantum_ns;
+        }
+        m->n_slices = slice + 1;
+}
+
+static bool slice_has_work(const struct emu_model *m, unsigned slice)
+{
+        for (const struct emu_model_queue *q = m->queues; q; q = q->next)
+                if (q->slice == slice && has_work(q))
+                        return true;
+        return false;
+}
+
+/* The next slice with work after the active one, or the active one. */
+static unsigned next_busy_slice(const struct emu_model *m)
+{
+        for (unsigned i = 1; i < m->n_slices; i++) {
+                unsigned s = (m->active_slice + i) % m->n_slices;
+
+                if (slice_has_work(m, s))
+                        return s;
+        }
+        return m->active_slice;
+}
+
+/* When the HWS moves to another slice: at the end of the quantum, or at
+ * once when the active slice has nothing to run. */
+static uint64_t switch_time(const struct emu_model *m)
+{
+        if (m->n_slices <= 1 || next_busy_slice(m) == m->active_slice)
+                return EMU_MODEL_NEVER;
+        if (!slice_has_work(m, m->active_slice))
+                return m->now;
+        return m->next_switch > m->now ? m->next_switch : m->now;
+}
+
+void emu_model_add_queue(struct emu_model *m, struct emu_model_queue *q)
+{
+        q->next = m->queues;
+        m->queues = q;
+        assign_slices(m);
 }
 
 /* Max-min fair (water-filling) split of the slots between the running
@@ -81,6 +172,31 @@ static double held_slots(const struct emu_model *m, unsigned *ret_n_running)
                 }
         *ret_n_running = n;
         return held;
+}
+
+static void refresh(struct emu_model *m);
+
+/* The HWS's context switch between slices: the outgoing slice's resident
+ * waves are saved, the incoming slice's saved ones restored, and nothing
+ * runs meanwhile. */
+static void switch_slice(struct emu_model *m)
+{
+        unsigned next = next_busy_slice(m);
+        double moved = 0;
+
+        for (struct emu_model_queue *q = m->queues; q; q = q->next) {
+                if (q->slice == m->active_slice) {
+                        moved += q->alloc;
+                        q->saved_slots += q->alloc;
+                } else if (q->slice == next) {
+                        moved += q->saved_slots;
+                }
+        }
+        m->active_slice = next;
+        m->next_switch = m->now + m->params.quantum_ns;
+        if (moved > 0 && m->now + (uint64_t)ceil(moved * m->params.cwsr_ns_per_slot) > m->stall_until)
+                m->stall_until = m->now + (uint64_t)ceil(moved * m->params.cwsr_ns_per_slot);
+        refresh(m);
 }
 
 /* Slots the dispatcher can hand a newcomer right now without waiting for
@@ -177,7 +293,7 @@ static uint64_t phase_end_time(const struct emu_model *m, const struct emu_model
 
 uint64_t emu_model_next_event(const struct emu_model *m)
 {
-        uint64_t next = EMU_MODEL_NEVER;
+        uint64_t next = switch_time(m);
 
         for (const struct emu_model_queue *q = m->queues; q; q = q->next) {
                 uint64_t t = EMU_MODEL_NEVER;
@@ -200,6 +316,8 @@ uint64_t emu_model_next_event(const struct emu_model *m)
 
 void emu_model_advance(struct emu_model *m, uint64_t now)
 {
+        if (switch_time(m) <= m->now)
+                switch_slice(m);
         while (m->now < now) {
                 uint64_t step_end = emu_model_next_event(m);
                 double dt;
@@ -224,6 +342,8 @@ void emu_model_advance(struct emu_model *m, uint64_t now)
                 }
                 m->now = step_end;
                 refresh(m);
+                if (switch_time(m) <= m->now)
+                        switch_slice(m);
         }
 }
 
@@ -269,6 +389,7 @@ void emu_model_remove_queue(struct emu_model *m, struct emu_model_queue *q)
                         break;
                 }
         q->next = NULL;
+        assign_slices(m);
         refresh(m);
 }
 
@@ -282,6 +403,7 @@ void emu_model_set_suspended(struct emu_model *m, struct emu_model_queue *q, boo
                 q->saved_slots += q->alloc;
         }
         q->suspended = suspended;
+        assign_slices(m);
         if (!suspended && restore_ns == EMU_MODEL_NEVER)
                 q->blocked_until = EMU_MODEL_NEVER;
         else if (!suspended && q->busy && m->now + restore_ns > q->blocked_until)
@@ -304,7 +426,10 @@ void emu_model_unmap_all(struct emu_model *m, double *ret_saved, double *ret_res
                         q->blocked_until = m->now;
                 saved += q->alloc;
                 q->saved_slots += q->alloc;
-                restored += q->saved_slots;
+                /* The HWS maps the whole (chained) runlist but runs only
+                 * the active slice: the others stay in their save areas. */
+                if (is_mapped(m, q))
+                        restored += q->saved_slots;
                 mapped++;
         }
         /* Slots a suspended queue freed went to others at once (refresh),

@@ -16,6 +16,7 @@
  */
 #include <math.h>
 
+#include "gc-version.h"
 #include "preempt-cost.h"
 
 /* kfd_queue.c (kfd_queue_ctx_save_restore_size, kfd_get_vgpr_size_per_cu):
@@ -44,17 +45,27 @@ uint64_t emu_cwsr_bytes_per_cu(const struct emu_gpu_config *cfg)
                HWREG_BYTES_PER_CU;
 }
 
-/* Moving the wave state of `slots` workgroup slots (a full CU holds
- * wg_slots_per_cu of them) to or from the save area. */
+double emu_cwsr_ns_per_slot(const struct emu_gpu_config *cfg)
+{
+        if (cfg->wg_slots_per_cu == 0 || cfg->cwsr_mb_per_s == 0)
+                return 0;
+        /* A full CU holds wg_slots_per_cu slots; bytes / (MB/s) is microseconds. */
+        return (double)emu_cwsr_bytes_per_cu(cfg) / cfg->wg_slots_per_cu * 1000.0 / cfg->cwsr_mb_per_s;
+}
+
+unsigned emu_kfd_vmids(const struct emu_gpu_config *cfg)
+{
+        uint32_t gc = emu_gc_version(cfg->gfx_target_version);
+
+        if (cfg->kfd_vmids)
+                return cfg->kfd_vmids;
+        return gc >= EMU_IP_VERSION(9, 4, 1) && gc <= EMU_IP_VERSION(9, 5, 0) ? 16 - 3 : 16 - 8;
+}
+
+/* Moving the wave state of `slots` workgroup slots to or from the save area. */
 static uint64_t cwsr_transfer_ns(const struct emu_gpu_config *cfg, double slots)
 {
-        double bytes;
-
-        if (slots <= 0 || cfg->wg_slots_per_cu == 0 || cfg->cwsr_mb_per_s == 0)
-                return 0;
-        bytes = slots / cfg->wg_slots_per_cu * (double)emu_cwsr_bytes_per_cu(cfg);
-        /* bytes / (MB/s) is microseconds. */
-        return (uint64_t)ceil(bytes * 1000.0 / cfg->cwsr_mb_per_s);
+        return slots > 0 ? (uint64_t)ceil(slots * emu_cwsr_ns_per_slot(cfg)) : 0;
 }
 
 /* The CP lets resident waves run for the grace period before it saves

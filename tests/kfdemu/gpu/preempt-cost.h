@@ -37,6 +37,15 @@ uint64_t emu_cwsr_save_ns(const struct emu_gpu_config *cfg, double slots, uint32
 /* Restoring `slots` of saved waves onto the CUs (a queue re-added on MES). */
 uint64_t emu_cwsr_restore_ns(const struct emu_gpu_config *cfg, double slots);
 
+/* Moving one workgroup slot's share of a CU's wave state to or from the
+ * save area (the waves model's rate; 0 when unknown). */
+double emu_cwsr_ns_per_slot(const struct emu_gpu_config *cfg);
+
+/* The processes the HWS runs at once: cfg->kfd_vmids, or the VMIDs
+ * gmc_v9_0 leaves to KFD (first_kfd_vmid 3 on GC 9.4.1-9.5.0, else 8, of
+ * 16). */
+unsigned emu_kfd_vmids(const struct emu_gpu_config *cfg);
+
 /* The wave state of one full CU: cfg->cwsr_bytes_per_cu, or what
  * kfd_queue_ctx_save_restore_size sizes the save area for. */
 uint64_t emu_cwsr_bytes_per_cu(const struct emu_gpu_config *cfg);

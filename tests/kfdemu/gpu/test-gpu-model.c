@@ -301,6 +301,66 @@ static void test_read_index_is_due_early_by_the_lead(void **state)
         assert_int_equal(finish_time(&m, &q), 4 * MS);
 }
 
+/* More processes than the HWS runs at once: it runs them a quantum each
+ * in turn (pm_calc_rlib_size's oversubscribed runlist), and at once the
+ * next one when the running one has nothing left. Two kernels that would
+ * overlap perfectly take turns. */
+static void test_oversubscribed_runlist_is_time_sliced(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue a = { .owner = 1 }, b = { .owner = 2 };
+        struct emu_model_params p = { .capacity = CAPACITY, .wg_slots_per_cu = 8, .cu_count = 80,
+                                      .max_procs_per_quantum = 1, .quantum_ns = 4 * MS };
+
+        emu_model_init(&m, &p, 0);
+        emu_model_add_queue(&m, &a);
+        emu_model_add_queue(&m, &b);
+        assert_int_equal(m.n_slices, 2);
+        emu_model_start(&m, &a, 10 * MS, CAPACITY / 4);
+        emu_model_start(&m, &b, 10 * MS, CAPACITY / 4);
+        /* b was added last: it heads the runlist. */
+        assert_int_equal(finish_time(&m, &b), 18 * MS);
+        assert_int_equal(finish_time(&m, &a), 20 * MS);
+}
+
+/* A switch saves the outgoing slice's waves and restores the incoming
+ * one's, and nothing runs meanwhile. */
+static void test_slice_switch_costs_the_save_and_restore(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue a = { .owner = 1 }, b = { .owner = 2 };
+        struct emu_model_params p = { .capacity = CAPACITY, .wg_slots_per_cu = 8, .cu_count = 80,
+                                      .max_procs_per_quantum = 1, .quantum_ns = 4 * MS, .cwsr_ns_per_slot = 1000 };
+
+        emu_model_init(&m, &p, 0);
+        emu_model_add_queue(&m, &a);
+        emu_model_add_queue(&m, &b);
+        emu_model_start(&m, &b, 10 * MS, 100);
+        emu_model_start(&m, &a, 1 * MS, 100);
+        /* At 4 ms b's 100 slots are saved (100 us), then a runs 1 ms. */
+        assert_int_equal(finish_time(&m, &a), 4 * MS + 100 * US + 1 * MS);
+        /* a idle: back to b at once, restoring its 100 slots. */
+        assert_int_equal(finish_time(&m, &b), 5 * MS + 100 * US + 100 * US + 6 * MS);
+}
+
+/* A suspended queue takes no HQD slot: the runlist fits again. */
+static void test_suspended_queues_free_hqd_slots(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue a = { .owner = 1 }, b = { .owner = 2 };
+        struct emu_model_params p = { .capacity = CAPACITY, .wg_slots_per_cu = 8, .cu_count = 80,
+                                      .hqd_slots = 1, .quantum_ns = 4 * MS };
+
+        emu_model_init(&m, &p, 0);
+        emu_model_add_queue(&m, &a);
+        emu_model_add_queue(&m, &b);
+        assert_int_equal(m.n_slices, 2);
+        emu_model_set_suspended(&m, &b, true, 0);
+        assert_int_equal(m.n_slices, 1);
+        emu_model_start(&m, &a, 2 * MS, CAPACITY / 4);
+        assert_int_equal(finish_time(&m, &a), 2 * MS);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -317,6 +377,9 @@ int main(void)
                 cmocka_unit_test(test_removed_queue_frees_the_device),
                 cmocka_unit_test(test_unmap_saves_the_leaving_waves_and_restores_them_on_return),
                 cmocka_unit_test(test_read_index_is_due_early_by_the_lead),
+                cmocka_unit_test(test_oversubscribed_runlist_is_time_sliced),
+                cmocka_unit_test(test_slice_switch_costs_the_save_and_restore),
+                cmocka_unit_test(test_suspended_queues_free_hqd_slots),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,6 +120,25 @@ static void test_constant_model_ignores_volume_and_runlist(void **state)
         assert_int_equal(cost_of(&cfg, 0, 0, 50, 0).stall_ns, cfg.preempt_us * US);
 }
 
+/* gmc_v9_0 gives KFD VMIDs 3-15 on GC 9.4.1 to 9.5.0, 8-15 elsewhere. */
+static void test_kfd_vmids_follow_first_kfd_vmid(void **state)
+{
+        struct emu_gpu_config cfg = waves_gpu();
+
+        cfg.gfx_target_version = 90402;
+        assert_int_equal(emu_kfd_vmids(&cfg), 13);
+        cfg.gfx_target_version = 90010;
+        assert_int_equal(emu_kfd_vmids(&cfg), 13);
+        cfg.gfx_target_version = 90008;
+        assert_int_equal(emu_kfd_vmids(&cfg), 13);
+        cfg.gfx_target_version = 90006;
+        assert_int_equal(emu_kfd_vmids(&cfg), 8);
+        cfg.gfx_target_version = 110000;
+        assert_int_equal(emu_kfd_vmids(&cfg), 8);
+        cfg.kfd_vmids = 2;
+        assert_int_equal(emu_kfd_vmids(&cfg), 2);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -129,6 +148,7 @@ int main(void)
                 cmocka_unit_test(test_default_grace_period_is_the_registers),
                 cmocka_unit_test(test_remap_grows_with_queues_and_xccs),
                 cmocka_unit_test(test_constant_model_ignores_volume_and_runlist),
+                cmocka_unit_test(test_kfd_vmids_follow_first_kfd_vmid),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

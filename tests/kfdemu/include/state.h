@@ -80,6 +80,10 @@ struct emu_gpu_config {
         enum emu_read_index_mode read_index_mode;
         uint32_t master_xcc_lead_percent; /* of a dispatch's time: XCC 0 done before the rest */
         uint32_t barrier_poll_us;    /* how often the CP looks at a waiting barrier's signals */
+        bool hws_time_slicing;       /* an oversubscribed runlist runs in slices (else as if it fit) */
+        uint32_t kfd_vmids;          /* processes the HWS runs at once; 0 = from gfx_target_version */
+        uint32_t hqd_slots;          /* active compute queues it runs at once (get_cp_queues_num) */
+        uint32_t hws_quantum_us;     /* time slice of an oversubscribed runlist */
         uint32_t wg_slots_per_cu;    /* workgroups one CU runs at once */
         uint32_t vram_mib;           /* the device's VRAM (real_vram_size), MiB */
 };

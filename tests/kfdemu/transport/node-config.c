@@ -76,6 +76,12 @@ static const struct gpu_field gpu_fields[] = {
         CHOICE_FIELD("ReadIndexAdvance", read_index_mode, read_index_modes),
         U32_FIELD("MasterXccLeadPercent", master_xcc_lead_percent, 0, 100),
         U32_FIELD("BarrierPollMicroseconds", barrier_poll_us, 1, 1000000),
+        BOOL_FIELD("HwsTimeSlicing", hws_time_slicing),
+        /* 16 VMIDs in all; 0 = what the part leaves to KFD. */
+        U32_FIELD("KfdVmids", kfd_vmids, 0, 16),
+        /* 2 MECs x 4 pipes x 8 queues at most. */
+        U32_FIELD("HqdSlots", hqd_slots, 1, 64),
+        U32_FIELD("HwsQuantumMicroseconds", hws_quantum_us, 1, 60000000),
         U32_FIELD("WorkgroupSlotsPerCU", wg_slots_per_cu, 1, 1024),
         /* Up to 16 TiB, more than any part has. */
         U32_FIELD("VramMiB", vram_mib, 1, 16u << 20),

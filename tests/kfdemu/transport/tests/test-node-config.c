@@ -82,6 +82,8 @@ static void test_values(void **state)
               "CwsrMegabytesPerSecond=25000\n"
               "ReadIndexAdvance=master-xcc\n"
               "MasterXccLeadPercent=20\n"
+              "HwsTimeSlicing=no\n"
+              "HqdSlots=8\n"
               "WorkgroupSlotsPerCU=8\n",
               &p);
         assert_int_equal(p.r, 0);
@@ -106,6 +108,8 @@ static void test_values(void **state)
         assert_int_equal(p.cfg.gpus[2].cwsr_mb_per_s, 25000);
         assert_int_equal(p.cfg.gpus[2].read_index_mode, EMU_READ_INDEX_MASTER_XCC);
         assert_int_equal(p.cfg.gpus[2].master_xcc_lead_percent, 20);
+        assert_false(p.cfg.gpus[2].hws_time_slicing);
+        assert_int_equal(p.cfg.gpus[2].hqd_slots, 8);
         /* Untouched GPUs keep the defaults the caller put in. */
         assert_string_equal(p.cfg.gpus[0].name, "gfx942");
 }
@@ -129,6 +133,8 @@ static void test_errors_name_the_line(void **state)
         assert_error("[GPU0]\nCwsrMegabytesPerSecond=0\n", 2, "out of range");
         assert_error("[GPU0]\nMasterXccLeadPercent=101\n", 2, "out of range");
         assert_error("[GPU0]\nDefaultGracePeriod=0x100\n", 2, "out of range");
+        assert_error("[GPU0]\nKfdVmids=17\n", 2, "out of range");
+        assert_error("[GPU0]\nHqdSlots=0\n", 2, "out of range");
         assert_error("[GPU16]\nMES=yes\n", 2, "unknown section [GPU16]");
         assert_error("[GPU01]\nMES=yes\n", 2, "unknown section");
         assert_error("[Nodes]\nGpus=1\n", 2, "unknown section");
