@@ -599,7 +599,7 @@ uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q)
         if (!gh || !q->hw)
                 return latency;
         now = run_gpu(q->gpu, NULL);
-        latency += emu_cwsr_save_ns(&q->gpu->cfg, emu_model_unmap_queue(&q->hw->mq), EMU_GRACE_PERIOD_DEFAULT);
+        latency += emu_cwsr_save_ns(&q->gpu->cfg, emu_model_unmap_queue(&gh->model, &q->hw->mq), EMU_GRACE_PERIOD_DEFAULT);
         emu_model_stall_queue(&gh->model, &q->hw->mq, now + latency);
         emu_node_strobe_bump(gh->node_hw);
         return latency;

@@ -88,8 +88,8 @@ void emu_model_start(struct emu_model *m, struct emu_model_queue *q, uint64_t du
 /* The engine took the finished dispatch: the queue is idle again. */
 void emu_model_retire(struct emu_model *m, struct emu_model_queue *q);
 
-/* Suspension: a suspended queue holds no slots and makes no progress; the
- * waves it held are saved by the next unmap (leaving_slots). On resume it
+/* Suspension: a suspended queue makes no progress; the slots its waves
+ * held stay taken until the next unmap saves them (leaving_slots). On resume it
  * waits restore_ns (CWSR restore), or with EMU_MODEL_NEVER until the next
  * emu_model_unmap_all (an HWS queue runs once the runlist maps it), and
  * goes on where it stopped. */
@@ -101,7 +101,7 @@ void emu_model_set_suspended(struct emu_model *m, struct emu_model_queue *q, boo
  * the queues in the runlist. Call emu_model_stall_device after it. */
 void emu_model_unmap_all(struct emu_model *m, double *ret_saved, double *ret_restored, unsigned *ret_mapped);
 /* The removal of one queue (MES): the slots of wave state it saves. */
-double emu_model_unmap_queue(struct emu_model_queue *q);
+double emu_model_unmap_queue(struct emu_model *m, struct emu_model_queue *q);
 
 /* Preemptions: nothing on the device / on one queue runs before `until`. */
 void emu_model_stall_device(struct emu_model *m, uint64_t until);

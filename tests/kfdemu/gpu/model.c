@@ -123,12 +123,24 @@ void emu_model_add_queue(struct emu_model *m, struct emu_model_queue *q)
         assign_slices(m);
 }
 
+/* Slots still held by the waves of queues suspended since the last
+ * unmap: the GPU runs them until the unmap saves them, so nobody else
+ * gets those CUs before. */
+static double leaving_slots(const struct emu_model *m)
+{
+        double held = 0;
+
+        for (const struct emu_model_queue *q = m->queues; q; q = q->next)
+                held += q->leaving_slots;
+        return held;
+}
+
 /* Max-min fair (water-filling) split of the slots between the running
  * dispatches, each capped at its demand: small kernels that fit beside each
  * other run at full speed, kernels that do not fit share the device. */
 static void compute_allocations(struct emu_model *m)
 {
-        double remaining = (double)m->params.capacity;
+        double remaining = fmax((double)m->params.capacity - leaving_slots(m), 0);
         unsigned n_unserved = 0;
 
         for (struct emu_model_queue *q = m->queues; q; q = q->next) {
@@ -204,7 +216,7 @@ static void switch_slice(struct emu_model *m)
 static bool fits_now(const struct emu_model *m, const struct emu_model_queue *q)
 {
         unsigned n_running;
-        double free_slots = (double)m->params.capacity - held_slots(m, &n_running);
+        double free_slots = (double)m->params.capacity - held_slots(m, &n_running) - leaving_slots(m);
         double fair = (double)m->params.capacity / (n_running + 1);
 
         return free_slots + DONE_EPSILON_NS >= fmin((double)q->demand, fair);
@@ -432,21 +444,20 @@ void emu_model_unmap_all(struct emu_model *m, double *ret_saved, double *ret_res
                         restored += q->saved_slots;
                 mapped++;
         }
-        /* Slots a suspended queue freed went to others at once (refresh),
-         * while on the GPU its waves held them until the unmap: never
-         * count more wave state than the device holds. */
-        *ret_saved = fmin(saved, (double)m->params.capacity);
-        *ret_restored = fmin(restored, (double)m->params.capacity);
+        *ret_saved = saved;
+        *ret_restored = restored;
         *ret_mapped = mapped;
+        refresh(m);
 }
 
-double emu_model_unmap_queue(struct emu_model_queue *q)
+double emu_model_unmap_queue(struct emu_model *m, struct emu_model_queue *q)
 {
         double saved = q->leaving_slots + (q->suspended ? 0 : q->alloc);
 
         if (!q->suspended)
                 q->saved_slots += q->alloc;
         q->leaving_slots = 0;
+        refresh(m);
         return saved;
 }
 

@@ -122,6 +122,9 @@ static void test_suspending_the_big_one_lets_the_small_one_in(void **state)
         emu_model_start(&m, &online, 1 * MS, 10);
         emu_model_advance(&m, 6 * MS);
         emu_model_set_suspended(&m, &offline, true, 0);
+        /* Its waves hold the CUs until the unmap saves them. */
+        assert_int_equal(online.alloc, 0);
+        emu_model_unmap_queue(&m, &offline);
         assert_int_equal(online.admit_at, 6 * MS);
         assert_int_equal(finish_time(&m, &online), 7 * MS);
         assert_int_equal(emu_model_cu_occupancy(&m, 1), 0);
@@ -137,6 +140,7 @@ static void test_suspension_keeps_progress(void **state)
         emu_model_start(&m, &q, 1 * MS, CAPACITY);
         emu_model_advance(&m, 400 * US);
         emu_model_set_suspended(&m, &q, true, 0);
+        emu_model_unmap_queue(&m, &q);
         assert_int_equal(emu_model_next_event(&m), EMU_MODEL_NEVER);
         emu_model_advance(&m, 10 * MS);
         assert_false(q.done);
