@@ -594,12 +594,16 @@ uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q)
 {
         struct emu_gpu_hw *gh = q->gpu->hw;
         uint64_t latency = (uint64_t)EMU_MES_REMOVE_QUEUE_US * 1000;
+        double saved;
         uint64_t now;
 
         if (!gh || !q->hw)
                 return latency;
         now = run_gpu(q->gpu, NULL);
-        latency += emu_cwsr_save_ns(&q->gpu->cfg, emu_model_unmap_queue(&gh->model, &q->hw->mq), EMU_GRACE_PERIOD_DEFAULT);
+        /* MES ignores SUSPEND_QUEUES' grace period; the default stands in
+         * for the firmware's own wait before the save. */
+        saved = emu_model_unmap_queue(&gh->model, &q->hw->mq);
+        latency += emu_cwsr_save_ns(&q->gpu->cfg, saved, EMU_GRACE_PERIOD_DEFAULT);
         emu_model_stall_queue(&gh->model, &q->hw->mq, now + latency);
         emu_node_strobe_bump(gh->node_hw);
         return latency;
