@@ -63,6 +63,9 @@ def parse_args():
                    help="the meson build directory (default: %(default)s)")
     p.add_argument("--runs", type=int, help="repeat each scenario this many times")
     p.add_argument("--only", action="append", help="run only this scenario (repeatable)")
+    p.add_argument("--node-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a [GPU0] key of kfdemu-run(1) for every pass, e.g. ReadIndexAdvance=dispatch "
+                        "(repeatable; the preemption-cost sweep keeps PreemptCostModel=constant)")
     p.add_argument("--gate", choices=("all", "ci"), default="all",
                    help="what decides the exit status: all = calibration and every target of "
                         "docs/evaluation.md §2; ci = calibration, online P99 <= 10 ms and offline >= 85%% "
@@ -71,6 +74,9 @@ def parse_args():
                    help="run nothing: rewrite the tables and plots from OUT/passes.json")
     args = p.parse_args()
     args.mode = args.mode or "quick"
+    for key in args.node_config:
+        if "=" not in key or "\n" in key or key.startswith("["):
+            p.error("--node-config %r: expected KEY=VALUE, a key of kfdemu-run(1)'s [GPUn] sections" % key)
     return args
 
 
@@ -125,6 +131,7 @@ def main():
 
     def run(scenario, variant, seconds, **kw):
         t = time.monotonic()
+        kw.setdefault("node_keys", tuple(args.node_config))
         row = runner.run_pass(build, workloads, scenario, variant, seconds, realtime=realtime,
                               log_copy=report.request_log_path(args.out, len(rows), scenario["name"], variant),
                               budget=budget, **kw)
@@ -146,7 +153,8 @@ def main():
         sweep_sc = next((s for s in scenarios if s["name"] == SWEEP_SCENARIO), None)
         if sweep_sc and not daemon_problem:
             for cost in plan["preempt_sweep_us"]:
-                run(sweep_sc, "gpreempt", SWEEP_SECONDS, preempt=runner.preempt_split(cost))
+                run(sweep_sc, "gpreempt", SWEEP_SECONDS, preempt=runner.preempt_split(cost),
+                    node_keys=tuple(args.node_config) + runner.CONSTANT_COST_MODEL)
             for policy in plan["policy_sweep"]:
                 run(sweep_sc, "gpreempt", SWEEP_SECONDS, policy=dict(runner.DEFAULT_POLICY, **policy))
 

@@ -73,11 +73,12 @@ class Build:
     def daemon_problem(self):
         return daemon_problem(self.gpreemptd)
 
-    def command(self, tmp, preempt, argv):
-        """`argv` run inside an emulated node with the given preemption costs."""
+    def command(self, tmp, preempt, argv, node_keys=()):
+        """`argv` run inside an emulated node with the given preemption costs
+        and further [GPU0] keys of kfdemu-run(1) ("Key=Value" strings)."""
         config_path = os.path.join(tmp, "node.conf")
         with open(config_path, "w") as f:
-            f.write(node_config(preempt))
+            f.write(node_config(preempt, node_keys))
         return [self.kfdemu_run, "--config", config_path, "--root", os.path.join(tmp, "node"), "--"] + argv
 
 
@@ -93,7 +94,7 @@ class RealNode:
     def daemon_problem(self):
         return daemon_problem(self.gpreemptd)
 
-    def command(self, tmp, preempt, argv):
+    def command(self, tmp, preempt, argv, node_keys=()):
         return argv
 
 
@@ -107,9 +108,14 @@ def preempt_total_us(preempt):
     return sum(preempt.values())
 
 
-def node_config(preempt):
+def node_config(preempt, node_keys=()):
     return ("[GPU0]\nPreemptMicroseconds=%d\nCwsrSaveMicroseconds=%d\nCwsrRestoreMicroseconds=%d\n"
-            % (preempt["preempt_us"], preempt["cwsr_save_us"], preempt["cwsr_restore_us"]))
+            % (preempt["preempt_us"], preempt["cwsr_save_us"], preempt["cwsr_restore_us"])
+            + "".join(key + "\n" for key in node_keys))
+
+
+# The sweep scales one total cost, which only the constant model has.
+CONSTANT_COST_MODEL = ("PreemptCostModel=constant",)
 
 
 def daemon_config(policy):
@@ -226,7 +232,7 @@ def host_disturbed_too_much(row):
 
 
 def run_pass(node, workloads, scenario, variant, duration_s, preempt=None, policy=None, realtime=True,
-             log_copy=None, budget=None):
+             log_copy=None, budget=None, node_keys=()):
     """One pass, repeated while the host disturbed too many of its requests
     (see may_retry; `budget`: a RetryBudget, or None for PASS_ATTEMPTS);
     returns a flat row (dict) for the CSV, errors included. The online
@@ -234,7 +240,8 @@ def run_pass(node, workloads, scenario, variant, duration_s, preempt=None, polic
     attempt = 1
     while True:
         steal_before, started = host_steal.steal_ms(), time.monotonic()
-        row = run_pass_once(node, workloads, scenario, variant, duration_s, preempt, policy, realtime, log_copy)
+        row = run_pass_once(node, workloads, scenario, variant, duration_s, preempt, policy, realtime, log_copy,
+                            node_keys)
         row["host_steal_ms"] = round(host_steal.steal_ms() - steal_before)
         row["attempts"] = attempt
         if attempt > 1 and budget is not None:
@@ -261,12 +268,13 @@ def run_pass(node, workloads, scenario, variant, duration_s, preempt=None, polic
     return row
 
 
-def run_pass_once(node, workloads, scenario, variant, duration_s, preempt, policy, realtime, log_copy):
+def run_pass_once(node, workloads, scenario, variant, duration_s, preempt, policy, realtime, log_copy, node_keys):
     preempt = preempt or (dict(DEFAULT_PREEMPT) if node.emulated else {k: 0 for k in DEFAULT_PREEMPT})
     policy = policy or dict(DEFAULT_POLICY)
     w = workloads["workloads"]
     row = {"scenario": scenario["name"], "variant": variant, "policy": policy.get("label", "default"), "commit": COMMIT,
            "duration_s": duration_s, "preempt_total_us": preempt_total_us(preempt), **preempt,
+           "node_keys": " ".join(node_keys),
            **{k: v for k, v in policy.items() if k != "label"}}
     with tempfile.TemporaryDirectory(prefix="gpreempt-eval-", dir=scratch_parent()) as tmp:
         spec = {"duration_s": duration_s, "warmup_s": 1.0, "online": None, "offline": None,
@@ -288,7 +296,7 @@ def run_pass_once(node, workloads, scenario, variant, duration_s, preempt, polic
         spec_path, result_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "result.json")
         with open(spec_path, "w") as f:
             json.dump(spec, f)
-        argv = node.command(tmp, preempt, module_argv("node_pass", spec_path, result_path))
+        argv = node.command(tmp, preempt, module_argv("node_pass", spec_path, result_path), node_keys)
         if realtime:
             argv = ["chrt", "-f", str(RT_PRIORITY)] + argv
         try:

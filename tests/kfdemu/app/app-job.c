@@ -103,8 +103,9 @@ static void worker_request_stop(struct app_worker *w)
         pthread_mutex_unlock(&w->wake_lock);
 }
 
-/* Waits for the packet `index` to be consumed. 0, or -ECANCELED if stopped. */
-static int wait_consumed(struct app_worker *w, uint64_t index)
+/* Waits for the packet `index` to be consumed and, if `signal` is given,
+ * for that signal to complete. 0, or -ECANCELED if stopped. */
+static int wait_consumed(struct app_worker *w, uint64_t index, const struct emu_amd_signal *signal)
 {
         for (;;) {
                 int r;
@@ -112,6 +113,8 @@ static int wait_consumed(struct app_worker *w, uint64_t index)
                 if (worker_should_stop(w))
                         return -ECANCELED;
                 r = emu_aql_queue_wait(w->queue, index, WAIT_SLICE_NS);
+                if (r == 0 && signal)
+                        r = emu_aql_queue_wait_signal(w->queue, signal, WAIT_SLICE_NS);
                 if (r == 0)
                         return 0;
                 if (r != -ETIMEDOUT && r != -EINTR)
@@ -169,7 +172,7 @@ static int submit_request(struct app_worker *w, uint64_t *ret_last, int64_t *ret
                                 publish(w, unpublished, next, ret_published);
                                 unpublished = next;
                         }
-                        r = wait_consumed(w, next - w->identity.ring_packets);
+                        r = wait_consumed(w, next - w->identity.ring_packets, NULL);
                         if (r < 0)
                                 return r;
                 }
@@ -197,7 +200,7 @@ static int record_request(struct app_worker *w, int64_t scheduled, int64_t publi
         uint64_t first_start, first_end, last_start, last_end;
         int r;
 
-        /* The read index moved past the last kernel: both signals are done. */
+        /* The last kernel's signal completed, and the first kernel's before it. */
         r = emu_signal_timestamps(first, &first_start, &first_end);
         if (r == 0)
                 r = emu_signal_timestamps(&w->last_signal, &last_start, &last_end);
@@ -248,7 +251,9 @@ static void *worker_main(void *userdata)
                 }
                 r = submit_request(w, &last, &published);
                 if (r == 0)
-                        r = wait_consumed(w, last);
+                        /* A request is done when its last kernel is:
+                         * the read index alone may move earlier. */
+                        r = wait_consumed(w, last, &w->last_signal);
                 pthread_mutex_lock(&w->lock);
                 if (r == 0) {
                         w->requests++;

@@ -377,18 +377,31 @@ int emu_aql_queue_dispatch(struct emu_aql_queue *q, const struct emu_kernel_laun
         return 0;
 }
 
-int emu_aql_queue_wait(struct emu_aql_queue *q, uint64_t index, int64_t timeout_ns)
+static bool packet_consumed(const struct emu_aql_queue *q, const void *index)
+{
+        return emu_aql_queue_read_index(q) > *(const uint64_t *)index;
+}
+
+static bool signal_completed(const struct emu_aql_queue *q, const void *signal)
+{
+        return __atomic_load_n(&((const struct emu_amd_signal *)signal)->value, __ATOMIC_ACQUIRE) <= 0;
+}
+
+/* Waits on the queue's completion strobe, which the GPU bumps after each
+ * read-index report and each completion, until done(q, arg). */
+static int wait_completion_strobe(struct emu_aql_queue *q, bool (*done)(const struct emu_aql_queue *, const void *),
+                                  const void *arg, int64_t timeout_ns)
 {
         int64_t deadline = now_ns() + timeout_ns;
 
         for (;;) {
-                /* Read the strobe before the index: a completion between the
-                 * two changes the strobe, and the futex then returns at once. */
+                /* Read the strobe before the condition: a completion between
+                 * the two changes the strobe, and the futex then returns at once. */
                 uint32_t strobe = __atomic_load_n(q->completion_strobe, __ATOMIC_ACQUIRE);
                 int64_t left;
                 struct timespec ts;
 
-                if (emu_aql_queue_read_index(q) > index)
+                if (done(q, arg))
                         return 0;
                 left = deadline - now_ns();
                 if (left <= 0)
@@ -397,6 +410,16 @@ int emu_aql_queue_wait(struct emu_aql_queue *q, uint64_t index, int64_t timeout_
                 if (futex(q->completion_strobe, FUTEX_WAIT, strobe, &ts) < 0 && errno == EINTR)
                         return -EINTR;
         }
+}
+
+int emu_aql_queue_wait(struct emu_aql_queue *q, uint64_t index, int64_t timeout_ns)
+{
+        return wait_completion_strobe(q, packet_consumed, &index, timeout_ns);
+}
+
+int emu_aql_queue_wait_signal(struct emu_aql_queue *q, const struct emu_amd_signal *signal, int64_t timeout_ns)
+{
+        return wait_completion_strobe(q, signal_completed, signal, timeout_ns);
 }
 
 void emu_aql_queue_identity(const struct emu_aql_queue *q, struct emu_queue_identity *ret)

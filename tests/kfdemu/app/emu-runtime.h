@@ -149,6 +149,12 @@ int64_t emu_aql_queue_publish(struct emu_aql_queue *queue);
  * 0 when done, -ETIMEDOUT, or -EINTR when a signal handler ran. */
 int emu_aql_queue_wait(struct emu_aql_queue *queue, uint64_t index, int64_t timeout_ns);
 
+/* The same for the completion of a packet on the queue that carries
+ * `signal`: its value at 0. The read index may pass a packet before its
+ * waves are done (kfdemu-run(1), ReadIndexAdvance=), as on a real CP; a
+ * runtime learns of completion from the signal. */
+int emu_aql_queue_wait_signal(struct emu_aql_queue *queue, const struct emu_amd_signal *signal, int64_t timeout_ns);
+
 /* The GPU's timestamps of a completed packet's signal (ns, CLOCK_MONOTONIC,
  * the model's timeline under kfdemu): 0, or -EBUSY while the packet has
  * not completed. */

@@ -48,12 +48,46 @@ void emu_gpu_config_default(unsigned index, struct emu_gpu_config *ret)
                 .mes = false,                    /* gfx9 parts use the HWS */
                 .debug_firmware = true,
                 .cwsr_workaround = false,        /* GC 11.0.0-11.0.3 only */
-                /* Time model: to be calibrated against docs/evaluation.md §1.
-                 * The starting points: XSched measures 500-800 us per
-                 * preemption on MI308X, which these three add up to. */
+                /* Time model (README.md, "The GPU time model"). Nobody has
+                 * measured KFD's SUSPEND_QUEUES on MI200 or MI300, so every
+                 * time below is assumed, except where a source is named. */
+                .preempt_model = EMU_PREEMPT_MODEL_WAVES,
+                /* The unmap's fixed part: HIQ packets, fence wait, HDP
+                 * flush, context-copy work. Assumed. */
                 .preempt_us = 200,
+                /* The constant model's save and restore: the first
+                 * emulator's figures, kept for comparison. */
                 .cwsr_save_us = 300,
                 .cwsr_restore_us = 100,
+                /* 0: kfd_queue.c's per-CU save-area size for the part. */
+                .cwsr_bytes_per_cu = 0,
+                /* The save area is host memory on a discrete GPU
+                 * (libhsakmt queues.c allocates it without DeviceLocal),
+                 * so the save crosses the host link: PCIe 5.0 x16 carries
+                 * about 63 GB/s a direction; 50 GB/s assumed in practice. */
+                .cwsr_mb_per_s = 50000,
+                /* The HWS loading one MQD of the re-sent runlist. Assumed. */
+                .map_queue_us = 5,
+                /* SCH_WAVE's value at init (kfd-interface.md §4.2). */
+                .default_grace_period = 0x40,
+                /* MI300X's peak engine clock; MI308X's is not published. */
+                .shader_clock_mhz = 2100,
+                .read_index_mode = EMU_READ_INDEX_AT_COMPLETION,
+                /* How much earlier XCC 0 finishes its share than the
+                 * slowest XCC. Assumed: no measurement exists. */
+                .master_xcc_lead_percent = 10,
+                /* How often the CP re-reads a waiting barrier's signals.
+                 * Assumed: the firmware's interval is not public. */
+                .barrier_poll_us = 10,
+                .hws_time_slicing = true,
+                /* 0: the VMIDs gmc_v9_0 leaves to KFD for the part. */
+                .kfd_vmids = 0,
+                /* MEC1's 4 pipes x 8 queues, less amdgpu's kernel
+                 * compute queues (amdgpu.num_kcq, 8 by default). */
+                .hqd_slots = 24,
+                /* pm_map_process_v9 writes process_quantum = 10; the
+                 * unit is not public, milliseconds assumed. */
+                .hws_quantum_us = 10000,
                 /* 32 wave slots per CU (8 waves x 4 SIMDs) hold eight
                  * 256-work-item (4-wave) workgroups. */
                 .wg_slots_per_cu = 8,

@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "emu-signal.h"
 #include "gpu-internal.h"
+#include "preempt-cost.h"
 
 /* Packets consumed per queue per wake-up, so one queue with a ring full of
  * barriers cannot hold node->lock for long. */
@@ -107,10 +108,34 @@ static uint64_t doorbell_value(struct emu_node_hw *nh, const struct emu_queue_hw
         return __atomic_load_n(emu_doorbell_word(nh, qh->frame, qh->q->doorbell_slot), __ATOMIC_ACQUIRE);
 }
 
+/* A barrier-AND waits until each of its dependency signals reads 0 (HSA
+ * runtime spec, "Barrier-AND packet"). A signal the process no longer
+ * maps counts as satisfied, so a dying process's queue cannot hang. */
+static bool barrier_satisfied(const struct emu_queue *q, const struct emu_aql_dispatch_packet *pkt)
+{
+        struct emu_aql_barrier_and_packet barrier;
+
+        _Static_assert(sizeof(barrier) == sizeof(*pkt), "one AQL slot");
+        memcpy(&barrier, pkt, sizeof(barrier));
+        for (unsigned i = 0; i < EMU_AQL_BARRIER_DEPENDENCIES; i++) {
+                int64_t value;
+
+                if (barrier.dep_signal[i] &&
+                    read_user(q->process->tgid, &value, barrier.dep_signal[i] + offsetof(struct emu_amd_signal, value),
+                              sizeof(value)) == 0 &&
+                    value != 0)
+                        return false;
+        }
+        return true;
+}
+
 /* Consume the packets below `doorbell`, up to the first kernel dispatch,
- * which goes to the model; barriers and unknown packets complete at once
- * (everything before them on the queue has completed, since the queue runs
- * one packet at a time). */
+ * which goes to the model; barriers complete once their dependencies are
+ * satisfied (everything before them on the queue has completed, since the
+ * queue runs one packet at a time), unknown packets at once. A barrier
+ * still waiting stays unconsumed, holding the read index below the write
+ * index while the GPU is idle, and the engine looks at it again every
+ * barrier_poll_us. */
 static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t doorbell)
 {
         struct emu_node_hw *nh = gpu->hw->node_hw;
@@ -118,6 +143,7 @@ static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t
         uint64_t fetched = qh->next_fetch;
         bool reported = false;
 
+        qh->barrier_waiting = false;
         if (ring_slots(q) == 0)
                 return false;
         for (unsigned n = 0; n < MAX_PACKETS_PER_FETCH && qh->next_fetch < doorbell && !qh->mq.busy; n++) {
@@ -129,6 +155,10 @@ static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t
                 /* Header still INVALID: the packet is not published yet. */
                 if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_INVALID)
                         break;
+                if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_BARRIER_AND && !barrier_satisfied(q, &pkt)) {
+                        qh->barrier_waiting = true;
+                        break;
+                }
                 qh->next_fetch++;
                 if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH) {
                         qh->completion_signal = pkt.completion_signal;
@@ -145,6 +175,8 @@ static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t
         return qh->next_fetch != fetched;
 }
 
+/* Report the read index of dispatches the CP is done with, which may be
+ * before their waves are (read_index_mode), and retire finished ones. */
 static bool retire_finished(struct emu_gpu *gpu)
 {
         bool retired = false;
@@ -152,6 +184,10 @@ static bool retire_finished(struct emu_gpu *gpu)
         for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next) {
                 struct emu_queue_hw *qh = queue_hw_of(mq);
 
+                if (mq->busy && !mq->done && mq->index_due && qh->read_index != qh->next_fetch) {
+                        qh->read_index = qh->next_fetch;
+                        report_read_index(gpu->hw->node_hw, qh);
+                }
                 if (!mq->done)
                         continue;
                 /* An empty kernel is done as it starts; the model does not
@@ -231,6 +267,15 @@ static uint64_t run_gpu(struct emu_gpu *gpu, bool *ret_more)
         return now;
 }
 
+/* When the CP next looks at a barrier still waiting for its signals. */
+static uint64_t next_barrier_poll(const struct emu_gpu *gpu, uint64_t now)
+{
+        for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next)
+                if (queue_hw_of(mq)->barrier_waiting && !queue_hw_of(mq)->q->is_suspended)
+                        return now + (uint64_t)(gpu->cfg.barrier_poll_us ? gpu->cfg.barrier_poll_us : 1) * 1000;
+        return EMU_MODEL_NEVER;
+}
+
 static void complete_due_calls(struct emu_node_hw *nh, uint64_t now)
 {
         while (nh->pending_calls && nh->pending_calls->due_ns <= now) {
@@ -254,6 +299,9 @@ static uint64_t engine_step(struct emu_node *node, uint64_t now)
 
                 run_gpu(&node->gpus[i], &more);
                 t = more ? now : emu_model_next_event(&node->gpus[i].hw->model);
+                if (t < next)
+                        next = t;
+                t = next_barrier_poll(&node->gpus[i], now);
                 if (t < next)
                         next = t;
         }
@@ -329,6 +377,25 @@ static void free_gpu_hw(struct emu_node *node, struct emu_node_hw *nh)
         free(nh);
 }
 
+/* How early the read index moves, as a fraction of a dispatch's time.
+ * ROCR-Runtime#105: the CP may advance it any time after the dispatch was
+ * initiated; rocm-systems#4341: it may do so before all waves completed.
+ * On GC 9.4.3 only XCC 0 reports it (kfd_mqd_manager_v9.c clears
+ * NO_UPDATE_RPTR for the master XCC only), so with several XCCs it moves
+ * when XCC 0's share of the workgroups is done. */
+static double read_index_lead(const struct emu_gpu_config *cfg)
+{
+        switch (cfg->read_index_mode) {
+        case EMU_READ_INDEX_AT_DISPATCH:
+                return 1.0;
+        case EMU_READ_INDEX_MASTER_XCC:
+                return cfg->num_xcc > 1 ? cfg->master_xcc_lead_percent / 100.0 : 0.0;
+        case EMU_READ_INDEX_AT_COMPLETION:
+                break;
+        }
+        return 0.0;
+}
+
 static void model_params(const struct emu_gpu_config *cfg, struct emu_model_params *ret)
 {
         uint64_t capacity = (uint64_t)cfg->cu_count * cfg->wg_slots_per_cu;
@@ -337,6 +404,12 @@ static void model_params(const struct emu_gpu_config *cfg, struct emu_model_para
                 .capacity = capacity ? capacity : 1,
                 .wg_slots_per_cu = cfg->wg_slots_per_cu,
                 .cu_count = cfg->cu_count,
+                .read_index_lead = read_index_lead(cfg),
+                /* The HWS time-slices only a runlist it schedules. */
+                .max_procs_per_quantum = cfg->mes || !cfg->hws_time_slicing ? 0 : emu_kfd_vmids(cfg),
+                .hqd_slots = cfg->mes || !cfg->hws_time_slicing ? 0 : cfg->hqd_slots,
+                .quantum_ns = (uint64_t)cfg->hws_quantum_us * 1000,
+                .cwsr_ns_per_slot = emu_cwsr_ns_per_slot(cfg),
         };
 }
 
@@ -474,15 +547,22 @@ void emu_gpu_queue_destroyed(struct emu_queue *q)
         queue_hw_free(q);
 }
 
+/* The flag flipped before kernel/ asks for the unmap, as in
+ * suspend_single_queue; the model notes the waves the queue held then, so
+ * that the unmap that follows saves them (the GPU still runs them until
+ * it). On HWS a returning queue runs once the remap of the execute that
+ * follows maps it, and its waves come back then (emu_gpu_hws_preempt
+ * charges the restore); MES re-adds it alone. */
 void emu_gpu_queue_suspension_changed(struct emu_queue *q)
 {
         struct emu_gpu_hw *gh = q->gpu->hw;
+        uint64_t restore_ns;
 
         if (!q->hw || !gh)
                 return;
         run_gpu(q->gpu, NULL);
-        emu_model_set_suspended(&gh->model, &q->hw->mq, q->is_suspended || q->is_reset,
-                                (uint64_t)q->gpu->cfg.cwsr_restore_us * 1000);
+        restore_ns = q->gpu->cfg.mes ? emu_cwsr_restore_ns(&q->gpu->cfg, q->hw->mq.saved_slots) : EMU_MODEL_NEVER;
+        emu_model_set_suspended(&gh->model, &q->hw->mq, q->is_suspended || q->is_reset, restore_ns);
         emu_node_strobe_bump(gh->node_hw);
 }
 
@@ -499,28 +579,47 @@ bool emu_gpu_queue_has_waves(const struct emu_queue *q)
         return has_waves(&q->hw->mq);
 }
 
-/* execute_queues_cpsch: unmap every queue (the HWS saves the waves of
- * each busy one with CWSR), wait for the fence, map the runlist again.
- * The ioctl returns after the unmap; the queues run again only once their
- * waves are restored. */
+/* execute_queues_cpsch: unmap every queue (the HWS saves the resident
+ * waves with CWSR), wait for the fence, map the runlist again. The ioctl
+ * returns after the unmap; the queues run again only once the runlist is
+ * mapped and their waves are restored. */
 uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period)
 {
         struct emu_gpu_hw *gh = gpu->hw;
-        uint64_t latency = (uint64_t)gpu->cfg.preempt_us * 1000;
-        bool waves = false;
+        struct emu_runlist_change change = { .grace_period = grace_period };
+        struct emu_preempt_cost cost;
+        uint64_t now;
+
+        if (!gh) {
+                emu_preempt_cost(&gpu->cfg, &change, &cost);
+                return cost.ioctl_ns;
+        }
+        now = run_gpu(gpu, NULL);
+        emu_model_unmap_all(&gh->model, &change.saved_slots, &change.restored_slots, &change.mapped_queues);
+        emu_preempt_cost(&gpu->cfg, &change, &cost);
+        emu_model_stall_device(&gh->model, now + cost.stall_ns);
+        emu_node_strobe_bump(gh->node_hw);
+        return cost.ioctl_ns;
+}
+
+void emu_gpu_hws_map(struct emu_gpu *gpu)
+{
+        struct emu_gpu_hw *gh = gpu->hw;
+        struct emu_runlist_change change = { 0 };
+        struct emu_preempt_cost cost;
         uint64_t now;
 
         if (!gh)
-                return latency;
+                return;
         now = run_gpu(gpu, NULL);
-        for (struct emu_model_queue *mq = gh->model.queues; mq; mq = mq->next)
-                waves |= has_waves(mq);
-        if (waves)
-                latency += (uint64_t)gpu->cfg.cwsr_save_us * 1000;
-        emu_model_stall_device(&gh->model, now + latency +
-                               (waves ? (uint64_t)gpu->cfg.cwsr_restore_us * 1000 : 0));
+        /* No queue was mapped, so none has waves to save: this maps the
+         * returning queues, and the device waits for the remap and their
+         * restore, not for an unmap. */
+        emu_model_unmap_all(&gh->model, &change.saved_slots, &change.restored_slots, &change.mapped_queues);
+        change.saved_slots = 0;
+        emu_preempt_cost(&gpu->cfg, &change, &cost);
+        emu_model_stall_device(&gh->model, now + (cost.stall_ns - cost.ioctl_ns));
         emu_node_strobe_bump(gh->node_hw);
-        return latency;
 }
 
 /* MES REMOVE_QUEUE: only this queue is preempted (kfd-interface.md §9.5). */
@@ -528,13 +627,16 @@ uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q)
 {
         struct emu_gpu_hw *gh = q->gpu->hw;
         uint64_t latency = (uint64_t)EMU_MES_REMOVE_QUEUE_US * 1000;
+        double saved;
         uint64_t now;
 
         if (!gh || !q->hw)
                 return latency;
         now = run_gpu(q->gpu, NULL);
-        if (has_waves(&q->hw->mq))
-                latency += (uint64_t)q->gpu->cfg.cwsr_save_us * 1000;
+        /* MES ignores SUSPEND_QUEUES' grace period; the default stands in
+         * for the firmware's own wait before the save. */
+        saved = emu_model_unmap_queue(&gh->model, &q->hw->mq);
+        latency += emu_cwsr_save_ns(&q->gpu->cfg, saved, EMU_GRACE_PERIOD_DEFAULT);
         emu_model_stall_queue(&gh->model, &q->hw->mq, now + latency);
         emu_node_strobe_bump(gh->node_hw);
         return latency;

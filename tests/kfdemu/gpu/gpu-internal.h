@@ -82,6 +82,7 @@ struct emu_queue_hw {
         uint64_t doorbell_seen;
         uint64_t doorbell_now;        /* read in this look, before its clock */
         uint64_t read_index;          /* what the CP last reported to read_pointer_address */
+        bool barrier_waiting;         /* a barrier-AND at next_fetch waits for its signals */
         /* The dispatch in flight: its completion signal (0 = none) and the
          * model time the CP began it, for the signal's timestamps. */
         uint64_t completion_signal;

@@ -20,16 +20,119 @@ void emu_model_init(struct emu_model *m, const struct emu_model_params *params, 
         *m = (struct emu_model){ .params = *params, .now = now };
 }
 
-void emu_model_add_queue(struct emu_model *m, struct emu_model_queue *q)
+static bool is_mapped(const struct emu_model *m, const struct emu_model_queue *q)
 {
-        q->next = m->queues;
-        m->queues = q;
+        return m->n_slices <= 1 || q->slice == m->active_slice;
+}
+
+static bool has_work(const struct emu_model_queue *q)
+{
+        return q->busy && !q->done && !q->suspended;
 }
 
 static bool is_running(const struct emu_model *m, const struct emu_model_queue *q)
 {
-        return q->busy && !q->done && !q->suspended && m->now >= q->blocked_until &&
-               m->now >= q->admit_at && m->now >= m->stall_until;
+        return has_work(q) && is_mapped(m, q) && m->now >= q->blocked_until && m->now >= q->admit_at &&
+               m->now >= m->stall_until;
+}
+
+static unsigned active_queues_of(const struct emu_model *m, uint32_t owner)
+{
+        unsigned n = 0;
+
+        for (const struct emu_model_queue *q = m->queues; q; q = q->next)
+                n += q->owner == owner && !q->suspended;
+        return n;
+}
+
+static bool owner_seen_before(const struct emu_model *m, const struct emu_model_queue *q)
+{
+        for (const struct emu_model_queue *o = m->queues; o != q; o = o->next)
+                if (o->owner == q->owner)
+                        return true;
+        return false;
+}
+
+/* The slices an oversubscribed runlist is run in: processes in runlist
+ * order, as many per slice as fit the VMIDs and the HQD slots. A process
+ * whose queues are all suspended still takes a VMID (pm_calc_rlib_size
+ * counts processes_count); its suspended queues take no slot. */
+static void assign_slices(struct emu_model *m)
+{
+        unsigned slice = 0, procs = 0, queues = 0;
+
+        for (struct emu_model_queue *q = m->queues; q; q = q->next) {
+                unsigned k;
+
+                if (owner_seen_before(m, q))
+                        continue;
+                k = active_queues_of(m, q->owner);
+                if (procs > 0 && ((m->params.max_procs_per_quantum && procs + 1 > m->params.max_procs_per_quantum) ||
+                                  (m->params.hqd_slots && queues + k > m->params.hqd_slots))) {
+                        slice++;
+                        procs = queues = 0;
+                }
+                for (struct emu_model_queue *o = q; o; o = o->next)
+                        if (o->owner == q->owner)
+                                o->slice = slice;
+                procs++;
+                queues += k;
+        }
+        if (slice + 1 != m->n_slices || m->active_slice > slice) {
+                m->active_slice = 0;
+                m->next_switch = m->now + m->params.quantum_ns;
+        }
+        m->n_slices = slice + 1;
+}
+
+static bool slice_has_work(const struct emu_model *m, unsigned slice)
+{
+        for (const struct emu_model_queue *q = m->queues; q; q = q->next)
+                if (q->slice == slice && has_work(q))
+                        return true;
+        return false;
+}
+
+/* The next slice with work after the active one, or the active one. */
+static unsigned next_busy_slice(const struct emu_model *m)
+{
+        for (unsigned i = 1; i < m->n_slices; i++) {
+                unsigned s = (m->active_slice + i) % m->n_slices;
+
+                if (slice_has_work(m, s))
+                        return s;
+        }
+        return m->active_slice;
+}
+
+/* When the HWS moves to another slice: at the end of the quantum, or at
+ * once when the active slice has nothing to run. */
+static uint64_t switch_time(const struct emu_model *m)
+{
+        if (m->n_slices <= 1 || next_busy_slice(m) == m->active_slice)
+                return EMU_MODEL_NEVER;
+        if (!slice_has_work(m, m->active_slice))
+                return m->now;
+        return m->next_switch > m->now ? m->next_switch : m->now;
+}
+
+void emu_model_add_queue(struct emu_model *m, struct emu_model_queue *q)
+{
+        q->next = m->queues;
+        m->queues = q;
+        assign_slices(m);
+}
+
+/* Slots still held by the waves of queues suspended since the last
+ * unmap: the GPU runs them until the unmap saves them, so nobody else
+ * gets those CUs before. */
+static double leaving_slots(const struct emu_model *m)
+{
+        double held = 0;
+
+        for (const struct emu_model_queue *q = m->queues; q; q = q->next)
+                held += q->leaving_slots;
+        return held;
 }
 
 /* Max-min fair (water-filling) split of the slots between the running
@@ -37,7 +140,7 @@ static bool is_running(const struct emu_model *m, const struct emu_model_queue *
  * other run at full speed, kernels that do not fit share the device. */
 static void compute_allocations(struct emu_model *m)
 {
-        double remaining = (double)m->params.capacity;
+        double remaining = fmax((double)m->params.capacity - leaving_slots(m), 0);
         unsigned n_unserved = 0;
 
         for (struct emu_model_queue *q = m->queues; q; q = q->next) {
@@ -63,6 +166,10 @@ static void compute_allocations(struct emu_model *m)
                                 q->alloc = share;
                 n_unserved = 0;
         }
+        /* Waves back on the CUs are no longer in the save area. */
+        for (struct emu_model_queue *q = m->queues; q; q = q->next)
+                if (q->alloc > 0)
+                        q->saved_slots = 0;
 }
 
 static double held_slots(const struct emu_model *m, unsigned *ret_n_running)
@@ -79,12 +186,37 @@ static double held_slots(const struct emu_model *m, unsigned *ret_n_running)
         return held;
 }
 
+static void refresh(struct emu_model *m);
+
+/* The HWS's context switch between slices: the outgoing slice's resident
+ * waves are saved, the incoming slice's saved ones restored, and nothing
+ * runs meanwhile. */
+static void switch_slice(struct emu_model *m)
+{
+        unsigned next = next_busy_slice(m);
+        double moved = 0;
+
+        for (struct emu_model_queue *q = m->queues; q; q = q->next) {
+                if (q->slice == m->active_slice) {
+                        moved += q->alloc;
+                        q->saved_slots += q->alloc;
+                } else if (q->slice == next) {
+                        moved += q->saved_slots;
+                }
+        }
+        m->active_slice = next;
+        m->next_switch = m->now + m->params.quantum_ns;
+        if (moved > 0 && m->now + (uint64_t)ceil(moved * m->params.cwsr_ns_per_slot) > m->stall_until)
+                m->stall_until = m->now + (uint64_t)ceil(moved * m->params.cwsr_ns_per_slot);
+        refresh(m);
+}
+
 /* Slots the dispatcher can hand a newcomer right now without waiting for
  * anybody's workgroups to finish. */
 static bool fits_now(const struct emu_model *m, const struct emu_model_queue *q)
 {
         unsigned n_running;
-        double free_slots = (double)m->params.capacity - held_slots(m, &n_running);
+        double free_slots = (double)m->params.capacity - held_slots(m, &n_running) - leaving_slots(m);
         double fair = (double)m->params.capacity / (n_running + 1);
 
         return free_slots + DONE_EPSILON_NS >= fmin((double)q->demand, fair);
@@ -160,7 +292,11 @@ static bool in_last_round(const struct emu_model_queue *q)
 static uint64_t phase_end_time(const struct emu_model *m, const struct emu_model_queue *q)
 {
         double end = in_last_round(q) ? (double)q->duration_ns : q->tail_from_ns;
-        double left = end - q->progress_ns;
+        double left;
+
+        if (!q->index_due && q->index_from_ns > q->progress_ns && q->index_from_ns < end)
+                end = q->index_from_ns;
+        left = end - q->progress_ns;
 
         if (left <= DONE_EPSILON_NS)
                 return m->now;
@@ -169,7 +305,7 @@ static uint64_t phase_end_time(const struct emu_model *m, const struct emu_model
 
 uint64_t emu_model_next_event(const struct emu_model *m)
 {
-        uint64_t next = EMU_MODEL_NEVER;
+        uint64_t next = switch_time(m);
 
         for (const struct emu_model_queue *q = m->queues; q; q = q->next) {
                 uint64_t t = EMU_MODEL_NEVER;
@@ -192,6 +328,8 @@ uint64_t emu_model_next_event(const struct emu_model *m)
 
 void emu_model_advance(struct emu_model *m, uint64_t now)
 {
+        if (switch_time(m) <= m->now)
+                switch_slice(m);
         while (m->now < now) {
                 uint64_t step_end = emu_model_next_event(m);
                 double dt;
@@ -205,6 +343,8 @@ void emu_model_advance(struct emu_model *m, uint64_t now)
                         q->progress_ns += dt * q->alloc / (double)q->demand;
                         if (in_last_round(q))
                                 q->demand = q->tail_demand;
+                        if (q->progress_ns + DONE_EPSILON_NS >= q->index_from_ns)
+                                q->index_due = true;
                         if ((double)q->duration_ns - q->progress_ns <= DONE_EPSILON_NS) {
                                 q->progress_ns = (double)q->duration_ns;
                                 q->done = true;
@@ -214,6 +354,8 @@ void emu_model_advance(struct emu_model *m, uint64_t now)
                 }
                 m->now = step_end;
                 refresh(m);
+                if (switch_time(m) <= m->now)
+                        switch_slice(m);
         }
 }
 
@@ -234,6 +376,8 @@ void emu_model_start(struct emu_model *m, struct emu_model_queue *q, uint64_t du
         q->tail_from_ns = (double)((rounds - 1) * q->wave_ns);
         q->demand = rounds == 1 ? q->tail_demand : demand;
         q->progress_ns = 0;
+        q->index_from_ns = (double)duration_ns * (1.0 - m->params.read_index_lead);
+        q->index_due = q->done || q->index_from_ns <= DONE_EPSILON_NS;
         q->alloc = 0;
         q->admit_at = m->now;
         q->admit_at = admission_time(m, q);
@@ -244,6 +388,7 @@ void emu_model_retire(struct emu_model *m, struct emu_model_queue *q)
 {
         q->busy = false;
         q->done = false;
+        q->index_due = false;
         q->alloc = 0;
         refresh(m);
 }
@@ -256,6 +401,7 @@ void emu_model_remove_queue(struct emu_model *m, struct emu_model_queue *q)
                         break;
                 }
         q->next = NULL;
+        assign_slices(m);
         refresh(m);
 }
 
@@ -264,10 +410,55 @@ void emu_model_set_suspended(struct emu_model *m, struct emu_model_queue *q, boo
 {
         if (q->suspended == suspended)
                 return;
+        if (suspended && q->alloc > 0) {
+                q->leaving_slots += q->alloc;
+                q->saved_slots += q->alloc;
+        }
         q->suspended = suspended;
-        if (!suspended && q->busy && m->now + restore_ns > q->blocked_until)
+        assign_slices(m);
+        if (!suspended && restore_ns == EMU_MODEL_NEVER)
+                q->blocked_until = EMU_MODEL_NEVER;
+        else if (!suspended && q->busy && m->now + restore_ns > q->blocked_until)
                 q->blocked_until = m->now + restore_ns;
         refresh(m);
+}
+
+void emu_model_unmap_all(struct emu_model *m, double *ret_saved, double *ret_restored, unsigned *ret_mapped)
+{
+        double saved = 0, restored = 0;
+        unsigned mapped = 0;
+
+        for (struct emu_model_queue *q = m->queues; q; q = q->next) {
+                saved += q->leaving_slots;
+                q->leaving_slots = 0;
+                if (q->suspended)
+                        continue;
+                /* Mapped by the remap that follows (the device stall). */
+                if (q->blocked_until == EMU_MODEL_NEVER)
+                        q->blocked_until = m->now;
+                saved += q->alloc;
+                q->saved_slots += q->alloc;
+                /* The HWS maps the whole (chained) runlist but runs only
+                 * the active slice: the others stay in their save areas. */
+                if (is_mapped(m, q))
+                        restored += q->saved_slots;
+                mapped++;
+        }
+        *ret_saved = saved;
+        *ret_restored = restored;
+        *ret_mapped = mapped;
+        refresh(m);
+}
+
+double emu_model_unmap_queue(struct emu_model *m, struct emu_model_queue *q)
+{
+        double saved = q->leaving_slots + (q->suspended ? 0 : q->alloc);
+
+        if (!q->suspended)
+                q->saved_slots += q->alloc;
+        q->leaving_slots = 0;
+        refresh(m);
+        return saved;
 }
 
 void emu_model_stall_device(struct emu_model *m, uint64_t until)

@@ -106,7 +106,9 @@ static uint8_t *map_frame(struct fixture *fx)
         return frame;
 }
 
-static int setup(void **state)
+/* A node whose GPU has the default configuration, changed by `configure`
+ * (may be NULL) before the model starts. */
+static int setup_configured(void **state, void (*configure)(struct emu_gpu_config *cfg))
 {
         struct fixture *fx = aligned_alloc(4096, (sizeof(struct fixture) + 4095) / 4096 * 4096);
 
@@ -118,6 +120,8 @@ static int setup(void **state)
         snprintf(fx->node.cfg.root, sizeof(fx->node.cfg.root), "%s", fx->root);
         fx->node.gpus[0].node = &fx->node;
         emu_gpu_config_default(0, &fx->node.gpus[0].cfg);
+        if (configure)
+                configure(&fx->node.gpus[0].cfg);
         assert_int_equal(emu_gpu_start(&fx->node), 0);
 
         fx->process = (struct emu_process){ .node = &fx->node, .tgid = getpid(), .pasid = 1, .n_pdds = 1 };
@@ -141,6 +145,43 @@ static int setup(void **state)
         completed.done = 0;
         *state = fx;
         return 0;
+}
+
+static int setup(void **state)
+{
+        return setup_configured(state, NULL);
+}
+
+static void constant_cost(struct emu_gpu_config *cfg)
+{
+        cfg->preempt_model = EMU_PREEMPT_MODEL_CONSTANT;
+}
+
+static int setup_constant_cost(void **state)
+{
+        return setup_configured(state, constant_cost);
+}
+
+static void read_index_at_dispatch(struct emu_gpu_config *cfg)
+{
+        cfg->read_index_mode = EMU_READ_INDEX_AT_DISPATCH;
+}
+
+static int setup_read_index_at_dispatch(void **state)
+{
+        return setup_configured(state, read_index_at_dispatch);
+}
+
+static void read_index_master_xcc(struct emu_gpu_config *cfg)
+{
+        cfg->read_index_mode = EMU_READ_INDEX_MASTER_XCC;
+        cfg->num_xcc = 4;
+        cfg->master_xcc_lead_percent = 40;
+}
+
+static int setup_read_index_master_xcc(void **state)
+{
+        return setup_configured(state, read_index_master_xcc);
 }
 
 static int teardown(void **state)
@@ -186,6 +227,22 @@ static void submit_signalled(struct fixture *fx, uint16_t type, uint64_t duratio
                          __ATOMIC_RELEASE);
         __atomic_add_fetch(strobe, 1, __ATOMIC_RELEASE);
         syscall(SYS_futex, strobe, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* A barrier-AND that waits for `dependency` to read 0. */
+static void submit_barrier(struct fixture *fx, struct emu_amd_signal *dependency)
+{
+        struct emu_aql_barrier_and_packet *p = (struct emu_aql_barrier_and_packet *)&fx->ring[fx->written % RING_SLOTS];
+
+        memset((uint8_t *)p + 2, 0, sizeof(*p) - 2);
+        p->dep_signal[0] = (uintptr_t)dependency;
+        __atomic_store_n(&p->header, EMU_AQL_PACKET_TYPE_BARRIER_AND, __ATOMIC_RELEASE);
+        fx->written++;
+        __atomic_store_n(&fx->write_dispatch_id, fx->written, __ATOMIC_RELEASE);
+        __atomic_store_n((uint64_t *)(fx->frame + EMU_DOORBELL_SIZE * fx->queue.doorbell_slot), fx->written,
+                         __ATOMIC_RELEASE);
+        __atomic_add_fetch((uint32_t *)(fx->frame + EMU_NODE_STROBE_OFFSET), 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, fx->frame + EMU_NODE_STROBE_OFFSET, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 static void submit(struct fixture *fx, uint16_t type, uint64_t duration_ns, uint32_t workgroups)
@@ -251,12 +308,31 @@ static void test_barrier_completes_after_the_kernel_before_it(void **state)
         assert_true(now_ns() - t0 >= 2 * MS);
 }
 
-static void set_suspended(struct fixture *fx, bool suspended)
+/* suspend_single_queue / resume_single_queue: the flag alone. */
+static void flip_suspended(struct fixture *fx, bool suspended)
 {
         pthread_mutex_lock(&fx->node.lock);
         fx->queue.is_suspended = suspended;
         emu_gpu_queue_suspension_changed(&fx->queue);
         pthread_mutex_unlock(&fx->node.lock);
+}
+
+static uint64_t hws_preempt(struct fixture *fx, uint32_t grace_period)
+{
+        uint64_t cost;
+
+        pthread_mutex_lock(&fx->node.lock);
+        cost = emu_gpu_hws_preempt(&fx->node.gpus[0], grace_period);
+        pthread_mutex_unlock(&fx->node.lock);
+        return cost;
+}
+
+/* What SUSPEND_QUEUES / RESUME_QUEUES do on an HWS GPU: the flag, then
+ * one execute_queues_cpsch. */
+static void set_suspended(struct fixture *fx, bool suspended)
+{
+        flip_suspended(fx, suspended);
+        hws_preempt(fx, 0);
 }
 
 static void test_suspended_queue_does_not_run(void **state)
@@ -291,6 +367,89 @@ static void test_suspension_mid_kernel_keeps_progress(void **state)
         assert_true(now_ns() - t0 >= 200 * MS + suspended_for);
 }
 
+/* A barrier-AND whose dependency is not satisfied holds the read index
+ * below the write index while the GPU has nothing to run; it completes
+ * once the signal reads 0 (here stored by the host, as hsa_signal_store
+ * would). */
+static void test_barrier_waits_for_its_dependency(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_amd_signal dependency = { .kind = EMU_AMD_SIGNAL_KIND_USER, .value = 1 };
+
+        submit_barrier(fx, &dependency);
+        assert_false(wait_read_index(fx, 1, 30 * MS));
+        assert_int_equal(fx->write_dispatch_id, 1);
+        __atomic_store_n(&dependency.value, 0, __ATOMIC_RELEASE);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+}
+
+/* ReadIndexAdvance=dispatch: the index moves when the CP has launched the
+ * dispatch, long before its waves end (its completion signal is still 1). */
+static void test_read_index_advances_at_dispatch(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_amd_signal signal = { 0 };
+        uint64_t t0 = now_ns();
+
+        submit_signalled(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 300 * MS, 64, &signal);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+        assert_true(now_ns() - t0 < 300 * MS);
+        assert_int_equal(__atomic_load_n(&signal.value, __ATOMIC_ACQUIRE), 1);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+}
+
+/* ReadIndexAdvance=master-xcc: the index moves when XCC 0's share is done
+ * (here 40% of the kernel's time before the slowest XCC), not before. */
+static void test_read_index_advances_with_the_master_xcc(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_amd_signal signal = { 0 };
+        uint64_t t0 = now_ns();
+
+        submit_signalled(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 500 * MS, 64, &signal);
+        assert_true(wait_read_index(fx, 1, 2000 * MS));
+        assert_true(now_ns() - t0 >= 300 * MS);
+        assert_int_equal(__atomic_load_n(&signal.value, __ATOMIC_ACQUIRE), 1);
+        while (__atomic_load_n(&signal.value, __ATOMIC_ACQUIRE) != 0 && now_ns() - t0 < 2000 * MS)
+                futex_wait_until(&(uint32_t){ 0 }, 0, now_ns() + 5 * MS);
+        assert_int_equal(signal.end_ts - signal.start_ts, 500 * MS);
+}
+
+/* SUSPEND_QUEUES flips the flag before the unmap (suspend_single_queue,
+ * then execute_queues_cpsch): the unmap still saves the waves the queue
+ * had, even with nothing else on the device. */
+static void test_suspend_charges_the_save_of_the_leaving_waves(void **state)
+{
+        struct fixture *fx = *state;
+        const struct emu_gpu_config *cfg = &fx->node.gpus[0].cfg;
+
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 200 * MS, 64);
+        assert_true(wait_doorbell_seen(fx, 1, 1000 * MS));
+        flip_suspended(fx, true);
+        assert_int_equal(hws_preempt(fx, 0), (uint64_t)(cfg->preempt_us + cfg->cwsr_save_us) * 1000);
+}
+
+/* RESUME_QUEUES brings the saved waves back with the remap: no save (none
+ * is resident), and the kernel waits for its restore after the remap. */
+static void test_resume_charges_a_restore_not_a_save(void **state)
+{
+        struct fixture *fx = *state;
+        const struct emu_gpu_config *cfg = &fx->node.gpus[0].cfg;
+        uint64_t resumed, cost;
+
+        /* Long enough to be still running however loaded the machine is. */
+        submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 200 * MS, 64);
+        assert_true(wait_doorbell_seen(fx, 1, 1000 * MS));
+        set_suspended(fx, true);
+        futex_wait_until(&(uint32_t){ 0 }, 0, now_ns() + 5 * MS);
+        flip_suspended(fx, false);
+        resumed = now_ns();
+        cost = hws_preempt(fx, 0);
+        assert_int_equal(cost, (uint64_t)cfg->preempt_us * 1000);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+        assert_true(now_ns() - resumed >= cost + (uint64_t)cfg->cwsr_restore_us * 1000);
+}
+
 static void test_hws_preemption_stalls_and_reports_its_cost(void **state)
 {
         struct fixture *fx = *state;
@@ -300,9 +459,7 @@ static void test_hws_preemption_stalls_and_reports_its_cost(void **state)
         /* Running when the preemption comes: the GPU catches up with the
          * doorbell first, as a CP would have long before. */
         submit(fx, EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH, 100 * MS, 64);
-        pthread_mutex_lock(&fx->node.lock);
-        cost = emu_gpu_hws_preempt(&fx->node.gpus[0], 0);
-        pthread_mutex_unlock(&fx->node.lock);
+        cost = hws_preempt(fx, 0);
         /* The unmap and the context save of the running waves. */
         assert_int_equal(cost, (uint64_t)(cfg->preempt_us + cfg->cwsr_save_us) * 1000);
         assert_true(wait_read_index(fx, 1, 1000 * MS));
@@ -444,7 +601,17 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_barrier_completes_after_the_kernel_before_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspended_queue_does_not_run, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_mid_kernel_keeps_progress, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_hws_preemption_stalls_and_reports_its_cost, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hws_preemption_stalls_and_reports_its_cost, setup_constant_cost,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_suspend_charges_the_save_of_the_leaving_waves,
+                                                setup_constant_cost, teardown),
+                cmocka_unit_test_setup_teardown(test_resume_charges_a_restore_not_a_save, setup_constant_cost,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_barrier_waits_for_its_dependency, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_read_index_advances_at_dispatch, setup_read_index_at_dispatch,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_read_index_advances_with_the_master_xcc,
+                                                setup_read_index_master_xcc, teardown),
                 cmocka_unit_test_setup_teardown(test_parked_call_completes_after_its_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancelled_call_never_completes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_thread_keeps_back_to_back_kernels_exact, setup, teardown),

@@ -122,6 +122,9 @@ static void test_suspending_the_big_one_lets_the_small_one_in(void **state)
         emu_model_start(&m, &online, 1 * MS, 10);
         emu_model_advance(&m, 6 * MS);
         emu_model_set_suspended(&m, &offline, true, 0);
+        /* Its waves hold the CUs until the unmap saves them. */
+        assert_int_equal(online.alloc, 0);
+        emu_model_unmap_queue(&m, &offline);
         assert_int_equal(online.admit_at, 6 * MS);
         assert_int_equal(finish_time(&m, &online), 7 * MS);
         assert_int_equal(emu_model_cu_occupancy(&m, 1), 0);
@@ -137,6 +140,7 @@ static void test_suspension_keeps_progress(void **state)
         emu_model_start(&m, &q, 1 * MS, CAPACITY);
         emu_model_advance(&m, 400 * US);
         emu_model_set_suspended(&m, &q, true, 0);
+        emu_model_unmap_queue(&m, &q);
         assert_int_equal(emu_model_next_event(&m), EMU_MODEL_NEVER);
         emu_model_advance(&m, 10 * MS);
         assert_false(q.done);
@@ -245,6 +249,122 @@ static void test_partial_last_round_leaves_room(void **state)
         assert_int_equal(finish_time(&m, &offline), 20 * MS);
 }
 
+/* SUSPEND flips the flag before the unmap: the unmap still saves the
+ * waves the queue held (and only once); the online queue beside it, idle,
+ * adds nothing. RESUME: the queue waits for the remap and brings its
+ * saved waves back then, with nothing resident to save. */
+static void test_unmap_saves_the_leaving_waves_and_restores_them_on_return(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue offline = { .owner = 1 }, online = { .owner = 2 };
+        double saved, restored;
+        unsigned mapped;
+
+        model_setup(&m);
+        emu_model_add_queue(&m, &offline);
+        emu_model_add_queue(&m, &online);
+        emu_model_start(&m, &offline, 10 * MS, CAPACITY / 2);
+        emu_model_advance(&m, 1 * MS);
+        emu_model_set_suspended(&m, &offline, true, 0);
+        emu_model_unmap_all(&m, &saved, &restored, &mapped);
+        assert_true(saved == CAPACITY / 2);
+        assert_true(restored == 0);
+        assert_int_equal(mapped, 1);
+        emu_model_unmap_all(&m, &saved, &restored, &mapped);
+        assert_true(saved == 0);
+
+        emu_model_advance(&m, 2 * MS);
+        emu_model_set_suspended(&m, &offline, false, EMU_MODEL_NEVER);
+        emu_model_advance(&m, 3 * MS);
+        assert_int_equal(emu_model_cu_occupancy(&m, 1), 0);
+        emu_model_unmap_all(&m, &saved, &restored, &mapped);
+        assert_true(saved == 0);
+        assert_true(restored == CAPACITY / 2);
+        assert_int_equal(mapped, 2);
+        emu_model_stall_device(&m, 3 * MS + 100 * US);
+        /* 1 ms done before, 9 ms left after the stall. */
+        assert_int_equal(finish_time(&m, &offline), 3 * MS + 100 * US + 9 * MS);
+        assert_true(offline.saved_slots == 0);
+}
+
+/* The read index moves read_index_lead of the dispatch's time early. */
+static void test_read_index_is_due_early_by_the_lead(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue q = { .owner = 1 };
+        struct emu_model_params p = { .capacity = CAPACITY, .wg_slots_per_cu = 8, .cu_count = 80,
+                                      .read_index_lead = 0.25 };
+
+        emu_model_init(&m, &p, 0);
+        emu_model_add_queue(&m, &q);
+        emu_model_start(&m, &q, 4 * MS, CAPACITY);
+        assert_int_equal(emu_model_next_event(&m), 3 * MS);
+        emu_model_advance(&m, 3 * MS);
+        assert_true(q.index_due);
+        assert_false(q.done);
+        assert_int_equal(finish_time(&m, &q), 4 * MS);
+}
+
+/* More processes than the HWS runs at once: it runs them a quantum each
+ * in turn (pm_calc_rlib_size's oversubscribed runlist), and at once the
+ * next one when the running one has nothing left. Two kernels that would
+ * overlap perfectly take turns. */
+static void test_oversubscribed_runlist_is_time_sliced(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue a = { .owner = 1 }, b = { .owner = 2 };
+        struct emu_model_params p = { .capacity = CAPACITY, .wg_slots_per_cu = 8, .cu_count = 80,
+                                      .max_procs_per_quantum = 1, .quantum_ns = 4 * MS };
+
+        emu_model_init(&m, &p, 0);
+        emu_model_add_queue(&m, &a);
+        emu_model_add_queue(&m, &b);
+        assert_int_equal(m.n_slices, 2);
+        emu_model_start(&m, &a, 10 * MS, CAPACITY / 4);
+        emu_model_start(&m, &b, 10 * MS, CAPACITY / 4);
+        /* b was added last: it heads the runlist. */
+        assert_int_equal(finish_time(&m, &b), 18 * MS);
+        assert_int_equal(finish_time(&m, &a), 20 * MS);
+}
+
+/* A switch saves the outgoing slice's waves and restores the incoming
+ * one's, and nothing runs meanwhile. */
+static void test_slice_switch_costs_the_save_and_restore(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue a = { .owner = 1 }, b = { .owner = 2 };
+        struct emu_model_params p = { .capacity = CAPACITY, .wg_slots_per_cu = 8, .cu_count = 80,
+                                      .max_procs_per_quantum = 1, .quantum_ns = 4 * MS, .cwsr_ns_per_slot = 1000 };
+
+        emu_model_init(&m, &p, 0);
+        emu_model_add_queue(&m, &a);
+        emu_model_add_queue(&m, &b);
+        emu_model_start(&m, &b, 10 * MS, 100);
+        emu_model_start(&m, &a, 1 * MS, 100);
+        /* At 4 ms b's 100 slots are saved (100 us), then a runs 1 ms. */
+        assert_int_equal(finish_time(&m, &a), 4 * MS + 100 * US + 1 * MS);
+        /* a idle: back to b at once, restoring its 100 slots. */
+        assert_int_equal(finish_time(&m, &b), 5 * MS + 100 * US + 100 * US + 6 * MS);
+}
+
+/* A suspended queue takes no HQD slot: the runlist fits again. */
+static void test_suspended_queues_free_hqd_slots(void **state)
+{
+        struct emu_model m;
+        struct emu_model_queue a = { .owner = 1 }, b = { .owner = 2 };
+        struct emu_model_params p = { .capacity = CAPACITY, .wg_slots_per_cu = 8, .cu_count = 80,
+                                      .hqd_slots = 1, .quantum_ns = 4 * MS };
+
+        emu_model_init(&m, &p, 0);
+        emu_model_add_queue(&m, &a);
+        emu_model_add_queue(&m, &b);
+        assert_int_equal(m.n_slices, 2);
+        emu_model_set_suspended(&m, &b, true, 0);
+        assert_int_equal(m.n_slices, 1);
+        emu_model_start(&m, &a, 2 * MS, CAPACITY / 4);
+        assert_int_equal(finish_time(&m, &a), 2 * MS);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -259,6 +379,11 @@ int main(void)
                 cmocka_unit_test(test_device_preemption_stalls_every_queue),
                 cmocka_unit_test(test_queue_preemption_stalls_only_that_queue),
                 cmocka_unit_test(test_removed_queue_frees_the_device),
+                cmocka_unit_test(test_unmap_saves_the_leaving_waves_and_restores_them_on_return),
+                cmocka_unit_test(test_read_index_is_due_early_by_the_lead),
+                cmocka_unit_test(test_oversubscribed_runlist_is_time_sliced),
+                cmocka_unit_test(test_slice_switch_costs_the_save_and_restore),
+                cmocka_unit_test(test_suspended_queues_free_hqd_slots),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,7 +78,9 @@
  *   workgroup_size_x   work-items per workgroup (1..1024).
  * The GPU model derives how much of the device the kernel occupies from the
  * workgroup count and the device's CU count. A barrier packet (type
- * BARRIER_AND) completes as soon as everything before it on its queue has.
+ * BARRIER_AND, struct emu_aql_barrier_and_packet) completes once
+ * everything before it on its queue has and each of its dependency
+ * signals (amd_signal_t addresses, 0 = none) has the value 0.
  * Any other type is consumed and completes at once.
  */
 struct emu_aql_dispatch_packet {
@@ -100,3 +102,16 @@ struct emu_aql_dispatch_packet {
 };
 
 _Static_assert(sizeof(struct emu_aql_dispatch_packet) == EMU_AQL_PACKET_SIZE, "AQL packet size");
+
+/* hsa_barrier_and_packet_t. */
+#define EMU_AQL_BARRIER_DEPENDENCIES 5
+struct emu_aql_barrier_and_packet {
+        uint16_t header;
+        uint16_t reserved0;
+        uint32_t reserved1;
+        uint64_t dep_signal[EMU_AQL_BARRIER_DEPENDENCIES];
+        uint64_t reserved2;
+        uint64_t completion_signal;
+};
+
+_Static_assert(sizeof(struct emu_aql_barrier_and_packet) == EMU_AQL_PACKET_SIZE, "AQL barrier packet size");

@@ -38,6 +38,10 @@ bool emu_gpu_queue_has_waves(const struct emu_queue *q);
  * the unmap fence). On MES GPUs kernel/ calls emu_gpu_mes_remove_queue per
  * queue instead. */
 uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period);
+/* map_queues_cpsch alone, when no runlist was mapped and so nothing was
+ * unmapped (kfd-interface.md §16.4): the queues of the new runlist run once
+ * it is mapped and their saved waves restored; the caller does not wait. */
+void emu_gpu_hws_map(struct emu_gpu *gpu);
 uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q);
 
 /* Complete `call` with `ret` after `delay_ns` of model time (used for the

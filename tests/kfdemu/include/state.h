@@ -36,6 +36,19 @@ struct emu_file;
 struct kfd_ev_writer;  /* kernel/: a raiser blocked writing the debug event byte */
 struct kfd_smi_client; /* kernel/: an open SMI events fd (kfd-smi.c) */
 
+/* How a preemption is charged (gpu/preempt-cost.c, kfdemu-run(1)). */
+enum emu_preempt_model {
+        EMU_PREEMPT_MODEL_WAVES,     /* save volume, runlist size and XCCs */
+        EMU_PREEMPT_MODEL_CONSTANT,  /* fixed unmap, save and restore times */
+};
+
+/* When the CP reports a dispatch's read index (gpu/engine.c). */
+enum emu_read_index_mode {
+        EMU_READ_INDEX_AT_COMPLETION,  /* when all its waves have finished */
+        EMU_READ_INDEX_AT_DISPATCH,    /* as soon as the CP has launched it */
+        EMU_READ_INDEX_MASTER_XCC,     /* when XCC 0's share has finished */
+};
+
 /* One GPU as configured (kfdemu-run --gpus / --config). */
 struct emu_gpu_config {
         uint32_t gpu_id;             /* 16-bit topology hash, e.g. 0xf7bc; 0 = derive */
@@ -54,10 +67,24 @@ struct emu_gpu_config {
         bool mes;                    /* MES (gfx11+) instead of HWS */
         bool debug_firmware;         /* capability TRAP_DEBUG_FIRMWARE_SUPPORTED */
         bool cwsr_workaround;        /* GC 11.0.0-11.0.3 (kfd_dbg_has_cwsr_workaround) */
-        /* Time model (gpu/ documents and uses these). */
-        uint32_t preempt_us;         /* one device-wide unmap + remap on HWS */
-        uint32_t cwsr_save_us;       /* context save of the waves of one queue */
-        uint32_t cwsr_restore_us;
+        /* Time model (gpu/ documents and uses these; kfdemu-run(1) names
+         * their keys). */
+        enum emu_preempt_model preempt_model;
+        uint32_t preempt_us;         /* fixed part of one unmap (both models) */
+        uint32_t cwsr_save_us;       /* constant model: saving the resident waves */
+        uint32_t cwsr_restore_us;    /* constant model: restoring them */
+        uint32_t cwsr_bytes_per_cu;  /* waves model: wave state of a full CU; 0 = from gfx_target_version */
+        uint32_t cwsr_mb_per_s;      /* waves model: rate of the save and the restore */
+        uint32_t map_queue_us;       /* waves model: the remap's cost per queue and XCC */
+        uint32_t default_grace_period; /* CP_IQ_WAIT_TIME2.SCH_WAVE when the caller gives none */
+        uint32_t shader_clock_mhz;   /* converts the grace period's 1000-clock units */
+        enum emu_read_index_mode read_index_mode;
+        uint32_t master_xcc_lead_percent; /* of a dispatch's time: XCC 0 done before the rest */
+        uint32_t barrier_poll_us;    /* how often the CP looks at a waiting barrier's signals */
+        bool hws_time_slicing;       /* an oversubscribed runlist runs in slices (else as if it fit) */
+        uint32_t kfd_vmids;          /* processes the HWS runs at once; 0 = from gfx_target_version */
+        uint32_t hqd_slots;          /* active compute queues it runs at once (get_cp_queues_num) */
+        uint32_t hws_quantum_us;     /* time slice of an oversubscribed runlist */
         uint32_t wg_slots_per_cu;    /* workgroups one CU runs at once */
         uint32_t vram_mib;           /* the device's VRAM (real_vram_size), MiB */
 };

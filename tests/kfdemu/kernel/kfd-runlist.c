@@ -39,6 +39,8 @@ uint64_t kfd_dqm_execute_queues(struct emu_gpu *gpu, uint32_t grace_period)
         if (gpu->active_runlist) {
                 kfd_dqm_note_preemption(gpu);
                 delay = emu_gpu_hws_preempt(gpu, grace_period);
+        } else {
+                emu_gpu_hws_map(gpu);
         }
         kfd_map_queues(gpu);
         return delay;

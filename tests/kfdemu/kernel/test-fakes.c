@@ -95,6 +95,11 @@ uint64_t emu_gpu_hws_preempt(struct emu_gpu *gpu, uint32_t grace_period)
         return fake_gpu.preempt_ns;
 }
 
+void emu_gpu_hws_map(struct emu_gpu *gpu)
+{
+        fake_gpu.runlist_maps++;
+}
+
 uint64_t emu_gpu_mes_remove_queue(struct emu_queue *q)
 {
         return fake_gpu.preempt_ns;

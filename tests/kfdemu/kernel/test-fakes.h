@@ -21,6 +21,7 @@ struct fake_gpu_log {
         uint64_t pending_delay_ns;
         bool queues_have_waves;          /* what emu_gpu_queue_has_waves says of every queue */
         unsigned spin_notices;           /* emu_transport_call_spins */
+        unsigned runlist_maps;           /* emu_gpu_hws_map: a runlist sent without an unmap */
 };
 
 extern struct fake_gpu_log fake_gpu;

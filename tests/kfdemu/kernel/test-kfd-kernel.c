@@ -391,6 +391,30 @@ static void test_suspend_new_gate_and_counts(void **state)
         assert_false(self_process(f)->queues->is_suspended);
 }
 
+/* With the GPU's only queue suspended no runlist is mapped: the resume sends
+ * no unmap (kfd-interface.md §16.4) but must still map the runlist, or the
+ * queue would never run again. */
+static void test_resume_without_a_runlist_maps_one(void **state)
+{
+        struct fixture *f = *state;
+        struct kfd_runtime_info rinfo;
+        uint64_t status;
+        uint32_t q, qid;
+
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        q = create_queue(f, GPU0);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        assert_int_equal(query_event(f, NEW_MASK, &status, &qid), 0);
+        fake_gpu.preemptions = 0;
+        fake_gpu.runlist_maps = 0;
+        assert_int_equal(suspend(f, &q, 1, 0), 1);
+        assert_int_equal(fake_gpu.preemptions, 1);
+        assert_int_equal(resume(f, &q, 1), 1);
+        assert_int_equal(fake_gpu.preemptions, 1);
+        assert_int_equal(fake_gpu.runlist_maps, 1);
+        assert_false(self_process(f)->queues->is_suspended);
+}
+
 static void test_hws_clear_applies_to_busy_queues(void **state)
 {
         struct fixture *f = *state;
@@ -1138,6 +1162,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_create_queue_checks_and_ids, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_enable_rules, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspend_new_gate_and_counts, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_resume_without_a_runlist_maps_one, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_hws_clear_applies_to_busy_queues, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_destroy_waits_for_resume, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_enable_waits_for_ack, setup, teardown),

@@ -20,25 +20,34 @@
 #include "gc-version.h"
 #include "node-config.h"
 
-enum field_kind { FIELD_U32, FIELD_BOOL, FIELD_NAME };
+enum field_kind { FIELD_U32, FIELD_BOOL, FIELD_NAME, FIELD_CHOICE };
 
 struct gpu_field {
         const char *key;
         enum field_kind kind;
         size_t offset;
         uint32_t min, max;               /* FIELD_U32 only */
+        const char *const *choices;      /* FIELD_CHOICE: the enum's names by value, NULL-terminated */
 };
 
 #define U32_FIELD(k, member, lo, hi) \
-        { k, FIELD_U32, offsetof(struct emu_gpu_config, member), lo, hi }
-#define BOOL_FIELD(k, member) { k, FIELD_BOOL, offsetof(struct emu_gpu_config, member), 0, 1 }
+        { k, FIELD_U32, offsetof(struct emu_gpu_config, member), lo, hi, NULL }
+#define BOOL_FIELD(k, member) { k, FIELD_BOOL, offsetof(struct emu_gpu_config, member), 0, 1, NULL }
+#define CHOICE_FIELD(k, member, names)                                                             \
+        { k, FIELD_CHOICE, offsetof(struct emu_gpu_config, member), 0, 0, names }
+
+/* By enum value (state.h); parse_choice stores them as int. */
+_Static_assert(sizeof(enum emu_preempt_model) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum emu_read_index_mode) == sizeof(int), "enum stored as int");
+static const char *const preempt_models[] = { "waves", "constant", NULL };
+static const char *const read_index_modes[] = { "completion", "dispatch", "master-xcc", NULL };
 
 static const struct gpu_field gpu_fields[] = {
         /* KFD_GPU_ID_HASH_WIDTH is 16 bits; 0 lets the node derive one. */
         U32_FIELD("GpuId", gpu_id, 0, 0xffff),
         /* gfx9.0.0 (90000) .. gfx12 (120000 + stepping). */
         U32_FIELD("GfxTargetVersion", gfx_target_version, 10000, 199999),
-        { "Name", FIELD_NAME, offsetof(struct emu_gpu_config, name), 0, 0 },
+        { "Name", FIELD_NAME, offsetof(struct emu_gpu_config, name), 0, 0, NULL },
         U32_FIELD("DeviceId", device_id, 0, 0xffff),
         U32_FIELD("PciRevision", pci_revision, 0, 0xff),
         U32_FIELD("LocationId", location_id, 0, 0xffff),
@@ -53,9 +62,27 @@ static const struct gpu_field gpu_fields[] = {
         BOOL_FIELD("DebugFirmware", debug_firmware),
         BOOL_FIELD("CwsrWorkaround", cwsr_workaround),
         /* Model times are bounded by a minute: more would only hang tests. */
+        CHOICE_FIELD("PreemptCostModel", preempt_model, preempt_models),
         U32_FIELD("PreemptMicroseconds", preempt_us, 0, 60000000),
         U32_FIELD("CwsrSaveMicroseconds", cwsr_save_us, 0, 60000000),
         U32_FIELD("CwsrRestoreMicroseconds", cwsr_restore_us, 0, 60000000),
+        /* 0 = what kfd sizes the save area for; at most 16 MiB per CU. */
+        U32_FIELD("CwsrBytesPerCU", cwsr_bytes_per_cu, 0, 16u << 20),
+        /* 1 MB/s (a minute for 60 MB) .. 10 TB/s, beyond any memory. */
+        U32_FIELD("CwsrMegabytesPerSecond", cwsr_mb_per_s, 1, 10000000),
+        U32_FIELD("MapQueueMicroseconds", map_queue_us, 0, 60000),
+        /* CP_IQ_WAIT_TIME2.SCH_WAVE is an 8-bit field. */
+        U32_FIELD("DefaultGracePeriod", default_grace_period, 1, 0xff),
+        U32_FIELD("ShaderClockMHz", shader_clock_mhz, 100, 10000),
+        CHOICE_FIELD("ReadIndexAdvance", read_index_mode, read_index_modes),
+        U32_FIELD("MasterXccLeadPercent", master_xcc_lead_percent, 0, 100),
+        U32_FIELD("BarrierPollMicroseconds", barrier_poll_us, 1, 1000000),
+        BOOL_FIELD("HwsTimeSlicing", hws_time_slicing),
+        /* 16 VMIDs in all; 0 = what the part leaves to KFD. */
+        U32_FIELD("KfdVmids", kfd_vmids, 0, 16),
+        /* 2 MECs x 4 pipes x 8 queues at most. */
+        U32_FIELD("HqdSlots", hqd_slots, 1, 64),
+        U32_FIELD("HwsQuantumMicroseconds", hws_quantum_us, 1, 60000000),
         U32_FIELD("WorkgroupSlotsPerCU", wg_slots_per_cu, 1, 1024),
         /* Up to 16 TiB, more than any part has. */
         U32_FIELD("VramMiB", vram_mib, 1, 16u << 20),
@@ -148,6 +175,23 @@ static int value_error(struct parse_state *s, const char *section, const char *n
                     r == -ERANGE ? "out of range" : "not valid", expected);
 }
 
+static int parse_choice(struct parse_state *s, const char *section, const char *name, const char *value,
+                        const char *const *choices, int *field)
+{
+        char expected[128] = "one of";
+        size_t len = strlen(expected);
+
+        for (int i = 0; choices[i]; i++) {
+                if (strcmp(value, choices[i]) == 0) {
+                        *field = i;
+                        return 1;
+                }
+                len += (size_t)snprintf(expected + len, len < sizeof(expected) ? sizeof(expected) - len : 0, "%s %s",
+                                        i ? "," : "", choices[i]);
+        }
+        return value_error(s, section, name, value, -EINVAL, expected);
+}
+
 static int handle_node_key(struct parse_state *s, const char *name, const char *value)
 {
         struct emu_config *cfg = s->cfg;
@@ -229,11 +273,13 @@ static int handle_gpu_key(struct parse_state *s, const char *section, unsigned i
                                                    "1..31 characters without spaces or '/'");
                         snprintf(gpu->name, sizeof(gpu->name), "%s", value);
                         return 1;
+                case FIELD_CHOICE:
+                        return parse_choice(s, section, name, value, f->choices, field);
                 }
         }
 
         size_t len = 0;
-        char known[512] = "";
+        char known[1024] = "";
         for (size_t i = 0; i < ELEMENTSOF(gpu_fields); i++)
                 len += (size_t)snprintf(known + len, len < sizeof(known) ? sizeof(known) - len : 0, "%s%s",
                                         i ? ", " : "", gpu_fields[i].key);

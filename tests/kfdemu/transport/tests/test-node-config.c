@@ -79,6 +79,12 @@ static void test_values(void **state)
               "DebugFirmware=no\n"
               "CwsrWorkaround=1\n"
               "PreemptMicroseconds=250\n"
+              "PreemptCostModel=constant\n"
+              "CwsrMegabytesPerSecond=25000\n"
+              "ReadIndexAdvance=master-xcc\n"
+              "MasterXccLeadPercent=20\n"
+              "HwsTimeSlicing=no\n"
+              "HqdSlots=8\n"
               "WorkgroupSlotsPerCU=8\n",
               &p);
         assert_int_equal(p.r, 0);
@@ -99,6 +105,12 @@ static void test_values(void **state)
         assert_true(p.cfg.gpus[2].cwsr_workaround);
         assert_int_equal(p.cfg.gpus[2].preempt_us, 250);
         assert_int_equal(p.cfg.gpus[2].wg_slots_per_cu, 8);
+        assert_int_equal(p.cfg.gpus[2].preempt_model, EMU_PREEMPT_MODEL_CONSTANT);
+        assert_int_equal(p.cfg.gpus[2].cwsr_mb_per_s, 25000);
+        assert_int_equal(p.cfg.gpus[2].read_index_mode, EMU_READ_INDEX_MASTER_XCC);
+        assert_int_equal(p.cfg.gpus[2].master_xcc_lead_percent, 20);
+        assert_false(p.cfg.gpus[2].hws_time_slicing);
+        assert_int_equal(p.cfg.gpus[2].hqd_slots, 8);
         /* Untouched GPUs keep the defaults the caller put in. */
         assert_string_equal(p.cfg.gpus[0].name, "gfx942");
         /* The kernel's locking and fence wait are modelled unless switched off. */
@@ -139,6 +151,13 @@ static void test_errors_name_the_line(void **state)
         assert_error("[GPU0]\nComputeUnits=-4\n", 2, "not valid");
         assert_error("[GPU0]\nName=has space\n", 2, "characters");
         assert_error("[GPU0]\nName=a-name-that-is-longer-than-31-chars\n", 2, "characters");
+        assert_error("[GPU0]\nPreemptCostModel=linear\n", 2, "expected one of waves, constant");
+        assert_error("[GPU0]\nReadIndexAdvance=early\n", 2, "expected one of completion, dispatch, master-xcc");
+        assert_error("[GPU0]\nCwsrMegabytesPerSecond=0\n", 2, "out of range");
+        assert_error("[GPU0]\nMasterXccLeadPercent=101\n", 2, "out of range");
+        assert_error("[GPU0]\nDefaultGracePeriod=0x100\n", 2, "out of range");
+        assert_error("[GPU0]\nKfdVmids=17\n", 2, "out of range");
+        assert_error("[GPU0]\nHqdSlots=0\n", 2, "out of range");
         assert_error("[GPU16]\nMES=yes\n", 2, "unknown section [GPU16]");
         assert_error("[GPU01]\nMES=yes\n", 2, "unknown section");
         assert_error("[Nodes]\nGpus=1\n", 2, "unknown section");
