@@ -586,7 +586,7 @@ static void arm_detector(struct manager *m, uint64_t now)
 static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct manager *m = userdata;
-        /* the time of this wakeup, not the one scheduled: after a slow suspend ioctl they differ */
+        /* the time of this wakeup, not the one scheduled: on a loaded host they differ */
         uint64_t now = manager_now(m);
 
         cadence_wakeup(&m->cadence, &cadence_ops, m, now);
