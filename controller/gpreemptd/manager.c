@@ -275,22 +275,67 @@ static void end_session(struct tracked_process *p)
         p->frozen = false;
 }
 
-/*
- * A resume that failed leaves the queues suspended past every bound; ending
- * the session makes the kernel resume them all (DISABLE,
- * kfd-interface.md §6). The process runs unmanaged until a reload.
- */
-static void let_go_after_failed_resume(struct manager *m, struct tracked_process *p)
+/* How a call on a GPU went wrong in a way that may leave queues suspended. */
+enum gpu_fault {
+        GPU_FAULT_TIMEOUT,       /* -ETIME: the preemption timed out, amdkfd resets queues or the GPU (kfd-hazards.md §1) */
+        GPU_FAULT_QUEUE_ERROR,   /* the hardware scheduler flagged queues with ERROR */
+        GPU_FAULT_RESUME_FAILED, /* a resume failed otherwise: its queues stay suspended */
+};
+
+static const char *gpu_fault_to_string(enum gpu_fault kind)
 {
-        log_error("Process %d: detaching, which makes the kernel resume its queues", (int)p->pid);
+        switch (kind) {
+        case GPU_FAULT_TIMEOUT:
+                return "timed out in the kernel";
+        case GPU_FAULT_QUEUE_ERROR:
+                return "left queues in ERROR in the hardware scheduler";
+        case GPU_FAULT_RESUME_FAILED:
+        default:
+                return "failed";
+        }
+}
+
+/*
+ * A call on p's queues on gpu_id (0: every GPU) faulted. Nothing may stay
+ * suspended past every bound: p is let go, which makes the kernel resume
+ * all its queues (DISABLE, kfd-interface.md §6), and runs unmanaged until a
+ * reload; one line says so. The one place the daemon learns that a GPU
+ * faulted: a per-GPU back-off belongs here.
+ */
+static void gpu_faulted(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend,
+                        enum gpu_fault kind, const char *why)
+{
+        char where[32] = "every GPU";
+
+        if (gpu_id)
+                snprintf(where, sizeof(where), "GPU %u", gpu_id);
+        log_error("Process %d: a %s on %s %s%s%s; detached it so that its queues run (see the kernel log for a "
+                  "queue or GPU reset; reload to manage it again)",
+                  (int)p->pid, suspend ? "suspension" : "resumption", where, gpu_fault_to_string(kind),
+                  why ? ": " : "", why ? why : "");
         end_session(p);
         p->held = false;
         free(p->session_error);
-        p->session_error = strdup("a resume failed; detached so that its queues run (reload to manage it again)");
+        p->session_error = strdup(suspend ? "a suspension faulted; detached so that its queues run (reload to manage it again)"
+                                          : "a resume failed; detached so that its queues run (reload to manage it again)");
         refresh_gpu_params(m);
 }
 
-/* A resume of p on gpu_id (0: every GPU); one that fails lets p go (let_go_after_failed_resume()). */
+/* Whether a call's outcome is a fault (gpu_faulted()); *ret_kind says which. */
+static bool call_faulted(const struct worker_call *call, enum gpu_fault *ret_kind)
+{
+        if (call->result == -ETIME)
+                *ret_kind = GPU_FAULT_TIMEOUT;
+        else if (call->n_error)
+                *ret_kind = GPU_FAULT_QUEUE_ERROR;
+        else if (!call->suspend && call->result < 0)
+                *ret_kind = GPU_FAULT_RESUME_FAILED;
+        else
+                return false;
+        return true;
+}
+
+/* A resume of p on gpu_id (0: every GPU); one that fails lets p go (gpu_faulted()). */
 static int resume_or_let_go(struct manager *m, struct tracked_process *p, uint32_t gpu_id)
 {
         return session_suspend(m, p, gpu_id, false);
@@ -413,7 +458,7 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
 {
         struct tracked_process *p = userdata;
         struct manager *m = p->manager;
-        bool failed = call->result < 0 && call->result != -EIO;
+        enum gpu_fault fault;
 
         if (call->result == -GP_ERR_TARGET_GONE)
                 return; /* it exited or exec'd: the session's end is reported, and p removed */
@@ -421,7 +466,11 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
         observe_reaction(m, call);
         if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_POLICY)
                 policy_call_done(m, call);
-        if (failed) {
+        if (call_faulted(call, &fault)) {
+                gpu_faulted(m, p, call->gpu_id, call->suspend, fault, call->why);
+                return;
+        }
+        if (call->result < 0) {
                 /* The same failure comes back at every online request (a runtime that never
                  * enabled debugging, say): said once, counted in the metrics after that. */
                 if (call->result != p->failed_errno)
@@ -429,24 +478,19 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
                 else
                         log_debug("Process %d: %s", (int)p->pid, call->why ? call->why : "failed");
                 p->failed_errno = call->result;
-        } else {
-                p->failed_errno = 0;
-                if (call->n_error)
-                        log_error("Process %d: %zu queues failed to %s in the hardware scheduler", (int)p->pid,
-                                  call->n_error, call->suspend ? "suspend" : "resume");
-                /* every transition, possibly hundreds a second: counted in Status, logged only for debugging */
-                if (call->gpu_id)
-                        log_debug("Process %d: %zu queues %s on GPU %u", (int)p->pid, call->n_done,
-                                  call->suspend ? "suspended" : "resumed", call->gpu_id);
-                else
-                        log_debug("Process %d: %zu queues %s on all GPUs", (int)p->pid, call->n_done,
-                                  call->suspend ? "suspended" : "resumed");
-                if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_NEW_QUEUE)
-                        log_info("Process %d: new queue %u on suspended GPU %u suspended", (int)p->pid,
-                                 (unsigned)CALL_PURPOSE_VALUE(call->purpose), call->gpu_id);
+                return;
         }
-        if (!call->suspend && call->result < 0)
-                let_go_after_failed_resume(m, p);
+        p->failed_errno = 0;
+        /* every transition, possibly hundreds a second: counted in Status, logged only for debugging */
+        if (call->gpu_id)
+                log_debug("Process %d: %zu queues %s on GPU %u", (int)p->pid, call->n_done,
+                          call->suspend ? "suspended" : "resumed", call->gpu_id);
+        else
+                log_debug("Process %d: %zu queues %s on all GPUs", (int)p->pid, call->n_done,
+                          call->suspend ? "suspended" : "resumed");
+        if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_NEW_QUEUE)
+                log_info("Process %d: new queue %u on suspended GPU %u suspended", (int)p->pid,
+                         (unsigned)CALL_PURPOSE_VALUE(call->purpose), call->gpu_id);
 }
 
 /* A held process's own bounds: its slices, and the suspension after each. */
@@ -690,17 +734,18 @@ static void queues_changed(struct manager *m, struct tracked_process *p)
 /*
  * A queue created on a suspended GPU runs until suspended (kfd-interface.md
  * §4.4). The session suspended it already where it holds the GPU; where it
- * does not (the process's first queue there), the GPU's policy decides. A
- * held process follows its hold alone, and a terminating one is never
- * suspended again.
+ * does not (the process's first queue there, or a suspension sent and not
+ * yet run when the queue came), the GPU's policy decides, or the hold for a
+ * held process. A terminating process is never suspended again.
  */
 static void on_session_queue_created(struct worker_session *ws, uint32_t gpu_id, uint32_t queue_id, bool suspended,
                                      void *userdata)
 {
         struct tracked_process *p = userdata;
         struct manager *m = p->manager;
+        bool wanted = p->held ? p->hold_policy.suspended : gpu_suspended(m, gpu_id);
 
-        if (!suspended && !p->held && !p->terminating && gpu_suspended(m, gpu_id) &&
+        if (!suspended && wanted && !p->terminating &&
             !held_session_state_is_suspended(worker_session_state(ws), gpu_id)) {
                 /* logged when done, as the session's own catch is below */
                 session_call(m, p, gpu_id, true, CALL_PURPOSE(CALL_FOR_NEW_QUEUE, queue_id), 0);

@@ -5,10 +5,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -84,7 +82,6 @@ struct preemption_worker {
         pthread_t thread;
         bool thread_started;
         struct message *quit; /* made with the worker: stopping it never fails */
-        _Atomic pid_t tid;
         /* the main loop's */
         sd_event_source *report_source;
         /* the worker's */
@@ -352,9 +349,11 @@ static int on_commands(sd_event_source *s, int fd, uint32_t revents, void *userd
 static void *worker_main(void *userdata)
 {
         struct preemption_worker *w = userdata;
+        int r = sd_event_loop(w->event);
 
-        w->tid = (pid_t)syscall(SYS_gettid);
-        (void)sd_event_loop(w->event);
+        if (r < 0)
+                log_error_errno(r, "The preemption worker's loop failed: offline processes are no longer suspended "
+                                   "or resumed; restart gpreemptd");
         return NULL;
 }
 
@@ -596,11 +595,6 @@ int preemption_worker_service_ptrace(struct preemption_worker *w)
         return send_command(NULL, w, COMMAND_SERVICE_PTRACE, NULL);
 }
 
-pid_t worker_session_pid(const struct worker_session *ws)
-{
-        return ws->pid;
-}
-
 bool worker_session_attached(const struct worker_session *ws)
 {
         return ws->attached;
@@ -614,9 +608,4 @@ const struct held_session_state *worker_session_state(const struct worker_sessio
 unsigned worker_session_in_flight(const struct worker_session *ws, bool suspend)
 {
         return ws->in_flight[suspend];
-}
-
-pid_t preemption_worker_tid(const struct preemption_worker *w)
-{
-        return w->tid;
 }

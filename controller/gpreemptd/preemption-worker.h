@@ -113,11 +113,8 @@ int worker_session_set_grace_period(struct worker_session *ws, uint32_t grace_pe
 int preemption_worker_service_ptrace(struct preemption_worker *w);
 
 /* What the last report said. */
-pid_t worker_session_pid(const struct worker_session *ws);
 /* The attach has succeeded. */
 bool worker_session_attached(const struct worker_session *ws);
 const struct held_session_state *worker_session_state(const struct worker_session *ws);
 /* Calls sent and not yet reported done, suspensions and resumptions. */
 unsigned worker_session_in_flight(const struct worker_session *ws, bool suspend);
-/* The worker thread's id (for its scheduling, in tests and Status). */
-pid_t preemption_worker_tid(const struct preemption_worker *w);
