@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 /* Queue ids named by one round of events and not yet suspended. */
@@ -79,14 +80,24 @@ static void remember_gpu(struct held_session *s, uint32_t gpu_id, bool suspended
                 s->suspended_gpus[s->n_suspended_gpus++] = gpu_id;
 }
 
-bool held_session_is_suspended(const struct held_session *s, uint32_t gpu_id)
+static bool gpu_held(bool all_suspended, const uint32_t *suspended_gpus, size_t n_suspended_gpus, uint32_t gpu_id)
 {
-        if (s->all_suspended)
+        if (all_suspended)
                 return true;
-        for (size_t i = 0; i < s->n_suspended_gpus; i++)
-                if (s->suspended_gpus[i] == gpu_id)
+        for (size_t i = 0; i < n_suspended_gpus; i++)
+                if (suspended_gpus[i] == gpu_id)
                         return true;
         return false;
+}
+
+bool held_session_is_suspended(const struct held_session *s, uint32_t gpu_id)
+{
+        return gpu_held(s->all_suspended, s->suspended_gpus, s->n_suspended_gpus, gpu_id);
+}
+
+bool held_session_state_is_suspended(const struct held_session_state *state, uint32_t gpu_id)
+{
+        return gpu_held(state->all_suspended, state->suspended_gpus, state->n_suspended_gpus, gpu_id);
 }
 
 static void on_target_event(struct gp_target *target, const struct gp_event *e, void *userdata)
@@ -405,4 +416,17 @@ enum gp_runtime_state held_session_runtime_state(const struct held_session *s)
 const struct held_session_counts *held_session_counts(const struct held_session *s)
 {
         return &s->counts;
+}
+
+void held_session_get_state(const struct held_session *s, struct held_session_state *ret)
+{
+        *ret = (struct held_session_state){
+                .n_suspended_gpus = s->n_suspended_gpus,
+                .all_suspended = s->all_suspended,
+                .runtime_state = gp_target_runtime_state(s->target),
+                .terminating = s->terminating,
+                .stop_signal = s->reported_stop_signal,
+                .counts = s->counts,
+        };
+        memcpy(ret->suspended_gpus, s->suspended_gpus, s->n_suspended_gpus * sizeof(s->suspended_gpus[0]));
 }

@@ -95,6 +95,25 @@ void held_session_set_grace_period(struct held_session *s, uint32_t grace_period
 int held_session_set_suspended(struct held_session *s, const uint32_t *gpu_ids, size_t n_gpu_ids, bool suspend,
                                struct gp_queue_report *report);
 bool held_session_is_suspended(const struct held_session *s, uint32_t gpu_id);
+
+/*
+ * What a session holds and knows, as one value that can be copied: for an
+ * owner that keeps the session on another thread (gpreemptd's preemption
+ * worker) and reads it from its own.
+ */
+struct held_session_state {
+        uint32_t suspended_gpus[HELD_SESSION_MAX_GPUS];
+        size_t n_suspended_gpus;
+        bool all_suspended;
+        enum gp_runtime_state runtime_state;
+        bool terminating;
+        int stop_signal; /* as held_session_stop_signal() */
+        struct held_session_counts counts;
+};
+
+void held_session_get_state(const struct held_session *s, struct held_session_state *ret);
+/* held_session_is_suspended() of the session the state was taken from, at that time. */
+bool held_session_state_is_suspended(const struct held_session_state *state, uint32_t gpu_id);
 /* How many queues the target has now (a snapshot). Returns 0 or -errno. */
 int held_session_count_queues(struct held_session *s, size_t *ret_n_queues);
 

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "manager.h"
 #include "parse-pid.h"
+#include "preemption-worker.h"
 #include "process-facts.h"
 #include "workload-match.h"
 
@@ -24,6 +25,8 @@ static const char description[] =
         "# gpreemptd: gives online GPU work the GPU by suspending offline processes' queues.\n"
         "interface io.gpreempt\n"
         "\n"
+        "# suspends_in_flight, resumes_in_flight: calls on the process not yet returned\n"
+        "# from the kernel (on a hardware-scheduled GPU each waits for a preemption).\n"
         "type Process (\n"
         "  pid: int,\n"
         "  managed: bool,\n"
@@ -43,7 +46,9 @@ static const char description[] =
         "  attach_error: ?string,\n"
         "  suspended_gpus: []int,\n"
         "  suspends: int,\n"
-        "  resumes: int\n"
+        "  resumes: int,\n"
+        "  suspends_in_flight: int,\n"
+        "  resumes_in_flight: int\n"
         ")\n"
         "\n"
         "# How an online queue's work is noticed: a hardware write breakpoint on its\n"
@@ -166,11 +171,13 @@ static struct json_object *online_queues_json(const struct detector *d, const st
 static struct json_object *process_json(const struct manager *m, const struct tracked_process *p)
 {
         struct json_object *o = json_object_new_object();
+        const struct held_session_state *state = p->session ? worker_session_state(p->session) : NULL;
         uint32_t suspended[MANAGER_MAX_GPUS];
         size_t n_suspended = 0;
+        bool attached;
 
-        for (size_t i = 0; p->session && i < p->queues.n_gpu_ids; i++)
-                if (held_session_is_suspended(p->session, p->queues.gpu_ids[i]))
+        for (size_t i = 0; state && i < p->queues.n_gpu_ids; i++)
+                if (held_session_state_is_suspended(state, p->queues.gpu_ids[i]))
                         suspended[n_suspended++] = p->queues.gpu_ids[i];
         json_object_object_add(o, "pid", json_object_new_int(p->pid));
         json_object_object_add(o, "managed", json_object_new_boolean(p->managed));
@@ -191,15 +198,18 @@ static struct json_object *process_json(const struct manager *m, const struct tr
         json_object_object_add(o, "queues", json_object_new_int64((int64_t)p->queues.n_queues));
         json_object_object_add(o, "watched_queues", json_object_new_int64((int64_t)p->n_watched_queues));
         json_object_object_add(o, "online_queues", online_queues_json(m->detector, p));
-        json_object_object_add(o, "attached", json_object_new_boolean(p->session != NULL));
-        add_string_or_null(o, "runtime",
-                           p->session ? gp_runtime_state_to_string(held_session_runtime_state(p->session)) : NULL);
+        attached = p->session && worker_session_attached(p->session);
+        json_object_object_add(o, "attached", json_object_new_boolean(attached));
+        add_string_or_null(o, "runtime", attached ? gp_runtime_state_to_string(state->runtime_state) : NULL);
         add_string_or_null(o, "attach_error", p->session_error);
         json_object_object_add(o, "suspended_gpus", int_array(suspended, n_suspended));
-        json_object_object_add(o, "suspends",
-                               json_object_new_int64(p->session ? (int64_t)held_session_counts(p->session)->suspends : 0));
-        json_object_object_add(o, "resumes",
-                               json_object_new_int64(p->session ? (int64_t)held_session_counts(p->session)->resumes : 0));
+        json_object_object_add(o, "suspends", json_object_new_int64(attached ? (int64_t)state->counts.suspends : 0));
+        json_object_object_add(o, "resumes", json_object_new_int64(attached ? (int64_t)state->counts.resumes : 0));
+        /* calls the worker has not reported done: a long kernel wait shows here */
+        json_object_object_add(o, "suspends_in_flight",
+                               json_object_new_int64(p->session ? worker_session_in_flight(p->session, true) : 0));
+        json_object_object_add(o, "resumes_in_flight",
+                               json_object_new_int64(p->session ? worker_session_in_flight(p->session, false) : 0));
         return o;
 }
 
@@ -334,7 +344,7 @@ static void hold(struct varlink_call *call, struct json_object *params, struct m
                 error_with_pid(call, "NotOffline", p->pid, NULL);
                 return;
         }
-        if (!p->session) {
+        if (!p->session || !worker_session_attached(p->session)) {
                 error_with_pid(call, "NotAttached", p->pid, p->session_error ? p->session_error : "not attached");
                 return;
         }

@@ -8,7 +8,8 @@
 
 #include "printable.h"
 
-static enum log_level max_level = LOG_LEVEL_NOTICE;
+/* atomic: the preemption worker's thread logs too (libgpreempt's messages) */
+static _Atomic enum log_level max_level = LOG_LEVEL_NOTICE;
 
 /* syslog priorities: err 3, warning 4, notice 5, info 6, debug 7 */
 static const int priority[_LOG_LEVEL_MAX] = { 3, 4, 5, 6, 7 };

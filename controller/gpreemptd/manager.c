@@ -14,6 +14,7 @@
 #include "discovery.h"
 #include "explain-sentence.h"
 #include "held-session.h"
+#include "preemption-worker.h"
 #include "log.h"
 #include "monotonic-clock.h"
 #include "online-queues.h"
@@ -66,6 +67,8 @@ static bool is_offline_attached(const struct tracked_process *p)
 {
         return is_offline_managed(p) && p->session;
 }
+
+static void rearm_policy(struct manager *m);
 
 /* ---- the per-GPU policies ---- */
 
@@ -200,106 +203,142 @@ static void count_transition(struct manager *m, struct tracked_process *p, uint3
                 m->gpus[i].metrics.collateral_preemptions += m->gpus[i].metrics.online_queues;
 }
 
-/* After the call: what it cost, what it did, what failed. Off the reaction path, where the ioctl was. */
-static void count_session_call(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend, int r,
-                               const struct gp_queue_report *report, uint64_t took_ns)
+/*
+ * What a call on the worker was for (struct worker_call's purpose): the kind
+ * in the low byte, above it the policy batch's number or the new queue's id.
+ */
+enum call_purpose {
+        CALL_FOR_PROCESS,   /* the process's own: a hold, a stop, a termination, an attach */
+        CALL_FOR_POLICY,    /* one of a GPU's batch (gpu_apply()) */
+        CALL_FOR_NEW_QUEUE, /* a queue created on a suspended GPU */
+};
+#define CALL_PURPOSE(kind, value) ((uint64_t)(value) << 8 | (uint64_t)(kind))
+#define CALL_PURPOSE_KIND(purpose) ((enum call_purpose)((purpose) & 0xff))
+#define CALL_PURPOSE_VALUE(purpose) ((purpose) >> 8)
+
+/* After the call: what it cost, what it did, what failed. */
+static void count_session_call(struct manager *m, struct tracked_process *p, const struct worker_call *call)
 {
         uint64_t now = manager_now(m);
-        struct gpu *g = gpu_id ? find_gpu(m, gpu_id) : NULL;
+        struct gpu *g = call->gpu_id ? find_gpu(m, call->gpu_id) : NULL;
 
         if (g)
-                metrics_histogram_observe(&g->metrics.call[suspend ? METRICS_CALL_SUSPEND : METRICS_CALL_RESUME],
-                                          took_ns);
-        if (r < 0 && r != -EIO) {
-                m->errors[suspend ? METRICS_ERROR_SUSPEND : METRICS_ERROR_RESUME]++;
+                metrics_histogram_observe(
+                        &g->metrics.call[call->suspend ? METRICS_CALL_SUSPEND : METRICS_CALL_RESUME],
+                        call->returned_ns - call->entered_ns);
+        if (call->result < 0 && call->result != -EIO) {
+                m->errors[call->suspend ? METRICS_ERROR_SUSPEND : METRICS_ERROR_RESUME]++;
                 return;
         }
-        m->errors[METRICS_ERROR_QUEUE_SCHEDULER] += report->n_error;
-        if (report->n_done == 0)
+        m->errors[METRICS_ERROR_QUEUE_SCHEDULER] += call->n_error;
+        if (call->n_done == 0)
                 return; /* no queues there: nothing was preempted */
-        if (gpu_id) {
-                count_transition(m, p, gpu_id, suspend, now);
+        if (call->gpu_id) {
+                count_transition(m, p, call->gpu_id, call->suspend, now);
                 return;
         }
         for (size_t i = 0; i < p->queues.n_gpu_ids; i++)
-                count_transition(m, p, p->queues.gpu_ids[i], suspend, now);
+                count_transition(m, p, p->queues.gpu_ids[i], call->suspend, now);
 }
 
 /*
- * Suspends or resumes p's queues on gpu_id (0: every GPU); logs what failed
- * in a sentence. Returns 0 or -errno, -EIO for a resumption some queues
- * failed in the hardware scheduler.
+ * Asks the worker to suspend or resume p's queues on gpu_id (0: every GPU).
+ * seen_ns: when the online work this answers was seen, 0 if none. What
+ * comes of it is in on_session_call_done(). Returns 0 or -ENOMEM.
  */
+static int session_call(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend,
+                        uint64_t purpose, uint64_t seen_ns)
+{
+        int r = worker_session_set_suspended(p->session, gpu_id, suspend, purpose, seen_ns);
+
+        if (r < 0)
+                log_error_errno(r, "Process %d: cannot ask for its queues to be %s", (int)p->pid,
+                                suspend ? "suspended" : "resumed");
+        return r;
+}
+
 static int session_suspend(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend)
 {
-        struct gp_queue_report report = { 0 };
-        uint64_t start = monotonic_clock_ns();
-        int r = held_session_set_suspended(p->session, gpu_id ? &gpu_id : NULL, gpu_id ? 1 : 0, suspend, &report);
-
-        count_session_call(m, p, gpu_id, suspend, r, &report, monotonic_clock_ns() - start);
-        if (r < 0 && r != -EIO) {
-                _cleanup_free_ char *why = explain_sentence(r, suspend ? GP_OP_SUSPEND : GP_OP_RESUME, p->pid,
-                                                            (int)held_session_runtime_state(p->session), m->gp);
-
-                /* The same failure comes back at every online request (a runtime that never
-                 * enabled debugging, say): said once, counted in the metrics after that. */
-                if (r != p->failed_errno)
-                        log_error("Process %d: %s", (int)p->pid, why ? why : "failed");
-                else
-                        log_debug("Process %d: %s", (int)p->pid, why ? why : "failed");
-                p->failed_errno = r;
-                return r;
-        }
-        p->failed_errno = 0;
-        if (report.n_error)
-                log_error("Process %d: %zu queues failed to %s in the hardware scheduler", (int)p->pid,
-                          report.n_error, suspend ? "suspend" : "resume");
-        /* every transition, possibly hundreds a second: counted in Status, logged only for debugging */
-        if (gpu_id)
-                log_debug("Process %d: %zu queues %s on GPU %u", (int)p->pid, report.n_done,
-                          suspend ? "suspended" : "resumed", gpu_id);
-        else
-                log_debug("Process %d: %zu queues %s on all GPUs", (int)p->pid, report.n_done,
-                          suspend ? "suspended" : "resumed");
-        return r;
+        return session_call(m, p, gpu_id, suspend, CALL_PURPOSE(CALL_FOR_PROCESS, 0), 0);
 }
 
 static void end_session(struct tracked_process *p)
 {
-        int r;
-
         if (!p->session)
                 return;
         /* the kernel resumes whatever the session held suspended */
         metrics_process_end(&p->metrics, manager_now(p->manager));
-        r = held_session_end(p->session);
+        worker_session_end(p->session);
         p->session = NULL;
         /* its stops and freezes are no longer seen, nor its queues held for them */
         p->stop_signal = 0;
         p->frozen = false;
-        if (r < 0)
-                log_warning_errno(r, "Process %d: detaching failed; the kernel resumes its queues when gpreemptd exits",
-                                  (int)p->pid);
+}
+
+/* How a call on a GPU went wrong in a way that may leave queues suspended. */
+enum gpu_fault {
+        GPU_FAULT_TIMEOUT,       /* -ETIME: the preemption timed out, amdkfd resets queues or the GPU (kfd-hazards.md §1) */
+        GPU_FAULT_QUEUE_ERROR,   /* the hardware scheduler flagged queues with ERROR */
+        GPU_FAULT_RESUME_FAILED, /* a resume failed otherwise: its queues stay suspended */
+};
+
+static const char *gpu_fault_to_string(enum gpu_fault kind)
+{
+        switch (kind) {
+        case GPU_FAULT_TIMEOUT:
+                return "timed out in the kernel";
+        case GPU_FAULT_QUEUE_ERROR:
+                return "left queues in ERROR in the hardware scheduler";
+        case GPU_FAULT_RESUME_FAILED:
+        default:
+                return "failed";
+        }
 }
 
 /*
- * A resume that fails leaves the queues suspended past every bound; ending
- * the session makes the kernel resume them all (DISABLE,
- * kfd-interface.md §6). The process runs unmanaged until a reload.
+ * A call on p's queues on gpu_id (0: every GPU) faulted. Nothing may stay
+ * suspended past every bound: p is let go, which makes the kernel resume
+ * all its queues (DISABLE, kfd-interface.md §6), and runs unmanaged until a
+ * reload; one line says so. The one place the daemon learns that a GPU
+ * faulted: a per-GPU back-off belongs here.
  */
-static int resume_or_let_go(struct manager *m, struct tracked_process *p, uint32_t gpu_id)
+static void gpu_faulted(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend,
+                        enum gpu_fault kind, const char *why)
 {
-        int r = session_suspend(m, p, gpu_id, false);
+        char where[32] = "every GPU";
 
-        if (r >= 0 || r == -GP_ERR_TARGET_GONE)
-                return r;
-        log_error("Process %d: detaching, which makes the kernel resume its queues", (int)p->pid);
+        if (gpu_id)
+                snprintf(where, sizeof(where), "GPU %u", gpu_id);
+        log_error("Process %d: a %s on %s %s%s%s; detached it so that its queues run (see the kernel log for a "
+                  "queue or GPU reset; reload to manage it again)",
+                  (int)p->pid, suspend ? "suspension" : "resumption", where, gpu_fault_to_string(kind),
+                  why ? ": " : "", why ? why : "");
         end_session(p);
         p->held = false;
         free(p->session_error);
-        p->session_error = strdup("a resume failed; detached so that its queues run (reload to manage it again)");
+        p->session_error = strdup(suspend ? "a suspension faulted; detached so that its queues run (reload to manage it again)"
+                                          : "a resume failed; detached so that its queues run (reload to manage it again)");
         refresh_gpu_params(m);
-        return r;
+}
+
+/* Whether a call's outcome is a fault (gpu_faulted()); *ret_kind says which. */
+static bool call_faulted(const struct worker_call *call, enum gpu_fault *ret_kind)
+{
+        if (call->result == -ETIME)
+                *ret_kind = GPU_FAULT_TIMEOUT;
+        else if (call->n_error)
+                *ret_kind = GPU_FAULT_QUEUE_ERROR;
+        else if (!call->suspend && call->result < 0)
+                *ret_kind = GPU_FAULT_RESUME_FAILED;
+        else
+                return false;
+        return true;
+}
+
+/* A resume of p on gpu_id (0: every GPU); one that fails lets p go (gpu_faulted()). */
+static int resume_or_let_go(struct manager *m, struct tracked_process *p, uint32_t gpu_id)
+{
+        return session_suspend(m, p, gpu_id, false);
 }
 
 /* Suspends a newly attached p on every GPU of its whose policy has offline work suspended. */
@@ -323,6 +362,8 @@ static bool is_still(const struct tracked_process *p)
 /*
  * Puts p's queues where its hold, or else its GPUs' policies, want them now:
  * after a hold or a group-stop ends. A terminating process is only resumed.
+ * The worker runs the calls in this order; a resume that fails lets p go,
+ * and the detach after them resumes everything.
  */
 static int follow_policy(struct manager *m, struct tracked_process *p)
 {
@@ -345,19 +386,12 @@ static int follow_policy(struct manager *m, struct tracked_process *p)
 static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action, uint64_t seen_ns)
 {
         bool suspend = action == POLICY_ACTION_SUSPEND;
-        struct timespec issued = { 0 };
-        uint64_t issued_ns = 0;
-        size_t done = 0;
+        size_t issued = 0;
 
         if (action == POLICY_ACTION_NONE)
                 return;
-        if (suspend && seen_ns)
-                issued_ns = monotonic_clock_ns();
-        /* The reaction benchmark (tests/controller/bench-reaction.c) pairs this
-         * stamp with the write time. It is logged after the ioctls: a write to
-         * stderr before them would delay the suspension it measures. */
-        if (suspend && log_get_level() >= LOG_LEVEL_DEBUG)
-                clock_gettime(CLOCK_MONOTONIC, &issued);
+        /* the results come back in on_session_call_done(); those of an earlier batch no longer count */
+        g->batch.number++;
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];
 
@@ -370,26 +404,93 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
                 if (!is_offline_attached(p) || !process_queues_on_gpu(&p->queues, g->gpu_id) || p->terminating ||
                     p->held || is_still(p))
                         continue;
-                if (suspend ? session_suspend(m, p, g->gpu_id, true) >= 0 : resume_or_let_go(m, p, g->gpu_id) >= 0)
-                        done++;
+                /* the reaction is timed by the first call of the batch: the worker runs them in order */
+                if (session_call(m, p, g->gpu_id, suspend, CALL_PURPOSE(CALL_FOR_POLICY, g->batch.number),
+                                 issued ? 0 : seen_ns) >= 0)
+                        issued++;
         }
-        if (issued_ns && done) {
-                uint64_t returned_ns = monotonic_clock_ns();
-
-                metrics_histogram_observe(&g->metrics.reaction[METRICS_REACTION_SEEN_TO_ISSUED], issued_ns - seen_ns);
-                metrics_histogram_observe(&g->metrics.reaction[METRICS_REACTION_ISSUED_TO_RETURNED],
-                                          returned_ns - issued_ns);
-        }
-        if (issued.tv_sec)
-                log_debug("GPU %u: suspend issued at %lld ns", g->gpu_id,
-                          (long long)issued.tv_sec * 1000000000LL + issued.tv_nsec);
-        if (suspend && done == 0) {
+        g->batch = (struct gpu_batch){ .number = g->batch.number, .suspend = suspend, .pending = issued };
+        if (suspend && issued == 0) {
                 /* nothing offline here to stop: stay in step with the hardware */
                 policy_action_failed(&g->policy, action, manager_now(m));
                 return;
         }
-        log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id, suspend ? "suspended" : "resumed",
-                  done, manager_now(m) / 1000.0);
+        log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id,
+                  suspend ? "being suspended" : "being resumed", issued, manager_now(m) / 1000.0);
+}
+
+/*
+ * A call of a GPU's batch returned. A suspension that none of the GPU's
+ * offline processes took (each call failed) leaves the policy in step with
+ * the hardware: it was not suspended.
+ */
+static void policy_call_done(struct manager *m, const struct worker_call *call)
+{
+        struct gpu *g = find_gpu(m, call->gpu_id);
+
+        if (!g || CALL_PURPOSE_VALUE(call->purpose) != g->batch.number || !g->batch.pending)
+                return;
+        if (call->result >= 0)
+                g->batch.done++;
+        if (--g->batch.pending || !g->batch.suspend || g->batch.done || !g->policy.suspended)
+                return;
+        policy_action_failed(&g->policy, POLICY_ACTION_SUSPEND, manager_now(m));
+        rearm_policy(m);
+}
+
+/* The reaction's stages: seen → the first SUSPEND_QUEUES entered on the worker → it returned. */
+static void observe_reaction(struct manager *m, const struct worker_call *call)
+{
+        struct gpu *g = find_gpu(m, call->gpu_id);
+
+        if (!g || !call->seen_ns || !call->suspend || call->result < 0)
+                return;
+        metrics_histogram_observe(&g->metrics.reaction[METRICS_REACTION_SEEN_TO_ISSUED],
+                                  call->entered_ns - call->seen_ns);
+        metrics_histogram_observe(&g->metrics.reaction[METRICS_REACTION_ISSUED_TO_RETURNED],
+                                  call->returned_ns - call->entered_ns);
+        /* the reaction benchmark (tests/controller/bench-reaction.c) pairs this stamp with the write time */
+        log_debug("GPU %u: suspend issued at %llu ns", g->gpu_id, (unsigned long long)call->entered_ns);
+}
+
+/* What the worker did on p's session, as asked by session_call(). */
+static void on_session_call_done(struct worker_session *ws, const struct worker_call *call, void *userdata)
+{
+        struct tracked_process *p = userdata;
+        struct manager *m = p->manager;
+        enum gpu_fault fault;
+
+        if (call->result == -GP_ERR_TARGET_GONE)
+                return; /* it exited or exec'd: the session's end is reported, and p removed */
+        count_session_call(m, p, call);
+        observe_reaction(m, call);
+        if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_POLICY)
+                policy_call_done(m, call);
+        if (call_faulted(call, &fault)) {
+                gpu_faulted(m, p, call->gpu_id, call->suspend, fault, call->why);
+                return;
+        }
+        if (call->result < 0) {
+                /* The same failure comes back at every online request (a runtime that never
+                 * enabled debugging, say): said once, counted in the metrics after that. */
+                if (call->result != p->failed_errno)
+                        log_error("Process %d: %s", (int)p->pid, call->why ? call->why : "failed");
+                else
+                        log_debug("Process %d: %s", (int)p->pid, call->why ? call->why : "failed");
+                p->failed_errno = call->result;
+                return;
+        }
+        p->failed_errno = 0;
+        /* every transition, possibly hundreds a second: counted in Status, logged only for debugging */
+        if (call->gpu_id)
+                log_debug("Process %d: %zu queues %s on GPU %u", (int)p->pid, call->n_done,
+                          call->suspend ? "suspended" : "resumed", call->gpu_id);
+        else
+                log_debug("Process %d: %zu queues %s on all GPUs", (int)p->pid, call->n_done,
+                          call->suspend ? "suspended" : "resumed");
+        if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_NEW_QUEUE)
+                log_info("Process %d: new queue %u on suspended GPU %u suspended", (int)p->pid,
+                         (unsigned)CALL_PURPOSE_VALUE(call->purpose), call->gpu_id);
 }
 
 /* A held process's own bounds: its slices, and the suspension after each. */
@@ -529,7 +630,7 @@ static void arm_detector(struct manager *m, uint64_t now)
 static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct manager *m = userdata;
-        /* the time of this wakeup, not the one scheduled: after a slow suspend ioctl they differ */
+        /* the time of this wakeup, not the one scheduled: on a loaded host they differ */
         uint64_t now = manager_now(m);
 
         cadence_wakeup(&m->cadence, &cadence_ops, m, now);
@@ -633,24 +734,28 @@ static void queues_changed(struct manager *m, struct tracked_process *p)
 /*
  * A queue created on a suspended GPU runs until suspended (kfd-interface.md
  * §4.4). The session suspended it already where it holds the GPU; where it
- * does not (the process's first queue there), the GPU's policy decides. A
- * held process follows its hold alone, and a terminating one is never
- * suspended again.
+ * does not (the process's first queue there, or a suspension sent and not
+ * yet run when the queue came), the GPU's policy decides, or the hold for a
+ * held process. A terminating process is never suspended again.
  */
-static void on_session_queue_created(struct held_session *s, uint32_t gpu_id, uint32_t queue_id, bool suspended,
+static void on_session_queue_created(struct worker_session *ws, uint32_t gpu_id, uint32_t queue_id, bool suspended,
                                      void *userdata)
 {
         struct tracked_process *p = userdata;
         struct manager *m = p->manager;
+        bool wanted = p->held ? p->hold_policy.suspended : gpu_suspended(m, gpu_id);
 
-        if (!suspended && !p->held && !p->terminating && gpu_suspended(m, gpu_id) &&
-            !held_session_is_suspended(s, gpu_id))
-                suspended = session_suspend(m, p, gpu_id, true) >= 0;
+        if (!suspended && wanted && !p->terminating &&
+            !held_session_state_is_suspended(worker_session_state(ws), gpu_id)) {
+                /* logged when done, as the session's own catch is below */
+                session_call(m, p, gpu_id, true, CALL_PURPOSE(CALL_FOR_NEW_QUEUE, queue_id), 0);
+                return;
+        }
         if (suspended)
                 log_info("Process %d: new queue %u on suspended GPU %u suspended", (int)p->pid, queue_id, gpu_id);
 }
 
-static void on_session_queues_changed(struct held_session *s, size_t caught, void *userdata)
+static void on_session_queues_changed(struct worker_session *ws, size_t caught, void *userdata)
 {
         struct tracked_process *p = userdata;
 
@@ -658,14 +763,14 @@ static void on_session_queues_changed(struct held_session *s, size_t caught, voi
         queues_changed(p->manager, p);
 }
 
-static void on_session_runtime_changed(struct held_session *s, enum gp_runtime_state state, void *userdata)
+static void on_session_runtime_changed(struct worker_session *ws, enum gp_runtime_state state, void *userdata)
 {
         struct tracked_process *p = userdata;
 
         log_notice("Process %d: GPU runtime now %s", (int)p->pid, gp_runtime_state_to_string(state));
 }
 
-static void on_session_ended(struct held_session *s, enum held_session_end how, void *userdata)
+static void on_session_ended(struct worker_session *ws, enum held_session_end how, void *userdata)
 {
         struct tracked_process *p = userdata;
 
@@ -698,7 +803,7 @@ static void stillness_changed(struct manager *m, struct tracked_process *p, bool
  * a process whose main thread has exited (pthread_exit) reports no stop
  * and its queues are not suspended for one.
  */
-static void on_session_stop_changed(struct held_session *s, int stop_signal, void *userdata)
+static void on_session_stop_changed(struct worker_session *ws, int stop_signal, void *userdata)
 {
         struct tracked_process *p = userdata;
         bool was_still = is_still(p);
@@ -758,7 +863,7 @@ static void let_go(struct manager *m, struct tracked_process *p)
         log_notice("Process %d: frozen by its cgroup; it is let go when it is thawed", (int)p->pid);
 }
 
-static void on_session_error(struct held_session *s, int error, enum gp_op op, void *userdata)
+static void on_session_error(struct worker_session *ws, int error, enum gp_op op, void *userdata)
 {
         struct tracked_process *p = userdata;
 
@@ -770,13 +875,43 @@ static void on_session_error(struct held_session *s, int error, enum gp_op op, v
                                   op == GP_OP_EVENTS ? "reading its debug events" : "servicing its ptrace stops");
 }
 
-static const struct held_session_callbacks session_callbacks = {
+/*
+ * The target was sent a termination signal: it is about to destroy its
+ * queues, and destroying a suspended queue blocks until it is resumed
+ * (kfd-interface.md §4.4). Its queues run from now on.
+ */
+static void on_session_terminating(struct worker_session *ws, void *userdata)
+{
+        struct tracked_process *p = userdata;
+
+        if (p->terminating)
+                return;
+        p->terminating = true;
+        p->held = false;
+        resume_or_let_go(p->manager, p, 0);
+        log_notice("Process %d: asked to terminate; its queues stay running so that it can exit", (int)p->pid);
+}
+
+static void on_session_attached(struct worker_session *ws, int error, const char *why, void *userdata);
+
+static void on_session_detached(pid_t pid, int error, void *userdata)
+{
+        if (error < 0)
+                log_warning_errno(error, "Process %d: detaching failed; the kernel resumes its queues when gpreemptd exits",
+                                  (int)pid);
+}
+
+static const struct worker_session_callbacks session_callbacks = {
+        .attached = on_session_attached,
+        .call_done = on_session_call_done,
         .queue_created = on_session_queue_created,
         .queues_changed = on_session_queues_changed,
         .runtime_changed = on_session_runtime_changed,
         .ended = on_session_ended,
         .stop_changed = on_session_stop_changed,
+        .terminating = on_session_terminating,
         .error = on_session_error,
+        .detached = on_session_detached,
 };
 
 static void log_from_library(enum gp_log_level level, const char *message, void *userdata)
@@ -789,24 +924,6 @@ static void log_from_library(enum gp_log_level level, const char *message, void 
                 log_info("libgpreempt: %s", message);
         else
                 log_debug("libgpreempt: %s", message);
-}
-
-static int open_gp_context(struct manager *m, char **ret_error)
-{
-        struct gp_context_opts opts = {
-                .sz = sizeof(opts),
-                .log_fn = log_from_library,
-                .log_level = log_get_level() >= LOG_LEVEL_DEBUG ? GP_LOG_DEBUG : GP_LOG_INFO,
-                .kfd_path = m->paths.kfd_device,
-        };
-        int r;
-
-        if (m->gp)
-                return 0;
-        r = gp_context_new(&opts, &m->gp);
-        if (r < 0)
-                *ret_error = explain_sentence(r, GP_OP_OPEN, 0, -1, NULL);
-        return r;
 }
 
 /*
@@ -822,38 +939,50 @@ static bool attach_may_work_later(int error)
 }
 
 /*
- * Attaches to p. A failure that may pass is tried again after
+ * An attach failed. One that may pass is tried again after
  * ATTACH_RETRY_FIRST_US, doubling up to ATTACH_RETRY_MAX_US (discovery's
- * passes give the occasions: on_pid_seen); only the first is logged as an error.
+ * passes give the occasions: on_pid_seen); only the first is logged as an
+ * error.
  */
+static void attach_failed(struct manager *m, struct tracked_process *p, int r, const char *why)
+{
+        bool retrying = p->attach_retry_us > 0;
+
+        end_session(p);
+        m->errors[METRICS_ERROR_ATTACH]++;
+        if (retrying)
+                log_debug("Process %d: still cannot manage it: %s", (int)p->pid, why ? why : strerror(-r));
+        else
+                log_error("Process %d: cannot manage it: %s%s", (int)p->pid, why ? why : strerror(-r),
+                          attach_may_work_later(r) ? " (gpreemptd tries again)" : "");
+        free(p->session_error);
+        p->session_error = strdup(why ? why : strerror(-r));
+        p->attach_retry_us = !attach_may_work_later(r) ? 0
+                             : !retrying                ? ATTACH_RETRY_FIRST_US
+                                                        : MIN(2 * p->attach_retry_us, ATTACH_RETRY_MAX_US);
+        p->attach_retry_at = manager_now(m) + p->attach_retry_us;
+}
+
+/* Attaches to p on the worker; on_session_attached() goes on. */
 static void start_session(struct manager *m, struct tracked_process *p)
 {
-        _cleanup_free_ char *why = NULL;
-        bool retrying = p->attach_retry_us > 0;
         int r;
 
         free(p->session_error);
         p->session_error = NULL;
-        r = open_gp_context(m, &why);
-        if (r >= 0) {
-                /* discovery found it in KFD's own list: it uses the GPU */
-                r = held_session_attach(m->gp, m->event, p->pid, m->config->daemon.grace_period, false,
-                                        &session_callbacks, p, &p->session);
-                if (r < 0)
-                        why = explain_sentence(r, GP_OP_ATTACH, p->pid, -1, m->gp);
-        }
-        if (r < 0) {
-                m->errors[METRICS_ERROR_ATTACH]++;
-                if (retrying)
-                        log_debug("Process %d: still cannot manage it: %s", (int)p->pid, why ? why : strerror(-r));
-                else
-                        log_error("Process %d: cannot manage it: %s%s", (int)p->pid, why ? why : strerror(-r),
-                                  attach_may_work_later(r) ? " (gpreemptd tries again)" : "");
-                p->session_error = why ? TAKE_PTR(why) : strdup(strerror(-r));
-                p->attach_retry_us = !attach_may_work_later(r) ? 0
-                                     : !retrying                ? ATTACH_RETRY_FIRST_US
-                                                                : MIN(2 * p->attach_retry_us, ATTACH_RETRY_MAX_US);
-                p->attach_retry_at = manager_now(m) + p->attach_retry_us;
+        r = worker_session_attach(m->worker, p->pid, m->config->daemon.grace_period, p, &p->session);
+        if (r < 0)
+                attach_failed(m, p, r, NULL);
+}
+
+static void on_session_attached(struct worker_session *ws, int error, const char *why, void *userdata)
+{
+        struct tracked_process *p = userdata;
+        struct manager *m = p->manager;
+        int r;
+
+        if (error < 0) {
+                attach_failed(m, p, error, why);
                 return;
         }
         p->attach_retry_us = 0;
@@ -865,7 +994,7 @@ static void start_session(struct manager *m, struct tracked_process *p)
                             "(Slurm's proctrack/cgroup) is not seen; run gpreemptd in the host's",
                             (int)p->pid);
         log_notice("Process %d: attached (GPU runtime %s)", (int)p->pid,
-                   gp_runtime_state_to_string(held_session_runtime_state(p->session)));
+                   gp_runtime_state_to_string(worker_session_state(ws)->runtime_state));
         /* its GPUs may be suspended already (a held process follows its hold alone) */
         if (!p->held)
                 suspend_where_suspended(m, p);
@@ -1237,25 +1366,14 @@ static const struct discovery_callbacks discovery_callbacks = {
 
 /* ---- the loop ---- */
 
+/* waitid() works from any thread of the tracer's group, but PTRACE_* requests only from the tracer itself */
 static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
         struct manager *m = userdata;
+        int r = preemption_worker_service_ptrace(m->worker);
 
-        for (size_t i = 0; i < m->n_processes;) {
-                struct tracked_process *p = m->processes[i];
-
-                /* a session that ended was removed, and another process took its place */
-                if (p->session && !held_session_service_ptrace(p->session))
-                        continue;
-                if (p->session && held_session_is_terminating(p->session) && !p->terminating) {
-                        p->terminating = true;
-                        p->held = false;
-                        resume_or_let_go(m, p, 0);
-                        log_notice("Process %d: asked to terminate; its queues stay running so that it can exit",
-                                   (int)p->pid);
-                }
-                i++;
-        }
+        if (r < 0)
+                log_error_errno(r, "Cannot ask for the offline processes' ptrace stops to be serviced");
         return 0;
 }
 
@@ -1276,18 +1394,27 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
                 .process_gone = on_online_gone,
         };
         struct cadence_settings settings = cadence_settings(config);
+        struct gp_context_opts gp_opts = {
+                .sz = sizeof(gp_opts),
+                .log_fn = log_from_library,
+                .log_level = log_get_level() >= LOG_LEVEL_DEBUG ? GP_LOG_DEBUG : GP_LOG_INFO,
+                .kfd_path = paths->kfd_device,
+        };
         struct manager *m = calloc(1, sizeof(*m));
         int r;
 
         if (!m)
                 return -ENOMEM;
         m->event = sd_event_ref(event);
-        m->paths = *paths;
-        *paths = (struct paths){ 0 };
         m->config = config;
         m->started_us = manager_now(m);
+        m->paths = *paths;
+        *paths = (struct paths){ 0 };
         cadence_init(&m->cadence, &settings);
-        r = detector_new(&callbacks, m, event, config->daemon.detector_mode, &m->detector);
+        /* results matter as SIGCHLD does: a failed resume lets a process go (the bounds' priority, below) */
+        r = preemption_worker_new(event, SD_EVENT_PRIORITY_IMPORTANT, &gp_opts, &session_callbacks, m, &m->worker);
+        if (r >= 0)
+                r = detector_new(&callbacks, m, event, config->daemon.detector_mode, &m->detector);
         if (r >= 0)
                 r = discovery_new(event, m->paths.sysfs_root, config->daemon.discovery_interval_us,
                                   &discovery_callbacks, m, &m->discovery);
@@ -1358,7 +1485,7 @@ int manager_reload(struct manager *m, struct diag *diag)
                 struct tracked_process *p = m->processes[i];
 
                 if (p->session)
-                        held_session_set_grace_period(p->session, fresh->daemon.grace_period);
+                        worker_session_set_grace_period(p->session, fresh->daemon.grace_period);
                 reclassify(m, p);
         }
         discovery_set_interval(m->discovery, fresh->daemon.discovery_interval_us);
@@ -1374,8 +1501,9 @@ void manager_free(struct manager *m)
         while (m->n_processes)
                 remove_process(m, m->processes[0]);
         free(m->processes);
+        /* after the sessions' ends: it waits for them to be detached */
+        preemption_worker_free(m->worker);
         registrations_done(&m->registrations);
-        m->gp = m->gp ? gp_context_free(m->gp) : NULL;
         sd_event_source_disable_unref(m->detector_timer);
         sd_event_source_disable_unref(m->policy_timer);
         sd_event_source_disable_unref(m->sigchld_source);

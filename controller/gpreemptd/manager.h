@@ -10,11 +10,11 @@
  *           ├─ cadence    when the detector looks (pure: the manager gives it the GPUs' states)
  *           └─ policy     per GPU: suspend or resume (pure)
  *
- * All of it lives on one sd-event loop in one thread, which is also the
- * thread that attaches offline processes: the kernel accepts debugger calls
- * only from the tracer thread, and the suspend ioctl is issued straight from
- * the detector's look without a hand-over between threads (README.md,
- * "Detector cadence").
+ * All of it lives on one sd-event loop in one thread. The debugger calls on
+ * offline processes are made by the preemption worker, the thread that is
+ * their tracer (preemption-worker.h): the manager sends them and goes on,
+ * and learns what came of them from the worker's reports, dispatched on the
+ * loop. Its decisions therefore allow for calls in flight.
  */
 #pragma once
 
@@ -40,13 +40,22 @@ _Static_assert(MANAGER_MAX_GPUS == METRICS_MAX_GPUS, "a process's counters are k
 
 struct detector;
 struct discovery;
-struct gp_context;
-struct held_session;
+struct preemption_worker;
 struct varlink_server;
+struct worker_session;
+
+/* The calls of a GPU's last policy decision, as the worker reports them done. */
+struct gpu_batch {
+        uint64_t number; /* of the decision; the calls carry it */
+        bool suspend;
+        unsigned pending; /* sent, not yet done */
+        unsigned done;    /* succeeded */
+};
 
 struct gpu {
         uint32_t gpu_id;
         struct policy_gpu policy;
+        struct gpu_batch batch;
         struct metrics_gpu metrics;
 };
 
@@ -63,7 +72,7 @@ struct tracked_process {
         struct policy_params policy;
         struct process_queues queues; /* as sysfs lists them */
         size_t n_watched_queues;  /* online: queues the detector reads */
-        struct held_session *session; /* offline: the debug session */
+        struct worker_session *session; /* offline: the debug session, on the worker (attaching until it reports) */
         char *session_error;      /* offline: why there is no session */
         uint64_t attach_retry_us; /* offline, not attached: the wait before the next try; 0: no more tries */
         uint64_t attach_retry_at; /* when the next try is due (CLOCK_MONOTONIC) */
@@ -87,7 +96,7 @@ struct manager {
         struct varlink_server *varlink;
         struct detector *detector;
         struct discovery *discovery;
-        struct gp_context *gp; /* opened when the first offline process needs it */
+        struct preemption_worker *worker; /* the tracer of every offline process */
         struct tracked_process **processes;
         size_t n_processes;
         struct registrations registrations; /* io.gpreempt.Register */

@@ -2,9 +2,9 @@
 /*
  * The daemon's own counters for io.gpreempt.Metrics (api-metrics.c): what
  * the loop observed, kept as plain integers in memory that already exists
- * when the observation is made. The reaction path only adds to them: no
- * lock (one thread), no allocation, no I/O; a clock read before and after
- * the ioctl is all it costs. Everything that allocates (retiring a finished
+ * when the observation is made, on the loop's thread alone (the preemption
+ * worker's stamps come back in its reports): no lock, no allocation, no
+ * I/O. Everything that allocates (retiring a finished
  * process's counts, naming a GPU) happens off that path.
  *
  * Which process counts under which labels is its struct metrics_identity,
@@ -38,8 +38,8 @@ void metrics_histogram_observe(struct metrics_histogram *h, uint64_t ns);
 
 /* The stages of a reaction to online work, each its own histogram. */
 enum metrics_reaction_stage {
-        METRICS_REACTION_SEEN_TO_ISSUED,     /* the detector saw the store → the first SUSPEND_QUEUES issued */
-        METRICS_REACTION_ISSUED_TO_RETURNED, /* issued → the last one of the GPU returned */
+        METRICS_REACTION_SEEN_TO_ISSUED,     /* the detector saw the store → the worker entered the first SUSPEND_QUEUES */
+        METRICS_REACTION_ISSUED_TO_RETURNED, /* entered → that call returned */
         _METRICS_REACTION_STAGE_MAX,
 };
 

@@ -1,0 +1,611 @@
+/* SPDX-License-Identifier: MIT */
+#include "preemption-worker.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "explain-sentence.h"
+#include "log.h"
+#include "mailbox.h"
+#include "monotonic-clock.h"
+
+enum message_kind {
+        /* commands, main → worker; those with a result come back as their report */
+        COMMAND_ATTACH,         /* → REPORT_ATTACHED */
+        COMMAND_SET_SUSPENDED,  /* → REPORT_CALL_DONE */
+        COMMAND_SET_GRACE_PERIOD,
+        COMMAND_END,            /* → REPORT_DETACHED */
+        COMMAND_SERVICE_PTRACE,
+        COMMAND_QUIT,
+        /* reports, worker → main */
+        REPORT_ATTACHED,
+        REPORT_CALL_DONE,
+        REPORT_QUEUE_CREATED,
+        REPORT_QUEUES_CHANGED,
+        REPORT_RUNTIME_CHANGED,
+        REPORT_ENDED,
+        REPORT_STOP_CHANGED,
+        REPORT_TERMINATING,
+        REPORT_ERROR,
+        REPORT_DETACHED,
+};
+
+/* A command, or a report; a command with a result travels back as it, so a result never needs memory. */
+struct message {
+        struct mailbox_item item;
+        enum message_kind kind;
+        struct worker_session *ws;
+        bool has_state;
+        struct held_session_state state; /* the session's after what is reported */
+        int error;
+        char *why;
+        uint32_t grace_period;
+        struct worker_call call;
+        union {
+                struct {
+                        uint32_t gpu_id, queue_id;
+                        bool suspended;
+                } queue;
+                size_t caught;
+                enum gp_runtime_state runtime_state;
+                enum held_session_end how;
+                int stop_signal;
+                enum gp_op op;
+        } event;
+};
+
+struct worker_session {
+        struct preemption_worker *worker;
+        pid_t pid;
+        /* the owner's, on the main loop */
+        void *userdata; /* NULL once the owner ended it */
+        bool attached;
+        struct held_session_state state;
+        unsigned in_flight[2]; /* [suspend] */
+        struct message *end; /* its COMMAND_END, made with it: ending never fails */
+        /* the worker's */
+        struct held_session *session;
+        bool gone;                 /* the target exited or exec'd: no calls on it */
+        bool terminating_reported;
+};
+
+struct preemption_worker {
+        struct mailbox commands, reports;
+        const struct worker_session_callbacks *callbacks;
+        void *userdata;
+        pthread_t thread;
+        bool thread_started;
+        struct message *quit; /* made with the worker: stopping it never fails */
+        /* the main loop's */
+        sd_event_source *report_source;
+        /* the worker's */
+        sd_event *event;
+        sd_event_source *command_source;
+        struct gp_context_opts gp_opts;
+        char *kfd_path;
+        struct gp_context *gp;
+        struct worker_session **live; /* attached and not yet ended */
+        size_t n_live;
+};
+
+static void free_message(struct mailbox_item *item)
+{
+        struct message *msg = (struct message *)item;
+
+        free(msg->why);
+        free(msg->call.why);
+        free(msg);
+}
+
+/* ---- the worker's side ---- */
+
+static void post_report(struct worker_session *ws, struct message *msg, enum message_kind kind)
+{
+        msg->kind = kind;
+        msg->ws = ws;
+        if (ws && ws->session) {
+                held_session_get_state(ws->session, &msg->state);
+                msg->has_state = true;
+        }
+        mailbox_post(&ws->worker->reports, &msg->item);
+}
+
+/* A report of the session's own: lost only when there is no memory for it, which is said. */
+static struct message *new_event_report(struct worker_session *ws)
+{
+        struct message *msg = calloc(1, sizeof(*msg));
+
+        if (!msg)
+                log_error("Process %d: out of memory; an event of its debug session is lost", (int)ws->pid);
+        return msg;
+}
+
+static void on_queue_created(struct held_session *s, uint32_t gpu_id, uint32_t queue_id, bool suspended,
+                             void *userdata)
+{
+        struct worker_session *ws = userdata;
+        struct message *msg = new_event_report(ws);
+
+        if (!msg)
+                return;
+        msg->event.queue.gpu_id = gpu_id;
+        msg->event.queue.queue_id = queue_id;
+        msg->event.queue.suspended = suspended;
+        post_report(ws, msg, REPORT_QUEUE_CREATED);
+}
+
+static void on_queues_changed(struct held_session *s, size_t caught, void *userdata)
+{
+        struct worker_session *ws = userdata;
+        struct message *msg = new_event_report(ws);
+
+        if (!msg)
+                return;
+        msg->event.caught = caught;
+        post_report(ws, msg, REPORT_QUEUES_CHANGED);
+}
+
+static void on_runtime_changed(struct held_session *s, enum gp_runtime_state state, void *userdata)
+{
+        struct worker_session *ws = userdata;
+        struct message *msg = new_event_report(ws);
+
+        if (!msg)
+                return;
+        msg->event.runtime_state = state;
+        post_report(ws, msg, REPORT_RUNTIME_CHANGED);
+}
+
+static void on_ended(struct held_session *s, enum held_session_end how, void *userdata)
+{
+        struct worker_session *ws = userdata;
+        struct message *msg = new_event_report(ws);
+
+        ws->gone = true;
+        if (!msg)
+                return;
+        msg->event.how = how;
+        post_report(ws, msg, REPORT_ENDED);
+}
+
+static void on_stop_changed(struct held_session *s, int stop_signal, void *userdata)
+{
+        struct worker_session *ws = userdata;
+        struct message *msg = new_event_report(ws);
+
+        if (!msg)
+                return;
+        msg->event.stop_signal = stop_signal;
+        post_report(ws, msg, REPORT_STOP_CHANGED);
+}
+
+static void on_error(struct held_session *s, int error, enum gp_op op, void *userdata)
+{
+        struct worker_session *ws = userdata;
+        struct message *msg = new_event_report(ws);
+
+        if (!msg)
+                return;
+        msg->error = error;
+        msg->event.op = op;
+        post_report(ws, msg, REPORT_ERROR);
+}
+
+static const struct held_session_callbacks session_callbacks = {
+        .queue_created = on_queue_created,
+        .queues_changed = on_queues_changed,
+        .runtime_changed = on_runtime_changed,
+        .ended = on_ended,
+        .stop_changed = on_stop_changed,
+        .error = on_error,
+};
+
+static void do_attach(struct preemption_worker *w, struct message *msg)
+{
+        struct worker_session *ws = msg->ws;
+        struct worker_session **grown;
+        int r = 0;
+
+        if (!w->gp) {
+                r = gp_context_new(&w->gp_opts, &w->gp);
+                if (r < 0) {
+                        w->gp = NULL;
+                        msg->why = explain_sentence(r, GP_OP_OPEN, 0, -1, NULL);
+                }
+        }
+        grown = r >= 0 ? realloc(w->live, (w->n_live + 1) * sizeof(*grown)) : NULL;
+        if (r >= 0 && !grown)
+                r = -ENOMEM;
+        if (grown)
+                w->live = grown;
+        if (r >= 0) {
+                /* discovery found it in KFD's own list: it uses the GPU */
+                r = held_session_attach(w->gp, w->event, ws->pid, msg->grace_period, false, &session_callbacks, ws,
+                                        &ws->session);
+                if (r < 0)
+                        msg->why = explain_sentence(r, GP_OP_ATTACH, ws->pid, -1, w->gp);
+        }
+        if (r >= 0)
+                w->live[w->n_live++] = ws;
+        msg->error = r;
+        post_report(ws, msg, REPORT_ATTACHED);
+}
+
+static void do_set_suspended(struct preemption_worker *w, struct message *msg)
+{
+        struct worker_session *ws = msg->ws;
+        struct worker_call *call = &msg->call;
+        struct gp_queue_report report = { 0 };
+
+        if (!ws->session || ws->gone) {
+                /* the attach failed, or the target is gone: its end is reported, or was */
+                call->result = ws->session ? -GP_ERR_TARGET_GONE : -ENOTCONN;
+                post_report(ws, msg, REPORT_CALL_DONE);
+                return;
+        }
+        call->entered_ns = monotonic_clock_ns();
+        call->result = held_session_set_suspended(ws->session, call->gpu_id ? &call->gpu_id : NULL,
+                                                  call->gpu_id ? 1 : 0, call->suspend, &report);
+        call->returned_ns = monotonic_clock_ns();
+        call->n_done = report.n_done;
+        call->n_error = report.n_error;
+        if (call->result < 0 && call->result != -EIO)
+                call->why = explain_sentence(call->result, call->suspend ? GP_OP_SUSPEND : GP_OP_RESUME, ws->pid,
+                                             (int)held_session_runtime_state(ws->session), w->gp);
+        post_report(ws, msg, REPORT_CALL_DONE);
+}
+
+static void forget_live(struct preemption_worker *w, struct worker_session *ws)
+{
+        for (size_t i = 0; i < w->n_live; i++)
+                if (w->live[i] == ws) {
+                        w->live[i] = w->live[--w->n_live];
+                        return;
+                }
+}
+
+/* Detaches (the kernel resumes what the session held suspended) and hands the handle back to be freed. */
+static void do_end(struct preemption_worker *w, struct message *msg)
+{
+        struct worker_session *ws = msg->ws;
+
+        forget_live(w, ws);
+        msg->error = held_session_end(ws->session);
+        ws->session = NULL;
+        post_report(ws, msg, REPORT_DETACHED);
+}
+
+static void do_service_ptrace(struct preemption_worker *w)
+{
+        /* the callbacks only post reports: no session leaves live[] meanwhile */
+        for (size_t i = 0; i < w->n_live; i++) {
+                struct worker_session *ws = w->live[i];
+                struct message *msg;
+
+                if (ws->gone || !held_session_service_ptrace(ws->session))
+                        continue;
+                if (!held_session_is_terminating(ws->session) || ws->terminating_reported)
+                        continue;
+                ws->terminating_reported = true;
+                msg = new_event_report(ws);
+                if (msg)
+                        post_report(ws, msg, REPORT_TERMINATING);
+        }
+}
+
+static int on_commands(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        struct preemption_worker *w = userdata;
+        struct mailbox_item *item = mailbox_take_all(&w->commands);
+
+        while (item) {
+                struct message *msg = (struct message *)item;
+
+                item = item->next;
+                switch (msg->kind) {
+                case COMMAND_ATTACH:
+                        do_attach(w, msg);
+                        break;
+                case COMMAND_SET_SUSPENDED:
+                        do_set_suspended(w, msg);
+                        break;
+                case COMMAND_SET_GRACE_PERIOD:
+                        if (msg->ws->session)
+                                held_session_set_grace_period(msg->ws->session, msg->grace_period);
+                        free_message(&msg->item);
+                        break;
+                case COMMAND_END:
+                        do_end(w, msg);
+                        break;
+                case COMMAND_SERVICE_PTRACE:
+                        do_service_ptrace(w);
+                        free_message(&msg->item);
+                        break;
+                case COMMAND_QUIT:
+                        /* what the owner did not end: ended now, so that no queue stays suspended */
+                        while (w->n_live) {
+                                struct worker_session *ws = w->live[0];
+
+                                ws->end->ws = ws;
+                                do_end(w, TAKE_PTR(ws->end));
+                        }
+                        free_message(&msg->item);
+                        sd_event_exit(w->event, 0);
+                        break;
+                default:
+                        free_message(&msg->item);
+                        break;
+                }
+        }
+        return 0;
+}
+
+static void *worker_main(void *userdata)
+{
+        struct preemption_worker *w = userdata;
+        int r = sd_event_loop(w->event);
+
+        if (r < 0)
+                log_error_errno(r, "The preemption worker's loop failed: offline processes are no longer suspended "
+                                   "or resumed; restart gpreemptd");
+        return NULL;
+}
+
+/* ---- the owner's side ---- */
+
+static void dispatch(struct preemption_worker *w, struct message *msg)
+{
+        const struct worker_session_callbacks *cb = w->callbacks;
+        struct worker_session *ws = msg->ws;
+
+        if (msg->has_state)
+                ws->state = msg->state;
+        if (msg->kind == REPORT_CALL_DONE)
+                ws->in_flight[msg->call.suspend]--;
+        if (msg->kind == REPORT_ATTACHED)
+                ws->attached = msg->error >= 0;
+        if (msg->kind == REPORT_DETACHED) {
+                cb->detached(ws->pid, msg->error, w->userdata);
+                free(ws->end);
+                free(ws);
+                return;
+        }
+        if (!ws->userdata)
+                return; /* ended by the owner: what it did meanwhile is of no more interest */
+        switch (msg->kind) {
+        case REPORT_ATTACHED:
+                cb->attached(ws, msg->error, msg->why, ws->userdata);
+                break;
+        case REPORT_CALL_DONE:
+                cb->call_done(ws, &msg->call, ws->userdata);
+                break;
+        case REPORT_QUEUE_CREATED:
+                cb->queue_created(ws, msg->event.queue.gpu_id, msg->event.queue.queue_id, msg->event.queue.suspended,
+                                  ws->userdata);
+                break;
+        case REPORT_QUEUES_CHANGED:
+                cb->queues_changed(ws, msg->event.caught, ws->userdata);
+                break;
+        case REPORT_RUNTIME_CHANGED:
+                cb->runtime_changed(ws, msg->event.runtime_state, ws->userdata);
+                break;
+        case REPORT_ENDED:
+                cb->ended(ws, msg->event.how, ws->userdata);
+                break;
+        case REPORT_STOP_CHANGED:
+                cb->stop_changed(ws, msg->event.stop_signal, ws->userdata);
+                break;
+        case REPORT_TERMINATING:
+                cb->terminating(ws, ws->userdata);
+                break;
+        case REPORT_ERROR:
+                cb->error(ws, msg->error, msg->event.op, ws->userdata);
+                break;
+        default:
+                break;
+        }
+}
+
+static void dispatch_all(struct preemption_worker *w)
+{
+        struct mailbox_item *item = mailbox_take_all(&w->reports);
+
+        while (item) {
+                struct message *msg = (struct message *)item;
+
+                item = item->next;
+                dispatch(w, msg);
+                free_message(&msg->item);
+        }
+}
+
+static int on_reports(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        dispatch_all(userdata);
+        return 0;
+}
+
+static int send_command(struct worker_session *ws, struct preemption_worker *w, enum message_kind kind,
+                        struct message *msg)
+{
+        if (!msg)
+                msg = calloc(1, sizeof(*msg));
+        if (!msg)
+                return -ENOMEM;
+        msg->kind = kind;
+        msg->ws = ws;
+        mailbox_post(&w->commands, &msg->item);
+        return 0;
+}
+
+/* A thread that takes no signal (the owner's loop takes them from a signalfd) and runs at SCHED_OTHER. */
+static int start_thread(struct preemption_worker *w)
+{
+        struct sched_param normal = { .sched_priority = 0 };
+        pthread_attr_t attr;
+        sigset_t all, saved;
+        int r;
+
+        r = -pthread_attr_init(&attr);
+        if (r < 0)
+                return r;
+        r = -pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        if (r >= 0)
+                r = -pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+        if (r >= 0)
+                r = -pthread_attr_setschedparam(&attr, &normal);
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved);
+        if (r >= 0)
+                r = -pthread_create(&w->thread, &attr, worker_main, w);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        pthread_attr_destroy(&attr);
+        if (r < 0)
+                return r;
+        w->thread_started = true;
+        pthread_setname_np(w->thread, "gpreemptd-trace");
+        return 0;
+}
+
+int preemption_worker_new(sd_event *main_event, int64_t priority, const struct gp_context_opts *opts,
+                          const struct worker_session_callbacks *callbacks, void *worker_userdata,
+                          struct preemption_worker **ret_worker)
+{
+        struct preemption_worker *w = calloc(1, sizeof(*w));
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        w->callbacks = callbacks;
+        w->userdata = worker_userdata;
+        w->gp_opts = *opts;
+        w->commands.eventfd = w->reports.eventfd = -1;
+        w->quit = calloc(1, sizeof(*w->quit));
+        r = !w->quit || (opts->kfd_path && !(w->kfd_path = strdup(opts->kfd_path))) ? -ENOMEM : 0;
+        w->gp_opts.kfd_path = w->kfd_path;
+        if (r >= 0)
+                r = mailbox_init(&w->commands);
+        if (r >= 0)
+                r = mailbox_init(&w->reports);
+        /* made here, run only by the thread from its start on */
+        if (r >= 0)
+                r = sd_event_new(&w->event);
+        if (r >= 0)
+                r = sd_event_add_io(w->event, &w->command_source, w->commands.eventfd, EPOLLIN, on_commands, w);
+        if (r >= 0)
+                r = sd_event_add_io(main_event, &w->report_source, w->reports.eventfd, EPOLLIN, on_reports, w);
+        if (r >= 0)
+                r = sd_event_source_set_priority(w->report_source, priority);
+        if (r >= 0)
+                r = start_thread(w);
+        if (r < 0) {
+                preemption_worker_free(w);
+                return r;
+        }
+        *ret_worker = w;
+        return 0;
+}
+
+void preemption_worker_free(struct preemption_worker *w)
+{
+        if (!w)
+                return;
+        if (w->thread_started) {
+                send_command(NULL, w, COMMAND_QUIT, TAKE_PTR(w->quit));
+                pthread_join(w->thread, NULL);
+                /* the detach of every session is reported; the rest is of no more interest */
+                dispatch_all(w);
+        }
+        sd_event_source_disable_unref(w->report_source);
+        sd_event_source_disable_unref(w->command_source);
+        if (w->gp)
+                gp_context_free(w->gp);
+        sd_event_unref(w->event);
+        if (w->commands.eventfd >= 0)
+                mailbox_done(&w->commands, free_message);
+        if (w->reports.eventfd >= 0)
+                mailbox_done(&w->reports, free_message);
+        free(w->quit);
+        free(w->live);
+        free(w->kfd_path);
+        free(w);
+}
+
+int worker_session_attach(struct preemption_worker *w, pid_t pid, uint32_t grace_period, void *userdata,
+                          struct worker_session **ret_session)
+{
+        struct worker_session *ws = calloc(1, sizeof(*ws));
+        struct message *msg = calloc(1, sizeof(*msg));
+
+        if (ws)
+                ws->end = calloc(1, sizeof(*ws->end));
+        if (!ws || !msg || !ws->end) {
+                if (ws)
+                        free(ws->end);
+                free(ws);
+                free(msg);
+                return -ENOMEM;
+        }
+        ws->worker = w;
+        ws->pid = pid;
+        ws->userdata = userdata;
+        msg->grace_period = grace_period;
+        send_command(ws, w, COMMAND_ATTACH, msg);
+        *ret_session = ws;
+        return 0;
+}
+
+void worker_session_end(struct worker_session *ws)
+{
+        ws->userdata = NULL;
+        send_command(ws, ws->worker, COMMAND_END, TAKE_PTR(ws->end));
+}
+
+int worker_session_set_suspended(struct worker_session *ws, uint32_t gpu_id, bool suspend, uint64_t purpose,
+                                 uint64_t seen_ns)
+{
+        struct message *msg = calloc(1, sizeof(*msg));
+
+        if (!msg)
+                return -ENOMEM;
+        msg->call = (struct worker_call){ .gpu_id = gpu_id, .suspend = suspend, .purpose = purpose,
+                                          .seen_ns = seen_ns };
+        ws->in_flight[suspend]++;
+        return send_command(ws, ws->worker, COMMAND_SET_SUSPENDED, msg);
+}
+
+int worker_session_set_grace_period(struct worker_session *ws, uint32_t grace_period)
+{
+        struct message *msg = calloc(1, sizeof(*msg));
+
+        if (!msg)
+                return -ENOMEM;
+        msg->grace_period = grace_period;
+        return send_command(ws, ws->worker, COMMAND_SET_GRACE_PERIOD, msg);
+}
+
+int preemption_worker_service_ptrace(struct preemption_worker *w)
+{
+        return send_command(NULL, w, COMMAND_SERVICE_PTRACE, NULL);
+}
+
+bool worker_session_attached(const struct worker_session *ws)
+{
+        return ws->attached;
+}
+
+const struct held_session_state *worker_session_state(const struct worker_session *ws)
+{
+        return &ws->state;
+}
+
+unsigned worker_session_in_flight(const struct worker_session *ws, bool suspend)
+{
+        return ws->in_flight[suspend];
+}

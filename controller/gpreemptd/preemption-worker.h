@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The thread that is the tracer of every offline process: each held
+ * session (../common/held-session.h) lives on its own sd-event loop, and
+ * every debugger call on it (attach, SUSPEND_QUEUES, RESUME_QUEUES, the
+ * ptrace stops, detach) is made there.
+ *
+ * Why a thread of its own: amdkfd takes debugger calls only from the
+ * target's tracer, and on a hardware-scheduled GPU SUSPEND_QUEUES and
+ * RESUME_QUEUES wait in the kernel for a device-wide unmap, hundreds of µs
+ * normally and up to queue_preemption_timeout_ms (9 s) when a queue does
+ * not answer; the wait calls schedule() in a loop, so a SCHED_FIFO caller
+ * spins its CPU for all of it (kfd-hazards.md §1, §5;
+ * kfd_device_queue_manager.c: amdkfd_fence_wait_timeout()). The loop that
+ * detects, decides, answers the API and pings the watchdog must never be
+ * that caller. The worker runs at SCHED_OTHER whatever the loop's priority.
+ *
+ * The owner (the manager, on the main loop) sends commands and returns at
+ * once; they run on the worker in the order sent. Their results and the
+ * sessions' own reports come back through a mailbox and are dispatched on
+ * the main loop to the callbacks, in the order they happened. Each session
+ * has a main-side handle (struct worker_session) holding what the last
+ * report said of it: the state the owner reads, never the session itself.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include <gpreempt/gpreempt.h>
+
+#include "held-session.h"
+
+struct preemption_worker;
+struct worker_session;
+
+/* One SUSPEND_QUEUES or RESUME_QUEUES the owner asked for, and what came of it. */
+struct worker_call {
+        /* asked */
+        uint32_t gpu_id; /* 0: every GPU */
+        bool suspend;
+        uint64_t purpose; /* the owner's: what the call was for, handed back as given */
+        uint64_t seen_ns; /* the owner's: when the cause was seen (CLOCK_MONOTONIC), or 0 */
+        /* done */
+        int result;             /* held_session_set_suspended()'s: 0, -errno, -EIO (ERROR bits on a resume) */
+        size_t n_done, n_error; /* queues suspended/resumed, and those the hardware scheduler failed */
+        uint64_t entered_ns, returned_ns; /* CLOCK_MONOTONIC on the worker around the call */
+        char *why;              /* result < 0: the failure as a sentence (explain_sentence), or NULL */
+};
+
+/* Called on the owner's loop, from the worker's reports. userdata: the session's, given at attach. */
+struct worker_session_callbacks {
+        /* The attach finished: error 0, or -errno with why (a sentence, may be NULL). */
+        void (*attached)(struct worker_session *ws, int error, const char *why, void *userdata);
+        void (*call_done)(struct worker_session *ws, const struct worker_call *call, void *userdata);
+        /* As struct held_session_callbacks. */
+        void (*queue_created)(struct worker_session *ws, uint32_t gpu_id, uint32_t queue_id, bool suspended,
+                              void *userdata);
+        void (*queues_changed)(struct worker_session *ws, size_t caught, void *userdata);
+        void (*runtime_changed)(struct worker_session *ws, enum gp_runtime_state state, void *userdata);
+        void (*ended)(struct worker_session *ws, enum held_session_end how, void *userdata);
+        void (*stop_changed)(struct worker_session *ws, int stop_signal, void *userdata);
+        /* Seen at a ptrace stop: the target was sent a termination signal (held_session_is_terminating()). */
+        void (*terminating)(struct worker_session *ws, void *userdata);
+        void (*error)(struct worker_session *ws, int error, enum gp_op op, void *userdata);
+        /*
+         * A session the owner ended is detached: error is the detach's -errno
+         * or 0. The handle is freed after this; its userdata is no longer the
+         * owner's (worker_session_end()), so only pid is given.
+         */
+        void (*detached)(pid_t pid, int error, void *worker_userdata);
+};
+
+/*
+ * Starts the worker thread at SCHED_OTHER, with every signal blocked (the
+ * owner's loop takes them). opts: how the worker opens libgpreempt when the
+ * first session needs it; its strings are copied, its log_fn is then called
+ * on the worker thread. The reports are dispatched from an event source on
+ * main_event at priority. Returns 0 or -errno.
+ */
+int preemption_worker_new(sd_event *main_event, int64_t priority, const struct gp_context_opts *opts,
+                          const struct worker_session_callbacks *callbacks, void *worker_userdata,
+                          struct preemption_worker **ret_worker);
+/*
+ * Waits for every command sent to run (the sessions ended by then are
+ * detached: the kernel resumes their queues), ends any session left, stops
+ * the thread and frees. Reports not yet dispatched are dropped, those of
+ * ended sessions but for detached() too.
+ */
+void preemption_worker_free(struct preemption_worker *w);
+
+/*
+ * Attaches to pid on the worker (as held_session_attach(): the process uses
+ * the GPU already). The handle is usable at once: commands sent before the
+ * attach finished run after it, and do nothing if it failed. Returns 0 or
+ * -ENOMEM.
+ */
+int worker_session_attach(struct preemption_worker *w, pid_t pid, uint32_t grace_period, void *userdata,
+                          struct worker_session **ret_session);
+/*
+ * Ends the session: the owner lets go of ws at once (no callback of it is
+ * called after this but detached()); the worker detaches it after the
+ * commands sent before, and the handle is freed after detached().
+ */
+void worker_session_end(struct worker_session *ws);
+/* held_session_set_suspended() on the worker; call_done() says how it went. Returns 0 or -ENOMEM. */
+int worker_session_set_suspended(struct worker_session *ws, uint32_t gpu_id, bool suspend, uint64_t purpose,
+                                 uint64_t seen_ns);
+int worker_session_set_grace_period(struct worker_session *ws, uint32_t grace_period);
+/* The owner's loop got SIGCHLD: every session's ptrace stops are serviced. Returns 0 or -ENOMEM. */
+int preemption_worker_service_ptrace(struct preemption_worker *w);
+
+/* What the last report said. */
+/* The attach has succeeded. */
+bool worker_session_attached(const struct worker_session *ws);
+const struct held_session_state *worker_session_state(const struct worker_session *ws);
+/* Calls sent and not yet reported done, suspensions and resumptions. */
+unsigned worker_session_in_flight(const struct worker_session *ws, bool suspend);
