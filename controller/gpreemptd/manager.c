@@ -13,6 +13,7 @@
 #include "detector.h"
 #include "discovery.h"
 #include "explain-sentence.h"
+#include "gpu-backoff.h"
 #include "held-session.h"
 #include "preemption-worker.h"
 #include "log.h"
@@ -71,6 +72,15 @@ static bool is_offline_attached(const struct tracked_process *p)
 static void rearm_policy(struct manager *m);
 
 /* ---- the per-GPU policies ---- */
+
+static struct gpu_backoff_settings backoff_settings(const struct config *c)
+{
+        return (struct gpu_backoff_settings){
+                .base_us = c->daemon.fault_backoff_us,
+                .max_us = c->daemon.fault_backoff_max_us,
+                .max_preemptions_per_second = c->daemon.max_preemptions_per_second,
+        };
+}
 
 static struct policy_params gpu_params(struct manager *m, uint32_t gpu_id)
 {
@@ -132,6 +142,7 @@ static void describe_gpu(struct manager *m, struct gpu *g)
 static struct gpu *get_gpu(struct manager *m, uint32_t gpu_id)
 {
         struct gpu *g = find_gpu(m, gpu_id);
+        struct gpu_backoff_settings backoff = backoff_settings(m->config);
         struct policy_params params;
 
         if (g || m->n_gpus >= MANAGER_MAX_GPUS)
@@ -140,6 +151,7 @@ static struct gpu *get_gpu(struct manager *m, uint32_t gpu_id)
         g = &m->gpus[m->n_gpus++];
         g->gpu_id = gpu_id;
         policy_gpu_init(&g->policy, &params, manager_now(m));
+        gpu_backoff_init(&g->backoff, &backoff, manager_now(m));
         describe_gpu(m, g);
         return g;
 }
@@ -275,61 +287,79 @@ static void end_session(struct tracked_process *p)
         p->frozen = false;
 }
 
-/* How a call on a GPU went wrong in a way that may leave queues suspended. */
-enum gpu_fault {
-        GPU_FAULT_TIMEOUT,       /* -ETIME: the preemption timed out, amdkfd resets queues or the GPU (kfd-hazards.md §1) */
-        GPU_FAULT_QUEUE_ERROR,   /* the hardware scheduler flagged queues with ERROR */
-        GPU_FAULT_RESUME_FAILED, /* a resume failed otherwise: its queues stay suspended */
-};
-
-static const char *gpu_fault_to_string(enum gpu_fault kind)
+/* How a faulted call went wrong, for its log line. */
+static const char *call_fault_to_string(enum gpu_fault_kind kind)
 {
         switch (kind) {
         case GPU_FAULT_TIMEOUT:
                 return "timed out in the kernel";
         case GPU_FAULT_QUEUE_ERROR:
                 return "left queues in ERROR in the hardware scheduler";
-        case GPU_FAULT_RESUME_FAILED:
         default:
                 return "failed";
         }
 }
 
+static void gpu_back_off(struct manager *m, struct gpu *g, enum gpu_fault_kind kind, int error);
+
 /*
  * A call on p's queues on gpu_id (0: every GPU) faulted. Nothing may stay
  * suspended past every bound: p is let go, which makes the kernel resume
- * all its queues (DISABLE, kfd-interface.md §6), and runs unmanaged until a
- * reload; one line says so. The one place the daemon learns that a GPU
- * faulted: a per-GPU back-off belongs here.
+ * all its queues (DISABLE, kfd-interface.md §6), and one line says so. The
+ * fault is its GPUs': each backs off (gpu_back_off()), and p is attached
+ * again once the latest of their back-offs is over (discovery's next pass
+ * after it: on_pid_seen()), when preempting there is trusted again.
  */
 static void gpu_faulted(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend,
-                        enum gpu_fault kind, const char *why)
+                        enum gpu_fault_kind kind, int error, const char *why)
 {
         char where[32] = "every GPU";
+        uint32_t faulted[PROCESS_QUEUES_MAX_GPUS];
+        size_t n_faulted = 0;
+        uint64_t attach_again = manager_now(m);
 
         if (gpu_id)
                 snprintf(where, sizeof(where), "GPU %u", gpu_id);
         log_error("Process %d: a %s on %s %s%s%s; detached it so that its queues run (see the kernel log for a "
-                  "queue or GPU reset; reload to manage it again)",
-                  (int)p->pid, suspend ? "suspension" : "resumption", where, gpu_fault_to_string(kind),
+                  "queue or GPU reset; it is managed again after the GPU's back-off)",
+                  (int)p->pid, suspend ? "suspension" : "resumption", where, call_fault_to_string(kind),
                   why ? ": " : "", why ? why : "");
+        /* its GPUs, read before they go with its session: the fault is theirs */
+        if (gpu_id)
+                faulted[n_faulted++] = gpu_id;
+        else
+                for (size_t i = 0; i < p->queues.n_gpu_ids && n_faulted < ELEMENTSOF(faulted); i++)
+                        faulted[n_faulted++] = p->queues.gpu_ids[i];
         end_session(p);
         p->held = false;
         free(p->session_error);
-        p->session_error = strdup(suspend ? "a suspension faulted; detached so that its queues run (reload to manage it again)"
-                                          : "a resume failed; detached so that its queues run (reload to manage it again)");
+        p->session_error = strdup(suspend ? "a suspension faulted; detached so that its queues run until its GPU's "
+                                            "back-off ends"
+                                          : "a resume failed; detached so that its queues run until its GPU's "
+                                            "back-off ends");
         refresh_gpu_params(m);
+        for (size_t i = 0; i < n_faulted; i++) {
+                struct gpu *g = find_gpu(m, faulted[i]);
+
+                if (!g)
+                        continue;
+                gpu_back_off(m, g, kind, error);
+                if (gpu_backoff_deadline(&g->backoff) > attach_again)
+                        attach_again = gpu_backoff_deadline(&g->backoff);
+        }
+        p->attach_retry_us = ATTACH_RETRY_FIRST_US;
+        p->attach_retry_at = attach_again;
 }
 
 /* Whether a call's outcome is a fault (gpu_faulted()); *ret_kind says which. */
-static bool call_faulted(const struct worker_call *call, enum gpu_fault *ret_kind)
+static bool call_faulted(const struct worker_call *call, enum gpu_fault_kind *ret_kind)
 {
         if (call->result == -ETIME)
                 *ret_kind = GPU_FAULT_TIMEOUT;
         else if (call->n_error)
                 *ret_kind = GPU_FAULT_QUEUE_ERROR;
         else if (!call->suspend && call->result < 0)
-                *ret_kind = GPU_FAULT_RESUME_FAILED;
+                *ret_kind = GPU_FAULT_CALL_ERROR;
         else
                 return false;
         return true;
@@ -378,6 +408,43 @@ static int follow_policy(struct manager *m, struct tracked_process *p)
         return r < 0 ? r : 0;
 }
 
+/* The back-off's deadline passed: said once. */
+static void gpu_check_backoff_end(struct manager *m, struct gpu *g, uint64_t now)
+{
+        char line[512];
+
+        if (!gpu_backoff_expire(&g->backoff, now))
+                return;
+        gpu_backoff_describe(&g->backoff, g->gpu_id, now, line, sizeof(line));
+        log_notice("%s", line);
+}
+
+/*
+ * Whether a suspension the policy decided may start (gpu-backoff.h): not
+ * during a back-off, nor past MaxPreemptionsPerSecond=. A refused one is
+ * given back to the policy, so that it stays in step with the hardware, and
+ * asked again when the back-off ends or a token comes (on_policy_timer()).
+ */
+static bool gpu_claim_suspend(struct manager *m, struct gpu *g)
+{
+        uint64_t now = manager_now(m), retry_us = 0;
+        int r;
+
+        gpu_check_backoff_end(m, g, now);
+        r = gpu_backoff_claim_suspend(&g->backoff, now, &retry_us);
+        if (r >= 0) {
+                g->suspend_retry_us = 0;
+                /* no idle resume before the next suspension could come: it would leave that burst unprotected */
+                policy_resume_not_before(&g->policy, gpu_backoff_next_suspend_us(&g->backoff, now));
+                return true;
+        }
+        policy_action_failed(&g->policy, POLICY_ACTION_SUSPEND, now);
+        g->suspend_retry_us = retry_us;
+        log_debug("GPU %u: suspension refused (%s) until %.3f ms", g->gpu_id,
+                  r == -EBUSY ? "backing off" : "MaxPreemptionsPerSecond=", retry_us / 1000.0);
+        return false;
+}
+
 /*
  * Carries out what the policy decided for one GPU on every offline process
  * there. seen_ns: when the detector saw the online work this answers
@@ -388,7 +455,7 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
         bool suspend = action == POLICY_ACTION_SUSPEND;
         size_t issued = 0;
 
-        if (action == POLICY_ACTION_NONE)
+        if (action == POLICY_ACTION_NONE || (suspend && !gpu_claim_suspend(m, g)))
                 return;
         /* the results come back in on_session_call_done(); those of an earlier batch no longer count */
         g->batch.number++;
@@ -417,6 +484,35 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
         }
         log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id,
                   suspend ? "being suspended" : "being resumed", issued, manager_now(m) / 1000.0);
+}
+
+/*
+ * A fault on g (gpu-backoff.h): the back-off starts, or the one under way
+ * goes on. On entering it nothing may stay suspended there: the GPU's
+ * offline work and any hold on it are resumed, and one line says why, until
+ * when and what to do. Its end is on_policy_timer()'s.
+ */
+static void gpu_back_off(struct manager *m, struct gpu *g, enum gpu_fault_kind kind, int error)
+{
+        uint64_t now = manager_now(m);
+        char line[512];
+
+        g->faults[kind]++;
+        if (!gpu_backoff_fault(&g->backoff, kind, error, now))
+                return;
+        gpu_backoff_describe(&g->backoff, g->gpu_id, now, line, sizeof(line));
+        log_error("%s", line);
+        gpu_apply(m, g, policy_resume_for_fault(&g->policy, now), 0);
+        for (size_t i = 0; i < m->n_processes; i++) {
+                struct tracked_process *p = m->processes[i];
+
+                if (p->held && process_queues_on_gpu(&p->queues, g->gpu_id)) {
+                        log_warning("Process %d: its hold ends, GPU %u backs off (gpreemptctl suspend it again after)",
+                                    (int)p->pid, g->gpu_id);
+                        manager_hold(m, p, false);
+                }
+        }
+        rearm_policy(m);
 }
 
 /*
@@ -458,7 +554,7 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
 {
         struct tracked_process *p = userdata;
         struct manager *m = p->manager;
-        enum gpu_fault fault;
+        enum gpu_fault_kind fault;
 
         if (call->result == -GP_ERR_TARGET_GONE)
                 return; /* it exited or exec'd: the session's end is reported, and p removed */
@@ -467,7 +563,8 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
         if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_POLICY)
                 policy_call_done(m, call);
         if (call_faulted(call, &fault)) {
-                gpu_faulted(m, p, call->gpu_id, call->suspend, fault, call->why);
+                gpu_faulted(m, p, call->gpu_id, call->suspend, fault, call->result < 0 ? call->result : 0,
+                            call->why);
                 return;
         }
         if (call->result < 0) {
@@ -511,9 +608,16 @@ static void rearm_policy(struct manager *m)
         uint64_t next = POLICY_NEVER;
 
         for (size_t i = 0; i < m->n_gpus; i++) {
-                uint64_t d = policy_next_deadline(&m->gpus[i].policy);
+                const struct gpu *g = &m->gpus[i];
+                uint64_t d = policy_next_deadline(&g->policy);
+                uint64_t backoff_end = gpu_backoff_deadline(&g->backoff);
+
                 if (d < next)
                         next = d;
+                if (backoff_end && backoff_end < next)
+                        next = backoff_end;
+                if (g->suspend_retry_us && g->suspend_retry_us < next)
+                        next = g->suspend_retry_us;
         }
         for (size_t i = 0; i < m->n_processes; i++)
                 if (m->processes[i]->held) {
@@ -534,8 +638,14 @@ static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct manager *m = userdata;
         uint64_t now = manager_now(m);
 
-        for (size_t i = 0; i < m->n_gpus; i++)
-                gpu_apply(m, &m->gpus[i], policy_tick(&m->gpus[i].policy, now), 0);
+        for (size_t i = 0; i < m->n_gpus; i++) {
+                struct gpu *g = &m->gpus[i];
+
+                gpu_check_backoff_end(m, g, now);
+                if (g->suspend_retry_us <= now)
+                        g->suspend_retry_us = 0;
+                gpu_apply(m, g, policy_tick(&g->policy, now), 0);
+        }
         for (size_t i = 0; i < m->n_processes; i++)
                 if (m->processes[i]->held)
                         hold_apply(m, m->processes[i], policy_tick(&m->processes[i]->hold_policy, now));
@@ -1480,6 +1590,11 @@ int manager_reload(struct manager *m, struct diag *diag)
         log_set_level(fresh->daemon.log_level);
         loop_scheduling_apply(&m->scheduling, fresh->daemon.realtime_priority, fresh->daemon.realtime_cpu_percent);
         detector_set_mode(m->detector, fresh->daemon.detector_mode);
+        for (size_t i = 0; i < m->n_gpus; i++) {
+                struct gpu_backoff_settings backoff = backoff_settings(fresh);
+
+                gpu_backoff_update_settings(&m->gpus[i].backoff, &backoff, manager_now(m));
+        }
         m->reloads++;
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];

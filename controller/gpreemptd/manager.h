@@ -27,6 +27,7 @@
 #include "cluster-identity.h"
 #include "cgroup-freezer.h"
 #include "config.h"
+#include "gpu-backoff.h"
 #include "paths.h"
 #include "policy.h"
 #include "process-queues.h"
@@ -57,6 +58,9 @@ struct gpu {
         struct policy_gpu policy;
         struct gpu_batch batch;
         struct metrics_gpu metrics;
+        struct gpu_backoff backoff;     /* faults stop preemption here for a while; the rate limit */
+        uint64_t suspend_retry_us;      /* a refused suspension is asked again then (CLOCK_MONOTONIC); 0: none */
+        uint64_t faults[_GPU_FAULT_KIND_MAX]; /* by kind, for the metrics */
 };
 
 struct tracked_process {

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpreemptd on a GPU that fails its preemptions (kfdemu-run --config with a
+ * [Faults] section, kfdemu-run(1) "FAULT INJECTION"), with a kfdemu-app as
+ * online work and one as offline work. One case per run:
+ *
+ *   queue-error  the first suspension comes back with the ERROR bit: the
+ *                daemon says so in one line, shows the back-off in Status,
+ *                leaves the offline app running (it makes progress), and
+ *                preempts again once the back-off is over.
+ *   reset-gpu    the first suspension times out and the GPU is reset, which
+ *                kills every ROCm process there: the API answers during the
+ *                kernel's wait, the daemon outlives the reset, backs off,
+ *                and does not spin.
+ *   rate-limit   no fault; an online service asking far more often than
+ *                MaxPreemptionsPerSecond= gets at most that many suspensions
+ *                a second (and one second's burst).
+ *
+ *   test-gpu-faults CASE PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
+ */
+#include <errno.h>
+#include <json.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "daemon-harness.h"
+#include "daemon-status.h"
+#include "emulated-app.h"
+
+/* What the API may take to answer while a call waits in the kernel. */
+#define ANSWER_MS 100
+
+static const char *case_name, *gpreemptd_path, *app_path;
+
+static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--rate*\n"
+                                "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*--continuous*\n";
+
+struct fixture {
+        struct daemon_harness h;
+        struct emulated_app offline, online;
+};
+
+static int setup(void **state)
+{
+        struct fixture *f = calloc(1, sizeof(*f));
+
+        assert_non_null(f);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *f = *state;
+
+        if (f->online.pid > 0)
+                emulated_app_stop(&f->online);
+        if (f->offline.pid > 0)
+                emulated_app_stop(&f->offline);
+        if (f->h.pid > 0)
+                daemon_harness_stop(&f->h, SIGTERM);
+        daemon_harness_cleanup(&f->h);
+        free(f);
+        return 0;
+}
+
+static bool is_attached(struct json_object *p)
+{
+        return p && status_bool(p, "attached");
+}
+
+static bool is_suspending(struct json_object *p)
+{
+        return p && status_int(p, "suspends_in_flight") > 0;
+}
+
+/* The only GPU's entry in a Status reply, NULL before it has one. */
+static struct json_object *the_gpu(struct json_object *status)
+{
+        struct json_object *gpus;
+
+        if (!json_object_object_get_ex(status, "gpus", &gpus) || json_object_array_length(gpus) == 0)
+                return NULL;
+        return json_object_array_get_idx(gpus, 0);
+}
+
+static struct json_object *backoff_of(struct json_object *gpu)
+{
+        struct json_object *b = NULL;
+
+        return gpu && json_object_object_get_ex(gpu, "backoff", &b) ? b : NULL;
+}
+
+static bool backing_off(struct json_object *status, void *userdata)
+{
+        return status_bool(backoff_of(the_gpu(status)), "active");
+}
+
+/* The back-off is over, the offline app attached again and suspended once more by the policy. */
+static bool preempting_again(struct json_object *status, void *userdata)
+{
+        const pid_t *offline = userdata;
+        struct json_object *gpu = the_gpu(status);
+
+        return gpu && !status_bool(backoff_of(gpu), "active") && status_int(gpu, "suspends") >= 2 &&
+               is_attached(status_process(status, *offline));
+}
+
+static int64_t gpu_int(struct fixture *f, const char *key)
+{
+        struct json_object *status = daemon_status(&f->h);
+        int64_t v = status_int(the_gpu(status), key);
+
+        json_object_put(status);
+        return v;
+}
+
+static int64_t backoff_int(struct fixture *f, const char *key)
+{
+        struct json_object *status = daemon_status(&f->h);
+        int64_t v = status_int(backoff_of(the_gpu(status)), key);
+
+        json_object_put(status);
+        return v;
+}
+
+static void backoff_reason(struct fixture *f, char *buf, size_t size)
+{
+        struct json_object *status = daemon_status(&f->h);
+        const char *reason = status_string(backoff_of(the_gpu(status)), "reason");
+
+        snprintf(buf, size, "%s", reason ? reason : "(none)");
+        json_object_put(status);
+}
+
+static size_t count_in_log(struct fixture *f, const char *text)
+{
+        const char *log = daemon_harness_log(&f->h);
+        size_t n = 0;
+
+        for (const char *at = strstr(log, text); at; at = strstr(at + 1, text))
+                n++;
+        return n;
+}
+
+/* The daemon with settings, the offline app attached, then the online app asking at rate requests/s. */
+static void start(struct fixture *f, const char *settings, const char *rate)
+{
+        const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        const char *const online0[] = { "--rate", rate, "--gpu", "0", "--kernel-us", "1000", NULL };
+
+        daemon_harness_start_configured(&f->h, gpreemptd_path, settings, workloads);
+        emulated_app_start(&f->offline, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached, "the offline app attached", 10000);
+        emulated_app_start(&f->online, app_path, online0);
+}
+
+static void test_queue_error(void **state)
+{
+        struct fixture *f = *state;
+        char reason[32];
+        int64_t before;
+
+        start(f, "FaultBackoffSec=2\n", "20");
+        daemon_status_wait(&f->h, backing_off, NULL, "GPU backing off after the ERROR bits", 10000, 20);
+        assert_int_equal(backoff_int(f, "faults"), 1);
+        backoff_reason(f, reason, sizeof(reason));
+        assert_string_equal(reason, "queue-error");
+        if (count_in_log(f, "not preempting it for") != 1)
+                fail_msg("expected one line saying the GPU backs off; daemon log:\n%s", daemon_harness_log(&f->h));
+
+        /* nothing stays suspended: the offline app computes while online work runs */
+        before = emulated_app_kernels(&f->offline);
+        usleep(300000);
+        if (emulated_app_kernels(&f->offline) <= before)
+                fail_msg("the offline app made no progress during the back-off; daemon log:\n%s",
+                         daemon_harness_log(&f->h));
+        assert_int_equal(gpu_int(f, "resumes_fault"), 1);
+
+        /* the fault was once: preemption comes back after FaultBackoffSec= */
+        daemon_status_wait(&f->h, preempting_again, &f->offline.pid, "preempting again after the back-off", 10000,
+                           50);
+        assert_int_equal(count_in_log(f, "back-off over"), 1);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* CPU time (utime + stime) of pid, in clock ticks. */
+static long long cpu_ticks(pid_t pid)
+{
+        char path[64], buf[1024], *p;
+        unsigned long long utime = 0, stime = 0;
+        FILE *file;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        file = fopen(path, "re");
+        assert_non_null(file);
+        assert_non_null(fgets(buf, sizeof(buf), file));
+        fclose(file);
+        p = strrchr(buf, ')');
+        assert_non_null(p);
+        /* after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
+        assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime), 2);
+        return (long long)(utime + stime);
+}
+
+static void test_reset_gpu(void **state)
+{
+        struct fixture *f = *state;
+        long long ticks, hz = sysconf(_SC_CLK_TCK);
+
+        start(f, "FaultBackoffSec=2\n", "20");
+        /* the suspension waits QueuePreemptionTimeoutMs= in the kernel: the API answers meanwhile */
+        daemon_status_wait_process(&f->h, f->offline.pid, is_suspending, "a suspension in the kernel", 10000);
+        for (int i = 0; i < 5; i++) {
+                long long t0 = daemon_harness_now_ms();
+                struct json_object *s = daemon_status(&f->h);
+
+                json_object_put(s);
+                if (daemon_harness_now_ms() - t0 > ANSWER_MS)
+                        fail_msg("Status took %lld ms during the kernel's wait", daemon_harness_now_ms() - t0);
+        }
+        /* the reset kills every ROCm process on the GPU */
+        assert_true(emulated_app_wait(&f->offline, 10000) >= 0);
+        assert_true(emulated_app_wait(&f->online, 10000) >= 0);
+        f->offline.pid = f->online.pid = 0;
+
+        daemon_status_wait(&f->h, backing_off, NULL, "GPU backing off after the reset", 5000, 20);
+        /* after the reset, with nothing left to manage, the daemon idles */
+        ticks = cpu_ticks(f->h.pid);
+        usleep(1000000);
+        if (cpu_ticks(f->h.pid) - ticks > hz / 2)
+                fail_msg("the daemon used %lld of %lld ticks in the second after the reset",
+                         cpu_ticks(f->h.pid) - ticks, hz);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+#define RATE_LIMIT 2
+#define RATE_SECONDS 3
+
+static void test_rate_limit(void **state)
+{
+        struct fixture *f = *state;
+        int64_t before, made;
+
+        /* without the limit, every request (50 ms apart, 1 ms long) would be a suspension and a resume */
+        start(f, "MaxPreemptionsPerSecond=2\n[Online]\nHoldOffMs=1\nCoalesceMs=0\n", "20");
+        usleep(1500000); /* the bucket's first second's worth is spent */
+        before = gpu_int(f, "suspends");
+        usleep(RATE_SECONDS * 1000000);
+        made = gpu_int(f, "suspends") - before;
+        if (made < 1 || made > RATE_LIMIT * (RATE_SECONDS + 1))
+                fail_msg("%lld suspensions in %d s with MaxPreemptionsPerSecond=%d; daemon log:\n%s",
+                         (long long)made, RATE_SECONDS, RATE_LIMIT, daemon_harness_log(&f->h));
+        assert_true(backoff_int(f, "rate_limited") > 0);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+int main(int argc, char **argv)
+{
+        static const struct {
+                const char *name;
+                CMUnitTestFunction fn;
+        } cases[] = {
+                { "queue-error", test_queue_error },
+                { "reset-gpu", test_reset_gpu },
+                { "rate-limit", test_rate_limit },
+        };
+
+        if (argc != 4) {
+                fprintf(stderr, "usage: %s CASE PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP\n", argv[0]);
+                return 2;
+        }
+        case_name = argv[1];
+        gpreemptd_path = argv[2];
+        app_path = argv[3];
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                if (strcmp(cases[i].name, case_name) == 0) {
+                        const struct CMUnitTest tests[] = {
+                                cmocka_unit_test_setup_teardown(cases[i].fn, setup, teardown),
+                        };
+
+                        return cmocka_run_group_tests_name(case_name, tests, NULL, NULL);
+                }
+        fprintf(stderr, "%s: unknown case %s\n", argv[0], case_name);
+        return 2;
+}
