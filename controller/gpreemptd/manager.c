@@ -2,6 +2,7 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "monotonic-clock.h"
 #include "online-queues.h"
 #include "process-facts.h"
+#include "smi-events.h"
 #include "sources.h"
 #include "workload-match.h"
 
@@ -135,6 +137,73 @@ static void describe_gpu(struct manager *m, struct gpu *g)
         qf_diags_clear(&diags);
 }
 
+static void gpu_back_off(struct manager *m, struct gpu *g, enum gpu_fault_kind kind, int error);
+
+static void on_smi_gpu_reset(uint32_t gpu_id, bool post, uint32_t seq, const char *cause, void *userdata)
+{
+        struct manager *m = userdata;
+        struct gpu *g = find_gpu(m, gpu_id);
+
+        log_warning("GPU %u: the kernel reports a GPU %s (reset %u%s%s)", gpu_id, post ? "reset done" : "reset",
+                    seq, *cause ? ": " : "", cause);
+        if (g)
+                gpu_back_off(m, g, GPU_FAULT_RESET, 0);
+}
+
+static void on_smi_bad_record(uint32_t gpu_id, const char *why, const char *line, void *userdata)
+{
+        log_debug("GPU %u: an SMI event record passed over (%s): %s", gpu_id, why, line);
+}
+
+static void on_smi_ended(uint32_t gpu_id, int error, void *userdata)
+{
+        struct manager *m = userdata;
+        struct gpu *g = find_gpu(m, gpu_id);
+
+        log_warning("GPU %u: its KFD SMI event stream ended (%s); a GPU reset is seen from now on only by its "
+                    "effect on preemption (restart gpreemptd to subscribe again)",
+                    gpu_id, error ? strerror(-error) : "closed by the kernel");
+        if (g)
+                g->smi = smi_events_free(g->smi);
+}
+
+/*
+ * Subscribes to g's KFD SMI events, so that a GPU reset stops preemption
+ * there (GPU_PRE_RESET and GPU_POST_RESET reach every subscriber:
+ * kfd_smi_events.c, kfd-interface.md §16.8) even when no call of the
+ * daemon's met it. On the daemon's own /dev/kfd, opened for the first
+ * GPU; the kernel gives that KFD process every GPU its device cgroup
+ * allows. A kernel without SMI events (before 5.9) is said once, and the
+ * daemon carries on without them.
+ */
+static void subscribe_gpu_events(struct manager *m, struct gpu *g)
+{
+        static const struct smi_events_callbacks callbacks = {
+                .gpu_reset = on_smi_gpu_reset,
+                .bad_record = on_smi_bad_record,
+                .ended = on_smi_ended,
+        };
+        int fd, r;
+
+        if (m->smi_unavailable)
+                return;
+        if (m->kfd_fd < 0) {
+                m->kfd_fd = open(m->paths.kfd_device, O_RDWR | O_CLOEXEC);
+                if (m->kfd_fd < 0) {
+                        m->smi_unavailable = true;
+                        log_warning_errno(-errno, "Cannot open %s for the GPUs' SMI events; a GPU reset is seen "
+                                                  "only by its effect on preemption", m->paths.kfd_device);
+                        return;
+                }
+        }
+        fd = smi_events_subscribe(m->kfd_fd, g->gpu_id, SMI_EVENTS_DAEMON_MASK);
+        if (fd == -ENOTTY)
+                m->smi_unavailable = true;
+        r = fd < 0 ? fd : smi_events_new(m->event, 0, fd, g->gpu_id, &callbacks, m, &g->smi);
+        if (r < 0)
+                log_warning("GPU %u: no SMI events: %s", g->gpu_id, smi_events_strerror(r));
+}
+
 /*
  * The GPU's policy, made when a process first has queues there (discovery
  * reads them, off the reaction path). NULL past MANAGER_MAX_GPUS.
@@ -153,6 +222,7 @@ static struct gpu *get_gpu(struct manager *m, uint32_t gpu_id)
         policy_gpu_init(&g->policy, &params, manager_now(m));
         gpu_backoff_init(&g->backoff, &backoff, manager_now(m));
         describe_gpu(m, g);
+        subscribe_gpu_events(m, g);
         return g;
 }
 
@@ -299,8 +369,6 @@ static const char *call_fault_to_string(enum gpu_fault_kind kind)
                 return "failed";
         }
 }
-
-static void gpu_back_off(struct manager *m, struct gpu *g, enum gpu_fault_kind kind, int error);
 
 /*
  * A call on p's queues on gpu_id (0: every GPU) faulted. Nothing may stay
@@ -1516,6 +1584,7 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
         if (!m)
                 return -ENOMEM;
         m->event = sd_event_ref(event);
+        m->kfd_fd = -1;
         m->config = config;
         m->started_us = manager_now(m);
         m->paths = *paths;
@@ -1625,6 +1694,10 @@ void manager_free(struct manager *m)
         loop_scheduling_done(&m->scheduling);
         metrics_retired_done(&m->metrics_retired);
         detector_free(m->detector);
+        for (size_t i = 0; i < m->n_gpus; i++)
+                smi_events_free(m->gpus[i].smi);
+        if (m->kfd_fd >= 0)
+                close(m->kfd_fd);
         config_free(m->config);
         paths_done(&m->paths);
         sd_event_unref(m->event);

@@ -42,6 +42,7 @@ _Static_assert(MANAGER_MAX_GPUS == METRICS_MAX_GPUS, "a process's counters are k
 struct detector;
 struct discovery;
 struct preemption_worker;
+struct smi_events;
 struct varlink_server;
 struct worker_session;
 
@@ -61,6 +62,7 @@ struct gpu {
         struct gpu_backoff backoff;     /* faults stop preemption here for a while; the rate limit */
         uint64_t suspend_retry_us;      /* a refused suspension is asked again then (CLOCK_MONOTONIC); 0: none */
         uint64_t faults[_GPU_FAULT_KIND_MAX]; /* by kind, for the metrics */
+        struct smi_events *smi;         /* its KFD SMI events (GPU resets), NULL where the kernel has none */
 };
 
 struct tracked_process {
@@ -115,6 +117,8 @@ struct manager {
         struct loop_scheduling scheduling;
         struct metrics_retired metrics_retired; /* the counts of processes gone or re-identified */
         uint64_t errors[_METRICS_ERROR_MAX];
+        int kfd_fd;          /* the daemon's own /dev/kfd, for the GPUs' SMI events; -1 until the first GPU */
+        bool smi_unavailable; /* opening it or subscribing failed in a way that would fail for every GPU */
 };
 
 int manager_new(sd_event *event, struct paths *paths, struct config *config, struct manager **ret_manager);

@@ -234,6 +234,11 @@ static void test_reset_gpu(void **state)
         f->offline.pid = f->online.pid = 0;
 
         daemon_status_wait(&f->h, backing_off, NULL, "GPU backing off after the reset", 5000, 20);
+        /* and the kernel's SMI events told it of the reset itself */
+        for (long long deadline = daemon_harness_now_ms() + 5000;
+             !strstr(daemon_harness_log(&f->h), "the kernel reports a GPU reset"); usleep(20000))
+                if (daemon_harness_now_ms() > deadline)
+                        fail_msg("no GPU reset seen in the SMI events; daemon log:\n%s", daemon_harness_log(&f->h));
         /* after the reset, with nothing left to manage, the daemon idles */
         ticks = cpu_ticks(f->h.pid);
         usleep(1000000);
