@@ -52,12 +52,14 @@ static const char description[] =
         ")\n"
         "\n"
         "# How an online queue's work is noticed: a hardware write breakpoint on its\n"
-        "# write index, or polling (poll_reason says why not a breakpoint).\n"
+        "# write index, or polling (poll_reason says why not a breakpoint). read_error:\n"
+        "# its memory could not be read (the errno's name); it then counts as busy.\n"
         "type OnlineQueue (\n"
         "  gpu_id: int,\n"
         "  write_pointer_address: int,\n"
         "  watch: string,\n"
-        "  poll_reason: ?string\n"
+        "  poll_reason: ?string,\n"
+        "  read_error: ?string\n"
         ")\n"
         "\n"
         "type Gpu (\n"
@@ -179,6 +181,8 @@ static struct json_object *online_queues_json(const struct detector *d, const st
                                        json_object_new_int64((int64_t)queues[i].write_pointer_address));
                 json_object_object_add(q, "watch", json_object_new_string(queues[i].breakpoint ? "breakpoint" : "poll"));
                 add_string_or_null(q, "poll_reason", queues[i].poll_reason);
+                add_string_or_null(q, "read_error",
+                                   queues[i].read_error ? strerrorname_np(-queues[i].read_error) : NULL);
                 json_object_array_add(a, q);
         }
         return a;

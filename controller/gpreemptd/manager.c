@@ -1595,6 +1595,8 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
         if (r >= 0)
                 r = detector_new(&callbacks, m, event, config->daemon.detector_mode, &m->detector);
         if (r >= 0)
+                r = detector_set_proc_root(m->detector, m->paths.proc_root);
+        if (r >= 0)
                 r = discovery_new(event, m->paths.sysfs_root, config->daemon.discovery_interval_us,
                                   &discovery_callbacks, m, &m->discovery);
         if (r >= 0)
