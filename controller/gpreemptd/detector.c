@@ -416,7 +416,8 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
                 return -ENOMEM;
         }
         /* one GPU's queues side by side: a poll of that GPU reads one run of iovecs */
-        memcpy(sorted, queues, n_queues * sizeof(*sorted));
+        if (n_queues) /* queues may be NULL when there are none */
+                memcpy(sorted, queues, n_queues * sizeof(*sorted));
         qsort(sorted, n_queues, sizeof(*sorted), compare_gpu);
         for (size_t i = 0; i < n_queues; i++)
                 plan_queue(&fresh, i, &sorted[i]);

@@ -852,22 +852,19 @@ static void on_online_gone(pid_t pid, void *userdata)
         count_online_queues(m);
 }
 
-static void watch_online(struct manager *m, struct tracked_process *p)
+/* What a read of p's queue addresses found: the detector watches them. */
+static void watch_queues(struct manager *m, struct tracked_process *p, int error, const struct online_queues *q)
 {
-        struct detector_queue_addr *queues = NULL;
-        size_t n = 0;
+        size_t n = error < 0 ? 0 : q->n_queues;
         int r;
 
-        r = online_queues_read(m->paths.sysfs_root, p->pid, &queues, &n);
-        if (r < 0) {
+        if (error < 0) {
                 m->errors[METRICS_ERROR_WATCH]++;
-                log_warning_errno(r, "Process %d: cannot read its queue addresses from debugfs mqds; "
-                                     "its GPU work goes unnoticed until this works (is debugfs mounted, "
-                                     "and gpreemptd root?)", (int)p->pid);
-                n = 0;
+                log_warning_errno(error, "Process %d: cannot read its queue addresses from debugfs mqds; "
+                                         "its GPU work goes unnoticed until this works (is debugfs mounted, "
+                                         "and gpreemptd root?)", (int)p->pid);
         }
-        r = detector_watch(m->detector, p->pid, queues, n);
-        free(queues);
+        r = detector_watch(m->detector, p->pid, error < 0 ? NULL : q->queues, n);
         if (r < 0) {
                 m->errors[METRICS_ERROR_WATCH]++;
                 log_warning_errno(r, "Process %d: cannot watch its %zu queues", (int)p->pid, n);
@@ -876,7 +873,53 @@ static void watch_online(struct manager *m, struct tracked_process *p)
         if (n != p->n_watched_queues)
                 log_info("Process %d: watching %zu online queues", (int)p->pid, n);
         p->n_watched_queues = n;
+        count_online_queues(m);
         arm_detector(m, manager_now(m));
+}
+
+static void watch_online(struct manager *m, struct tracked_process *p);
+
+/* On the loop: a read of watch_online() is done (result: struct online_queues, NULL after a failure). */
+static void on_online_queues_read(uint64_t key, int error, void *result, void *userdata)
+{
+        struct manager *m = userdata;
+        struct tracked_process *p = manager_find_process(m, (pid_t)key);
+
+        if (!p || !p->managed || p->class != WORKLOAD_CLASS_ONLINE) {
+                /* no longer watched: the read is of no use */
+        } else if (p->watch_again) {
+                /* its queues changed after this read began: read them again */
+                p->watch_again = false;
+                watch_online(m, p);
+        } else
+                watch_queues(m, p, error, result);
+        online_queues_free(result);
+}
+
+/*
+ * Reads p's queue addresses from debugfs mqds on the helper thread
+ * (background-read.h): the read takes every KFD process's mutex, and must
+ * not hold the loop for as long as any of their ioctls holds one
+ * (kfd-hazards.md §4). on_online_queues_read() goes on.
+ */
+static void watch_online(struct manager *m, struct tracked_process *p)
+{
+        struct background_read_job job;
+        int r = online_queues_job(m->paths.sysfs_root, p->pid, on_online_queues_read, m, &job);
+
+        if (r >= 0) {
+                r = background_read_submit(m->reads, &job);
+                if (r < 0)
+                        job.free_arg(job.arg);
+        }
+        if (r == -EBUSY) {
+                p->watch_again = true; /* a read under way may have begun before the change */
+                return;
+        }
+        if (r < 0) {
+                m->errors[METRICS_ERROR_WATCH]++;
+                log_warning_errno(r, "Process %d: cannot read its queue addresses", (int)p->pid);
+        }
 }
 
 /* ---- processes ---- */
@@ -1265,6 +1308,10 @@ static void apply_class(struct manager *m, struct tracked_process *p)
         if (!want_session)
                 let_go(m, p);
         identify_process_metrics(m, p);
+        if (!want_watch) {
+                background_read_cancel(m->reads, (uint64_t)p->pid);
+                p->watch_again = false;
+        }
         if (!want_watch && p->n_watched_queues) {
                 detector_unwatch(m->detector, p->pid);
                 p->n_watched_queues = 0;
@@ -1450,6 +1497,7 @@ static void forget_process(struct manager *m, struct tracked_process *p)
         discovery_forget(m->discovery, p->pid);
         end_session(p);
         retire_process_metrics(m, p);
+        background_read_cancel(m->reads, (uint64_t)p->pid);
         detector_unwatch(m->detector, p->pid);
         sd_event_source_disable_unref(p->exit_source);
         close(p->pidfd);
@@ -1597,6 +1645,8 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
         if (r >= 0)
                 r = detector_set_proc_root(m->detector, m->paths.proc_root);
         if (r >= 0)
+                r = background_read_new(event, SD_EVENT_PRIORITY_NORMAL, &m->reads);
+        if (r >= 0)
                 r = discovery_new(event, m->paths.sysfs_root, config->daemon.discovery_interval_us,
                                   &discovery_callbacks, m, &m->discovery);
         if (r >= 0)
@@ -1687,6 +1737,8 @@ void manager_free(struct manager *m)
         while (m->n_processes)
                 remove_process(m, m->processes[0]);
         free(m->processes);
+        /* waits for a read in progress, if any: one in the kernel cannot be interrupted */
+        m->reads = background_read_free(m->reads);
         /* after the sessions' ends: it waits for them to be detached */
         preemption_worker_free(m->worker);
         registrations_done(&m->registrations);

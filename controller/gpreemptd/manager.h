@@ -39,6 +39,7 @@
 #define MANAGER_MAX_GPUS PROCESS_QUEUES_MAX_GPUS
 _Static_assert(MANAGER_MAX_GPUS == METRICS_MAX_GPUS, "a process's counters are kept per GPU index");
 
+struct background_read;
 struct detector;
 struct discovery;
 struct preemption_worker;
@@ -78,6 +79,7 @@ struct tracked_process {
         struct policy_params policy;
         struct process_queues queues; /* as sysfs lists them */
         size_t n_watched_queues;  /* online: queues the detector reads */
+        bool watch_again;         /* online: its queues changed while their addresses were being read */
         struct worker_session *session; /* offline: the debug session, on the worker (attaching until it reports) */
         char *session_error;      /* offline: why there is no session */
         uint64_t attach_retry_us; /* offline, not attached: the wait before the next try; 0: no more tries */
@@ -102,6 +104,7 @@ struct manager {
         struct varlink_server *varlink;
         struct detector *detector;
         struct discovery *discovery;
+        struct background_read *reads;    /* debugfs mqds, read off the loop */
         struct preemption_worker *worker; /* the tracer of every offline process */
         struct tracked_process **processes;
         size_t n_processes;

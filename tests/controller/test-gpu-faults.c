@@ -15,6 +15,10 @@
  *   rate-limit   no fault; an online service asking far more often than
  *                MaxPreemptionsPerSecond= gets at most that many suspensions
  *                a second (and one second's burst).
+ *   mqds-off-loop  a 2 s suspension holds the offline process's mutex, which
+ *                a read of debugfs mqds waits for: a process registered as
+ *                online then has its queues read off the loop, which answers
+ *                the Register call and Status meanwhile.
  *
  *   test-gpu-faults CASE PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
  */
@@ -248,6 +252,60 @@ static void test_reset_gpu(void **state)
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+static bool is_listed(struct json_object *p)
+{
+        return p != NULL;
+}
+
+static bool is_watched(struct json_object *p)
+{
+        return p && status_int(p, "watched_queues") > 0;
+}
+
+/* Calls method with pid, timed; fails past ANSWER_MS. */
+static void timed_call(struct fixture *f, const char *method, pid_t pid, const char *extra)
+{
+        long long t0 = daemon_harness_now_ms();
+
+        daemon_call_pid(&f->h, method, pid, extra, NULL);
+        if (daemon_harness_now_ms() - t0 > ANSWER_MS)
+                fail_msg("%s took %lld ms while a suspension held a process's mutex; daemon log:\n%s", method,
+                         daemon_harness_now_ms() - t0, daemon_harness_log(&f->h));
+}
+
+static void test_mqds_off_loop(void **state)
+{
+        static const char offline_only[] = "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*--continuous*\n";
+        const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        const char *const online0[] = { "--rate", "20", "--gpu", "0", "--kernel-us", "1000", NULL };
+        struct fixture *f = *state;
+
+        daemon_harness_start_configured(&f->h, gpreemptd_path, "[Offline]\nMaxSuspendMs=60000\nMinOfflineSharePercent=0\n",
+                                        offline_only);
+        emulated_app_start(&f->offline, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached, "the offline app attached", 20000);
+        /* matched by no workload: its queues are not read until it is registered */
+        emulated_app_start(&f->online, app_path, online0);
+        daemon_status_wait_process(&f->h, f->online.pid, is_listed, "the online app listed", 10000);
+
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, NULL);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_suspending, "the hold's suspension in the kernel", 1000);
+        timed_call(f, "io.gpreempt.Register", f->online.pid, ",\"class\":\"online\"");
+        for (int i = 0; i < 5; i++) {
+                long long t0 = daemon_harness_now_ms();
+                struct json_object *status = daemon_status(&f->h);
+                bool in_flight = is_suspending(status_process(status, f->offline.pid));
+
+                json_object_put(status);
+                if (daemon_harness_now_ms() - t0 > ANSWER_MS)
+                        fail_msg("Status took %lld ms while the queues were read", daemon_harness_now_ms() - t0);
+                assert_true(in_flight); /* all of it during the kernel's wait */
+                usleep(50000);
+        }
+        daemon_status_wait_process(&f->h, f->online.pid, is_watched, "the online queues watched", 10000);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 #define RATE_LIMIT 2
 #define RATE_SECONDS 3
 
@@ -278,6 +336,7 @@ int main(int argc, char **argv)
                 { "queue-error", test_queue_error },
                 { "reset-gpu", test_reset_gpu },
                 { "rate-limit", test_rate_limit },
+                { "mqds-off-loop", test_mqds_off_loop },
         };
 
         if (argc != 4) {
