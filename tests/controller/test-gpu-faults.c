@@ -12,6 +12,10 @@
  *                kills every ROCm process there: the API answers during the
  *                kernel's wait, the daemon outlives the reset, backs off,
  *                and does not spin.
+ *   reset-queue  the first suspension meets a queue that hangs, and Linux
+ *                6.12 resets only that queue, whose process aborts: the
+ *                survivor is left running, never suspended, and the daemon
+ *                goes on.
  *   rate-limit   no fault; an online service asking far more often than
  *                MaxPreemptionsPerSecond= gets at most that many suspensions
  *                a second (and one second's burst).
@@ -306,6 +310,48 @@ static void test_mqds_off_loop(void **state)
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+/* Whether app has exited (reaped then), without waiting. */
+static bool has_exited(struct emulated_app *app)
+{
+        return emulated_app_wait(app, 0) >= 0;
+}
+
+static void test_reset_queue(void **state)
+{
+        struct fixture *f = *state;
+        struct emulated_app *survivor;
+        struct json_object *status;
+        int64_t before;
+
+        start(f, "FaultBackoffSec=2\n", "20");
+        /* whichever queue was busy when the unmap came is reset: its process aborts */
+        for (long long deadline = daemon_harness_now_ms() + 10000;
+             !has_exited(&f->offline) && !has_exited(&f->online); usleep(20000))
+                if (daemon_harness_now_ms() > deadline)
+                        fail_msg("no process ended 10 s into a run whose first suspension resets a queue; "
+                                 "daemon log:\n%s", daemon_harness_log(&f->h));
+        /* emulated_app_wait() forgot the one that ended */
+        survivor = f->offline.pid > 0 ? &f->offline : &f->online;
+        if (survivor->pid <= 0 || kill(survivor->pid, 0) < 0)
+                fail_msg("both processes ended: the GPU was reset, not one queue; daemon log:\n%s",
+                         daemon_harness_log(&f->h));
+
+        /* the survivor runs: the offline one is resumed once the online one is gone, the online one was never held */
+        usleep(500000);
+        before = emulated_app_kernels(survivor);
+        usleep(300000);
+        if (emulated_app_kernels(survivor) <= before)
+                fail_msg("the %s app that survived the queue reset made no progress; daemon log:\n%s",
+                         survivor == &f->offline ? "offline" : "online", daemon_harness_log(&f->h));
+        status = daemon_status(&f->h);
+        if (survivor == &f->offline &&
+            json_object_array_length(json_object_object_get(status_process(status, f->offline.pid),
+                                                            "suspended_gpus")) != 0)
+                fail_msg("the offline app is still suspended: %s", json_object_to_json_string(status));
+        json_object_put(status);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 #define RATE_LIMIT 2
 #define RATE_SECONDS 3
 
@@ -335,6 +381,7 @@ int main(int argc, char **argv)
         } cases[] = {
                 { "queue-error", test_queue_error },
                 { "reset-gpu", test_reset_gpu },
+                { "reset-queue", test_reset_queue },
                 { "rate-limit", test_rate_limit },
                 { "mqds-off-loop", test_mqds_off_loop },
         };
