@@ -62,7 +62,7 @@ static void print_backoff(FILE *out, struct json_object *g)
                 return;
         error = json_get_string(b, "error", NULL);
         format_usec(remaining, sizeof(remaining), json_get_int(b, "remaining_usec"));
-        fprintf(out, "  backing off after a fault (%s%s%s): no preemption for %s more, %" PRId64 " faults so far\n",
+        fprintf(out, "  backing off after a fault (%s%s%s): no preemption for %s more (faults so far: %" PRId64 ")\n",
                 json_get_string(b, "reason", "unknown"), error ? ", " : "", error ? error : "", remaining,
                 json_get_int(b, "faults"));
 }

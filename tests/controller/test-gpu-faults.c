@@ -24,7 +24,7 @@
  *                online then has its queues read off the loop, which answers
  *                the Register call and Status meanwhile.
  *
- *   test-gpu-faults CASE PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
+ *   test-gpu-faults CASE PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP PATH-TO-GPREEMPTCTL
  */
 #include <errno.h>
 #include <json.h>
@@ -40,6 +40,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "ctl-runner.h"
 #include "daemon-harness.h"
 #include "daemon-status.h"
 #include "emulated-app.h"
@@ -47,7 +48,7 @@
 /* What the API may take to answer while a call waits in the kernel. */
 #define ANSWER_MS 100
 
-static const char *case_name, *gpreemptd_path, *app_path;
+static const char *case_name, *gpreemptd_path, *app_path, *ctl_path;
 
 static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--rate*\n"
                                 "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*--continuous*\n";
@@ -172,6 +173,29 @@ static void start(struct fixture *f, const char *settings, const char *rate)
         emulated_app_start(&f->online, app_path, online0);
 }
 
+/* gpreemptctl status, and its --json, show the GPU's back-off and its reason. */
+static void check_status_shows_backoff(struct fixture *f, const char *reason)
+{
+        static struct ctl_result r;
+        char env_runtime[192], want[96];
+        const char *const env[] = { env_runtime, NULL };
+        struct json_object *status, *b;
+
+        snprintf(env_runtime, sizeof(env_runtime), "GPREEMPT_RUNTIME_DIR=%s", f->h.runtime_dir);
+        ctl_run(ctl_path, env, 0, (const char *[]){ "status", NULL }, &r);
+        snprintf(want, sizeof(want), "backing off after a fault (%s", reason);
+        if (r.exit_code != 0 || !strstr(r.out, want))
+                fail_msg("gpreemptctl status (exit %d) does not show the back-off:\n%s%s", r.exit_code, r.out, r.err);
+        ctl_run(ctl_path, env, 0, (const char *[]){ "status", "--json", NULL }, &r);
+        assert_int_equal(r.exit_code, 0);
+        status = json_tokener_parse(r.out);
+        b = backoff_of(the_gpu(status));
+        if (!status_bool(b, "active") || !status_string(b, "reason") || strcmp(status_string(b, "reason"), reason) ||
+            status_int(b, "remaining_usec") <= 0)
+                fail_msg("gpreemptctl status --json does not show the back-off: %s", r.out);
+        json_object_put(status);
+}
+
 static void test_queue_error(void **state)
 {
         struct fixture *f = *state;
@@ -185,6 +209,7 @@ static void test_queue_error(void **state)
         assert_string_equal(reason, "queue-error");
         if (count_in_log(f, "not preempting it for") != 1)
                 fail_msg("expected one line saying the GPU backs off; daemon log:\n%s", daemon_harness_log(&f->h));
+        check_status_shows_backoff(f, "queue-error");
 
         /* nothing stays suspended: the offline app computes while online work runs */
         before = emulated_app_kernels(&f->offline);
@@ -386,13 +411,14 @@ int main(int argc, char **argv)
                 { "mqds-off-loop", test_mqds_off_loop },
         };
 
-        if (argc != 4) {
-                fprintf(stderr, "usage: %s CASE PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP\n", argv[0]);
+        if (argc != 5) {
+                fprintf(stderr, "usage: %s CASE PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP PATH-TO-GPREEMPTCTL\n", argv[0]);
                 return 2;
         }
         case_name = argv[1];
         gpreemptd_path = argv[2];
         app_path = argv[3];
+        ctl_path = argv[4];
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
                 if (strcmp(cases[i].name, case_name) == 0) {
                         const struct CMUnitTest tests[] = {
