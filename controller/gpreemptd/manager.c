@@ -371,16 +371,31 @@ static const char *call_fault_to_string(enum gpu_fault_kind kind)
 }
 
 /*
+ * Whether a faulted call says the GPU is in trouble, not the process: a
+ * timeout or ERROR bits, or a resume the kernel failed with EIO (as while
+ * its queue manager is marked hung for a reset, kfd-hazards.md §1). A
+ * resume refused for the process's own reason (its runtime never enabled
+ * debugging: EPERM) must not stop preemption of every other process there.
+ */
+static bool fault_is_the_gpus(enum gpu_fault_kind kind, int error)
+{
+        return kind != GPU_FAULT_CALL_ERROR || error == -EIO;
+}
+
+/*
  * A call on p's queues on gpu_id (0: every GPU) faulted. Nothing may stay
  * suspended past every bound: p is let go, which makes the kernel resume
- * all its queues (DISABLE, kfd-interface.md §6), and one line says so. The
- * fault is its GPUs': each backs off (gpu_back_off()), and p is attached
- * again once the latest of their back-offs is over (discovery's next pass
- * after it: on_pid_seen()), when preempting there is trusted again.
+ * all its queues (DISABLE, kfd-interface.md §6), and one line says so.
+ * When the fault is its GPUs' (fault_is_the_gpus()), each backs off
+ * (gpu_back_off()), and p is attached again once the latest of their
+ * back-offs is over (discovery's next pass after it: on_pid_seen()), when
+ * preempting there is trusted again; otherwise p runs unmanaged until a
+ * reload.
  */
 static void gpu_faulted(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend,
                         enum gpu_fault_kind kind, int error, const char *why)
 {
+        bool gpus_fault = fault_is_the_gpus(kind, error);
         char where[32] = "every GPU";
         uint32_t faulted[PROCESS_QUEUES_MAX_GPUS];
         size_t n_faulted = 0;
@@ -388,24 +403,30 @@ static void gpu_faulted(struct manager *m, struct tracked_process *p, uint32_t g
 
         if (gpu_id)
                 snprintf(where, sizeof(where), "GPU %u", gpu_id);
-        log_error("Process %d: a %s on %s %s%s%s; detached it so that its queues run (see the kernel log for a "
-                  "queue or GPU reset; it is managed again after the GPU's back-off)",
-                  (int)p->pid, suspend ? "suspension" : "resumption", where, call_fault_to_string(kind),
-                  why ? ": " : "", why ? why : "");
+        log_error("Process %d: a %s on %s %s%s%s; detached it so that its queues run (%s)", (int)p->pid,
+                  suspend ? "suspension" : "resumption", where, call_fault_to_string(kind), why ? ": " : "",
+                  why ? why : "",
+                  gpus_fault ? "see the kernel log for a queue or GPU reset; it is managed again after the GPU's "
+                               "back-off"
+                             : "reload to manage it again");
         /* its GPUs, read before they go with its session: the fault is theirs */
-        if (gpu_id)
-                faulted[n_faulted++] = gpu_id;
-        else
+        if (!gpu_id)
                 for (size_t i = 0; i < p->queues.n_gpu_ids && n_faulted < ELEMENTSOF(faulted); i++)
                         faulted[n_faulted++] = p->queues.gpu_ids[i];
+        else
+                faulted[n_faulted++] = gpu_id;
         end_session(p);
         p->held = false;
         free(p->session_error);
-        p->session_error = strdup(suspend ? "a suspension faulted; detached so that its queues run until its GPU's "
-                                            "back-off ends"
-                                          : "a resume failed; detached so that its queues run until its GPU's "
-                                            "back-off ends");
+        p->session_error = strdup(!gpus_fault ? "a resume failed; detached so that its queues run (reload to manage "
+                                                "it again)"
+                                  : suspend   ? "a suspension faulted; detached so that its queues run until its "
+                                                "GPU's back-off ends"
+                                              : "a resume faulted; detached so that its queues run until its GPU's "
+                                                "back-off ends");
         refresh_gpu_params(m);
+        if (!gpus_fault)
+                return;
         for (size_t i = 0; i < n_faulted; i++) {
                 struct gpu *g = find_gpu(m, faulted[i]);
 
