@@ -51,6 +51,22 @@ static struct json_object *find_gpu(struct json_object *status, int64_t gpu_id)
         return NULL;
 }
 
+/* A GPU in back-off: a line under its row, since no preemption happens there until it ends. */
+static void print_backoff(FILE *out, struct json_object *g)
+{
+        struct json_object *b = NULL;
+        const char *error;
+        char remaining[24];
+
+        if (!json_object_object_get_ex(g, "backoff", &b) || !b || !json_get_bool(b, "active"))
+                return;
+        error = json_get_string(b, "error", NULL);
+        format_usec(remaining, sizeof(remaining), json_get_int(b, "remaining_usec"));
+        fprintf(out, "  backing off after a fault (%s%s%s): no preemption for %s more (faults so far: %" PRId64 ")\n",
+                json_get_string(b, "reason", "unknown"), error ? ", " : "", error ? error : "", remaining,
+                json_get_int(b, "faults"));
+}
+
 static void print_gpus(FILE *out, struct json_object *status, struct json_object *previous)
 {
         struct json_object *gpus = json_get_array(status, "gpus");
@@ -80,6 +96,7 @@ static void print_gpus(FILE *out, struct json_object *status, struct json_object
                                 json_get_int(g, "suspends") - json_get_int(p, "suspends"));
                 }
                 fputc('\n', out);
+                print_backoff(out, g);
         }
 }
 

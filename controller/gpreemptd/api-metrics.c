@@ -146,6 +146,7 @@ static void add_gpu_families(struct json_object *families, const struct manager 
                 [POLICY_RESUMED_IDLE] = "idle",
                 [POLICY_RESUMED_MAX_SUSPEND] = "max_suspend",
                 [POLICY_RESUMED_SHARE] = "share",
+                [POLICY_RESUMED_FAULT] = "fault",
         };
         static const char *const stages[_METRICS_REACTION_STAGE_MAX] = {
                 [METRICS_REACTION_SEEN_TO_ISSUED] = "seen_to_issued",
@@ -157,13 +158,14 @@ static void add_gpu_families(struct json_object *families, const struct manager 
         };
         uint64_t now = manager_now(m);
         struct json_object *suspensions, *resumptions, *suspended, *busy, *online_busy, *offline_suspended,
-                *reaction, *call, *collateral, *online_queues;
+                *reaction, *call, *collateral, *online_queues, *backoff, *faults, *rate_limited;
 
         suspensions = family(families, "gpreempt_gpu_suspensions_total", "counter",
                              "Times the GPU's policy suspended its offline work.");
         resumptions = family(families, "gpreempt_gpu_resumptions_total", "counter",
                              "Times the GPU's policy resumed its offline work, by reason: idle (online work ended), "
-                             "max_suspend (the starvation bound, MaxSuspendMs=), share (MinOfflineSharePercent=).");
+                             "max_suspend (the starvation bound, MaxSuspendMs=), share (MinOfflineSharePercent=), "
+                             "fault (the GPU faulted and backs off).");
         suspended = family(families, "gpreempt_gpu_suspended_seconds_total", "counter",
                            "Time the GPU's offline work was suspended.");
         busy = family(families, "gpreempt_online_busy_seconds_total", "counter",
@@ -180,6 +182,13 @@ static void add_gpu_families(struct json_object *families, const struct manager 
                             "Online queues unmapped and mapped again by a device-wide suspend or resume "
                             "(hardware-scheduled GPUs).");
         online_queues = family(families, "gpreempt_online_queues", "gauge", "Online queues the detector watches.");
+        backoff = family(families, "gpreempt_gpu_backoff", "gauge",
+                         "1 while the GPU backs off after a fault: no preemption there (FaultBackoffSec=).");
+        faults = family(families, "gpreempt_gpu_faults_total", "counter",
+                        "Faults seen on the GPU, by kind: call-error, timeout, queue-error, queues-vanished, "
+                        "reset, reset-mark.");
+        rate_limited = family(families, "gpreempt_gpu_rate_limited_total", "counter",
+                              "Suspensions the GPU's policy decided that MaxPreemptionsPerSecond= refused.");
 
         for (size_t i = 0; i < m->n_gpus; i++) {
                 const struct gpu *g = &m->gpus[i];
@@ -198,6 +207,10 @@ static void add_gpu_families(struct json_object *families, const struct manager 
                         histogram_sample(call, gpu_labels_and(g, "op", calls[c]), &g->metrics.call[c]);
                 sample(collateral, gpu_labels(g), (double)g->metrics.collateral_preemptions);
                 sample(online_queues, gpu_labels(g), g->metrics.online_queues);
+                sample(backoff, gpu_labels(g), g->backoff.active);
+                for (int k = 0; k < _GPU_FAULT_KIND_MAX; k++)
+                        sample(faults, gpu_labels_and(g, "kind", gpu_fault_kind_to_string(k)), (double)g->faults[k]);
+                sample(rate_limited, gpu_labels(g), (double)g->backoff.rate_limited);
         }
 }
 

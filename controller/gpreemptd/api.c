@@ -52,12 +52,14 @@ static const char description[] =
         ")\n"
         "\n"
         "# How an online queue's work is noticed: a hardware write breakpoint on its\n"
-        "# write index, or polling (poll_reason says why not a breakpoint).\n"
+        "# write index, or polling (poll_reason says why not a breakpoint). read_error:\n"
+        "# its memory could not be read (the errno's name); it then counts as busy.\n"
         "type OnlineQueue (\n"
         "  gpu_id: int,\n"
         "  write_pointer_address: int,\n"
         "  watch: string,\n"
-        "  poll_reason: ?string\n"
+        "  poll_reason: ?string,\n"
+        "  read_error: ?string\n"
         ")\n"
         "\n"
         "type Gpu (\n"
@@ -68,7 +70,23 @@ static const char description[] =
         "  resumes_idle: int,\n"
         "  resumes_max_suspend: int,\n"
         "  resumes_share: int,\n"
-        "  suspended_usec: int\n"
+        "  resumes_fault: int,\n"
+        "  suspended_usec: int,\n"
+        "  backoff: Backoff\n"
+        ")\n"
+        "\n"
+        "# A GPU's fault back-off: active while preemption there is stopped after a\n"
+        "# fault (until_usec: CLOCK_MONOTONIC, remaining_usec), reason the fault that\n"
+        "# started the current or last one (null before any) with its errno name;\n"
+        "# faults: every fault seen; rate_limited: suspensions MaxPreemptionsPerSecond= refused.\n"
+        "type Backoff (\n"
+        "  active: bool,\n"
+        "  reason: ?string,\n"
+        "  error: ?string,\n"
+        "  until_usec: int,\n"
+        "  remaining_usec: int,\n"
+        "  faults: int,\n"
+        "  rate_limited: int\n"
         ")\n"
         "\n"
         "type Match (workload: string, file: string, line: int, matched: bool, reason: string)\n"
@@ -163,6 +181,8 @@ static struct json_object *online_queues_json(const struct detector *d, const st
                                        json_object_new_int64((int64_t)queues[i].write_pointer_address));
                 json_object_object_add(q, "watch", json_object_new_string(queues[i].breakpoint ? "breakpoint" : "poll"));
                 add_string_or_null(q, "poll_reason", queues[i].poll_reason);
+                add_string_or_null(q, "read_error",
+                                   queues[i].read_error ? strerrorname_np(-queues[i].read_error) : NULL);
                 json_object_array_add(a, q);
         }
         return a;
@@ -213,8 +233,23 @@ static struct json_object *process_json(const struct manager *m, const struct tr
         return o;
 }
 
+static struct json_object *backoff_json(const struct gpu_backoff_status *b)
+{
+        struct json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "active", json_object_new_boolean(b->active));
+        add_string_or_null(o, "reason", b->reason);
+        add_string_or_null(o, "error", b->error ? strerrorname_np(-b->error) : NULL);
+        json_object_object_add(o, "until_usec", json_object_new_int64((int64_t)b->until_us));
+        json_object_object_add(o, "remaining_usec", json_object_new_int64((int64_t)b->remaining_us));
+        json_object_object_add(o, "faults", json_object_new_int64((int64_t)b->faults));
+        json_object_object_add(o, "rate_limited", json_object_new_int64((int64_t)b->rate_limited));
+        return o;
+}
+
 static struct json_object *gpu_json(const struct manager *m, const struct gpu *g)
 {
+        struct gpu_backoff_status backoff;
         struct json_object *o = json_object_new_object();
         const struct policy_stats *st = &g->policy.stats;
 
@@ -226,8 +261,11 @@ static struct json_object *gpu_json(const struct manager *m, const struct gpu *g
         json_object_object_add(o, "resumes_max_suspend",
                                json_object_new_int64((int64_t)st->resumes[POLICY_RESUMED_MAX_SUSPEND]));
         json_object_object_add(o, "resumes_share", json_object_new_int64((int64_t)st->resumes[POLICY_RESUMED_SHARE]));
+        json_object_object_add(o, "resumes_fault", json_object_new_int64((int64_t)st->resumes[POLICY_RESUMED_FAULT]));
         json_object_object_add(o, "suspended_usec",
                                json_object_new_int64((int64_t)policy_suspended_us(&g->policy, manager_now(m))));
+        gpu_backoff_status(&g->backoff, manager_now(m), &backoff);
+        json_object_object_add(o, "backoff", backoff_json(&backoff));
         return o;
 }
 

@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "monotonic-clock.h"
+#include "queue-memory.h"
 
 /*
  * ROCr keeps both indices in one amd_queue_t, 0x48 bytes apart: one remote
@@ -40,8 +41,10 @@ struct watched_process {
         size_t n_queues;
         struct iovec *remote;
         size_t n_remote;
-        unsigned char *buffer; /* process_vm_readv fills it in remote-iovec order */
+        unsigned char *buffer; /* queue_memory_read() fills it in remote-iovec order */
         size_t buffer_size;
+        struct queue_memory *memory; /* how its memory is read: process_vm_readv, or /proc/PID/mem where not */
+        int read_error; /* -EFAULT, -EACCES or -EPERM: its last read could not reach a queue, 0 otherwise */
 };
 
 struct gpu_activity {
@@ -70,6 +73,7 @@ struct detector {
         size_t n_processes;
         struct gpu_activity gpus[DETECTOR_MAX_GPUS];
         size_t n_gpus;
+        char *proc_root; /* where /proc/PID/mem is, for queue_memory */
 };
 
 _Static_assert(DETECTOR_BREAKPOINTS_PER_PROCESS == 4, "poll_reason() says four");
@@ -91,7 +95,23 @@ int detector_new(const struct detector_callbacks *cb, void *userdata, sd_event *
         d->userdata = userdata;
         d->event = event ? sd_event_ref(event) : NULL;
         d->mode = mode;
+        d->proc_root = strdup("/proc");
+        if (!d->proc_root) {
+                detector_free(d);
+                return -ENOMEM;
+        }
         *ret_detector = d;
+        return 0;
+}
+
+int detector_set_proc_root(struct detector *d, const char *proc_root)
+{
+        char *copy = strdup(proc_root);
+
+        if (!copy)
+                return -ENOMEM;
+        free(d->proc_root);
+        d->proc_root = copy;
         return 0;
 }
 
@@ -102,6 +122,7 @@ static void process_done(struct watched_process *p)
         free(p->queues);
         free(p->remote);
         free(p->buffer);
+        queue_memory_free(p->memory);
 }
 
 void detector_free(struct detector *d)
@@ -112,6 +133,7 @@ void detector_free(struct detector *d)
                 process_done(&d->processes[i]);
         free(d->processes);
         sd_event_unref(d->event);
+        free(d->proc_root);
         free(d);
 }
 
@@ -375,23 +397,32 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
         for (size_t i = 0; i < n_queues; i++)
                 if (!gpu_get(d, queues[i].gpu_id))
                         return -E2BIG;
+        p = find_process(d, pid);
+        /* a process read through /proc/PID/mem stays so (queue-memory.h): its reader goes to the new watch */
+        if (p) {
+                fresh.memory = TAKE_PTR(p->memory);
+                fresh.read_error = p->read_error;
+        } else if (queue_memory_new(d->proc_root, pid, &fresh.memory) < 0)
+                return -ENOMEM;
         sorted = malloc((n_queues ? n_queues : 1) * sizeof(*sorted));
         fresh.queues = calloc(n_queues ? n_queues : 1, sizeof(*fresh.queues));
         fresh.remote = calloc(2 * (n_queues ? n_queues : 1), sizeof(*fresh.remote));
         fresh.buffer = malloc(2 * SPAN_MAX * (n_queues ? n_queues : 1));
         if (!sorted || !fresh.queues || !fresh.remote || !fresh.buffer) {
                 free(sorted);
+                if (p)
+                        p->memory = TAKE_PTR(fresh.memory);
                 process_done(&fresh);
                 return -ENOMEM;
         }
         /* one GPU's queues side by side: a poll of that GPU reads one run of iovecs */
-        memcpy(sorted, queues, n_queues * sizeof(*sorted));
+        if (n_queues) /* queues may be NULL when there are none */
+                memcpy(sorted, queues, n_queues * sizeof(*sorted));
         qsort(sorted, n_queues, sizeof(*sorted), compare_gpu);
         for (size_t i = 0; i < n_queues; i++)
                 plan_queue(&fresh, i, &sorted[i]);
         free(sorted);
 
-        p = find_process(d, pid);
         if (p) {
                 /* keep what was already seen of queues that stay, so a re-watch is not taken as new work,
                  * and their breakpoints */
@@ -480,47 +511,64 @@ static size_t queue_buffer_start(const struct watched_queue *q)
         return q->write_off < q->read_off ? q->write_off : q->read_off;
 }
 
+/* The queue of p in [first, end) that holds byte `bytes` of a read that began at queue first. */
+static size_t queue_at_byte(const struct watched_process *p, size_t first, size_t end, size_t bytes)
+{
+        size_t covered = 0;
+
+        for (size_t q = first; q < end; q++) {
+                size_t len = 0;
+
+                for (size_t v = 0; v < p->queues[q].n_iov; v++)
+                        len += p->remote[p->queues[q].first_iov + v].iov_len;
+                if (covered + len > bytes)
+                        return q;
+                covered += len;
+        }
+        return end;
+}
+
 /*
- * Reads a process's pointers of queues [first, end). Returns the index after
- * the last queue read, or -errno when the process is gone. A queue whose
- * memory was unmapped stops the read there (process_vm_readv reports a
- * partial count); those queues count as idle until discovery refreshes the
- * addresses.
+ * Reads a process's pointers of queues [first, end) (queue_memory_read():
+ * process_vm_readv, or /proc/PID/mem where that cannot reach the memory).
+ * Returns the index after the last queue read, or -ESRCH when the process
+ * is gone. A queue whose memory was unmapped (-EIO) stops the read there;
+ * those queues count as idle until discovery refreshes the addresses. A
+ * queue neither way may read (-EFAULT, -EACCES, -EPERM) also stops it, and
+ * p->read_error says so: those queues are not idle, their state is unknown.
  */
 static ssize_t read_process(struct watched_process *p, size_t first_queue, size_t end_queue)
 {
         size_t queue = first_queue;
+        int was_error = p->read_error;
 
+        p->read_error = 0;
         while (queue < end_queue) {
-                size_t first = queue, n_iov = 0, want = 0, got_bytes;
-                struct iovec local;
-                ssize_t got;
+                size_t first = queue, n_iov = 0, got_bytes;
+                bool switched;
+                int r;
 
                 /* at most IOV_MAX remote iovecs per call, whole queues only */
-                while (queue < end_queue && n_iov + p->queues[queue].n_iov <= 2 * DETECTOR_QUEUES_PER_READ) {
-                        n_iov += p->queues[queue].n_iov;
-                        for (size_t v = 0; v < p->queues[queue].n_iov; v++)
-                                want += p->remote[p->queues[queue].first_iov + v].iov_len;
-                        queue++;
-                }
-                local = (struct iovec){ p->buffer + queue_buffer_start(&p->queues[first]), want };
-                got = process_vm_readv(p->pid, &local, 1, p->remote + p->queues[first].first_iov, n_iov, 0);
-                if (got < 0)
-                        return errno == ESRCH ? -ESRCH : (ssize_t)first;
-                got_bytes = (size_t)got;
-                if (got_bytes < want) {
-                        /* a partial read stops at an iovec boundary: count the whole queues it covered */
-                        size_t covered = 0;
-
-                        for (size_t q = first; q < queue; q++) {
-                                size_t len = 0;
-
-                                for (size_t v = 0; v < p->queues[q].n_iov; v++)
-                                        len += p->remote[p->queues[q].first_iov + v].iov_len;
-                                if (covered + len > got_bytes)
-                                        return (ssize_t)q;
-                                covered += len;
-                        }
+                while (queue < end_queue && n_iov + p->queues[queue].n_iov <= 2 * DETECTOR_QUEUES_PER_READ)
+                        n_iov += p->queues[queue++].n_iov;
+                r = queue_memory_read(p->memory, p->buffer + queue_buffer_start(&p->queues[first]),
+                                      p->remote + p->queues[first].first_iov, n_iov, &got_bytes, &switched);
+                if (switched)
+                        log_warning("Process %d: its queues' memory cannot be read with process_vm_readv (GTT memory "
+                                    "mapped VM_PFNMAP); reading it through /proc/%d/mem from now on",
+                                    (int)p->pid, (int)p->pid);
+                if (r == -ESRCH)
+                        return -ESRCH;
+                if (r < 0) {
+                        if (r == -EFAULT || r == -EACCES || r == -EPERM)
+                                p->read_error = r;
+                        if (p->read_error && !was_error)
+                                log_warning_errno(r, "Process %d: its online queues cannot be read, neither with "
+                                                     "process_vm_readv nor through /proc/%d/mem: counted busy, "
+                                                     "since their work cannot be seen (gpreemptctl status shows "
+                                                     "read_error)",
+                                                  (int)p->pid, (int)p->pid);
+                        return (ssize_t)queue_at_byte(p, first, queue, got_bytes);
                 }
         }
         return (ssize_t)end_queue;
@@ -674,9 +722,14 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                         wq->last_write = write;
                         wq->seen = true;
                 }
-                /* queues a partial read did not reach count as idle until discovery refreshes them */
+                /*
+                 * Queues a partial read did not reach count as idle until discovery
+                 * refreshes them, if their memory was unmapped; if it could not be read,
+                 * as busy: online work that cannot be seen must not be taken for none.
+                 */
                 for (size_t q = n >= 0 ? (size_t)n : end; q < end; q++)
-                        p->queues[q].busy = false;
+                        p->queues[q].busy = n >= 0 && p->read_error;
+                busy_here = busy_here || (n >= 0 && (size_t)n < end && p->read_error);
                 if (moved_here && i > 0)
                         move_to_front(d, i);
                 i++;
@@ -769,6 +822,7 @@ size_t detector_process_queues(const struct detector *d, pid_t pid, struct detec
                         .write_pointer_address = p->queues[i].addr.write_pointer_address,
                         .breakpoint = p->queues[i].watch != NULL,
                         .poll_reason = poll_reason(d, &p->queues[i]),
+                        .read_error = p->read_error,
                 };
         return n;
 }

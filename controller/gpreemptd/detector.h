@@ -9,7 +9,8 @@
  * The online process is only read, never attached: debug activation costs
  * the target a runlist refresh and, on GC 11.0.0-11.0.3, half its CUs
  * (kfd-interface.md §9.4, §9.6). Each poll reads all of a process's queues
- * with one process_vm_readv.
+ * with one process_vm_readv, or through /proc/PID/mem where that cannot
+ * reach them (queue-memory.h); a queue neither can read counts as busy.
  *
  * Where the kernel grants it, a queue's write index also carries a hardware
  * write breakpoint (write-watch.h), armed only while its GPU's online side
@@ -64,6 +65,7 @@ struct detector_queue_status {
         uint64_t write_pointer_address;
         bool breakpoint;
         const char *poll_reason; /* when polled: why not a breakpoint */
+        int read_error;          /* its process's last read could not reach it (-errno): counted busy, not idle */
 };
 
 /* A GPU's polling needs, for the caller's cadence. */
@@ -91,6 +93,9 @@ void detector_free(struct detector *d);
 void detector_set_arm_delay(struct detector *d, uint64_t arm_after_idle_us);
 /* Changes the mode; every watched queue is planned again. Returns 0 or -EINVAL (no loop for breakpoints). */
 int detector_set_mode(struct detector *d, enum detector_mode mode);
+
+/* Where /proc/PID/mem is read when process_vm_readv cannot (default /proc). Returns 0 or -ENOMEM. */
+int detector_set_proc_root(struct detector *d, const char *proc_root);
 
 /* Watches pid's queues (replacing what was watched for it). Returns 0, -E2BIG, -ENOMEM. */
 int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_addr *queues, size_t n_queues);

@@ -2,6 +2,7 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,14 @@
 #include "detector.h"
 #include "discovery.h"
 #include "explain-sentence.h"
+#include "gpu-backoff.h"
 #include "held-session.h"
 #include "preemption-worker.h"
 #include "log.h"
 #include "monotonic-clock.h"
 #include "online-queues.h"
 #include "process-facts.h"
+#include "smi-events.h"
 #include "sources.h"
 #include "workload-match.h"
 
@@ -71,6 +74,15 @@ static bool is_offline_attached(const struct tracked_process *p)
 static void rearm_policy(struct manager *m);
 
 /* ---- the per-GPU policies ---- */
+
+static struct gpu_backoff_settings backoff_settings(const struct config *c)
+{
+        return (struct gpu_backoff_settings){
+                .base_us = c->daemon.fault_backoff_us,
+                .max_us = c->daemon.fault_backoff_max_us,
+                .max_preemptions_per_second = c->daemon.max_preemptions_per_second,
+        };
+}
 
 static struct policy_params gpu_params(struct manager *m, uint32_t gpu_id)
 {
@@ -125,6 +137,73 @@ static void describe_gpu(struct manager *m, struct gpu *g)
         qf_diags_clear(&diags);
 }
 
+static void gpu_back_off(struct manager *m, struct gpu *g, enum gpu_fault_kind kind, int error);
+
+static void on_smi_gpu_reset(uint32_t gpu_id, bool post, uint32_t seq, const char *cause, void *userdata)
+{
+        struct manager *m = userdata;
+        struct gpu *g = find_gpu(m, gpu_id);
+
+        log_warning("GPU %u: the kernel reports a GPU %s (reset %u%s%s)", gpu_id, post ? "reset done" : "reset",
+                    seq, *cause ? ": " : "", cause);
+        if (g)
+                gpu_back_off(m, g, GPU_FAULT_RESET, 0);
+}
+
+static void on_smi_bad_record(uint32_t gpu_id, const char *why, const char *line, void *userdata)
+{
+        log_debug("GPU %u: an SMI event record passed over (%s): %s", gpu_id, why, line);
+}
+
+static void on_smi_ended(uint32_t gpu_id, int error, void *userdata)
+{
+        struct manager *m = userdata;
+        struct gpu *g = find_gpu(m, gpu_id);
+
+        log_warning("GPU %u: its KFD SMI event stream ended (%s); a GPU reset is seen from now on only by its "
+                    "effect on preemption (restart gpreemptd to subscribe again)",
+                    gpu_id, error ? strerror(-error) : "closed by the kernel");
+        if (g)
+                g->smi = smi_events_free(g->smi);
+}
+
+/*
+ * Subscribes to g's KFD SMI events, so that a GPU reset stops preemption
+ * there (GPU_PRE_RESET and GPU_POST_RESET reach every subscriber:
+ * kfd_smi_events.c, kfd-interface.md §16.8) even when no call of the
+ * daemon's met it. On the daemon's own /dev/kfd, opened for the first
+ * GPU; the kernel gives that KFD process every GPU its device cgroup
+ * allows. A kernel without SMI events (before 5.9) is said once, and the
+ * daemon carries on without them.
+ */
+static void subscribe_gpu_events(struct manager *m, struct gpu *g)
+{
+        static const struct smi_events_callbacks callbacks = {
+                .gpu_reset = on_smi_gpu_reset,
+                .bad_record = on_smi_bad_record,
+                .ended = on_smi_ended,
+        };
+        int fd, r;
+
+        if (m->smi_unavailable)
+                return;
+        if (m->kfd_fd < 0) {
+                m->kfd_fd = open(m->paths.kfd_device, O_RDWR | O_CLOEXEC);
+                if (m->kfd_fd < 0) {
+                        m->smi_unavailable = true;
+                        log_warning_errno(-errno, "Cannot open %s for the GPUs' SMI events; a GPU reset is seen "
+                                                  "only by its effect on preemption", m->paths.kfd_device);
+                        return;
+                }
+        }
+        fd = smi_events_subscribe(m->kfd_fd, g->gpu_id, SMI_EVENTS_DAEMON_MASK);
+        if (fd == -ENOTTY)
+                m->smi_unavailable = true;
+        r = fd < 0 ? fd : smi_events_new(m->event, 0, fd, g->gpu_id, &callbacks, m, &g->smi);
+        if (r < 0)
+                log_warning("GPU %u: no SMI events: %s", g->gpu_id, smi_events_strerror(r));
+}
+
 /*
  * The GPU's policy, made when a process first has queues there (discovery
  * reads them, off the reaction path). NULL past MANAGER_MAX_GPUS.
@@ -132,6 +211,7 @@ static void describe_gpu(struct manager *m, struct gpu *g)
 static struct gpu *get_gpu(struct manager *m, uint32_t gpu_id)
 {
         struct gpu *g = find_gpu(m, gpu_id);
+        struct gpu_backoff_settings backoff = backoff_settings(m->config);
         struct policy_params params;
 
         if (g || m->n_gpus >= MANAGER_MAX_GPUS)
@@ -140,7 +220,9 @@ static struct gpu *get_gpu(struct manager *m, uint32_t gpu_id)
         g = &m->gpus[m->n_gpus++];
         g->gpu_id = gpu_id;
         policy_gpu_init(&g->policy, &params, manager_now(m));
+        gpu_backoff_init(&g->backoff, &backoff, manager_now(m));
         describe_gpu(m, g);
+        subscribe_gpu_events(m, g);
         return g;
 }
 
@@ -275,61 +357,98 @@ static void end_session(struct tracked_process *p)
         p->frozen = false;
 }
 
-/* How a call on a GPU went wrong in a way that may leave queues suspended. */
-enum gpu_fault {
-        GPU_FAULT_TIMEOUT,       /* -ETIME: the preemption timed out, amdkfd resets queues or the GPU (kfd-hazards.md §1) */
-        GPU_FAULT_QUEUE_ERROR,   /* the hardware scheduler flagged queues with ERROR */
-        GPU_FAULT_RESUME_FAILED, /* a resume failed otherwise: its queues stay suspended */
-};
-
-static const char *gpu_fault_to_string(enum gpu_fault kind)
+/* How a faulted call went wrong, for its log line. */
+static const char *call_fault_to_string(enum gpu_fault_kind kind)
 {
         switch (kind) {
         case GPU_FAULT_TIMEOUT:
                 return "timed out in the kernel";
         case GPU_FAULT_QUEUE_ERROR:
                 return "left queues in ERROR in the hardware scheduler";
-        case GPU_FAULT_RESUME_FAILED:
         default:
                 return "failed";
         }
 }
 
 /*
+ * Whether a faulted call says the GPU is in trouble, not the process: a
+ * timeout or ERROR bits, or a resume the kernel failed with EIO (as while
+ * its queue manager is marked hung for a reset, kfd-hazards.md §1). A
+ * resume refused for the process's own reason (its runtime never enabled
+ * debugging: EPERM) must not stop preemption of every other process there.
+ */
+static bool fault_is_the_gpus(enum gpu_fault_kind kind, int error)
+{
+        return kind != GPU_FAULT_CALL_ERROR || error == -EIO;
+}
+
+/*
  * A call on p's queues on gpu_id (0: every GPU) faulted. Nothing may stay
  * suspended past every bound: p is let go, which makes the kernel resume
- * all its queues (DISABLE, kfd-interface.md §6), and runs unmanaged until a
- * reload; one line says so. The one place the daemon learns that a GPU
- * faulted: a per-GPU back-off belongs here.
+ * all its queues (DISABLE, kfd-interface.md §6), and one line says so.
+ * When the fault is its GPUs' (fault_is_the_gpus()), each backs off
+ * (gpu_back_off()), and p is attached again once the latest of their
+ * back-offs is over (discovery's next pass after it: on_pid_seen()), when
+ * preempting there is trusted again; otherwise p runs unmanaged until a
+ * reload.
  */
 static void gpu_faulted(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend,
-                        enum gpu_fault kind, const char *why)
+                        enum gpu_fault_kind kind, int error, const char *why)
 {
+        bool gpus_fault = fault_is_the_gpus(kind, error);
         char where[32] = "every GPU";
+        uint32_t faulted[PROCESS_QUEUES_MAX_GPUS];
+        size_t n_faulted = 0;
+        uint64_t attach_again = manager_now(m);
 
         if (gpu_id)
                 snprintf(where, sizeof(where), "GPU %u", gpu_id);
-        log_error("Process %d: a %s on %s %s%s%s; detached it so that its queues run (see the kernel log for a "
-                  "queue or GPU reset; reload to manage it again)",
-                  (int)p->pid, suspend ? "suspension" : "resumption", where, gpu_fault_to_string(kind),
-                  why ? ": " : "", why ? why : "");
+        log_error("Process %d: a %s on %s %s%s%s; detached it so that its queues run (%s)", (int)p->pid,
+                  suspend ? "suspension" : "resumption", where, call_fault_to_string(kind), why ? ": " : "",
+                  why ? why : "",
+                  gpus_fault ? "see the kernel log for a queue or GPU reset; it is managed again after the GPU's "
+                               "back-off"
+                             : "reload to manage it again");
+        /* its GPUs, read before they go with its session: the fault is theirs */
+        if (!gpu_id)
+                for (size_t i = 0; i < p->queues.n_gpu_ids && n_faulted < ELEMENTSOF(faulted); i++)
+                        faulted[n_faulted++] = p->queues.gpu_ids[i];
+        else
+                faulted[n_faulted++] = gpu_id;
         end_session(p);
         p->held = false;
         free(p->session_error);
-        p->session_error = strdup(suspend ? "a suspension faulted; detached so that its queues run (reload to manage it again)"
-                                          : "a resume failed; detached so that its queues run (reload to manage it again)");
+        p->session_error = strdup(!gpus_fault ? "a resume failed; detached so that its queues run (reload to manage "
+                                                "it again)"
+                                  : suspend   ? "a suspension faulted; detached so that its queues run until its "
+                                                "GPU's back-off ends"
+                                              : "a resume faulted; detached so that its queues run until its GPU's "
+                                                "back-off ends");
         refresh_gpu_params(m);
+        if (!gpus_fault)
+                return;
+        for (size_t i = 0; i < n_faulted; i++) {
+                struct gpu *g = find_gpu(m, faulted[i]);
+
+                if (!g)
+                        continue;
+                gpu_back_off(m, g, kind, error);
+                if (gpu_backoff_deadline(&g->backoff) > attach_again)
+                        attach_again = gpu_backoff_deadline(&g->backoff);
+        }
+        p->attach_retry_us = ATTACH_RETRY_FIRST_US;
+        p->attach_retry_at = attach_again;
 }
 
 /* Whether a call's outcome is a fault (gpu_faulted()); *ret_kind says which. */
-static bool call_faulted(const struct worker_call *call, enum gpu_fault *ret_kind)
+static bool call_faulted(const struct worker_call *call, enum gpu_fault_kind *ret_kind)
 {
         if (call->result == -ETIME)
                 *ret_kind = GPU_FAULT_TIMEOUT;
         else if (call->n_error)
                 *ret_kind = GPU_FAULT_QUEUE_ERROR;
         else if (!call->suspend && call->result < 0)
-                *ret_kind = GPU_FAULT_RESUME_FAILED;
+                *ret_kind = GPU_FAULT_CALL_ERROR;
         else
                 return false;
         return true;
@@ -378,6 +497,43 @@ static int follow_policy(struct manager *m, struct tracked_process *p)
         return r < 0 ? r : 0;
 }
 
+/* The back-off's deadline passed: said once. */
+static void gpu_check_backoff_end(struct manager *m, struct gpu *g, uint64_t now)
+{
+        char line[512];
+
+        if (!gpu_backoff_expire(&g->backoff, now))
+                return;
+        gpu_backoff_describe(&g->backoff, g->gpu_id, now, line, sizeof(line));
+        log_notice("%s", line);
+}
+
+/*
+ * Whether a suspension the policy decided may start (gpu-backoff.h): not
+ * during a back-off, nor past MaxPreemptionsPerSecond=. A refused one is
+ * given back to the policy, so that it stays in step with the hardware, and
+ * asked again when the back-off ends or a token comes (on_policy_timer()).
+ */
+static bool gpu_claim_suspend(struct manager *m, struct gpu *g)
+{
+        uint64_t now = manager_now(m), retry_us = 0;
+        int r;
+
+        gpu_check_backoff_end(m, g, now);
+        r = gpu_backoff_claim_suspend(&g->backoff, now, &retry_us);
+        if (r >= 0) {
+                g->suspend_retry_us = 0;
+                /* no idle resume before the next suspension could come: it would leave that burst unprotected */
+                policy_resume_not_before(&g->policy, gpu_backoff_next_suspend_us(&g->backoff, now));
+                return true;
+        }
+        policy_action_failed(&g->policy, POLICY_ACTION_SUSPEND, now);
+        g->suspend_retry_us = retry_us;
+        log_debug("GPU %u: suspension refused (%s) until %.3f ms", g->gpu_id,
+                  r == -EBUSY ? "backing off" : "MaxPreemptionsPerSecond=", retry_us / 1000.0);
+        return false;
+}
+
 /*
  * Carries out what the policy decided for one GPU on every offline process
  * there. seen_ns: when the detector saw the online work this answers
@@ -388,7 +544,7 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
         bool suspend = action == POLICY_ACTION_SUSPEND;
         size_t issued = 0;
 
-        if (action == POLICY_ACTION_NONE)
+        if (action == POLICY_ACTION_NONE || (suspend && !gpu_claim_suspend(m, g)))
                 return;
         /* the results come back in on_session_call_done(); those of an earlier batch no longer count */
         g->batch.number++;
@@ -417,6 +573,35 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
         }
         log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id,
                   suspend ? "being suspended" : "being resumed", issued, manager_now(m) / 1000.0);
+}
+
+/*
+ * A fault on g (gpu-backoff.h): the back-off starts, or the one under way
+ * goes on. On entering it nothing may stay suspended there: the GPU's
+ * offline work and any hold on it are resumed, and one line says why, until
+ * when and what to do. Its end is on_policy_timer()'s.
+ */
+static void gpu_back_off(struct manager *m, struct gpu *g, enum gpu_fault_kind kind, int error)
+{
+        uint64_t now = manager_now(m);
+        char line[512];
+
+        g->faults[kind]++;
+        if (!gpu_backoff_fault(&g->backoff, kind, error, now))
+                return;
+        gpu_backoff_describe(&g->backoff, g->gpu_id, now, line, sizeof(line));
+        log_error("%s", line);
+        gpu_apply(m, g, policy_resume_for_fault(&g->policy, now), 0);
+        for (size_t i = 0; i < m->n_processes; i++) {
+                struct tracked_process *p = m->processes[i];
+
+                if (p->held && process_queues_on_gpu(&p->queues, g->gpu_id)) {
+                        log_warning("Process %d: its hold ends, GPU %u backs off (gpreemptctl suspend it again after)",
+                                    (int)p->pid, g->gpu_id);
+                        manager_hold(m, p, false);
+                }
+        }
+        rearm_policy(m);
 }
 
 /*
@@ -458,7 +643,7 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
 {
         struct tracked_process *p = userdata;
         struct manager *m = p->manager;
-        enum gpu_fault fault;
+        enum gpu_fault_kind fault;
 
         if (call->result == -GP_ERR_TARGET_GONE)
                 return; /* it exited or exec'd: the session's end is reported, and p removed */
@@ -467,7 +652,8 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
         if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_POLICY)
                 policy_call_done(m, call);
         if (call_faulted(call, &fault)) {
-                gpu_faulted(m, p, call->gpu_id, call->suspend, fault, call->why);
+                gpu_faulted(m, p, call->gpu_id, call->suspend, fault, call->result < 0 ? call->result : 0,
+                            call->why);
                 return;
         }
         if (call->result < 0) {
@@ -511,9 +697,16 @@ static void rearm_policy(struct manager *m)
         uint64_t next = POLICY_NEVER;
 
         for (size_t i = 0; i < m->n_gpus; i++) {
-                uint64_t d = policy_next_deadline(&m->gpus[i].policy);
+                const struct gpu *g = &m->gpus[i];
+                uint64_t d = policy_next_deadline(&g->policy);
+                uint64_t backoff_end = gpu_backoff_deadline(&g->backoff);
+
                 if (d < next)
                         next = d;
+                if (backoff_end && backoff_end < next)
+                        next = backoff_end;
+                if (g->suspend_retry_us && g->suspend_retry_us < next)
+                        next = g->suspend_retry_us;
         }
         for (size_t i = 0; i < m->n_processes; i++)
                 if (m->processes[i]->held) {
@@ -534,8 +727,14 @@ static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct manager *m = userdata;
         uint64_t now = manager_now(m);
 
-        for (size_t i = 0; i < m->n_gpus; i++)
-                gpu_apply(m, &m->gpus[i], policy_tick(&m->gpus[i].policy, now), 0);
+        for (size_t i = 0; i < m->n_gpus; i++) {
+                struct gpu *g = &m->gpus[i];
+
+                gpu_check_backoff_end(m, g, now);
+                if (g->suspend_retry_us <= now)
+                        g->suspend_retry_us = 0;
+                gpu_apply(m, g, policy_tick(&g->policy, now), 0);
+        }
         for (size_t i = 0; i < m->n_processes; i++)
                 if (m->processes[i]->held)
                         hold_apply(m, m->processes[i], policy_tick(&m->processes[i]->hold_policy, now));
@@ -674,22 +873,19 @@ static void on_online_gone(pid_t pid, void *userdata)
         count_online_queues(m);
 }
 
-static void watch_online(struct manager *m, struct tracked_process *p)
+/* What a read of p's queue addresses found: the detector watches them. */
+static void watch_queues(struct manager *m, struct tracked_process *p, int error, const struct online_queues *q)
 {
-        struct detector_queue_addr *queues = NULL;
-        size_t n = 0;
+        size_t n = error < 0 ? 0 : q->n_queues;
         int r;
 
-        r = online_queues_read(m->paths.sysfs_root, p->pid, &queues, &n);
-        if (r < 0) {
+        if (error < 0) {
                 m->errors[METRICS_ERROR_WATCH]++;
-                log_warning_errno(r, "Process %d: cannot read its queue addresses from debugfs mqds; "
-                                     "its GPU work goes unnoticed until this works (is debugfs mounted, "
-                                     "and gpreemptd root?)", (int)p->pid);
-                n = 0;
+                log_warning_errno(error, "Process %d: cannot read its queue addresses from debugfs mqds; "
+                                         "its GPU work goes unnoticed until this works (is debugfs mounted, "
+                                         "and gpreemptd root?)", (int)p->pid);
         }
-        r = detector_watch(m->detector, p->pid, queues, n);
-        free(queues);
+        r = detector_watch(m->detector, p->pid, error < 0 ? NULL : q->queues, n);
         if (r < 0) {
                 m->errors[METRICS_ERROR_WATCH]++;
                 log_warning_errno(r, "Process %d: cannot watch its %zu queues", (int)p->pid, n);
@@ -698,7 +894,53 @@ static void watch_online(struct manager *m, struct tracked_process *p)
         if (n != p->n_watched_queues)
                 log_info("Process %d: watching %zu online queues", (int)p->pid, n);
         p->n_watched_queues = n;
+        count_online_queues(m);
         arm_detector(m, manager_now(m));
+}
+
+static void watch_online(struct manager *m, struct tracked_process *p);
+
+/* On the loop: a read of watch_online() is done (result: struct online_queues, NULL after a failure). */
+static void on_online_queues_read(uint64_t key, int error, void *result, void *userdata)
+{
+        struct manager *m = userdata;
+        struct tracked_process *p = manager_find_process(m, (pid_t)key);
+
+        if (!p || !p->managed || p->class != WORKLOAD_CLASS_ONLINE) {
+                /* no longer watched: the read is of no use */
+        } else if (p->watch_again) {
+                /* its queues changed after this read began: read them again */
+                p->watch_again = false;
+                watch_online(m, p);
+        } else
+                watch_queues(m, p, error, result);
+        online_queues_free(result);
+}
+
+/*
+ * Reads p's queue addresses from debugfs mqds on the helper thread
+ * (background-read.h): the read takes every KFD process's mutex, and must
+ * not hold the loop for as long as any of their ioctls holds one
+ * (kfd-hazards.md §4). on_online_queues_read() goes on.
+ */
+static void watch_online(struct manager *m, struct tracked_process *p)
+{
+        struct background_read_job job;
+        int r = online_queues_job(m->paths.sysfs_root, p->pid, on_online_queues_read, m, &job);
+
+        if (r >= 0) {
+                r = background_read_submit(m->reads, &job);
+                if (r < 0)
+                        job.free_arg(job.arg);
+        }
+        if (r == -EBUSY) {
+                p->watch_again = true; /* a read under way may have begun before the change */
+                return;
+        }
+        if (r < 0) {
+                m->errors[METRICS_ERROR_WATCH]++;
+                log_warning_errno(r, "Process %d: cannot read its queue addresses", (int)p->pid);
+        }
 }
 
 /* ---- processes ---- */
@@ -1087,6 +1329,10 @@ static void apply_class(struct manager *m, struct tracked_process *p)
         if (!want_session)
                 let_go(m, p);
         identify_process_metrics(m, p);
+        if (!want_watch) {
+                background_read_cancel(m->reads, (uint64_t)p->pid);
+                p->watch_again = false;
+        }
         if (!want_watch && p->n_watched_queues) {
                 detector_unwatch(m->detector, p->pid);
                 p->n_watched_queues = 0;
@@ -1272,6 +1518,7 @@ static void forget_process(struct manager *m, struct tracked_process *p)
         discovery_forget(m->discovery, p->pid);
         end_session(p);
         retire_process_metrics(m, p);
+        background_read_cancel(m->reads, (uint64_t)p->pid);
         detector_unwatch(m->detector, p->pid);
         sd_event_source_disable_unref(p->exit_source);
         close(p->pidfd);
@@ -1406,6 +1653,7 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
         if (!m)
                 return -ENOMEM;
         m->event = sd_event_ref(event);
+        m->kfd_fd = -1;
         m->config = config;
         m->started_us = manager_now(m);
         m->paths = *paths;
@@ -1415,6 +1663,10 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
         r = preemption_worker_new(event, SD_EVENT_PRIORITY_IMPORTANT, &gp_opts, &session_callbacks, m, &m->worker);
         if (r >= 0)
                 r = detector_new(&callbacks, m, event, config->daemon.detector_mode, &m->detector);
+        if (r >= 0)
+                r = detector_set_proc_root(m->detector, m->paths.proc_root);
+        if (r >= 0)
+                r = background_read_new(event, SD_EVENT_PRIORITY_NORMAL, &m->reads);
         if (r >= 0)
                 r = discovery_new(event, m->paths.sysfs_root, config->daemon.discovery_interval_us,
                                   &discovery_callbacks, m, &m->discovery);
@@ -1480,6 +1732,11 @@ int manager_reload(struct manager *m, struct diag *diag)
         log_set_level(fresh->daemon.log_level);
         loop_scheduling_apply(&m->scheduling, fresh->daemon.realtime_priority, fresh->daemon.realtime_cpu_percent);
         detector_set_mode(m->detector, fresh->daemon.detector_mode);
+        for (size_t i = 0; i < m->n_gpus; i++) {
+                struct gpu_backoff_settings backoff = backoff_settings(fresh);
+
+                gpu_backoff_update_settings(&m->gpus[i].backoff, &backoff, manager_now(m));
+        }
         m->reloads++;
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];
@@ -1501,6 +1758,8 @@ void manager_free(struct manager *m)
         while (m->n_processes)
                 remove_process(m, m->processes[0]);
         free(m->processes);
+        /* waits for a read in progress, if any: one in the kernel cannot be interrupted */
+        m->reads = background_read_free(m->reads);
         /* after the sessions' ends: it waits for them to be detached */
         preemption_worker_free(m->worker);
         registrations_done(&m->registrations);
@@ -1510,6 +1769,10 @@ void manager_free(struct manager *m)
         loop_scheduling_done(&m->scheduling);
         metrics_retired_done(&m->metrics_retired);
         detector_free(m->detector);
+        for (size_t i = 0; i < m->n_gpus; i++)
+                smi_events_free(m->gpus[i].smi);
+        if (m->kfd_fd >= 0)
+                close(m->kfd_fd);
         config_free(m->config);
         paths_done(&m->paths);
         sd_event_unref(m->event);

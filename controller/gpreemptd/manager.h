@@ -27,6 +27,7 @@
 #include "cluster-identity.h"
 #include "cgroup-freezer.h"
 #include "config.h"
+#include "gpu-backoff.h"
 #include "paths.h"
 #include "policy.h"
 #include "process-queues.h"
@@ -38,9 +39,11 @@
 #define MANAGER_MAX_GPUS PROCESS_QUEUES_MAX_GPUS
 _Static_assert(MANAGER_MAX_GPUS == METRICS_MAX_GPUS, "a process's counters are kept per GPU index");
 
+struct background_read;
 struct detector;
 struct discovery;
 struct preemption_worker;
+struct smi_events;
 struct varlink_server;
 struct worker_session;
 
@@ -57,6 +60,10 @@ struct gpu {
         struct policy_gpu policy;
         struct gpu_batch batch;
         struct metrics_gpu metrics;
+        struct gpu_backoff backoff;     /* faults stop preemption here for a while; the rate limit */
+        uint64_t suspend_retry_us;      /* a refused suspension is asked again then (CLOCK_MONOTONIC); 0: none */
+        uint64_t faults[_GPU_FAULT_KIND_MAX]; /* by kind, for the metrics */
+        struct smi_events *smi;         /* its KFD SMI events (GPU resets), NULL where the kernel has none */
 };
 
 struct tracked_process {
@@ -72,6 +79,7 @@ struct tracked_process {
         struct policy_params policy;
         struct process_queues queues; /* as sysfs lists them */
         size_t n_watched_queues;  /* online: queues the detector reads */
+        bool watch_again;         /* online: its queues changed while their addresses were being read */
         struct worker_session *session; /* offline: the debug session, on the worker (attaching until it reports) */
         char *session_error;      /* offline: why there is no session */
         uint64_t attach_retry_us; /* offline, not attached: the wait before the next try; 0: no more tries */
@@ -96,6 +104,7 @@ struct manager {
         struct varlink_server *varlink;
         struct detector *detector;
         struct discovery *discovery;
+        struct background_read *reads;    /* debugfs mqds, read off the loop */
         struct preemption_worker *worker; /* the tracer of every offline process */
         struct tracked_process **processes;
         size_t n_processes;
@@ -111,6 +120,8 @@ struct manager {
         struct loop_scheduling scheduling;
         struct metrics_retired metrics_retired; /* the counts of processes gone or re-identified */
         uint64_t errors[_METRICS_ERROR_MAX];
+        int kfd_fd;          /* the daemon's own /dev/kfd, for the GPUs' SMI events; -1 until the first GPU */
+        bool smi_unavailable; /* opening it or subscribing failed in a way that would fail for every GPU */
 };
 
 int manager_new(sd_event *event, struct paths *paths, struct config *config, struct manager **ret_manager);

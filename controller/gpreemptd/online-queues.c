@@ -2,6 +2,7 @@
 #include "online-queues.h"
 
 #include <errno.h>
+#include <string.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,5 +54,72 @@ int online_queues_read(const char *sysfs_root, pid_t pid, struct detector_queue_
         qf_mqds_clear(&mqds);
         *ret_queues = queues;
         *ret_n_queues = n;
+        return 0;
+}
+
+struct online_queues_request {
+        char *sysfs_root;
+        pid_t pid;
+};
+
+static void request_free(void *arg)
+{
+        struct online_queues_request *req = arg;
+
+        free(req->sysfs_root);
+        free(req);
+}
+
+void online_queues_free(void *result)
+{
+        struct online_queues *q = result;
+
+        if (!q)
+                return;
+        free(q->queues);
+        free(q);
+}
+
+/* On the helper thread. */
+static int read_job(void *arg, void **ret_result)
+{
+        const struct online_queues_request *req = arg;
+        struct online_queues *q = calloc(1, sizeof(*q));
+        int r;
+
+        if (!q)
+                return -ENOMEM;
+        r = online_queues_read(req->sysfs_root, req->pid, &q->queues, &q->n_queues);
+        if (r < 0) {
+                free(q);
+                return r;
+        }
+        *ret_result = q;
+        return 0;
+}
+
+int online_queues_job(const char *sysfs_root, pid_t pid,
+                      void (*done)(uint64_t key, int r, void *result, void *userdata), void *userdata,
+                      struct background_read_job *ret_job)
+{
+        struct online_queues_request *req = calloc(1, sizeof(*req));
+
+        if (!req)
+                return -ENOMEM;
+        req->pid = pid;
+        req->sysfs_root = strdup(sysfs_root);
+        if (!req->sysfs_root) {
+                free(req);
+                return -ENOMEM;
+        }
+        *ret_job = (struct background_read_job){
+                .key = (uint64_t)pid,
+                .read = read_job,
+                .done = done,
+                .free_result = online_queues_free,
+                .free_arg = request_free,
+                .arg = req,
+                .userdata = userdata,
+        };
         return 0;
 }

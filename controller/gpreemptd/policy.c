@@ -104,7 +104,7 @@ static enum policy_action evaluate(struct policy_gpu *g, uint64_t now)
                 if (g->window_suspended_us >= window_budget_us(p))
                         return do_resume(g, now, POLICY_RESUMED_SHARE);
                 if (!g->online_busy && now - g->idle_since >= p->hold_off_us &&
-                    now - g->suspended_since >= p->coalesce_us)
+                    now - g->suspended_since >= p->coalesce_us && now >= g->resume_not_before)
                         return do_resume(g, now, POLICY_RESUMED_IDLE);
                 return POLICY_ACTION_NONE;
         }
@@ -157,14 +157,26 @@ uint64_t policy_next_deadline(const struct policy_gpu *g)
                 /* the budget renews at the window's end, so accounting must run there too */
                 d = min_u64(d, window_end);
                 if (!g->online_busy)
-                        d = min_u64(d, max_u64(g->idle_since + p->hold_off_us,
-                                               g->suspended_since + p->coalesce_us));
+                        d = min_u64(d, max_u64(max_u64(g->idle_since + p->hold_off_us,
+                                                       g->suspended_since + p->coalesce_us),
+                                               g->resume_not_before));
                 return d;
         }
         if (!g->online_busy)
                 return POLICY_NEVER;
         /* busy but held off by a bound: wake when offline's slice or the window ends */
         return g->offline_run_until > g->accounted_until ? g->offline_run_until : window_end;
+}
+
+void policy_resume_not_before(struct policy_gpu *g, uint64_t not_before_us)
+{
+        g->resume_not_before = not_before_us;
+}
+
+enum policy_action policy_resume_for_fault(struct policy_gpu *g, uint64_t now_us)
+{
+        account(g, now_us);
+        return g->suspended ? do_resume(g, now_us, POLICY_RESUMED_FAULT) : POLICY_ACTION_NONE;
 }
 
 void policy_action_failed(struct policy_gpu *g, enum policy_action a, uint64_t now_us)

@@ -32,6 +32,7 @@ enum policy_resume_reason {
         POLICY_RESUMED_IDLE,
         POLICY_RESUMED_MAX_SUSPEND,
         POLICY_RESUMED_SHARE,
+        POLICY_RESUMED_FAULT, /* the GPU faulted: everything there runs during its back-off (gpu-backoff.h) */
         _POLICY_RESUMED_MAX,
 };
 
@@ -50,6 +51,7 @@ struct policy_gpu {
         uint64_t busy_since;      /* valid while online_busy */
         uint64_t suspended_since; /* valid while suspended */
         uint64_t offline_run_until; /* a bound forced a resume: no suspension before this */
+        uint64_t resume_not_before; /* the rate limit: an idle resume waits until the next suspension may come */
         uint64_t window_start;
         uint64_t window_suspended_us; /* suspended time inside the current window */
         uint64_t accounted_until;     /* window accounting is done up to here */
@@ -68,6 +70,16 @@ enum policy_action policy_online_idle(struct policy_gpu *g, uint64_t since_us, u
 enum policy_action policy_tick(struct policy_gpu *g, uint64_t now_us);
 /* When policy_tick next has something to do; POLICY_NEVER if nothing is pending. */
 uint64_t policy_next_deadline(const struct policy_gpu *g);
+
+/*
+ * An idle resume of the suspension in progress waits until now_us at least:
+ * resuming while the next suspension would be refused (the rate limit,
+ * gpu_backoff_next_suspend_us()) leaves the next online burst unprotected.
+ * The bounds (MaxSuspendMs, the offline share) still end it.
+ */
+void policy_resume_not_before(struct policy_gpu *g, uint64_t not_before_us);
+/* The GPU faulted: offline work there resumes now (POLICY_ACTION_RESUME), or NONE when it runs already. */
+enum policy_action policy_resume_for_fault(struct policy_gpu *g, uint64_t now_us);
 
 /*
  * The caller could not carry out an action (e.g. no offline queue on the GPU

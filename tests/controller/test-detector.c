@@ -6,7 +6,9 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "detector-gpu-status.h"
@@ -87,6 +89,92 @@ static void test_write_index_and_outstanding_work(void **state)
         assert_int_equal(s.gone, pid);
         assert_int_equal(detector_n_queues(d), 0);
         detector_free(d);
+}
+
+/*
+ * Queue memory process_vm_readv cannot read is read through /proc/PID/mem
+ * (queue-memory.h): a queue in a PROT_NONE page of this process, written
+ * through a second, writable mapping of the same memory, is seen to work
+ * and to go idle as any other. (A PROT_NONE page meets the EFAULT of
+ * get_user_pages as a VM_PFNMAP GTT mapping does; test-queue-memory.c.)
+ */
+static void test_queue_process_vm_readv_cannot_read_is_seen(void **state)
+{
+        long page = sysconf(_SC_PAGESIZE);
+        int fd = memfd_create("queue", MFD_CLOEXEC);
+        volatile uint64_t *writable;
+        const unsigned char *hidden;
+        struct detector_queue_addr addr;
+        struct detector *d;
+        struct seen s = { 0 };
+
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, page), 0);
+        writable = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        hidden = mmap(NULL, page, PROT_NONE, MAP_SHARED, fd, 0);
+        assert_true(writable != MAP_FAILED && hidden != MAP_FAILED);
+        addr = (struct detector_queue_addr){
+                .gpu_id = 1,
+                .write_pointer_address = (uint64_t)(uintptr_t)(hidden + FAKE_WRITE_OFFSET),
+                .read_pointer_address = (uint64_t)(uintptr_t)(hidden + FAKE_READ_OFFSET),
+        };
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_watch(d, getpid(), &addr, 1), 0);
+        detector_poll(d, 100);
+        assert_int_equal(s.busy[1], 0);
+        writable[FAKE_WRITE_OFFSET / sizeof(uint64_t)] = 2;
+        detector_poll(d, 200);
+        assert_int_equal(s.busy[1], 1);
+        writable[FAKE_READ_OFFSET / sizeof(uint64_t)] = 2;
+        detector_poll(d, 300);
+        assert_int_equal(s.idle[1], 1);
+        assert_int_equal(s.gone, 0);
+        detector_free(d);
+        munmap((void *)writable, page);
+        munmap((void *)hidden, page);
+        close(fd);
+}
+
+/*
+ * A process whose queues cannot be read either way counts busy, never
+ * idle, and its queues say why. The reader is a child that gave up root,
+ * so that reading a root process is refused (EPERM).
+ */
+static void test_unreadable_queue_counts_busy(void **state)
+{
+        struct fake_online_process f;
+        struct detector_queue_addr addr;
+        int status;
+        pid_t reader;
+
+        fake_online_process_start(&f, 1);
+        addr = fake_queue_addr(&f, 0, 1);
+        reader = fork();
+        assert_true(reader >= 0);
+        if (reader == 0) {
+                struct detector_queue_status q = { 0 };
+                struct seen s = { 0 };
+                struct detector *d;
+
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(10);
+                if (detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d) < 0 ||
+                    detector_watch(d, f.pid, &addr, 1) < 0)
+                        _exit(11);
+                detector_poll(d, 100);
+                if (detector_process_queues(d, f.pid, &q, 1) != 1 || q.read_error != -EPERM)
+                        _exit(12);
+                if (s.busy[1] != 1 || s.idle[1] != 0 || s.gone != 0)
+                        _exit(13);
+                detector_free(d);
+                _exit(0);
+        }
+        assert_int_equal(waitpid(reader, &status, 0), reader);
+        fake_online_process_stop(&f);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("the reader as nobody ended with status %#x (10: cannot drop root, 12: no EPERM read "
+                         "error, 13: not counted busy)",
+                         status);
 }
 
 static void test_unmapped_queue_counts_idle(void **state)
@@ -311,6 +399,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_write_index_and_outstanding_work),
                 cmocka_unit_test(test_unmapped_queue_counts_idle),
+                cmocka_unit_test(test_queue_process_vm_readv_cannot_read_is_seen),
+                cmocka_unit_test(test_unreadable_queue_counts_busy),
                 cmocka_unit_test(test_quick_look_reads_quiet_processes_in_turn),
                 cmocka_unit_test(test_quick_look_turn_is_per_gpu),
                 cmocka_unit_test(test_look_gives_way_between_processes),

@@ -106,6 +106,44 @@ static void test_idle_reported_late_counts_from_its_start(void **state)
         assert_int_equal(policy_online_idle(&g, 1 * MS, 5 * MS), POLICY_ACTION_RESUME);
 }
 
+/* The rate limit keeps an idle resume until the next suspension could come; the bounds still win. */
+static void test_resume_not_before(void **state)
+{
+        struct policy_params p = params();
+        struct policy_gpu g;
+
+        policy_gpu_init(&g, &p, 0);
+        assert_int_equal(policy_online_busy(&g, 10 * MS), POLICY_ACTION_SUSPEND);
+        policy_resume_not_before(&g, 30 * MS);
+        assert_int_equal(policy_online_idle(&g, 12 * MS, 12 * MS), POLICY_ACTION_NONE);
+        assert_int_equal(policy_next_deadline(&g), 30 * MS);
+        assert_int_equal(policy_tick(&g, 14 * MS), POLICY_ACTION_NONE);
+        assert_int_equal(policy_tick(&g, 30 * MS), POLICY_ACTION_RESUME);
+
+        /* MaxSuspendMs= ends it whatever the rate limit says */
+        assert_int_equal(policy_online_busy(&g, 40 * MS), POLICY_ACTION_SUSPEND);
+        policy_resume_not_before(&g, 10000 * MS);
+        assert_int_equal(policy_online_idle(&g, 41 * MS, 41 * MS), POLICY_ACTION_NONE);
+        assert_int_equal(policy_next_deadline(&g), 540 * MS);
+        assert_int_equal(policy_tick(&g, 540 * MS), POLICY_ACTION_RESUME);
+        assert_int_equal(g.stats.resumes[POLICY_RESUMED_MAX_SUSPEND], 1);
+}
+
+/* A fault resumes a suspension at once, counted as such; with nothing suspended it does nothing. */
+static void test_resume_for_fault(void **state)
+{
+        struct policy_params p = params();
+        struct policy_gpu g;
+
+        policy_gpu_init(&g, &p, 0);
+        assert_int_equal(policy_resume_for_fault(&g, 1 * MS), POLICY_ACTION_NONE);
+        assert_int_equal(policy_online_busy(&g, 10 * MS), POLICY_ACTION_SUSPEND);
+        assert_int_equal(policy_resume_for_fault(&g, 15 * MS), POLICY_ACTION_RESUME);
+        assert_false(g.suspended);
+        assert_int_equal(g.stats.resumes[POLICY_RESUMED_FAULT], 1);
+        assert_int_equal(policy_suspended_us(&g, 20 * MS), 5 * MS);
+}
+
 static void test_max_suspend_then_offline_slice(void **state)
 {
         struct policy_params p = params();
@@ -293,6 +331,8 @@ int main(void)
                 cmocka_unit_test(test_random_traffic_keeps_every_bound),
                 cmocka_unit_test(test_params_mix),
                 cmocka_unit_test(test_online_busy_time),
+                cmocka_unit_test(test_resume_not_before),
+                cmocka_unit_test(test_resume_for_fault),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
