@@ -557,23 +557,34 @@ static uint64_t gpu_progress_in(struct emulated_app *a, uint64_t read_pointer, i
         return after - before;
 }
 
-static bool is_stopped_by_sigstop(struct json_object *p)
+/* The daemon's calls run on its preemption worker: Status says a process
+ * stopped as soon as the stop is seen, and its queues are suspended once
+ * the calls that follow return. */
+static bool no_call_in_flight(struct json_object *p)
+{
+        return status_int(p, "suspends_in_flight") == 0 && status_int(p, "resumes_in_flight") == 0;
+}
+
+static bool is_stopped_by(struct json_object *p, const char *signal_name)
 {
         const char *by = status_string(p, "stopped_by");
 
-        return p && by && strcmp(by, "SIGSTOP") == 0;
+        return p && by && strcmp(by, signal_name) == 0 && no_call_in_flight(p);
+}
+
+static bool is_stopped_by_sigstop(struct json_object *p)
+{
+        return is_stopped_by(p, "SIGSTOP");
 }
 
 static bool is_stopped_by_sigtstp(struct json_object *p)
 {
-        const char *by = status_string(p, "stopped_by");
-
-        return p && by && strcmp(by, "SIGTSTP") == 0;
+        return is_stopped_by(p, "SIGTSTP");
 }
 
 static bool is_not_stopped(struct json_object *p)
 {
-        return p && status_bool(p, "attached") && !status_string(p, "stopped_by");
+        return p && status_bool(p, "attached") && !status_string(p, "stopped_by") && no_call_in_flight(p);
 }
 
 static void assert_gpu_still(struct fixture *f, uint64_t read_pointer, const char *why)
