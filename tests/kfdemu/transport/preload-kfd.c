@@ -391,8 +391,11 @@ static ssize_t smi_write(int fd, const void *buf, size_t count)
         return sizeof(uint64_t);
 }
 
-PRELOAD_EXPORT ssize_t read(int fd, void *buf, size_t count)
+/* A read of a KFD file or an SMI fd, answered as the kernel answers it;
+ * *forward when fd is neither and the real read must run. */
+static ssize_t peer_read(int fd, void *buf, size_t count, bool *forward)
 {
+        *forward = false;
         switch (peer_kind_of(fd)) {
         case PEER_KFD_FILE:
                 errno = EINVAL;
@@ -402,7 +405,16 @@ PRELOAD_EXPORT ssize_t read(int fd, void *buf, size_t count)
         case PEER_OTHER:
                 break;
         }
-        return REAL(read)(fd, buf, count);
+        *forward = true;
+        return 0;
+}
+
+PRELOAD_EXPORT ssize_t read(int fd, void *buf, size_t count)
+{
+        bool forward;
+        ssize_t r = peer_read(fd, buf, count, &forward);
+
+        return forward ? REAL(read)(fd, buf, count) : r;
 }
 
 /* Declared by <unistd.h> only under _FORTIFY_SOURCE. */
@@ -410,16 +422,10 @@ ssize_t __read_chk(int fd, void *buf, size_t count, size_t buf_size);
 
 PRELOAD_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buf_size)
 {
-        switch (peer_kind_of(fd)) {
-        case PEER_KFD_FILE:
-                errno = EINVAL;
-                return -1;
-        case PEER_SMI:
-                return smi_read(fd, buf, count);
-        case PEER_OTHER:
-                break;
-        }
-        return REAL(__read_chk)(fd, buf, count, buf_size);
+        bool forward;
+        ssize_t r = peer_read(fd, buf, count, &forward);
+
+        return forward ? REAL(__read_chk)(fd, buf, count, buf_size) : r;
 }
 
 PRELOAD_EXPORT ssize_t write(int fd, const void *buf, size_t count)
