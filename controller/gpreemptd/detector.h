@@ -17,8 +17,9 @@
  * whose every queue is armed needs no polling at all until then. On that
  * first trap the GPU's breakpoints are disarmed (the online process would
  * otherwise pay a debug trap per store) and polling follows the work until
- * the queues drain; then they are armed again at once and read once more,
- * so a store between the last poll and the arming is not missed. At most four queues of
+ * the queues drain and stay idle for the arm delay; then they are armed
+ * again and read once more, so a store between the last poll and the arming
+ * is not missed. At most four queues of
  * a process are watched so (the debug registers of x86); the others, and any
  * queue the kernel refuses a breakpoint for, are polled.
  *
@@ -82,11 +83,12 @@ int detector_new(const struct detector_callbacks *cb, void *userdata, sd_event *
                  struct detector **ret_detector);
 void detector_free(struct detector *d);
 /*
- * A process whose queues on a GPU moved within this long is active: the
- * busy cadence's quick looks read it every time (default 0: every process
- * is quiet, read in turn).
+ * Breakpoints are armed only once a GPU's online side has been idle this
+ * long (default 0: at once). Within a burst the caller polls fast anyway,
+ * and arming and disarming each take a call per thread and queue, so
+ * re-arming at every gap of a burst costs more than it saves.
  */
-void detector_set_active_window(struct detector *d, uint64_t active_window_us);
+void detector_set_arm_delay(struct detector *d, uint64_t arm_after_idle_us);
 /* Changes the mode; every watched queue is planned again. Returns 0 or -EINVAL (no loop for breakpoints). */
 int detector_set_mode(struct detector *d, enum detector_mode mode);
 
@@ -111,7 +113,7 @@ void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us);
 /*
  * The same, for the busy cadence: reads only the processes whose queues
- * moved within the active window, and in turn one of the quiet ones (the one
+ * moved within the arm delay, and in turn one of the quiet ones (the one
  * read longest ago); the other quiet ones count as they were at their last
  * read. A quiet process that starts work on a GPU that is busy anyway is
  * seen when its turn comes: within as many looks as the GPU has quiet
@@ -125,11 +127,5 @@ size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, 
 /* How pid's queues are watched, up to max; returns how many were written. */
 size_t detector_process_queues(const struct detector *d, pid_t pid, struct detector_queue_status *out, size_t max);
 
-/*
- * Whether gpu_id's online side is busy, or one of its polled queues (no
- * breakpoint) moved within the last recent_us: work that only a look would
- * see may come soon. Work on queues under breakpoints does not count: a
- * store there wakes the loop.
- */
-bool detector_gpu_polled_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us,
-                                       uint64_t recent_us);
+/* Whether online work was seen on gpu_id within the last recent_us. */
+bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us);
