@@ -340,7 +340,8 @@ def print_table(summary, mode, args):
         b = summary["breakpoint_store_cost"]
         print(f"a store of the online process: {fmt(b['store_plain_ns'], ' ns')} without a breakpoint, "
               f"{fmt(b['store_armed_ns'], ' ns')} with one armed (each traps), "
-              f"{fmt(b['store_disarmed_ns'], ' ns')} disarmed")
+              f"{fmt(b['store_disarmed_ns'], ' ns')} disarmed; arming a breakpoint {fmt(b['arm_ns'], ' ns')}, "
+              f"disarming it {fmt(b['disarm_ns'], ' ns')} (one thread and queue)")
     for s in summary.get("stages", []):
         print(f"stages of the reaction, {s['case']} {s['detector']} ({s['runs']} runs under perf record; "
               f"wake-ups in the online process's context (a trap, or a timer interrupt there) "
@@ -476,7 +477,8 @@ def main():
                                    for k in ("wakeup_p50_us", "wakeup_p99_us", "wakeup_events")}
     if floors["store"]:
         summary["breakpoint_store_cost"] = {k: spread([r[k] for r in floors["store"]])
-                                            for k in ("store_plain_ns", "store_armed_ns", "store_disarmed_ns")}
+                                            for k in ("store_plain_ns", "store_armed_ns", "store_disarmed_ns",
+                                                      "arm_ns", "disarm_ns")}
     for (case, detector, scrape, rate), rs in results.items():
         if rs:
             summary["cases"].append(case_summary(mode, case, detector, scrape, rate, rs, floors["wakeup"], args))

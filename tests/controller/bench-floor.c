@@ -10,7 +10,9 @@
  *   bench-floor store N    what a write breakpoint costs the online process:
  *       a child stores to a word N times, timed, without a breakpoint and
  *       with one armed (write_watch, as the daemon arms it), the parent's
- *       loop draining its samples as the daemon would.
+ *       loop draining its samples as the daemon would; and what the daemon
+ *       pays to arm and disarm that breakpoint (one thread, one queue: a
+ *       perf ioctl each), the child waiting between rounds.
  *
  * Output: one JSON object. Simulated or not, these are this machine's.
  */
@@ -31,6 +33,8 @@
 #include "write-watch.h"
 
 #define MAX_EVENTS 200000
+/* Arm/disarm pairs timed per store benchmark. */
+#define ARM_TOGGLES 1000
 
 static int64_t now_ns(void)
 {
@@ -123,6 +127,27 @@ static void on_store(bool gone, void *userdata)
         ++*(long *)userdata;
 }
 
+/* The mean time of arming and of disarming a breakpoint, in ns. */
+static void arm_cost(struct write_watch *w, double *ret_arm_ns, double *ret_disarm_ns)
+{
+        int64_t arm = 0, disarm = 0;
+
+        for (int i = 0; i < ARM_TOGGLES; i++) {
+                int64_t t0 = now_ns(), t1, t2;
+
+                if (write_watch_set_enabled(w, true) < 0)
+                        die("cannot arm the breakpoint");
+                t1 = now_ns();
+                if (write_watch_set_enabled(w, false) < 0)
+                        die("cannot disarm the breakpoint");
+                t2 = now_ns();
+                arm += t1 - t0;
+                disarm += t2 - t1;
+        }
+        *ret_arm_ns = (double)arm / ARM_TOGGLES;
+        *ret_disarm_ns = (double)disarm / ARM_TOGGLES;
+}
+
 /* Runs one timed round of n stores in the child; returns ns per store. */
 static double store_round(struct store_shared *sh, sd_event *e, long n)
 {
@@ -139,7 +164,7 @@ static void store_cost(long n)
         struct write_watch *w = NULL;
         sd_event *e = NULL;
         long samples = 0;
-        double plain, armed, disarmed;
+        double plain, armed, disarmed, arm_ns, disarm_ns;
         pid_t child;
         int r;
 
@@ -173,13 +198,14 @@ static void store_cost(long n)
         armed = store_round(sh, e, n);
         write_watch_set_enabled(w, false);
         disarmed = store_round(sh, e, n);
+        arm_cost(w, &arm_ns, &disarm_ns);
         sh->go = 2;
         waitpid(child, NULL, 0);
         write_watch_free(w);
         sd_event_unref(e);
         printf("{\"stores\":%ld,\"store_plain_ns\":%.1f,\"store_armed_ns\":%.1f,\"store_disarmed_ns\":%.1f,"
-               "\"armed_wakeups_seen\":%ld}\n",
-               n, plain, armed, disarmed, samples);
+               "\"armed_wakeups_seen\":%ld,\"arm_ns\":%.1f,\"disarm_ns\":%.1f}\n",
+               n, plain, armed, disarmed, samples, arm_ns, disarm_ns);
         munmap(sh, sizeof(*sh));
 }
 
