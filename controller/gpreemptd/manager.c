@@ -440,14 +440,30 @@ static void gpu_faulted(struct manager *m, struct tracked_process *p, uint32_t g
         p->attach_retry_at = attach_again;
 }
 
-/* Whether a call's outcome is a fault (gpu_faulted()); *ret_kind says which. */
-static bool call_faulted(const struct worker_call *call, enum gpu_fault_kind *ret_kind)
+/* Whether the session still holds queues suspended where call was for (0: any GPU). */
+static bool call_left_suspended(const struct worker_session *ws, const struct worker_call *call)
+{
+        const struct held_session_state *state = worker_session_state(ws);
+
+        return call->gpu_id ? held_session_state_is_suspended(state, call->gpu_id)
+                            : state->all_suspended || state->n_suspended_gpus > 0;
+}
+
+/*
+ * Whether a call's outcome is a fault (gpu_faulted()); *ret_kind says which.
+ * A failed resume is one only while it leaves queues suspended: with the
+ * calls on the worker, a resume can follow a suspension that the kernel
+ * refused the same way (a runtime that never enabled debugging), and
+ * nothing is then held.
+ */
+static bool call_faulted(const struct worker_session *ws, const struct worker_call *call,
+                         enum gpu_fault_kind *ret_kind)
 {
         if (call->result == -ETIME)
                 *ret_kind = GPU_FAULT_TIMEOUT;
         else if (call->n_error)
                 *ret_kind = GPU_FAULT_QUEUE_ERROR;
-        else if (!call->suspend && call->result < 0)
+        else if (!call->suspend && call->result < 0 && call_left_suspended(ws, call))
                 *ret_kind = GPU_FAULT_CALL_ERROR;
         else
                 return false;
@@ -651,7 +667,7 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
         observe_reaction(m, call);
         if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_POLICY)
                 policy_call_done(m, call);
-        if (call_faulted(call, &fault)) {
+        if (call_faulted(ws, call, &fault)) {
                 gpu_faulted(m, p, call->gpu_id, call->suspend, fault, call->result < 0 ? call->result : 0,
                             call->why);
                 return;
