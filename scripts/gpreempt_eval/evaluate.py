@@ -4,6 +4,7 @@
 daemon's bounds. docs/evaluation.md explains what is measured and how.
 
   scripts/evaluate [--quick | --full] [--out DIR] [--build DIR] [--runs N] [--only SCENARIO]...
+                   [--node-config KEY=VALUE]... [--online-host-wait-us US]
   scripts/evaluate --report-only --out DIR
 
 --quick (the default) runs every scenario once, briefly, and checks the
