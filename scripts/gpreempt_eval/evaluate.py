@@ -4,6 +4,7 @@
 daemon's bounds. docs/evaluation.md explains what is measured and how.
 
   scripts/evaluate [--quick | --full] [--out DIR] [--build DIR] [--runs N] [--only SCENARIO]...
+                   [--node-config KEY=VALUE]... [--online-host-wait-us US]
   scripts/evaluate --report-only --out DIR
 
 --quick (the default) runs every scenario once, briefly, and checks the
@@ -66,6 +67,10 @@ def parse_args():
     p.add_argument("--node-config", action="append", default=[], metavar="KEY=VALUE",
                    help="a [GPU0] key of kfdemu-run(1) for every pass, e.g. ReadIndexAdvance=dispatch "
                         "(repeatable; the preemption-cost sweep keeps PreemptCostModel=constant)")
+    p.add_argument("--online-host-wait-us", type=float, default=0, metavar="US",
+                   help="end each online request with a barrier-AND the host releases US microseconds after "
+                        "its kernels are done (kfdemu-app --host-wait-us), as a HIP stream waiting on a host "
+                        "callback does: the online queue then looks busy to gpreemptd while the GPU is idle")
     p.add_argument("--gate", choices=("all", "ci"), default="all",
                    help="what decides the exit status: all = calibration and every target of "
                         "docs/evaluation.md §2; ci = calibration, online P99 <= 10 ms and offline >= 85%% "
@@ -74,6 +79,8 @@ def parse_args():
                    help="run nothing: rewrite the tables and plots from OUT/passes.json")
     args = p.parse_args()
     args.mode = args.mode or "quick"
+    if args.online_host_wait_us < 0:
+        p.error("--online-host-wait-us %g: give a time in microseconds, 0 or more" % args.online_host_wait_us)
     for key in args.node_config:
         if "=" not in key or "\n" in key or key.startswith("["):
             p.error("--node-config %r: expected KEY=VALUE, a key of kfdemu-run(1)'s [GPUn] sections" % key)
@@ -110,6 +117,10 @@ def main():
         plan["runs"] = args.runs
     build = runner.Build(args.build)
     workloads = runner.load_workloads()
+    if args.online_host_wait_us:
+        for sc in workloads["scenarios"]:
+            if sc["online"]:
+                workloads["workloads"][sc["online"]]["host_wait_us"] = args.online_host_wait_us
     scenarios = [s for s in workloads["scenarios"] if not args.only or s["name"] in args.only]
     realtime = runner.can_run_realtime()
     daemon_problem = build.daemon_problem()

@@ -164,10 +164,18 @@ def wait_attached(err, pid):
 
 
 def daemon_events(err, pid, t0, t1):
-    """Transitions of `pid` and the time it spent suspended within [t0, t1]."""
+    """Transitions of `pid`, the time it spent suspended within [t0, t1] and
+    its longest suspension there (what MaxSuspendMs= bounds)."""
     events = [(t, m.group(2)) for t, l in err.lines if l for m in [DAEMON_EVENT.search(l)]
               if m and int(m.group(1)) == pid]
-    suspended_s, since, n_suspend, n_resume = 0.0, None, 0, 0
+    suspended_s, longest_s, since, n_suspend, n_resume = 0.0, 0.0, None, 0, 0
+
+    def close(until):
+        nonlocal suspended_s, longest_s
+        span = max(0.0, min(until, t1) - max(since, t0))
+        suspended_s += span
+        longest_s = max(longest_s, span)
+
     for t, kind in events:
         if kind == "suspended":
             if since is None:
@@ -176,13 +184,14 @@ def daemon_events(err, pid, t0, t1):
                 n_suspend += 1
         else:
             if since is not None:
-                suspended_s += max(0.0, min(t, t1) - max(since, t0))
+                close(t)
             since = None
             if t0 <= t <= t1:
                 n_resume += 1
     if since is not None:
-        suspended_s += max(0.0, t1 - max(since, t0))
-    return {"suspends": n_suspend, "resumes": n_resume, "suspended_s": suspended_s}
+        close(t1)
+    return {"suspends": n_suspend, "resumes": n_resume, "suspended_s": suspended_s,
+            "longest_suspend_s": longest_s}
 
 
 def run(spec):

@@ -172,6 +172,8 @@ def app_argv(node, workload, role, rate=None, latency_log=None):
             "--kernel-us", str(workload["kernel_us"]), "--workgroups", str(workload["workgroups"])]
     if latency_log:
         argv += ["--latency-log", latency_log]
+    if workload.get("host_wait_us"):
+        argv += ["--host-wait-us", str(workload["host_wait_us"])]
     if node.emulated:
         # The workload models assume the runtime keeps ahead of the GPU
         # (a ResNet-18 request is 2.5 ms of back-to-back kernels). With a
@@ -275,6 +277,7 @@ def run_pass_once(node, workloads, scenario, variant, duration_s, preempt, polic
     row = {"scenario": scenario["name"], "variant": variant, "policy": policy.get("label", "default"), "commit": COMMIT,
            "duration_s": duration_s, "preempt_total_us": preempt_total_us(preempt), **preempt,
            "node_keys": " ".join(node_keys),
+           "online_host_wait_us": w[scenario["online"]].get("host_wait_us", 0) if scenario["online"] else 0,
            **{k: v for k, v in policy.items() if k != "label"}}
     with tempfile.TemporaryDirectory(prefix="gpreempt-eval-", dir=scratch_parent()) as tmp:
         spec = {"duration_s": duration_s, "warmup_s": 1.0, "online": None, "offline": None,
@@ -345,7 +348,7 @@ def flatten(row, result):
     if gp:
         row.update({"transitions": gp["suspends"] + gp["resumes"], "suspends": gp["suspends"],
                     "transitions_per_s": (gp["suspends"] + gp["resumes"]) / result["window_s"],
-                    "suspended_s": gp["suspended_s"],
+                    "suspended_s": gp["suspended_s"], "longest_suspend_ms": 1000 * gp["longest_suspend_s"],
                     "suspended_share": gp["suspended_s"] / result["window_s"] if result.get("window_s") else None,
                     "daemon_errors": len(gp["log_errors"])})
         if gp["log_errors"] and not row["error"]:

@@ -35,6 +35,9 @@ struct app_worker {
         /* The current request's first and last kernels' completion signals
          * (one kernel: only `last`). */
         struct emu_amd_signal first_signal, last_signal;
+        /* --host-wait-us: the dependency of the barrier-AND ending each
+         * request, which this thread sets once the host wait is over */
+        struct emu_amd_signal host_signal;
         /* a stop ends a sleep between requests; a lock of their own, so that a
          * report holding `lock` does not delay a request that falls due */
         pthread_mutex_t wake_lock;
@@ -143,9 +146,42 @@ static void publish(struct app_worker *w, uint64_t first, uint64_t end, int64_t 
                 *first_published = published;
 }
 
+/* The ring is full: the GPU must see what is written to make room, then
+ * the oldest packet has to go. `next` is the next packet to write. */
+static int wait_for_room(struct app_worker *w, uint64_t *unpublished, uint64_t next, int64_t *first_published)
+{
+        if (next > *unpublished) {
+                publish(w, *unpublished, next, first_published);
+                *unpublished = next;
+        }
+        return wait_consumed(w, next - w->identity.ring_packets, NULL);
+}
+
+/* With --host-wait-us: writes the barrier-AND that ends the request as
+ * packet `next`, its dependency armed for the host to set, and publishes
+ * everything up to it. */
+static int submit_host_barrier(struct app_worker *w, uint64_t unpublished, uint64_t next, int64_t *first_published)
+{
+        uint64_t index;
+        int r;
+
+        w->host_signal = (struct emu_amd_signal){.kind = EMU_AMD_SIGNAL_KIND_USER};
+        __atomic_store_n(&w->host_signal.value, 1, __ATOMIC_RELEASE);
+        while ((r = emu_aql_queue_write_barrier_and(w->queue, &w->host_signal, &index)) == -EAGAIN) {
+                r = wait_for_room(w, &unpublished, next, first_published);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        publish(w, unpublished, index + 1, first_published);
+        return 0;
+}
+
 /* Submits one request's kernels, ringing the doorbell after each or, with
- * --doorbell-per-request, once after all of them; ret_last is the last
- * packet's index, ret_published when the first was published. */
+ * --doorbell-per-request, once after all of them, and with --host-wait-us
+ * the barrier-AND after them; ret_last is the last kernel's index,
+ * ret_published when the first packet was published. */
 static int submit_request(struct app_worker *w, uint64_t *ret_last, int64_t *ret_published)
 {
         const struct app_options *o = w->job->opts;
@@ -166,13 +202,7 @@ static int submit_request(struct app_worker *w, uint64_t *ret_last, int64_t *ret
                                            : k == 0                        ? &w->first_signal
                                                                            : NULL;
                 while ((r = emu_aql_queue_write(w->queue, &launch, &rec)) == -EAGAIN) {
-                        /* Ring full: the GPU must see what is written to make
-                         * room, then the oldest packet has to go. */
-                        if (next > unpublished) {
-                                publish(w, unpublished, next, ret_published);
-                                unpublished = next;
-                        }
-                        r = wait_consumed(w, next - w->identity.ring_packets, NULL);
+                        r = wait_for_room(w, &unpublished, next, ret_published);
                         if (r < 0)
                                 return r;
                 }
@@ -187,7 +217,7 @@ static int submit_request(struct app_worker *w, uint64_t *ret_last, int64_t *ret
                 }
         }
         *ret_last = rec.index;
-        return 0;
+        return o->host_wait_ns ? submit_host_barrier(w, unpublished, next, ret_published) : 0;
 }
 
 /* Records a completed request: its latencies and its latency-log line.
@@ -214,6 +244,23 @@ static int record_request(struct app_worker *w, int64_t scheduled, int64_t publi
                         scheduled, last_end - (uint64_t)scheduled, completed - scheduled, published - scheduled,
                         first_start - (uint64_t)scheduled);
         return r;
+}
+
+/* --host-wait-us: the host sets the barrier's dependency the given time
+ * after the request's kernels are done, as a host callback or an event
+ * the host records would, and the queue moves on once the GPU has taken
+ * the barrier. The wait is the application's own time, not part of the
+ * request's latency; a request due meanwhile starts late, as it would
+ * behind a blocked stream. */
+static int release_host_barrier(struct app_worker *w, uint64_t barrier_index)
+{
+        bool waited = sleep_until(w, now_ns() + (int64_t)w->job->opts->host_wait_ns);
+
+        /* Set even when stopped: nothing else would release the barrier. */
+        __atomic_store_n(&w->host_signal.value, 0, __ATOMIC_RELEASE);
+        if (!waited)
+                return -ECANCELED;
+        return wait_consumed(w, barrier_index, NULL);
 }
 
 static bool claim_request(struct app_job *job)
@@ -263,6 +310,8 @@ static void *worker_main(void *userdata)
                         w->abandoned++;
                 }
                 pthread_mutex_unlock(&w->lock);
+                if (r == 0 && job->opts->host_wait_ns)
+                        r = release_host_barrier(w, last + 1);
                 if (r == -ECANCELED)
                         break;
                 if (r < 0) {

@@ -40,6 +40,7 @@ enum {
         OPT_DISPATCH_TIMES,
         OPT_LATENCY_LOG,
         OPT_DOORBELL_PER_REQUEST,
+        OPT_HOST_WAIT_US,
 };
 
 static const struct option long_options[] = {
@@ -76,6 +77,7 @@ static const struct option long_options[] = {
         {"dispatch-times", required_argument, NULL, OPT_DISPATCH_TIMES},
         {"latency-log", required_argument, NULL, OPT_LATENCY_LOG},
         {"doorbell-per-request", no_argument, NULL, OPT_DOORBELL_PER_REQUEST},
+        {"host-wait-us", required_argument, NULL, OPT_HOST_WAIT_US},
         {NULL, 0, NULL, 0},
 };
 
@@ -352,6 +354,13 @@ int app_options_parse(struct app_options *o, int argc, char **argv, char *error,
                 case OPT_DOORBELL_PER_REQUEST:
                         o->doorbell_per_request = true;
                         break;
+                case OPT_HOST_WAIT_US:
+                        if (parse_double(optarg, 0, APP_MAX_HOST_WAIT_US, &d) < 0)
+                                return fail(error, error_size,
+                                            "--host-wait-us \"%s\": give a time in microseconds from 0 to %.0f (0: no barrier).",
+                                            optarg, APP_MAX_HOST_WAIT_US);
+                        o->host_wait_ns = (uint64_t)llround(d * 1000.0);
+                        break;
                 case OPT_KERNEL_NAME:
                         if (strlen(optarg) == 0 || strlen(optarg) > APP_MAX_NAME)
                                 return fail(error, error_size, "--kernel-name: give 1 to %u characters.", APP_MAX_NAME);
@@ -398,6 +407,8 @@ void app_options_print_help(const char *program)
                "  -k, --kernels-per-request K kernels per request (default 1)\n"
                "      --doorbell-per-request  write a request's packets, then move the write index and\n"
                "                              ring the doorbell once (default: after each packet)\n"
+               "      --host-wait-us D        end each request with a barrier-AND on a signal the host\n"
+               "                              sets D us after the request's kernels are done (default 0: none)\n"
                "  -r, --rate R                open loop: R requests/s over all queues, latency from the scheduled time\n"
                "      --arrival fixed|poisson fixed intervals (default) or Poisson arrivals for --rate\n"
                "  -c, --continuous            closed loop: each queue runs requests back to back (default)\n"

@@ -12,6 +12,7 @@
 /* Limits on what the command line may ask for. */
 #define APP_MAX_QUEUES 1024u             /* KFD_MAX_NUM_OF_QUEUES_PER_PROCESS */
 #define APP_MAX_KERNEL_US 60000000.0     /* one minute per kernel */
+#define APP_MAX_HOST_WAIT_US 60000000.0  /* one minute per request */
 #define APP_MAX_KERNELS_PER_REQUEST 65536u
 #define APP_MAX_RATE 1000000.0           /* requests per second */
 #define APP_MAX_SECONDS 31536000.0       /* a year */
@@ -51,6 +52,7 @@ struct app_options {
         uint16_t workgroup_size;
         unsigned kernels_per_request;
         bool doorbell_per_request;    /* write a request's packets, then ring once */
+        uint64_t host_wait_ns;        /* --host-wait-us: 0 = requests end without a barrier */
         enum app_arrival arrival;
         double rate;
         double duration_s;       /* 0 = until stopped */

@@ -44,6 +44,13 @@
 #define AQL_DISPATCH_HEADER                                                           \
         (EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH | AQL_HEADER_BARRIER |                   \
          AQL_HEADER_ACQUIRE_AGENT | AQL_HEADER_RELEASE_AGENT)
+/* A barrier-AND that waits on a signal the host sets needs system-scope
+ * fences: the host's store must be visible to what follows the barrier. */
+#define AQL_HEADER_ACQUIRE_SYSTEM (2u << 9)
+#define AQL_HEADER_RELEASE_SYSTEM (2u << 11)
+#define AQL_BARRIER_AND_HEADER                                                        \
+        (EMU_AQL_PACKET_TYPE_BARRIER_AND | AQL_HEADER_BARRIER | AQL_HEADER_ACQUIRE_SYSTEM | \
+         AQL_HEADER_RELEASE_SYSTEM)
 #define AQL_DISPATCH_DIMENSIONS 1u
 #define KERNARG_BYTES 256u
 
@@ -344,6 +351,31 @@ int emu_aql_queue_write(struct emu_aql_queue *q, const struct emu_kernel_launch 
                         .private_segment_size = p->private_segment_size,
                         .group_segment_size = p->group_segment_size,
                 };
+        return 0;
+}
+
+int emu_aql_queue_write_barrier_and(struct emu_aql_queue *q, const struct emu_amd_signal *dependency,
+                                    uint64_t *ret_index)
+{
+        uint64_t index = q->write_index;
+        struct emu_aql_barrier_and_packet *p;
+
+        if (!dependency)
+                return -EINVAL;
+        if (index - emu_aql_queue_read_index(q) >= q->ring_packets)
+                return -EAGAIN;
+        _Static_assert(sizeof(*p) == sizeof(*q->ring), "one AQL slot");
+        p = (struct emu_aql_barrier_and_packet *)(void *)&q->ring[index & (q->ring_packets - 1)];
+        /* The body, then the header last with release, as for a dispatch. */
+        p->reserved0 = 0;
+        p->reserved1 = 0;
+        memset(p->dep_signal, 0, sizeof(p->dep_signal));
+        p->dep_signal[0] = (uintptr_t)dependency;
+        p->reserved2 = 0;
+        p->completion_signal = 0;
+        __atomic_store_n(&p->header, (uint16_t)AQL_BARRIER_AND_HEADER, __ATOMIC_RELEASE);
+        q->write_index = index + 1;
+        *ret_index = index;
         return 0;
 }
 

@@ -143,6 +143,16 @@ int emu_aql_queue_write(struct emu_aql_queue *queue, const struct emu_kernel_lau
                         struct emu_dispatch_record *ret_record);
 int64_t emu_aql_queue_publish(struct emu_aql_queue *queue);
 
+/* Writes (does not publish) a barrier-AND packet whose one dependency is
+ * `dependency`, as CLR does for hipStreamWaitEvent on an event the host
+ * completes: the packet processor holds it, and the read index below it,
+ * until everything before it has completed and the signal reads 0. The
+ * caller arms the signal (value > 0) before and keeps it alive until the
+ * packet is consumed. ret_index is the packet's index; -EAGAIN when the
+ * ring is full. */
+int emu_aql_queue_write_barrier_and(struct emu_aql_queue *queue, const struct emu_amd_signal *dependency,
+                                    uint64_t *ret_index);
+
 /* Waits until the GPU has consumed the packet with this index
  * (read_dispatch_id > index), at most timeout_ns: callers wait in slices so
  * that a suspended queue never keeps them from their own stop conditions.

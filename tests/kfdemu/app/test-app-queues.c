@@ -38,6 +38,14 @@
 /* The kfdemu-app binary under test, from the command line. */
 static const char *kfdemu_app_path;
 
+static int64_t now_monotonic_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * SECOND_NS + ts.tv_nsec;
+}
+
 static void runtime_up(struct emu_runtime **ret)
 {
         struct emu_runtime_options ro = {.runtime_enable = true};
@@ -137,6 +145,39 @@ static void test_dispatches_complete(void **state)
         assert_int_equal(emu_aql_queue_wait(q, 39, 5 * SECOND_NS), 0);
         assert_int_equal(emu_aql_queue_read_index(q), 40);
         assert_int_equal(emu_aql_queue_write_index(q), 40);
+        assert_int_equal(emu_aql_queue_destroy(q), 0);
+        assert_int_equal(emu_runtime_close(rt), 0);
+}
+
+/* A barrier-AND on a signal the host has not set holds the read index
+ * below the write index while the GPU is idle; setting the signal lets it
+ * through. */
+static void test_barrier_waits_for_host_signal(void **state)
+{
+        struct emu_runtime *rt;
+        struct emu_aql_queue *q;
+        struct emu_queue_options qo = {.priority = 7, .ring_packets = 16};
+        struct emu_amd_signal kernel_done, host = {.kind = EMU_AMD_SIGNAL_KIND_USER, .value = 1};
+        struct emu_kernel_launch launch = {.duration_ns = 100000, .workgroups = 8, .workgroup_size = 64,
+                                           .completion_signal = &kernel_done};
+        uint64_t barrier;
+
+        runtime_up(&rt);
+        qo.gpu_id = emu_runtime_gpu(rt, 0)->gpu_id;
+        assert_int_equal(emu_aql_queue_create(rt, &qo, &q), 0);
+        assert_int_equal(emu_aql_queue_write_barrier_and(q, NULL, &barrier), -EINVAL);
+        assert_int_equal(emu_aql_queue_write(q, &launch, NULL), 0);
+        assert_int_equal(emu_aql_queue_write_barrier_and(q, &host, &barrier), 0);
+        assert_int_equal(barrier, 1);
+        emu_aql_queue_publish(q);
+        assert_int_equal(emu_aql_queue_wait_signal(q, &kernel_done, 5 * SECOND_NS), 0);
+        /* Many barrier polls later the GPU is idle and the barrier still waits. */
+        assert_int_equal(emu_aql_queue_wait(q, barrier, 50 * 1000 * 1000), -ETIMEDOUT);
+        assert_int_equal(emu_aql_queue_read_index(q), 1);
+        assert_int_equal(emu_aql_queue_write_index(q), 2);
+        __atomic_store_n(&host.value, 0, __ATOMIC_RELEASE);
+        assert_int_equal(emu_aql_queue_wait(q, barrier, 5 * SECOND_NS), 0);
+        assert_int_equal(emu_aql_queue_read_index(q), 2);
         assert_int_equal(emu_aql_queue_destroy(q), 0);
         assert_int_equal(emu_runtime_close(rt), 0);
 }
@@ -392,6 +433,30 @@ static void test_app_doorbell_per_request(void **state)
         assert_true(times > lines / 40);
 }
 
+/* --host-wait-us: each request ends with a barrier the host releases after
+ * the wait, so requests take at least that long each, every barrier is
+ * consumed in the end, and the latency excludes the wait. */
+static void test_app_host_wait(void **state)
+{
+        struct app_run run;
+        json_object *report, *queues, *queue;
+        int64_t start = now_monotonic_ns();
+
+        app_start(&run, (char *[]){"--continuous", "--requests", "4", "--kernels-per-request", "2", "--kernel-us",
+                                   "300", "--host-wait-us", "40000", "--json", NULL});
+        assert_int_equal(app_wait_ready(&run), 1);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        assert_true(now_monotonic_ns() - start >= 4 * 40 * 1000 * 1000);
+        assert_int_equal(json_u64(report, "requests"), 4);
+        assert_true(json_object_object_get_ex(report, "queues", &queues));
+        queue = json_object_array_get_idx(queues, 0);
+        assert_int_equal(json_u64(queue, "write_dispatch_id"), 4 * 3);
+        assert_int_equal(json_u64(queue, "read_dispatch_id"), 4 * 3);
+        assert_true(json_latency(report, "latency_ms", "max") < 40.0);
+        json_object_put(report);
+}
+
 static void test_app_bad_latency_log_path_is_explained(void **state)
 {
         struct app_run run;
@@ -525,10 +590,12 @@ int main(int argc, char **argv)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_queues_appear_in_sysfs),
                 cmocka_unit_test(test_dispatches_complete),
+                cmocka_unit_test(test_barrier_waits_for_host_signal),
                 cmocka_unit_test(test_app_makes_progress_and_logs_its_addresses),
                 cmocka_unit_test(test_app_latency_log_has_model_and_wall_time),
                 cmocka_unit_test(test_app_bad_latency_log_path_is_explained),
                 cmocka_unit_test(test_app_doorbell_per_request),
+                cmocka_unit_test(test_app_host_wait),
                 cmocka_unit_test(test_app_sigterm_ends_cleanly),
                 cmocka_unit_test(test_app_idle_threads_and_a_queued_signal),
                 cmocka_unit_test(test_app_late_queue_then_destroy),
