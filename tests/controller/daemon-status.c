@@ -61,6 +61,11 @@ bool status_bool(struct json_object *entry, const char *key)
         return entry && json_object_object_get_ex(entry, key, &v) && json_object_get_boolean(v);
 }
 
+bool status_process_attached(struct json_object *process)
+{
+        return process && status_bool(process, "attached");
+}
+
 const char *status_string(struct json_object *entry, const char *key)
 {
         struct json_object *v;

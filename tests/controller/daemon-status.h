@@ -37,6 +37,9 @@ void daemon_status_wait(struct daemon_harness *h, status_test_fn test, void *use
 
 /* Whether a process's entry (NULL when it is not listed) is what the caller waits for. */
 typedef bool (*status_process_test_fn)(struct json_object *process);
+/* A status_process_test_fn: the process is listed and attached. */
+bool status_process_attached(struct json_object *process);
+
 /*
  * Polls Status until test(pid's entry) holds; fails the test with the last
  * reply and the daemon's log after timeout_ms, naming what was awaited.

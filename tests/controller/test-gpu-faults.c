@@ -82,11 +82,6 @@ static int teardown(void **state)
         return 0;
 }
 
-static bool is_attached(struct json_object *p)
-{
-        return p && status_bool(p, "attached");
-}
-
 static bool is_suspending(struct json_object *p)
 {
         return p && status_int(p, "suspends_in_flight") > 0;
@@ -121,7 +116,7 @@ static bool preempting_again(struct json_object *status, void *userdata)
         struct json_object *gpu = the_gpu(status);
 
         return gpu && !status_bool(backoff_of(gpu), "active") && status_int(gpu, "suspends") >= 2 &&
-               is_attached(status_process(status, *offline));
+               status_process_attached(status_process(status, *offline));
 }
 
 static int64_t gpu_int(struct fixture *f, const char *key)
@@ -169,7 +164,7 @@ static void start(struct fixture *f, const char *settings, const char *rate)
 
         daemon_harness_start_configured(&f->h, gpreemptd_path, settings, workloads);
         emulated_app_start(&f->offline, app_path, offline0);
-        daemon_status_wait_process(&f->h, f->offline.pid, is_attached, "the offline app attached", 10000);
+        daemon_status_wait_process(&f->h, f->offline.pid, status_process_attached, "the offline app attached", 10000);
         emulated_app_start(&f->online, app_path, online0);
 }
 
@@ -312,7 +307,7 @@ static void test_mqds_off_loop(void **state)
         daemon_harness_start_configured(&f->h, gpreemptd_path, "[Offline]\nMaxSuspendMs=60000\nMinOfflineSharePercent=0\n",
                                         offline_only);
         emulated_app_start(&f->offline, app_path, offline0);
-        daemon_status_wait_process(&f->h, f->offline.pid, is_attached, "the offline app attached", 20000);
+        daemon_status_wait_process(&f->h, f->offline.pid, status_process_attached, "the offline app attached", 20000);
         /* matched by no workload: its queues are not read until it is registered */
         emulated_app_start(&f->online, app_path, online0);
         daemon_status_wait_process(&f->h, f->online.pid, is_listed, "the online app listed", 10000);

@@ -88,11 +88,6 @@ static int teardown(void **state)
         return 0;
 }
 
-static bool is_attached(struct json_object *p)
-{
-        return p && status_bool(p, "attached");
-}
-
 static bool is_suspended_and_settled(struct json_object *p)
 {
         struct json_object *gpus;
@@ -136,7 +131,7 @@ static void start(struct fixture *f)
         unsetenv("WATCHDOG_USEC");
         emulated_app_start(&f->offline, app_path, offline0);
         /* the attach refreshes the runlist: a preemption too */
-        wait_offline(f, is_attached, "attached");
+        wait_offline(f, status_process_attached, "attached");
 }
 
 /* Status, timed; fails past ANSWER_MS. Returns the offline process's entry's suspends_in_flight. */
