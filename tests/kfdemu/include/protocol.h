@@ -154,7 +154,7 @@ struct kfdemu_reply {
 /* The kernel maps it VM_IO|VM_PFNMAP (a render node's BO): the preload
  * leaves PROT_READ out of a writable mapping, so that process_vm_readv
  * fails on it with EFAULT as GUP does on such a VMA (kfdemu-run(1),
- * "Device memory"). */
+ * DEVICE MEMORY). */
 #define KFDEMU_MMAP_PFNMAP 1u
 
 /* Sent with one memfd per segment in SCM_RIGHTS, in segment order. */
