@@ -5,7 +5,9 @@
  * kfd-hazards.md §9) and an offline one in plain memory: the daemon reads
  * the online queues through /proc/PID/mem and says so once, sees the online
  * work (the offline app is suspended while the online one runs, resumed
- * after), and Status shows the queues read without error.
+ * after), and Status shows the queues read through /proc/PID/mem without
+ * error. A second online app, with paged queues, is still read with
+ * process_vm_readv.
  *
  *   test-unreadable-queues PATH-TO-GPREEMPTD PATH-TO-KFDEMU-APP
  */
@@ -35,7 +37,7 @@ static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchComm
 
 struct fixture {
         struct daemon_harness h;
-        struct emulated_app offline, online;
+        struct emulated_app offline, online, online_paged;
 };
 
 static int setup(void **state)
@@ -53,6 +55,8 @@ static int teardown(void **state)
 
         if (f->online.pid > 0)
                 emulated_app_stop(&f->online);
+        if (f->online_paged.pid > 0)
+                emulated_app_stop(&f->online_paged);
         if (f->offline.pid > 0)
                 emulated_app_stop(&f->offline);
         if (f->h.pid > 0)
@@ -84,8 +88,8 @@ static bool runs_unsuspended(struct json_object *p)
         return status_process_attached(p) && !has_suspended_gpus(p);
 }
 
-/* The online process's queues are watched, and every one of them was read. */
-static bool online_queues_read(struct json_object *p)
+/* The online process's queues are watched, and every one of them was read without error via `want_via`. */
+static bool online_queues_read_via(struct json_object *p, const char *want_via)
 {
         struct json_object *queues;
         size_t n;
@@ -93,10 +97,24 @@ static bool online_queues_read(struct json_object *p)
         if (!p || !json_object_object_get_ex(p, "online_queues", &queues) || !queues)
                 return false;
         n = json_object_array_length(queues);
-        for (size_t i = 0; i < n; i++)
-                if (status_string(json_object_array_get_idx(queues, i), "read_error"))
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *q = json_object_array_get_idx(queues, i);
+                const char *via = status_string(q, "read_via");
+
+                if (status_string(q, "read_error") || !via || strcmp(via, want_via) != 0)
                         return false;
+        }
         return n > 0;
+}
+
+static bool online_queues_read_via_proc_mem(struct json_object *p)
+{
+        return online_queues_read_via(p, "proc_pid_mem");
+}
+
+static bool online_queues_read_via_process_vm_readv(struct json_object *p)
+{
+        return online_queues_read_via(p, "process_vm_readv");
 }
 
 static void test_online_queues_in_gtt(void **state)
@@ -115,10 +133,14 @@ static void test_online_queues_in_gtt(void **state)
         assert_int_equal(setenv("HSA_USERPTR_FOR_PAGED_MEM", "0", 1), 0);
         emulated_app_start(&f->online, app_path, online0);
         assert_int_equal(unsetenv("HSA_USERPTR_FOR_PAGED_MEM"), 0);
+        emulated_app_start(&f->online_paged, app_path, online0);
 
         /* its work is seen through /proc/PID/mem: the offline app is held while it runs */
         daemon_status_wait_process(&f->h, f->offline.pid, has_suspended_gpus, "the offline app suspended", 10000);
-        daemon_status_wait_process(&f->h, f->online.pid, online_queues_read, "the online queues read", 10000);
+        daemon_status_wait_process(&f->h, f->online.pid, online_queues_read_via_proc_mem,
+                                   "the online queues read through /proc/PID/mem", 10000);
+        daemon_status_wait_process(&f->h, f->online_paged.pid, online_queues_read_via_process_vm_readv,
+                                   "the paged online queues read with process_vm_readv", 10000);
         if (count_in_log(f, FALLBACK_LINE) != 1)
                 fail_msg("expected one line on the /proc/PID/mem fallback; daemon log:\n%s",
                          daemon_harness_log(&f->h));
@@ -127,6 +149,9 @@ static void test_online_queues_in_gtt(void **state)
         status = emulated_app_wait(&f->online, 10000);
         assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
         f->online.pid = 0;
+        status = emulated_app_wait(&f->online_paged, 10000);
+        assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        f->online_paged.pid = 0;
         daemon_status_wait_process(&f->h, f->offline.pid, runs_unsuspended, "the offline app resumed", 10000);
         before = emulated_app_kernels(&f->offline);
         usleep(200000);
