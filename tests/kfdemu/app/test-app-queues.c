@@ -13,6 +13,9 @@
  *   - with HSA_USERPTR_FOR_PAGED_MEM=0 its amd_queue_t is a GTT BO that
  *     process_vm_readv cannot read and /proc/PID/mem can, and the GPU still
  *     runs its packets; without, plain memory both read.
+ * With a second argument, `mes`, on a node whose GPU 0 schedules with MES
+ * (kfdemu-run --gpus 2 --config tests/conformance/mes.conf): GPU 0's amd_queue_t is
+ * in GTT without any environment, GPU 1's (HWS) in paged memory.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -602,7 +605,8 @@ static uint64_t read_proc_mem_u64(pid_t pid, uint64_t address)
  * environment's HSA_USERPTR_FOR_PAGED_MEM (NULL: unset): where its
  * amd_queue_t lives, whether process_vm_readv reads its read index, and
  * that /proc/PID/mem sees the GPU move it. */
-static void check_amd_queue_memory(const char *userptr_for_paged_mem, const char *want_memory, bool want_readv)
+static void check_amd_queue_memory(const char *gpu, const char *userptr_for_paged_mem, const char *want_memory,
+                                   bool want_readv)
 {
         struct app_run run;
         json_object *report, *queues, *q;
@@ -613,8 +617,8 @@ static void check_amd_queue_memory(const char *userptr_for_paged_mem, const char
 
         if (userptr_for_paged_mem)
                 assert_int_equal(setenv("HSA_USERPTR_FOR_PAGED_MEM", userptr_for_paged_mem, 1), 0);
-        app_start(&run, (char *[]){"--queues", "1", "--gpu", "0", "--continuous", "--kernel-us", "200", "--json",
-                                   NULL});
+        app_start(&run, (char *[]){"--queues", "1", "--gpu", (char *)gpu, "--continuous", "--kernel-us", "200",
+                                   "--json", NULL});
         assert_int_equal(unsetenv("HSA_USERPTR_FOR_PAGED_MEM"), 0);
         assert_int_equal(app_wait_ready(&run), 1);
 
@@ -652,13 +656,20 @@ static void check_amd_queue_memory(const char *userptr_for_paged_mem, const char
 
 static void test_app_amd_queue_in_gtt(void **state)
 {
-        check_amd_queue_memory("0", "gtt", false);
+        check_amd_queue_memory("0", "0", "gtt", false);
 }
 
 static void test_app_amd_queue_in_paged_memory(void **state)
 {
-        check_amd_queue_memory(NULL, "paged", true);
-        check_amd_queue_memory("1", "paged", true);
+        check_amd_queue_memory("0", NULL, "paged", true);
+        check_amd_queue_memory("0", "1", "paged", true);
+}
+
+/* ROCr's isMES(): an ISA major version of 11 or more. */
+static void test_app_amd_queue_on_mes_gpu(void **state)
+{
+        check_amd_queue_memory("0", NULL, "gtt", false);
+        check_amd_queue_memory("1", NULL, "paged", true);
 }
 
 static void test_app_churn(void **state)
@@ -696,8 +707,18 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_app_amd_queue_in_paged_memory),
         };
 
+        const struct CMUnitTest mes_tests[] = {
+                cmocka_unit_test(test_app_amd_queue_on_mes_gpu),
+        };
+
+        if (argc == 3 && strcmp(argv[2], "mes") == 0) {
+                kfdemu_app_path = argv[1];
+                return cmocka_run_group_tests(mes_tests, NULL, NULL);
+        }
         if (argc != 2) {
-                fprintf(stderr, "usage: kfdemu-run --gpus 2 -- %s KFDEMU_APP\n", argv[0]);
+                fprintf(stderr, "usage: kfdemu-run --gpus 2 -- %s KFDEMU_APP\n"
+                                "       kfdemu-run --gpus 2 --config tests/conformance/mes.conf -- %s KFDEMU_APP mes\n",
+                        argv[0], argv[0]);
                 return 2;
         }
         kfdemu_app_path = argv[1];
