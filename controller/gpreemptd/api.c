@@ -52,13 +52,16 @@ static const char description[] =
         ")\n"
         "\n"
         "# How an online queue's work is noticed: a hardware write breakpoint on its\n"
-        "# write index, or polling (poll_reason says why not a breakpoint). read_error:\n"
-        "# its memory could not be read (the errno's name); it then counts as busy.\n"
+        "# write index, or polling (poll_reason says why not a breakpoint). read_via:\n"
+        "# process_vm_readv, or proc_pid_mem where that cannot reach its memory (GTT\n"
+        "# mapped VM_PFNMAP). read_error: its memory could not be read either way (the\n"
+        "# errno's name); it then counts as busy.\n"
         "type OnlineQueue (\n"
         "  gpu_id: int,\n"
         "  write_pointer_address: int,\n"
         "  watch: string,\n"
         "  poll_reason: ?string,\n"
+        "  read_via: string,\n"
         "  read_error: ?string\n"
         ")\n"
         "\n"
@@ -181,6 +184,9 @@ static struct json_object *online_queues_json(const struct detector *d, const st
                                        json_object_new_int64((int64_t)queues[i].write_pointer_address));
                 json_object_object_add(q, "watch", json_object_new_string(queues[i].breakpoint ? "breakpoint" : "poll"));
                 add_string_or_null(q, "poll_reason", queues[i].poll_reason);
+                json_object_object_add(q, "read_via",
+                                       json_object_new_string(queues[i].read_proc_mem ? "proc_pid_mem"
+                                                                                      : "process_vm_readv"));
                 add_string_or_null(q, "read_error",
                                    queues[i].read_error ? strerrorname_np(-queues[i].read_error) : NULL);
                 json_object_array_add(a, q);

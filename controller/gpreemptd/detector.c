@@ -823,6 +823,7 @@ size_t detector_process_queues(const struct detector *d, pid_t pid, struct detec
                         .breakpoint = p->queues[i].watch != NULL,
                         .poll_reason = poll_reason(d, &p->queues[i]),
                         .read_error = p->read_error,
+                        .read_proc_mem = queue_memory_uses_proc_mem(p->memory),
                 };
         return n;
 }

@@ -66,6 +66,7 @@ struct detector_queue_status {
         bool breakpoint;
         const char *poll_reason; /* when polled: why not a breakpoint */
         int read_error;          /* its process's last read could not reach it (-errno): counted busy, not idle */
+        bool read_proc_mem;      /* read through /proc/PID/mem: process_vm_readv could not (VM_PFNMAP memory) */
 };
 
 /* A GPU's polling needs, for the caller's cadence. */

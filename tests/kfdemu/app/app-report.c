@@ -41,6 +41,12 @@ static void add_double(json_object *o, const char *key, double v)
         json_object_object_add(o, key, json_object_new_double(v));
 }
 
+/* Where the queue's amd_queue_t lives: "gtt" (process_vm_readv cannot read it) or "paged". */
+static const char *amd_queue_memory(const struct emu_queue_identity *identity)
+{
+        return identity->amd_queue_in_gtt ? "gtt" : "paged";
+}
+
 static void add_hex(json_object *o, const char *key, uint64_t v)
 {
         char buf[32];
@@ -58,6 +64,7 @@ static json_object *queue_json(const struct app_queue_report *q)
         add_u64(o, "ring_packets", q->identity.ring_packets);
         add_u64(o, "hsa_queue_id", q->identity.hsa_queue_id);
         add_hex(o, "amd_queue", q->identity.amd_queue);
+        json_object_object_add(o, "amd_queue_memory", json_object_new_string(amd_queue_memory(&q->identity)));
         add_hex(o, "ring_base_address", q->identity.ring);
         add_hex(o, "write_pointer_address", q->identity.write_pointer);
         add_hex(o, "read_pointer_address", q->identity.read_pointer);
@@ -154,10 +161,10 @@ static int print_text(FILE *out, const struct app_run_info *info, const struct a
         for (unsigned i = 0; i < r->n_queues; i++) {
                 const struct app_queue_report *q = &r->queues[i];
 
-                fprintf(out, "  queue %-4u gpu %-6u amd_queue %s ring %s rptr %" PRIu64 " wptr %" PRIu64
+                fprintf(out, "  queue %-4u gpu %-6u amd_queue %s (%s) ring %s rptr %" PRIu64 " wptr %" PRIu64
                              " requests %" PRIu64 "%s\n",
                         q->identity.queue_id, q->identity.gpu_id, hex(a, sizeof(a), q->identity.amd_queue),
-                        hex(b, sizeof(b), q->identity.ring), q->read_index, q->write_index, q->requests,
+                        amd_queue_memory(&q->identity), hex(b, sizeof(b), q->identity.ring), q->read_index, q->write_index, q->requests,
                         q->destroyed ? " (destroyed)" : "");
         }
         if (r->error)

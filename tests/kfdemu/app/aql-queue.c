@@ -3,7 +3,10 @@
  * AQL queues shaped like ROCr's AqlQueue (rocm-userspace.md §5): the
  * amd_queue_t, ring, EOP buffer and ctx-save area live in the application's
  * own memory and KFD gets their addresses; packets are published and the
- * doorbell rung by the ringing protocol of emu-hw.h.
+ * doorbell rung by the ringing protocol of emu-hw.h. Where ROCr would put
+ * the amd_queue_t in a GTT BO (emu_runtime_queue_object_in_gtt), it is
+ * one here too, which other processes cannot read with process_vm_readv
+ * (kfd-hazards.md §9).
  */
 #include <errno.h>
 #include <limits.h>
@@ -57,6 +60,9 @@
 struct emu_aql_queue {
         struct emu_runtime *rt;
         struct amd_queue *amd_queue;
+        bool amd_queue_in_gtt;          /* a GTT BO (amd_queue_handle), else aligned_alloc's */
+        uint64_t amd_queue_handle;
+        unsigned gpu_index;
         struct emu_aql_dispatch_packet *ring;
         size_t ring_bytes;
         uint32_t ring_packets;
@@ -93,9 +99,17 @@ static void unmap(void *p, size_t bytes)
                 munmap(p, bytes);
 }
 
+static void amd_queue_free(struct emu_aql_queue *q)
+{
+        if (!q->amd_queue_in_gtt)
+                free(q->amd_queue);
+        else if (q->amd_queue)
+                (void)emu_system_memory_free(q->rt, q->gpu_index, q->amd_queue, PAGE_SIZE_BYTES, q->amd_queue_handle);
+}
+
 static void queue_free(struct emu_aql_queue *q)
 {
-        free(q->amd_queue);
+        amd_queue_free(q);
         unmap(q->ring, q->ring_bytes);
         unmap(q->eop, EOP_BUFFER_SIZE);
         unmap(q->ctx_save, q->ctx_save_bytes);
@@ -132,6 +146,25 @@ static bool is_power_of_two(uint32_t v)
         return v && !(v & (v - 1));
 }
 
+/* The amd_queue_t: a page of GTT where ROCr would make it one, else paged memory. */
+static int amd_queue_allocate(struct emu_aql_queue *q)
+{
+        void *p;
+        int r;
+
+        _Static_assert(sizeof(*q->amd_queue) <= PAGE_SIZE_BYTES, "amd_queue_t fits a page");
+        if (!emu_runtime_queue_object_in_gtt(q->rt, q->gpu_index)) {
+                q->amd_queue = aligned_alloc(AMD_QUEUE_ALIGN, sizeof(*q->amd_queue));
+                return q->amd_queue ? 0 : -ENOMEM;
+        }
+        r = emu_system_memory_alloc(q->rt, q->gpu_index, PAGE_SIZE_BYTES, &p, &q->amd_queue_handle);
+        if (r < 0)
+                return r;
+        q->amd_queue = p;
+        q->amd_queue_in_gtt = true;
+        return 0;
+}
+
 /* Everything in our own memory that CREATE_QUEUE points at. */
 static int queue_allocate(struct emu_aql_queue *q, const struct emu_gpu_info *gpu,
                           struct ctx_save_layout *layout)
@@ -140,7 +173,9 @@ static int queue_allocate(struct emu_aql_queue *q, const struct emu_gpu_info *gp
 
         if (r < 0)
                 return r;
-        q->amd_queue = aligned_alloc(AMD_QUEUE_ALIGN, sizeof(*q->amd_queue));
+        r = amd_queue_allocate(q);
+        if (r < 0)
+                return r;
         q->ring_bytes = (size_t)q->ring_packets * EMU_AQL_PACKET_SIZE;
         q->ring = map_anonymous(q->ring_bytes);
         q->eop = map_anonymous(EOP_BUFFER_SIZE);
@@ -202,6 +237,7 @@ int emu_aql_queue_create(struct emu_runtime *rt, const struct emu_queue_options 
         q->gpu_id = options->gpu_id;
         q->priority = options->priority;
         q->ring_packets = options->ring_packets;
+        q->gpu_index = (unsigned)index;
         r = queue_allocate(q, &rt->gpus[index], &layout);
         if (r < 0)
                 return r;
@@ -468,5 +504,6 @@ void emu_aql_queue_identity(const struct emu_aql_queue *q, struct emu_queue_iden
                 .read_pointer = (uintptr_t)&q->amd_queue->read_dispatch_id,
                 .ctx_save = (uintptr_t)q->ctx_save,
                 .doorbell_offset = q->doorbell_offset,
+                .amd_queue_in_gtt = q->amd_queue_in_gtt,
         };
 }

@@ -57,6 +57,7 @@ struct emu_gpu_info {
         uint32_t waves_per_cu;     /* simd_per_cu * max_waves_per_simd */
         uint32_t num_xcc;
         uint32_t drm_render_minor; /* its render node: /dev/dri/renderD<minor> */
+        uint32_t gfx_target_version; /* major * 10000 + minor * 100 + stepping */
 };
 
 /* Opens the device and brings the runtime up. ret_rt is set only on success. */
@@ -186,6 +187,10 @@ struct emu_queue_identity {
         uintptr_t read_pointer;    /* &amd_queue_t.read_dispatch_id */
         uintptr_t ctx_save;
         uint64_t doorbell_offset;
+        /* The amd_queue_t is in a GTT buffer object mapped through the
+         * render node, as ROCr puts it on MES GPUs or with
+         * HSA_USERPTR_FOR_PAGED_MEM=0: process_vm_readv cannot read it. */
+        bool amd_queue_in_gtt;
 };
 
 void emu_aql_queue_identity(const struct emu_aql_queue *queue, struct emu_queue_identity *ret);

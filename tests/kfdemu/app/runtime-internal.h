@@ -17,6 +17,14 @@ struct emu_runtime {
         struct r_debug r_debug;
         unsigned n_gpus;
         struct emu_gpu_info gpus[EMU_RUNTIME_MAX_GPUS];
+        /* The render node file each GPU's VM was acquired with, kept open
+         * as libhsakmt keeps its drm_render_fds: a BO is mapped for the CPU
+         * through that very file. -1 where an earlier runtime of the
+         * process had acquired the VM. Indexed like gpus[]. */
+        int drm_fds[EMU_RUNTIME_MAX_GPUS];
+        /* libhsakmt's svm.userptr_for_paged_mem: false when the process
+         * runs with HSA_USERPTR_FOR_PAGED_MEM=0. */
+        bool userptr_for_paged_mem;
         /* Doorbell frames, mapped on a GPU's first queue and kept until
          * close, as libhsakmt does. Indexed like gpus[]. */
         void *doorbell_frames[EMU_RUNTIME_MAX_GPUS];
@@ -41,6 +49,18 @@ int emu_kfd_ioctl(int kfd_fd, unsigned long request, void *arg);
 /* Reads the GPU nodes of the topology at topology_path. */
 int emu_topology_read(const char *topology_path, struct emu_gpu_info *gpus, unsigned max_gpus,
                       unsigned *ret_count);
+
+/* Whether ROCr would put a queue's amd_queue_t on GPU `index` in a GTT
+ * buffer object rather than in paged memory (runtime.c). */
+bool emu_runtime_queue_object_in_gtt(const struct emu_runtime *rt, unsigned index);
+
+/* hsaKmtAllocMemory of non-paged system memory on GPU `index`
+ * (gpu-memory.c): a GTT BO at a free CPU address, mapped in the GPU's VM
+ * at that same address and for the CPU through the render node; `size` a
+ * multiple of the page. Freed by emu_system_memory_free. */
+int emu_system_memory_alloc(struct emu_runtime *rt, unsigned index, size_t size, void **ret_ptr,
+                            uint64_t *ret_handle);
+int emu_system_memory_free(struct emu_runtime *rt, unsigned index, void *ptr, size_t size, uint64_t handle);
 
 /* The doorbell frame of GPU `index`, mapping it on first use. Caller holds rt->lock. */
 int emu_doorbell_frame(struct emu_runtime *rt, unsigned index, uint64_t doorbell_offset,

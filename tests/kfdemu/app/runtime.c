@@ -76,6 +76,8 @@ static int runtime_enable(struct emu_runtime *rt, bool ttmp_save)
 static void emu_runtime_free(struct emu_runtime *rt)
 {
         emu_hw_exception_watch_stop(rt->hw_exception_watch);
+        for (unsigned i = 0; i < EMU_RUNTIME_MAX_GPUS; i++)
+                closep(&rt->drm_fds[i]);
         emu_doorbell_unmap_all(rt);
         if (rt->kfd_fd >= 0)
                 close(rt->kfd_fd);
@@ -87,8 +89,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct emu_runtime *, emu_runtime_free);
 /* libhsakmt's fmm_init_process_apertures: each GPU's VM comes from its
  * render node, which amdkfd requires before any queue
  * (kfd-interface.md §12). The device keeps the file for the process's
- * lifetime: -EBUSY says an earlier runtime in this process acquired the
- * VM with its own file, and the device has it all the same. */
+ * lifetime, and so does the runtime, to map BOs through it: -EBUSY says
+ * an earlier runtime in this process acquired the VM with its own file,
+ * and the device has it all the same. */
 static int acquire_vms(struct emu_runtime *rt)
 {
         for (unsigned i = 0; i < rt->n_gpus; i++) {
@@ -102,8 +105,29 @@ static int acquire_vms(struct emu_runtime *rt)
                 int r = emu_kfd_ioctl(rt->kfd_fd, AMDKFD_IOC_ACQUIRE_VM, &args);
                 if (r < 0 && r != -EBUSY)
                         return r;
+                if (r >= 0)
+                        rt->drm_fds[i] = TAKE_FD(drm);
         }
         return 0;
+}
+
+/* libhsakmt's fmm.c: paged memory is anonymous memory registered as a
+ * userptr BO unless HSA_USERPTR_FOR_PAGED_MEM is "0", when it is a GTT BO
+ * as non-paged memory is (kfd-hazards.md §9). */
+static bool read_userptr_for_paged_mem(void)
+{
+        const char *v = getenv("HSA_USERPTR_FOR_PAGED_MEM");
+
+        return !v || strcmp(v, "0") != 0;
+}
+
+/* ROCr's AqlQueue allocates its amd_queue_t with GTTAccess|NonPaged where
+ * the agent isMES() (an ISA major version of 11 or more,
+ * amd_gpu_agent.h), in paged memory elsewhere; paged memory is itself a
+ * GTT BO without userptr (amd_aql_queue.cpp, kfd-hazards.md §9). */
+bool emu_runtime_queue_object_in_gtt(const struct emu_runtime *rt, unsigned index)
+{
+        return rt->gpus[index].gfx_target_version / 10000 >= 11 || !rt->userptr_for_paged_mem;
 }
 
 int emu_runtime_open(const struct emu_runtime_options *options, struct emu_runtime **ret_rt)
@@ -114,6 +138,9 @@ int emu_runtime_open(const struct emu_runtime_options *options, struct emu_runti
         if (!rt)
                 return -ENOMEM;
         rt->kfd_fd = -1;
+        for (unsigned i = 0; i < EMU_RUNTIME_MAX_GPUS; i++)
+                rt->drm_fds[i] = -1;
+        rt->userptr_for_paged_mem = read_userptr_for_paged_mem();
         pthread_mutex_init(&rt->lock, NULL);
         rt->next_hsa_queue_id = 1;
         rt->r_debug.r_version = ROCR_R_DEBUG_VERSION;

@@ -9,7 +9,13 @@
  *     addresses its queues really have;
  *   - SIGTERM ends kfdemu-app cleanly and every signal reaches its log;
  *   - its lifecycle events: a late queue, a queue destroyed mid-run, a
- *     re-exec, a run without RUNTIME_ENABLE.
+ *     re-exec, a run without RUNTIME_ENABLE;
+ *   - with HSA_USERPTR_FOR_PAGED_MEM=0 its amd_queue_t is a GTT BO that
+ *     process_vm_readv cannot read and /proc/PID/mem can, and the GPU still
+ *     runs its packets; without, plain memory both read.
+ * With a second argument, `mes`, on a node whose GPU 0 schedules with MES
+ * (kfdemu-run --gpus 2 --config tests/conformance/mes.conf): GPU 0's amd_queue_t is
+ * in GTT without any environment, GPU 1's (HWS) in paged memory.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -571,6 +578,100 @@ static void test_app_without_runtime_enable(void **state)
 
 /* --churn: memory and queue cycles beside the job, which goes on; the
  * churn's queues come and go, the job's stays. */
+/* The next report line (SIGUSR1) as JSON. */
+static json_object *app_report_now(struct app_run *run)
+{
+        char line[65536];
+
+        assert_int_equal(kill(run->pid, SIGUSR1), 0);
+        assert_non_null(fgets(line, sizeof(line), run->out));
+        return json_tokener_parse(line);
+}
+
+static uint64_t read_proc_mem_u64(pid_t pid, uint64_t address)
+{
+        char path[64];
+        _cleanup_close_ int fd = -1;
+        uint64_t v = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(pread(fd, &v, sizeof(v), (off_t)address), (ssize_t)sizeof(v));
+        return v;
+}
+
+/* One queue of kfdemu-app run with `userptr_for_paged_mem` as its
+ * environment's HSA_USERPTR_FOR_PAGED_MEM (NULL: unset): where its
+ * amd_queue_t lives, whether process_vm_readv reads its read index, and
+ * that /proc/PID/mem sees the GPU move it. */
+static void check_amd_queue_memory(const char *gpu, const char *userptr_for_paged_mem, const char *want_memory,
+                                   bool want_readv)
+{
+        struct app_run run;
+        json_object *report, *queues, *q;
+        uint64_t read_pointer, first, v = 0;
+        struct iovec local = {&v, sizeof(v)}, remote;
+        ssize_t n;
+        int64_t deadline;
+
+        if (userptr_for_paged_mem)
+                assert_int_equal(setenv("HSA_USERPTR_FOR_PAGED_MEM", userptr_for_paged_mem, 1), 0);
+        app_start(&run, (char *[]){"--queues", "1", "--gpu", (char *)gpu, "--continuous", "--kernel-us", "200",
+                                   "--json", NULL});
+        assert_int_equal(unsetenv("HSA_USERPTR_FOR_PAGED_MEM"), 0);
+        assert_int_equal(app_wait_ready(&run), 1);
+
+        report = app_report_now(&run);
+        assert_non_null(report);
+        assert_true(json_object_object_get_ex(report, "queues", &queues));
+        q = json_object_array_get_idx(queues, 0);
+        assert_string_equal(json_str(q, "amd_queue_memory"), want_memory);
+        read_pointer = strtoull(json_str(q, "read_pointer_address"), NULL, 16);
+        json_object_put(report);
+
+        remote = (struct iovec){(void *)(uintptr_t)read_pointer, sizeof(v)};
+        errno = 0;
+        n = process_vm_readv(run.pid, &local, 1, &remote, 1, 0);
+        if (want_readv) {
+                assert_int_equal(n, (ssize_t)sizeof(v));
+        } else {
+                assert_int_equal(n, -1);
+                assert_int_equal(errno, EFAULT);
+        }
+        /* The emulated GPU reads the ring and writes the read index through
+         * its own view of the memory: the index moves. */
+        first = read_proc_mem_u64(run.pid, read_pointer);
+        deadline = now_monotonic_ns() + 5 * SECOND_NS;
+        while (read_proc_mem_u64(run.pid, read_pointer) <= first + 2 && now_monotonic_ns() < deadline)
+                usleep(1000);
+        assert_true(read_proc_mem_u64(run.pid, read_pointer) > first + 2);
+
+        assert_int_equal(kill(run.pid, SIGTERM), 0);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        assert_true(json_u64(report, "kernels") > 2);
+        json_object_put(report);
+}
+
+static void test_app_amd_queue_in_gtt(void **state)
+{
+        check_amd_queue_memory("0", "0", "gtt", false);
+}
+
+static void test_app_amd_queue_in_paged_memory(void **state)
+{
+        check_amd_queue_memory("0", NULL, "paged", true);
+        check_amd_queue_memory("0", "1", "paged", true);
+}
+
+/* ROCr's isMES(): an ISA major version of 11 or more. */
+static void test_app_amd_queue_on_mes_gpu(void **state)
+{
+        check_amd_queue_memory("0", NULL, "gtt", false);
+        check_amd_queue_memory("1", NULL, "paged", true);
+}
+
 static void test_app_churn(void **state)
 {
         struct app_run run;
@@ -602,10 +703,22 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_app_exec_keeps_pid),
                 cmocka_unit_test(test_app_without_runtime_enable),
                 cmocka_unit_test(test_app_churn),
+                cmocka_unit_test(test_app_amd_queue_in_gtt),
+                cmocka_unit_test(test_app_amd_queue_in_paged_memory),
         };
 
+        const struct CMUnitTest mes_tests[] = {
+                cmocka_unit_test(test_app_amd_queue_on_mes_gpu),
+        };
+
+        if (argc == 3 && strcmp(argv[2], "mes") == 0) {
+                kfdemu_app_path = argv[1];
+                return cmocka_run_group_tests(mes_tests, NULL, NULL);
+        }
         if (argc != 2) {
-                fprintf(stderr, "usage: kfdemu-run --gpus 2 -- %s KFDEMU_APP\n", argv[0]);
+                fprintf(stderr, "usage: kfdemu-run --gpus 2 -- %s KFDEMU_APP\n"
+                                "       kfdemu-run --gpus 2 --config tests/conformance/mes.conf -- %s KFDEMU_APP mes\n",
+                        argv[0], argv[0]);
                 return 2;
         }
         kfdemu_app_path = argv[1];

@@ -37,7 +37,8 @@ static int read_properties(const char *path, struct emu_gpu_info *gpu)
 {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         char line[MAX_PROPERTY_LINE];
-        uint64_t simd_count = 0, simd_per_cu = 0, waves_per_simd = 0, num_xcc = 1, render_minor = 0;
+        uint64_t simd_count = 0, simd_per_cu = 0, waves_per_simd = 0, num_xcc = 1, render_minor = 0,
+                 gfx_target_version = 0;
 
         if (!f)
                 return NEG_ERRNO();
@@ -57,11 +58,15 @@ static int read_properties(const char *path, struct emu_gpu_info *gpu)
                         num_xcc = value;
                 else if (strcmp(key, "drm_render_minor") == 0)
                         render_minor = value;
+                else if (strcmp(key, "gfx_target_version") == 0)
+                        gfx_target_version = value;
         }
         if (simd_per_cu == 0 || simd_count == 0 || simd_count > UINT32_MAX ||
-            waves_per_simd > 64 || num_xcc == 0 || num_xcc > 64 || render_minor > UINT32_MAX)
+            waves_per_simd > 64 || num_xcc == 0 || num_xcc > 64 || render_minor > UINT32_MAX ||
+            gfx_target_version > UINT32_MAX)
                 return -EBADMSG;
         gpu->drm_render_minor = (uint32_t)render_minor;
+        gpu->gfx_target_version = (uint32_t)gfx_target_version;
         gpu->cu_count = (uint32_t)(simd_count / simd_per_cu);
         gpu->waves_per_cu = (uint32_t)(simd_per_cu * waves_per_simd);
         gpu->num_xcc = (uint32_t)num_xcc;

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,22 +39,6 @@ static struct emu_queue_hw *queue_hw_of(struct emu_model_queue *mq)
         return (struct emu_queue_hw *)mq;
 }
 
-static int read_user(pid_t tgid, void *dst, uint64_t uaddr, size_t len)
-{
-        struct iovec local = { .iov_base = dst, .iov_len = len };
-        struct iovec remote = { .iov_base = (void *)(uintptr_t)uaddr, .iov_len = len };
-
-        return process_vm_readv(tgid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
-}
-
-static int write_user(pid_t tgid, uint64_t uaddr, const void *src, size_t len)
-{
-        struct iovec local = { .iov_base = (void *)src, .iov_len = len };
-        struct iovec remote = { .iov_base = (void *)(uintptr_t)uaddr, .iov_len = len };
-
-        return process_vm_writev(tgid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
-}
-
 /* The CP's rptr report, then the completion strobe (the stand-in for the
  * completion signal's interrupt). A dead process's memory is gone: the
  * write fails and nobody waits for the strobe, both harmless. */
@@ -63,7 +46,7 @@ static void report_read_index(struct emu_node_hw *nh, struct emu_queue_hw *qh)
 {
         struct emu_queue *q = qh->q;
 
-        (void)write_user(q->process->tgid, q->read_pointer_address, &qh->read_index, sizeof(qh->read_index));
+        (void)emu_gpu_vm_write(q, q->read_pointer_address, &qh->read_index, sizeof(qh->read_index));
         emu_completion_strobe_bump(nh, qh->frame, q->doorbell_slot);
 }
 
@@ -78,7 +61,6 @@ static void report_read_index(struct emu_node_hw *nh, struct emu_queue_hw *qh)
 static void signal_completion(const struct emu_queue *q, uint64_t signal, uint64_t start_ns, uint64_t end_ns)
 {
         const uint64_t stamps[2] = { start_ns, end_ns };
-        pid_t tgid = q->process->tgid;
         struct emu_amd_signal s;
         uint64_t event_id;
 
@@ -86,15 +68,15 @@ static void signal_completion(const struct emu_queue *q, uint64_t signal, uint64
                 return;
         _Static_assert(offsetof(struct emu_amd_signal, end_ts) ==
                        offsetof(struct emu_amd_signal, start_ts) + sizeof(uint64_t), "start_ts, end_ts adjacent");
-        if (write_user(tgid, signal + offsetof(struct emu_amd_signal, start_ts), stamps, sizeof(stamps)) < 0 ||
-            read_user(tgid, &s, signal, offsetof(struct emu_amd_signal, reserved1)) < 0)
+        if (emu_gpu_vm_write(q, signal + offsetof(struct emu_amd_signal, start_ts), stamps, sizeof(stamps)) < 0 ||
+            emu_gpu_vm_read(q, &s, signal, offsetof(struct emu_amd_signal, reserved1)) < 0)
                 return;
         s.value--;
-        if (write_user(tgid, signal + offsetof(struct emu_amd_signal, value), &s.value, sizeof(s.value)) < 0 ||
+        if (emu_gpu_vm_write(q, signal + offsetof(struct emu_amd_signal, value), &s.value, sizeof(s.value)) < 0 ||
             !s.event_mailbox_ptr)
                 return;
         event_id = s.event_id;
-        if (write_user(tgid, s.event_mailbox_ptr, &event_id, sizeof(event_id)) == 0)
+        if (emu_gpu_vm_write(q, s.event_mailbox_ptr, &event_id, sizeof(event_id)) == 0)
                 emu_signal_event_interrupt(q->process, s.event_id);
 }
 
@@ -121,7 +103,7 @@ static bool barrier_satisfied(const struct emu_queue *q, const struct emu_aql_di
                 int64_t value;
 
                 if (barrier.dep_signal[i] &&
-                    read_user(q->process->tgid, &value, barrier.dep_signal[i] + offsetof(struct emu_amd_signal, value),
+                    emu_gpu_vm_read(q, &value, barrier.dep_signal[i] + offsetof(struct emu_amd_signal, value),
                               sizeof(value)) == 0 &&
                     value != 0)
                         return false;
@@ -150,7 +132,7 @@ static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t
                 struct emu_aql_dispatch_packet pkt;
                 uint64_t addr = q->ring_base_address + (qh->next_fetch % ring_slots(q)) * EMU_AQL_PACKET_SIZE;
 
-                if (read_user(q->process->tgid, &pkt, addr, sizeof(pkt)) < 0)
+                if (emu_gpu_vm_read(q, &pkt, addr, sizeof(pkt)) < 0)
                         break;
                 /* Header still INVALID: the packet is not published yet. */
                 if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_INVALID)
@@ -519,7 +501,7 @@ int emu_gpu_queue_created(struct emu_queue *q)
          * packets before it are not the new queue's work. A doorbell slot
          * reused from a destroyed queue still holds that queue's last
          * index, so it restarts at the new queue's index. */
-        if (read_user(q->process->tgid, &qh->read_index, q->read_pointer_address, sizeof(qh->read_index)) < 0)
+        if (emu_gpu_vm_read(q, &qh->read_index, q->read_pointer_address, sizeof(qh->read_index)) < 0)
                 qh->read_index = 0;
         qh->next_fetch = qh->read_index;
         qh->doorbell_seen = qh->doorbell_now = qh->read_index;

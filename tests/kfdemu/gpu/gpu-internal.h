@@ -114,6 +114,12 @@ struct emu_node_hw *emu_node_hw_of(struct emu_node *node);
 unsigned emu_gpu_slot(const struct emu_gpu *gpu);
 int emu_gpu_cu_occupancy(struct emu_gpu *gpu, pid_t tgid);
 
+/* gpu-vm.c: the GPU's reads and writes of q's process's memory at a GPU
+ * virtual address (the BO mapped there in q's GPU's VM, else the process's
+ * own memory). 0 or -EFAULT, also for a short transfer. */
+int emu_gpu_vm_read(const struct emu_queue *q, void *dst, uint64_t addr, size_t len);
+int emu_gpu_vm_write(const struct emu_queue *q, uint64_t addr, const void *src, size_t len);
+
 /* render-file.c: files under cfg.root, each written atomically. */
 int emu_render_write(const char *root, const char *relpath, const char *data, size_t len);
 int emu_render_printf(const char *root, const char *relpath, const char *fmt, ...)

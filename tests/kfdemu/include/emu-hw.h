@@ -29,8 +29,9 @@
  *
  * Completion: when the GPU finishes a packet it writes the new read index to
  * the queue's read pointer (amd_queue_t.read_dispatch_id, i.e. the
- * read_pointer_address given to CREATE_QUEUE) with process_vm_writev, as the
- * CP's rptr report does, then increments the u32 completion strobe of that
+ * read_pointer_address given to CREATE_QUEUE) as the CP's rptr report does,
+ * through the GPU's own view of the memory (gpu/gpu-vm.c: the BO mapped
+ * there in the GPU's VM, else process_vm_writev), then increments the u32 completion strobe of that
  * doorbell slot and FUTEX_WAKEs it (the stand-in for the HSA completion
  * signal's interrupt). Applications wait on it; nothing else reads it.
  */

@@ -154,6 +154,10 @@ struct emu_mmap_segment {
 struct emu_mmap_result {
         unsigned n_segments;
         struct emu_mmap_segment segments[2];
+        /* A TTM buffer object: ttm_bo_mmap_obj maps it VM_IO|VM_PFNMAP, so
+         * GUP without FOLL_FORCE (process_vm_readv) cannot read it, while
+         * /proc/PID/mem can (ttm_bo_vm_access). */
+        bool pfnmap;
 };
 int emu_kfd_mmap(struct emu_file *file, const struct emu_caller *caller, uint64_t offset,
                  uint64_t length, struct emu_mmap_result *ret);

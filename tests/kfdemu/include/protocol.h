@@ -151,11 +151,19 @@ struct kfdemu_reply {
 
 #define KFDEMU_MMAP_MAX_SEGMENTS 2
 
+/* The kernel maps it VM_IO|VM_PFNMAP (a render node's BO): the preload
+ * leaves PROT_READ out of a writable mapping, so that process_vm_readv
+ * fails on it with EFAULT as GUP does on such a VMA (kfdemu-run(1),
+ * DEVICE MEMORY). */
+#define KFDEMU_MMAP_PFNMAP 1u
+
 /* Sent with one memfd per segment in SCM_RIGHTS, in segment order. */
 struct kfdemu_reply_mmap {
         uint32_t status;
         uint32_t n_segments;
         int64_t result;
+        uint32_t flags;                  /* KFDEMU_MMAP_* */
+        uint32_t reserved;
         struct {
                 uint64_t memfd_offset;
                 uint64_t length;

@@ -465,6 +465,7 @@ int kfd_bo_mmap(struct emu_gpu *gpu, const struct emu_file *drm_file, uint64_t o
                                         .memfd_offset = (first - start) << 12,
                                         .length = length,
                                 };
+                                ret->pfnmap = true;
                                 return 0;
                         }
                 }

@@ -337,6 +337,7 @@ static int send_mmap_reply(struct connection *ch, long result, const struct emu_
                 return send_result(ch, KFDEMU_REPLY_RESULT, -EIO);
 
         reply.n_segments = map->n_segments;
+        reply.flags = map->pfnmap ? KFDEMU_MMAP_PFNMAP : 0;
         for (unsigned i = 0; i < map->n_segments; i++) {
                 fds[i] = map->segments[i].memfd;
                 reply.segments[i].memfd_offset = map->segments[i].memfd_offset;

@@ -201,6 +201,15 @@ static void *map_segments(void *addr, size_t length, int prot, int flags, const 
 {
         uint64_t total = 0;
 
+#if defined(__x86_64__)
+        /* A VM_PFNMAP mapping: GUP (process_vm_readv) refuses a read of a
+         * VMA without VM_READ unless FOLL_FORCE (/proc/PID/mem) asks, as it
+         * refuses VM_PFNMAP. On x86-64 the CPU reads a PROT_WRITE page
+         * (mmap(2)), so the application itself sees no difference. */
+        if ((reply->flags & KFDEMU_MMAP_PFNMAP) && (prot & PROT_WRITE))
+                prot &= ~PROT_READ;
+#endif
+
         for (unsigned i = 0; i < reply->n_segments; i++)
                 total += reply->segments[i].length;
         if (total != length) {
