@@ -13,9 +13,7 @@ static const char *const fault_kind_names[_GPU_FAULT_KIND_MAX] = {
         [GPU_FAULT_CALL_ERROR] = "call-error",
         [GPU_FAULT_TIMEOUT] = "timeout",
         [GPU_FAULT_QUEUE_ERROR] = "queue-error",
-        [GPU_FAULT_QUEUES_VANISHED] = "queues-vanished",
         [GPU_FAULT_RESET] = "gpu-reset",
-        [GPU_FAULT_RESET_MARK] = "reset-mark",
 };
 
 /* What each fault means, for the log line. */
@@ -23,9 +21,7 @@ static const char *const fault_kind_phrases[_GPU_FAULT_KIND_MAX] = {
         [GPU_FAULT_CALL_ERROR] = "a suspend or resume failed",
         [GPU_FAULT_TIMEOUT] = "a suspend or resume timed out waiting for the GPU to preempt its queues",
         [GPU_FAULT_QUEUE_ERROR] = "the GPU's scheduler flagged queues with an error during a suspend or resume",
-        [GPU_FAULT_QUEUES_VANISHED] = "queues vanished during a suspend or resume",
         [GPU_FAULT_RESET] = "the GPU is being reset",
-        [GPU_FAULT_RESET_MARK] = "the kernel marked queues as reset",
 };
 
 const char *gpu_fault_kind_to_string(enum gpu_fault_kind kind)

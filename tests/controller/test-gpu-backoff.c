@@ -86,12 +86,12 @@ static void test_faults_during_a_backoff_are_one_incident(void **state)
 
         gpu_backoff_init(&b, &defaults, t);
         assert_true(gpu_backoff_fault(&b, GPU_FAULT_RESET, 0, t));
-        /* queues vanish and the reset ends: no new message, the pause runs from the latest sign */
-        assert_false(gpu_backoff_fault(&b, GPU_FAULT_QUEUES_VANISHED, -ENOENT, t + SEC));
+        /* a call fails while the GPU resets, and the reset ends: no new message, the pause runs from the latest sign */
+        assert_false(gpu_backoff_fault(&b, GPU_FAULT_CALL_ERROR, -EIO, t + SEC));
         assert_false(gpu_backoff_fault(&b, GPU_FAULT_RESET, 0, t + 3 * SEC));
         assert_int_equal(gpu_backoff_deadline(&b), t + 13 * SEC);
         /* a sign older than the deadline's start does not shorten it */
-        assert_false(gpu_backoff_fault(&b, GPU_FAULT_RESET_MARK, 0, t + 2 * SEC));
+        assert_false(gpu_backoff_fault(&b, GPU_FAULT_QUEUE_ERROR, 0, t + 2 * SEC));
         assert_int_equal(gpu_backoff_deadline(&b), t + 13 * SEC);
         assert_int_equal(b.reason, GPU_FAULT_RESET);
         assert_int_equal(b.faults, 4);
