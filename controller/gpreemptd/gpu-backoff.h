@@ -96,11 +96,20 @@ bool gpu_backoff_expire(struct gpu_backoff *b, uint64_t now_us);
 uint64_t gpu_backoff_deadline(const struct gpu_backoff *b);
 
 /*
- * Whether a suspension may start now. Returns 0 and takes a token; -EBUSY
+ * Whether a suspension may start now, taking nothing. Returns 0; -EBUSY
  * while the GPU is in back-off (*ret_retry_us: its deadline); -EAGAIN when
- * the rate is used up (*ret_retry_us: when the next token is there). Ends
- * an expired back-off first (gpu_backoff_expire() has said so or will not).
+ * the rate is used up (*ret_retry_us: when the next token is there; counted
+ * in rate_limited). Ends an expired back-off first (gpu_backoff_expire()
+ * has said so or will not). A suspension that preempts several GPUs (a
+ * hold's, on every GPU of its process) asks each, then takes a token of
+ * each with gpu_backoff_take_token().
  */
+int gpu_backoff_check_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us);
+
+/* Takes the token a gpu_backoff_check_suspend() that returned 0 found, at the same time. */
+void gpu_backoff_take_token(struct gpu_backoff *b);
+
+/* gpu_backoff_check_suspend(), and on 0 gpu_backoff_take_token(). */
 int gpu_backoff_claim_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us);
 
 /*
