@@ -62,6 +62,8 @@ static const char description[] =
         "  read_error: ?string\n"
         ")\n"
         "\n"
+        "# reset_events: the GPU's KFD SMI reset events are subscribed; false: a reset\n"
+        "# there is seen only by the calls it fails (the daemon's log says why).\n"
         "type Gpu (\n"
         "  gpu_id: int,\n"
         "  online_busy: bool,\n"
@@ -72,7 +74,8 @@ static const char description[] =
         "  resumes_share: int,\n"
         "  resumes_fault: int,\n"
         "  suspended_usec: int,\n"
-        "  backoff: Backoff\n"
+        "  backoff: Backoff,\n"
+        "  reset_events: bool\n"
         ")\n"
         "\n"
         "# A GPU's fault back-off: active while preemption there is stopped after a\n"
@@ -269,6 +272,8 @@ static struct json_object *gpu_json(const struct manager *m, const struct gpu *g
                                json_object_new_int64((int64_t)policy_suspended_us(&g->policy, manager_now(m))));
         gpu_backoff_status(&g->backoff, manager_now(m), &backoff);
         json_object_object_add(o, "backoff", backoff_json(&backoff));
+        /* false: the GPU's KFD SMI events could not be had (the daemon's log says why); resets show in calls alone */
+        json_object_object_add(o, "reset_events", json_object_new_boolean(g->smi != NULL));
         return o;
 }
 

@@ -173,8 +173,12 @@ static void on_smi_ended(uint32_t gpu_id, int error, void *userdata)
  * kfd_smi_events.c, kfd-interface.md §16.8) even when no call of the
  * daemon's met it. On the daemon's own /dev/kfd, opened for the first
  * GPU; the kernel gives that KFD process every GPU its device cgroup
- * allows. A kernel without SMI events (before 5.9) is said once, and the
- * daemon carries on without them.
+ * allows. The ioctl is older (5.9) than the debugger calls (6.5), so on a
+ * kernel the daemon works with it fails only for a GPU the device cgroup
+ * denies (-EINVAL) or with no fd number left (-EMFILE): said once for the
+ * GPU, shown in Status (reset_events), and the GPU's faults are then seen
+ * from the calls' results alone, since a reset fails the calls it meets
+ * (-ETIME, ERROR, -EIO).
  */
 static void subscribe_gpu_events(struct manager *m, struct gpu *g)
 {
@@ -197,11 +201,11 @@ static void subscribe_gpu_events(struct manager *m, struct gpu *g)
                 }
         }
         fd = smi_events_subscribe(m->kfd_fd, g->gpu_id, SMI_EVENTS_DAEMON_MASK);
-        if (fd == -ENOTTY)
-                m->smi_unavailable = true;
         r = fd < 0 ? fd : smi_events_new(m->event, 0, fd, g->gpu_id, &callbacks, m, &g->smi);
         if (r < 0)
-                log_warning("GPU %u: no SMI events: %s", g->gpu_id, smi_events_strerror(r));
+                log_warning("GPU %u: no KFD SMI events: %s; a reset of this GPU is seen only by the suspensions and "
+                            "resumes it fails (restart gpreemptd once this is fixed)",
+                            g->gpu_id, smi_events_strerror(r));
 }
 
 /*

@@ -122,7 +122,7 @@ struct manager {
         struct metrics_retired metrics_retired; /* the counts of processes gone or re-identified */
         uint64_t errors[_METRICS_ERROR_MAX];
         int kfd_fd;          /* the daemon's own /dev/kfd, for the GPUs' SMI events; -1 until the first GPU */
-        bool smi_unavailable; /* opening it or subscribing failed in a way that would fail for every GPU */
+        bool smi_unavailable; /* opening it failed, which would fail for every GPU */
 };
 
 int manager_new(sd_event *event, struct paths *paths, struct config *config, struct manager **ret_manager);
