@@ -62,6 +62,7 @@ static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchComm
 struct fixture {
         struct daemon_harness h;
         struct emulated_app offline, online;
+        struct emulated_app second_offline; /* hold-backoff's */
 };
 
 static int setup(void **state)
@@ -81,6 +82,8 @@ static int teardown(void **state)
                 emulated_app_stop(&f->online);
         if (f->offline.pid > 0)
                 emulated_app_stop(&f->offline);
+        if (f->second_offline.pid > 0)
+                emulated_app_stop(&f->second_offline);
         if (f->h.pid > 0)
                 daemon_harness_stop(&f->h, SIGTERM);
         daemon_harness_cleanup(&f->h);
@@ -401,21 +404,26 @@ static bool is_held_suspended(struct json_object *p)
 static void test_hold_backoff(void **state)
 {
         const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        const char *const online0[] = { "--rate", "20", "--gpu", "0", "--kernel-us", "1000", NULL };
         static struct ctl_result r;
         struct fixture *f = *state;
-        struct emulated_app second = { 0 };
+        struct emulated_app *second = &f->second_offline;
         struct json_object *status, *reply;
         char pid_text[16];
         pid_t attached;
 
-        /* two offline processes: the first suspension (one of theirs) faults, the other stays attached */
-        start(f, "FaultBackoffSec=5\n", "20");
-        emulated_app_start(&second, app_path, offline0);
-        daemon_status_wait_process(&f->h, second.pid, status_process_attached, "the second offline app attached",
+        /* two offline processes attached before any online work: the first suspension (one of theirs)
+         * faults, and the other stays attached through the back-off */
+        daemon_harness_start_configured(&f->h, gpreemptd_path, "FaultBackoffSec=5\n", workloads);
+        emulated_app_start(&f->offline, app_path, offline0);
+        emulated_app_start(second, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, status_process_attached, "the offline app attached", 10000);
+        daemon_status_wait_process(&f->h, second->pid, status_process_attached, "the second offline app attached",
                                    10000);
+        emulated_app_start(&f->online, app_path, online0);
         daemon_status_wait(&f->h, backing_off, NULL, "GPU backing off after the ERROR bits", 10000, 20);
         status = daemon_status(&f->h);
-        attached = status_process_attached(status_process(status, second.pid)) ? second.pid : f->offline.pid;
+        attached = status_process_attached(status_process(status, second->pid)) ? second->pid : f->offline.pid;
         if (!status_process_attached(status_process(status, attached)))
                 fail_msg("no offline process attached during the back-off: %s", json_object_to_json_string(status));
         json_object_put(status);
@@ -448,7 +456,6 @@ static void test_hold_backoff(void **state)
         daemon_status_wait_process(&f->h, attached, is_held_suspended, "the hold in effect", 5000);
         run_ctl(f, (const char *[]){ "resume", pid_text, NULL }, &r);
         assert_int_equal(r.exit_code, 0);
-        emulated_app_stop(&second);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
