@@ -10,8 +10,9 @@
  * kfd_init_apertures gives a process, when it opens /dev/kfd, every GPU its
  * device cgroup allows), -EMFILE when the caller has no fd number left
  * (anon_inode_getfd). Every kernel with the debugger calls (6.5 and later)
- * has it; before 5.9 kfd_ioctl refuses its number with -EINVAL. Writing a u64 to the fd sets which events it gets
- * (bit N-1 for event N; a new mask replaces the old). Reads return text
+ * has it; before 5.9 kfd_ioctl refuses its number with -EINVAL. Writing a
+ * u64 to the fd sets which events it gets (bit N-1 for event N; a new mask
+ * replaces the old). Reads return text
  * records (smi-record.h); the fd polls readable while its FIFO holds any,
  * and a read of an empty FIFO fails with EAGAIN. Events of one process
  * (evictions, restores, page faults) reach another process's subscriber only
