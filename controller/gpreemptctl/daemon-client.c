@@ -3,10 +3,13 @@
 
 #include <errno.h>
 #include <json.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api-names.h"
@@ -142,13 +145,42 @@ static const char *param_string(struct json_object *params, const char *key)
         return "";
 }
 
-static int param_int(struct json_object *params, const char *key)
+static int64_t param_int64(struct json_object *params, const char *key)
 {
         struct json_object *v;
 
         if (params && json_object_object_get_ex(params, key, &v) && json_object_is_type(v, json_type_int))
-                return json_object_get_int(v);
+                return json_object_get_int64(v);
         return 0;
+}
+
+static int param_int(struct json_object *params, const char *key)
+{
+        int64_t v = param_int64(params, key);
+
+        return v >= INT_MIN && v <= INT_MAX ? (int)v : 0;
+}
+
+/*
+ * A hold refused while the process's GPU backs off after a fault: until
+ * when (the daemon gives the time left; the clock time is this host's), and
+ * what to do.
+ */
+static int explain_backing_off(const char *error, struct json_object *params, pid_t pid, struct daemon_failure *f)
+{
+        int64_t remaining_s = (param_int64(params, "remaining_usec") + 999999) / 1000000;
+        time_t until = time(NULL) + (time_t)remaining_s;
+        char at[16] = "?";
+        struct tm tm;
+
+        if (localtime_r(&until, &tm))
+                strftime(at, sizeof(at), "%H:%M:%S", &tm);
+        return fail(f, CTL_EXIT_PRECONDITION, error,
+                    "process %d is not held: its GPU %lld backs off after a fault (%s) until %s, %lld s from now, "
+                    "and gpreemptd suspends nothing there until then, holds included; run this again after "
+                    "that. If it repeats, look for amdgpu errors with journalctl -k (gpreemptd(8), FAULTS)",
+                    (int)pid, (long long)param_int64(params, "gpu_id"), param_string(params, "reason"), at,
+                    (long long)remaining_s);
 }
 
 /*
@@ -233,6 +265,8 @@ static int explain_error(const char *error, struct json_object *params, enum dae
                 return fail(f, CTL_EXIT_PRECONDITION, error,
                             "gpreemptd has no debug session on process %d: %s", (int)pid,
                             param_string(params, "reason"));
+        if (strcmp(name, "GpuBackingOff") == 0)
+                return explain_backing_off(error, params, pid, f);
         if (strcmp(name, "OperationFailed") == 0)
                 return fail(f, CTL_EXIT_FAILURE, error, "gpreemptd could not do it for process %d: %s",
                             (int)pid, param_string(params, "reason"));

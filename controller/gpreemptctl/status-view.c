@@ -67,6 +67,16 @@ static void print_backoff(FILE *out, struct json_object *g)
                 json_get_int(b, "faults"));
 }
 
+/* A GPU whose reset events the daemon could not have (a daemon that does not say is taken to have them). */
+static void print_reset_events(FILE *out, struct json_object *g)
+{
+        struct json_object *v = NULL;
+
+        if (json_object_object_get_ex(g, "reset_events", &v) && v && !json_object_get_boolean(v))
+                fprintf(out, "  no GPU reset events (see gpreemptd's log): a reset is seen only by the calls it "
+                             "fails\n");
+}
+
 static void print_gpus(FILE *out, struct json_object *status, struct json_object *previous)
 {
         struct json_object *gpus = json_get_array(status, "gpus");
@@ -97,6 +107,7 @@ static void print_gpus(FILE *out, struct json_object *status, struct json_object
                 }
                 fputc('\n', out);
                 print_backoff(out, g);
+                print_reset_events(out, g);
         }
 }
 

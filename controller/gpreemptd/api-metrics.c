@@ -185,10 +185,9 @@ static void add_gpu_families(struct json_object *families, const struct manager 
         backoff = family(families, "gpreempt_gpu_backoff", "gauge",
                          "1 while the GPU backs off after a fault: no preemption there (FaultBackoffSec=).");
         faults = family(families, "gpreempt_gpu_faults_total", "counter",
-                        "Faults seen on the GPU, by kind: call-error, timeout, queue-error, queues-vanished, "
-                        "reset, reset-mark.");
+                        "Faults seen on the GPU, by kind: call-error, timeout, queue-error, gpu-reset.");
         rate_limited = family(families, "gpreempt_gpu_rate_limited_total", "counter",
-                              "Suspensions the GPU's policy decided that MaxPreemptionsPerSecond= refused.");
+                              "Suspensions (the GPU's policy's and holds') that MaxPreemptionsPerSecond= refused.");
 
         for (size_t i = 0; i < m->n_gpus; i++) {
                 const struct gpu *g = &m->gpus[i];

@@ -65,6 +65,8 @@ static const char description[] =
         "  read_error: ?string\n"
         ")\n"
         "\n"
+        "# reset_events: the GPU's KFD SMI reset events are subscribed; false: a reset\n"
+        "# there is seen only by the calls it fails (the daemon's log says why).\n"
         "type Gpu (\n"
         "  gpu_id: int,\n"
         "  online_busy: bool,\n"
@@ -75,7 +77,8 @@ static const char description[] =
         "  resumes_share: int,\n"
         "  resumes_fault: int,\n"
         "  suspended_usec: int,\n"
-        "  backoff: Backoff\n"
+        "  backoff: Backoff,\n"
+        "  reset_events: bool\n"
         ")\n"
         "\n"
         "# A GPU's fault back-off: active while preemption there is stopped after a\n"
@@ -122,7 +125,9 @@ static const char description[] =
         "method Metrics(per_process: ?bool) -> (families: []MetricFamily)\n"
         "\n"
         "# Suspends the process's queues on every GPU until Resume, within the offline\n"
-        "# bounds (MaxSuspendMs, MinOfflineSharePercent) so its watchdogs do not fire (root only).\n"
+        "# bounds (MaxSuspendMs, MinOfflineSharePercent) so its watchdogs do not fire, and\n"
+        "# within MaxPreemptionsPerSecond= (root only). GpuBackingOff while one of its GPUs\n"
+        "# backs off after a fault (remaining_usec: until when).\n"
         "method Suspend(pid: int) -> ()\n"
         "# Ends a Suspend: the process is back under the policy (root only).\n"
         "method Resume(pid: int) -> ()\n"
@@ -150,6 +155,7 @@ static const char description[] =
         "error NotRegistered (pid: int)\n"
         "error NotAttached (pid: int, reason: string)\n"
         "error OperationFailed (pid: int, reason: string)\n"
+        "error GpuBackingOff (pid: int, gpu_id: int, reason: string, remaining_usec: int)\n"
         "error InvalidConfiguration (errors: []string)\n";
 
 static struct json_object *int_array(const uint32_t *v, size_t n)
@@ -272,6 +278,8 @@ static struct json_object *gpu_json(const struct manager *m, const struct gpu *g
                                json_object_new_int64((int64_t)policy_suspended_us(&g->policy, manager_now(m))));
         gpu_backoff_status(&g->backoff, manager_now(m), &backoff);
         json_object_object_add(o, "backoff", backoff_json(&backoff));
+        /* false: the GPU's KFD SMI events could not be had (the daemon's log says why); resets show in calls alone */
+        json_object_object_add(o, "reset_events", json_object_new_boolean(g->smi != NULL));
         return o;
 }
 
@@ -377,6 +385,25 @@ static struct tracked_process *get_process(struct varlink_call *call, struct man
         return p;
 }
 
+/* Answers GpuBackingOff and returns true when one of p's GPUs backs off (manager_hold() would refuse). */
+static bool backing_off(struct varlink_call *call, struct manager *m, const struct tracked_process *p)
+{
+        const struct gpu *g = manager_gpu_backing_off(m, p);
+        struct gpu_backoff_status b;
+        struct json_object *e;
+
+        if (!g)
+                return false;
+        gpu_backoff_status(&g->backoff, manager_now(m), &b);
+        e = json_object_new_object();
+        json_object_object_add(e, "pid", json_object_new_int(p->pid));
+        json_object_object_add(e, "gpu_id", json_object_new_int64(g->gpu_id));
+        json_object_object_add(e, "reason", json_object_new_string(b.reason ? b.reason : "unknown"));
+        json_object_object_add(e, "remaining_usec", json_object_new_int64((int64_t)b.remaining_us));
+        varlink_call_error(call, "GpuBackingOff", e);
+        return true;
+}
+
 static void hold(struct varlink_call *call, struct json_object *params, struct manager *m, bool on)
 {
         struct tracked_process *p = get_process(call, m, params);
@@ -397,6 +424,8 @@ static void hold(struct varlink_call *call, struct json_object *params, struct m
                                "the process was asked to terminate; it is not suspended again so that it can exit");
                 return;
         }
+        if (on && backing_off(call, m, p))
+                return;
         r = manager_hold(m, p, on);
         if (r < 0) {
                 error_with_pid(call, "OperationFailed", p->pid, strerror(-r));

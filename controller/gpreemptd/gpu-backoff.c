@@ -13,9 +13,7 @@ static const char *const fault_kind_names[_GPU_FAULT_KIND_MAX] = {
         [GPU_FAULT_CALL_ERROR] = "call-error",
         [GPU_FAULT_TIMEOUT] = "timeout",
         [GPU_FAULT_QUEUE_ERROR] = "queue-error",
-        [GPU_FAULT_QUEUES_VANISHED] = "queues-vanished",
         [GPU_FAULT_RESET] = "gpu-reset",
-        [GPU_FAULT_RESET_MARK] = "reset-mark",
 };
 
 /* What each fault means, for the log line. */
@@ -23,9 +21,7 @@ static const char *const fault_kind_phrases[_GPU_FAULT_KIND_MAX] = {
         [GPU_FAULT_CALL_ERROR] = "a suspend or resume failed",
         [GPU_FAULT_TIMEOUT] = "a suspend or resume timed out waiting for the GPU to preempt its queues",
         [GPU_FAULT_QUEUE_ERROR] = "the GPU's scheduler flagged queues with an error during a suspend or resume",
-        [GPU_FAULT_QUEUES_VANISHED] = "queues vanished during a suspend or resume",
         [GPU_FAULT_RESET] = "the GPU is being reset",
-        [GPU_FAULT_RESET_MARK] = "the kernel marked queues as reset",
 };
 
 const char *gpu_fault_kind_to_string(enum gpu_fault_kind kind)
@@ -124,16 +120,14 @@ uint64_t gpu_backoff_next_suspend_us(struct gpu_backoff *b, uint64_t now_us)
         return b->tokens >= TOKEN_UNITS ? now_us : token_due_us(b, now_us);
 }
 
-int gpu_backoff_claim_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us)
+int gpu_backoff_check_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us)
 {
-        unsigned rate = b->settings.max_preemptions_per_second;
-
         gpu_backoff_expire(b, now_us);
         if (b->active) {
                 *ret_retry_us = b->until_us;
                 return -EBUSY;
         }
-        if (rate == 0)
+        if (b->settings.max_preemptions_per_second == 0)
                 return 0;
         refill(b, now_us);
         if (b->tokens < TOKEN_UNITS) {
@@ -141,8 +135,22 @@ int gpu_backoff_claim_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *
                 *ret_retry_us = token_due_us(b, now_us);
                 return -EAGAIN;
         }
-        b->tokens -= TOKEN_UNITS;
         return 0;
+}
+
+void gpu_backoff_take_token(struct gpu_backoff *b)
+{
+        if (b->settings.max_preemptions_per_second > 0 && b->tokens >= TOKEN_UNITS)
+                b->tokens -= TOKEN_UNITS;
+}
+
+int gpu_backoff_claim_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us)
+{
+        int r = gpu_backoff_check_suspend(b, now_us, ret_retry_us);
+
+        if (r >= 0)
+                gpu_backoff_take_token(b);
+        return r;
 }
 
 void gpu_backoff_status(const struct gpu_backoff *b, uint64_t now_us, struct gpu_backoff_status *ret)

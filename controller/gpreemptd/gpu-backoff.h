@@ -5,16 +5,23 @@
  * On an HWS GPU every SUSPEND_QUEUES and RESUME_QUEUES is an unmap of every
  * queue of every process on the device (kfd-hazards.md §1). A preemption
  * that fails (an errno, -ETIME when the unmap fence timed out, queues the
- * scheduler flagged with ERROR, queues gone under the call) or a GPU reset
- * says the device is in trouble; preempting it again at once would turn one
+ * scheduler flagged with ERROR) or a GPU reset says the device is in trouble; preempting it again at once would turn one
  * firmware corner case into a reset of the online service too. So a fault
  * stops preemption on that GPU until a deadline. The deadline doubles for
  * every fault that comes within a quiet period after the last back-off
  * ended, from FaultBackoffSec= up to FaultBackoffMaxSec=; a GPU that ran
  * without a fault for FaultBackoffMaxSec= (the longest back-off) is trusted
  * again and the next fault starts from the base. Faults while the GPU is in
- * back-off are one incident (a reset is a PRE_RESET, queues vanishing and a
+ * back-off are one incident (a reset is a timed-out call, a PRE_RESET and a
  * POST_RESET): they push the deadline out by the current delay, not double it.
+ *
+ * The kinds are what a daemon can observe of a failed preemption
+ * (kfd-interface.md §16). A per-queue reset (Linux 6.12) leaves no mark a
+ * debugger can see: the unmap completes, the kernel's has_reset_queue is not
+ * reported by any ioctl, and the reset queue's process learns of it through
+ * its HW exception event and aborts (§16.2, §16.3). Queues that vanish under
+ * a call are an application destroying them (hipStreamDestroy, its exit),
+ * never a reset, which leaves the queues in place. Neither is a kind here.
  *
  * The rate limit is a token bucket of MaxPreemptionsPerSecond= tokens a
  * second holding at most one second's worth: a suspension takes a token. The
@@ -36,9 +43,7 @@ enum gpu_fault_kind {
         GPU_FAULT_CALL_ERROR,      /* SUSPEND/RESUME failed with an errno other than the ones below */
         GPU_FAULT_TIMEOUT,         /* -ETIME: the kernel's unmap fence wait timed out */
         GPU_FAULT_QUEUE_ERROR,     /* the call returned queues flagged with KFD_DBG_QUEUE_ERROR_MASK */
-        GPU_FAULT_QUEUES_VANISHED, /* queues known to be there were gone under the call */
         GPU_FAULT_RESET,           /* an SMI GPU_PRE_RESET or GPU_POST_RESET event */
-        GPU_FAULT_RESET_MARK,      /* the kernel marked the process's queues reset (has_reset_queue) */
         _GPU_FAULT_KIND_MAX,
 };
 
@@ -91,11 +96,20 @@ bool gpu_backoff_expire(struct gpu_backoff *b, uint64_t now_us);
 uint64_t gpu_backoff_deadline(const struct gpu_backoff *b);
 
 /*
- * Whether a suspension may start now. Returns 0 and takes a token; -EBUSY
+ * Whether a suspension may start now, taking nothing. Returns 0; -EBUSY
  * while the GPU is in back-off (*ret_retry_us: its deadline); -EAGAIN when
- * the rate is used up (*ret_retry_us: when the next token is there). Ends
- * an expired back-off first (gpu_backoff_expire() has said so or will not).
+ * the rate is used up (*ret_retry_us: when the next token is there; counted
+ * in rate_limited). Ends an expired back-off first (gpu_backoff_expire()
+ * has said so or will not). A suspension that preempts several GPUs (a
+ * hold's, on every GPU of its process) asks each, then takes a token of
+ * each with gpu_backoff_take_token().
  */
+int gpu_backoff_check_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us);
+
+/* Takes the token a gpu_backoff_check_suspend() that returned 0 found, at the same time. */
+void gpu_backoff_take_token(struct gpu_backoff *b);
+
+/* gpu_backoff_check_suspend(), and on 0 gpu_backoff_take_token(). */
 int gpu_backoff_claim_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us);
 
 /*

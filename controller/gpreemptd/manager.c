@@ -173,8 +173,12 @@ static void on_smi_ended(uint32_t gpu_id, int error, void *userdata)
  * kfd_smi_events.c, kfd-interface.md §16.8) even when no call of the
  * daemon's met it. On the daemon's own /dev/kfd, opened for the first
  * GPU; the kernel gives that KFD process every GPU its device cgroup
- * allows. A kernel without SMI events (before 5.9) is said once, and the
- * daemon carries on without them.
+ * allows. The ioctl is older (5.9) than the debugger calls (6.5), so on a
+ * kernel the daemon works with it fails only for a GPU the device cgroup
+ * denies (-EINVAL) or with no fd number left (-EMFILE): said once for the
+ * GPU, shown in Status (reset_events), and the GPU's faults are then seen
+ * from the calls' results alone, since a reset fails the calls it meets
+ * (-ETIME, ERROR, -EIO).
  */
 static void subscribe_gpu_events(struct manager *m, struct gpu *g)
 {
@@ -197,11 +201,11 @@ static void subscribe_gpu_events(struct manager *m, struct gpu *g)
                 }
         }
         fd = smi_events_subscribe(m->kfd_fd, g->gpu_id, SMI_EVENTS_DAEMON_MASK);
-        if (fd == -ENOTTY)
-                m->smi_unavailable = true;
         r = fd < 0 ? fd : smi_events_new(m->event, 0, fd, g->gpu_id, &callbacks, m, &g->smi);
         if (r < 0)
-                log_warning("GPU %u: no SMI events: %s", g->gpu_id, smi_events_strerror(r));
+                log_warning("GPU %u: no KFD SMI events: %s; a reset of this GPU is seen only by the suspensions and "
+                            "resumes it fails (restart gpreemptd once this is fixed)",
+                            g->gpu_id, smi_events_strerror(r));
 }
 
 /*
@@ -550,6 +554,67 @@ static bool gpu_claim_suspend(struct manager *m, struct gpu *g)
         return false;
 }
 
+const struct gpu *manager_gpu_backing_off(struct manager *m, const struct tracked_process *p)
+{
+        uint64_t now = manager_now(m);
+        const struct gpu *latest = NULL;
+
+        for (size_t i = 0; i < p->queues.n_gpu_ids; i++) {
+                struct gpu *g = find_gpu(m, p->queues.gpu_ids[i]);
+
+                if (!g)
+                        continue;
+                gpu_check_backoff_end(m, g, now);
+                if (gpu_backoff_deadline(&g->backoff) &&
+                    (!latest || gpu_backoff_deadline(&g->backoff) > gpu_backoff_deadline(&latest->backoff)))
+                        latest = g;
+        }
+        return latest;
+}
+
+/*
+ * Whether a hold's suspension may start: gpu_claim_suspend() for a hold. It
+ * suspends p on every GPU of its, on an HWS GPU as much a device-wide
+ * preemption as one of the GPU's policy, so it takes a token of
+ * MaxPreemptionsPerSecond= on each of them, all or none. Returns 0; -EAGAIN
+ * when a bucket is empty (*ret_retry_us: when all have a token again);
+ * -EBUSY when one of the GPUs backs off.
+ */
+static int hold_claim_suspend(struct manager *m, const struct tracked_process *p, uint64_t now,
+                              uint64_t *ret_retry_us)
+{
+        uint64_t retry_us = now;
+        int verdict = 0;
+
+        for (size_t i = 0; i < p->queues.n_gpu_ids; i++) {
+                struct gpu *g = find_gpu(m, p->queues.gpu_ids[i]);
+                uint64_t at = 0;
+                int r;
+
+                if (!g)
+                        continue;
+                gpu_check_backoff_end(m, g, now);
+                r = gpu_backoff_check_suspend(&g->backoff, now, &at);
+                if (r == -EBUSY)
+                        return r;
+                if (r < 0) {
+                        verdict = r;
+                        retry_us = at > retry_us ? at : retry_us;
+                }
+        }
+        if (verdict < 0) {
+                *ret_retry_us = retry_us;
+                return verdict;
+        }
+        for (size_t i = 0; i < p->queues.n_gpu_ids; i++) {
+                struct gpu *g = find_gpu(m, p->queues.gpu_ids[i]);
+
+                if (g)
+                        gpu_backoff_take_token(&g->backoff);
+        }
+        return 0;
+}
+
 /*
  * Carries out what the policy decided for one GPU on every offline process
  * there. seen_ns: when the detector saw the online work this answers
@@ -591,6 +656,15 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
                   suspend ? "being suspended" : "being resumed", issued, manager_now(m) / 1000.0);
 }
 
+/* g backs off: nothing stays suspended there, held or not. */
+static void end_hold_for_backoff(struct manager *m, struct tracked_process *p, const struct gpu *g)
+{
+        log_warning("Process %d: its hold ends, GPU %u backs off after a fault for %.0f s more (gpreemptctl suspend "
+                    "it again after that)",
+                    (int)p->pid, g->gpu_id, (double)(gpu_backoff_deadline(&g->backoff) - manager_now(m)) / 1e6);
+        manager_hold(m, p, false);
+}
+
 /*
  * A fault on g (gpu-backoff.h): the back-off starts, or the one under way
  * goes on. On entering it nothing may stay suspended there: the GPU's
@@ -611,11 +685,8 @@ static void gpu_back_off(struct manager *m, struct gpu *g, enum gpu_fault_kind k
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];
 
-                if (p->held && process_queues_on_gpu(&p->queues, g->gpu_id)) {
-                        log_warning("Process %d: its hold ends, GPU %u backs off (gpreemptctl suspend it again after)",
-                                    (int)p->pid, g->gpu_id);
-                        manager_hold(m, p, false);
-                }
+                if (p->held && process_queues_on_gpu(&p->queues, g->gpu_id))
+                        end_hold_for_backoff(m, p, g);
         }
         rearm_policy(m);
 }
@@ -695,17 +766,44 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
                          (unsigned)CALL_PURPOSE_VALUE(call->purpose), call->gpu_id);
 }
 
-/* A held process's own bounds: its slices, and the suspension after each. */
-static void hold_apply(struct manager *m, struct tracked_process *p, enum policy_action action)
+/*
+ * A held process's own bounds: its slices, and the suspension after each,
+ * which waits for MaxPreemptionsPerSecond= (hold_claim_suspend()) and ends
+ * the hold where a GPU of p's backs off. Returns 0, or session_call()'s
+ * -errno.
+ */
+static int hold_apply(struct manager *m, struct tracked_process *p, enum policy_action action)
 {
+        uint64_t now = manager_now(m), retry_us = 0;
+        int r;
+
         if (action == POLICY_ACTION_NONE || !p->session || is_still(p))
-                return;
-        if (action == POLICY_ACTION_SUSPEND ? session_suspend(m, p, 0, true) < 0 : resume_or_let_go(m, p, 0) < 0)
-                return;
-        /* MaxSuspendMs or the share's budget in its window ended this part of the hold */
-        if (action == POLICY_ACTION_RESUME)
-                log_info("Process %d: held, runs for its slice (MaxSuspendMs=%.0f, MinOfflineSharePercent=%u)",
-                         (int)p->pid, (double)p->policy.max_suspend_us / 1000.0, p->policy.min_offline_share_percent);
+                return 0;
+        if (action == POLICY_ACTION_RESUME) {
+                r = resume_or_let_go(m, p, 0);
+                /* MaxSuspendMs or the share's budget in its window ended this part of the hold */
+                if (r >= 0)
+                        log_info("Process %d: held, runs for its slice (MaxSuspendMs=%.0f, MinOfflineSharePercent=%u)",
+                                 (int)p->pid, (double)p->policy.max_suspend_us / 1000.0,
+                                 p->policy.min_offline_share_percent);
+                return r;
+        }
+        r = hold_claim_suspend(m, p, now, &retry_us);
+        if (r == -EBUSY) {
+                /* queues of p's on a GPU that began backing off while p was held */
+                end_hold_for_backoff(m, p, manager_gpu_backing_off(m, p));
+                return 0;
+        }
+        if (r == -EAGAIN) {
+                /* still held: the suspension is asked again when every bucket has a token */
+                policy_action_failed(&p->hold_policy, POLICY_ACTION_SUSPEND, now);
+                p->hold_retry_us = retry_us;
+                log_debug("Process %d: held, its suspension waits for MaxPreemptionsPerSecond= until %.3f ms",
+                          (int)p->pid, retry_us / 1000.0);
+                return 0;
+        }
+        p->hold_retry_us = 0;
+        return session_suspend(m, p, 0, true);
 }
 
 static void rearm_policy(struct manager *m)
@@ -727,8 +825,12 @@ static void rearm_policy(struct manager *m)
         for (size_t i = 0; i < m->n_processes; i++)
                 if (m->processes[i]->held) {
                         uint64_t d = policy_next_deadline(&m->processes[i]->hold_policy);
+                        uint64_t retry = m->processes[i]->hold_retry_us;
+
                         if (d < next)
                                 next = d;
+                        if (retry && retry < next)
+                                next = retry;
                 }
         if (next == POLICY_NEVER) {
                 sd_event_source_set_enabled(m->policy_timer, SD_EVENT_OFF);
@@ -751,9 +853,15 @@ static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
                         g->suspend_retry_us = 0;
                 gpu_apply(m, g, policy_tick(&g->policy, now), 0);
         }
-        for (size_t i = 0; i < m->n_processes; i++)
-                if (m->processes[i]->held)
-                        hold_apply(m, m->processes[i], policy_tick(&m->processes[i]->hold_policy, now));
+        for (size_t i = 0; i < m->n_processes; i++) {
+                struct tracked_process *p = m->processes[i];
+
+                if (!p->held)
+                        continue;
+                if (p->hold_retry_us <= now)
+                        p->hold_retry_us = 0;
+                hold_apply(m, p, policy_tick(&p->hold_policy, now));
+        }
         rearm_policy(m);
         return 0;
 }
@@ -1444,22 +1552,27 @@ int manager_hold(struct manager *m, struct tracked_process *p, bool hold)
         if (!p->session)
                 return -ENOTCONN;
         if (hold) {
+                /* a GPU backing off suspends nothing, for a hold neither: it would undo the back-off's resume */
+                if (manager_gpu_backing_off(m, p))
+                        return -EBUSY;
                 /*
                  * A hold is online work that never ends, for this process alone:
                  * the offline bounds still give it its slices, so its own
                  * watchdogs do not fire while an operator holds it.
                  */
                 policy_gpu_init(&p->hold_policy, &p->policy, manager_now(m));
-                if (policy_online_busy(&p->hold_policy, manager_now(m)) == POLICY_ACTION_SUSPEND) {
-                        r = session_suspend(m, p, 0, true);
-                        if (r < 0)
-                                return r;
-                }
                 p->held = true;
+                p->hold_retry_us = 0;
+                r = hold_apply(m, p, policy_online_busy(&p->hold_policy, manager_now(m)));
+                if (r < 0) {
+                        p->held = false;
+                        return r;
+                }
                 rearm_policy(m);
                 return 0;
         }
         p->held = false;
+        p->hold_retry_us = 0;
         rearm_policy(m);
         /* a stopped process stays suspended until SIGCONT */
         return is_still(p) ? 0 : follow_policy(m, p);

@@ -86,6 +86,7 @@ struct tracked_process {
         uint64_t attach_retry_at; /* when the next try is due (CLOCK_MONOTONIC) */
         bool held;                /* gpreemptctl suspend: kept suspended until resume, within the bounds */
         struct policy_gpu hold_policy; /* a hold's bounds: online work that never ends */
+        uint64_t hold_retry_us;   /* held: a suspension MaxPreemptionsPerSecond= refused is asked again then; 0: none */
         bool terminating;         /* got a termination signal: never suspended again */
         int failed_errno;         /* the last suspend/resume failure logged (-errno), 0 after a success */
         int stop_signal;          /* offline: the signal of its group-stop (SIGSTOP...), 0 when not stopped */
@@ -121,7 +122,7 @@ struct manager {
         struct metrics_retired metrics_retired; /* the counts of processes gone or re-identified */
         uint64_t errors[_METRICS_ERROR_MAX];
         int kfd_fd;          /* the daemon's own /dev/kfd, for the GPUs' SMI events; -1 until the first GPU */
-        bool smi_unavailable; /* opening it or subscribing failed in a way that would fail for every GPU */
+        bool smi_unavailable; /* opening it failed, which would fail for every GPU */
 };
 
 int manager_new(sd_event *event, struct paths *paths, struct config *config, struct manager **ret_manager);
@@ -155,5 +156,12 @@ int manager_register(struct manager *m, pid_t pid, enum workload_class class, co
  * is neither registered nor tracked.
  */
 int manager_unregister(struct manager *m, pid_t pid);
-/* Holds p suspended on all its GPUs (gpreemptctl suspend) or releases it. */
+/*
+ * Holds p suspended on all its GPUs (gpreemptctl suspend) or releases it.
+ * A hold is refused with -EBUSY while one of p's GPUs backs off
+ * (manager_gpu_backing_off()); its suspensions take MaxPreemptionsPerSecond=
+ * tokens as the GPUs' own do, so the first may come later than the call.
+ */
 int manager_hold(struct manager *m, struct tracked_process *p, bool hold);
+/* Of p's GPUs, the one whose back-off ends last; NULL when none backs off. */
+const struct gpu *manager_gpu_backing_off(struct manager *m, const struct tracked_process *p);

@@ -64,12 +64,13 @@ int smi_events_subscribe(int kfd_fd, uint32_t gpu_id, uint64_t mask)
 const char *smi_events_strerror(int error)
 {
         switch (error) {
-        case -ENOTTY:
-                return "the kernel has no KFD SMI events (Linux 5.9 or later has them); GPU resets are then seen "
-                       "only by their effects on preemption";
         case -EINVAL:
-                return "the kernel does not know this GPU id for this process (a GPU its device cgroup denies, "
-                       "one removed, or one that appeared after /dev/kfd was opened)";
+                return "the kernel does not know this GPU id for this process (a GPU its device cgroup denies: "
+                       "allow the GPU's render node, DeviceAllow=char-drm in the unit; one removed; one that "
+                       "appeared after /dev/kfd was opened; or a kernel before 5.9, without SMI events)";
+        case -EMFILE:
+        case -ENFILE:
+                return "no file descriptor left for the event fd (raise LimitNOFILE=)";
         default:
                 return strerror(-error);
         }

@@ -8,8 +8,11 @@
  * gpu_id returns an anonymous fd for that GPU; -EINVAL when the gpu_id is
  * not one of the caller's KFD process's GPUs (older kernels: not a GPU;
  * kfd_init_apertures gives a process, when it opens /dev/kfd, every GPU its
- * device cgroup allows), -ENOTTY before 5.9. Writing a u64 to the fd sets which events it gets
- * (bit N-1 for event N; a new mask replaces the old). Reads return text
+ * device cgroup allows), -EMFILE when the caller has no fd number left
+ * (anon_inode_getfd). Every kernel with the debugger calls (6.5 and later)
+ * has it; before 5.9 kfd_ioctl refuses its number with -EINVAL. Writing a
+ * u64 to the fd sets which events it gets (bit N-1 for event N; a new mask
+ * replaces the old). Reads return text
  * records (smi-record.h); the fd polls readable while its FIFO holds any,
  * and a read of an empty FIFO fails with EAGAIN. Events of one process
  * (evictions, restores, page faults) reach another process's subscriber only
@@ -54,8 +57,9 @@ struct smi_events;
 
 /*
  * Opens gpu_id's SMI event fd on kfd_fd and sets mask on it. Returns the fd,
- * or -errno: -ENOTTY the kernel has no SMI events (before 5.9), -EINVAL the
- * gpu_id is not one of this process's GPUs.
+ * or -errno: -EINVAL the gpu_id is not one of this process's GPUs (or the
+ * kernel has no SMI events), -EMFILE no fd number left, -ENOTTY kfd_fd is
+ * not /dev/kfd.
  */
 int smi_events_subscribe(int kfd_fd, uint32_t gpu_id, uint64_t mask);
 
@@ -71,5 +75,5 @@ int smi_events_new(sd_event *e, int64_t priority, int event_fd, uint32_t gpu_id,
                    const struct smi_events_callbacks *cb, void *userdata, struct smi_events **ret);
 struct smi_events *smi_events_free(struct smi_events *s);
 
-/* "the kernel has no KFD SMI events (Linux 5.9 or later has them)", ...: what a subscription error means. */
+/* "the kernel does not know this GPU id for this process (...)", ...: what a subscription error means. */
 const char *smi_events_strerror(int error);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ioctl dispatch (kfd_chardev.c: kfd_ioctl, kfd_ioctl_get_version) —
- * kfd-interface.md §1 "Size handling" and §3 "Which fd"; and the file
- * operations /dev/kfd lacks (kfd_fops: read, write) — §10.
+ * kfd-interface.md §1 "Size handling" and §3 "Which fd"; the file
+ * operations /dev/kfd lacks (kfd_fops: read, write) — §10; and an ioctl
+ * that makes an fd for the caller (kfd_ioctl_smi_events) — §16.8.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -281,6 +283,51 @@ static void read_and_write_are_einval(void **state)
         assert_int_equal(conf_dbg_set_exceptions_enabled(kfd, s->target.pid, CONF_SUBSCRIPTION), 0);
 }
 
+/* AMDKFD_IOC_SMI_EVENTS for gpu_id; the ioctl's result, *ret_fd its anon_fd (UINT32_MAX when untouched). */
+static long smi_events(int kfd, uint32_t gpu_id, uint32_t *ret_fd)
+{
+        struct kfd_ioctl_smi_events_args a = { .gpuid = gpu_id, .anon_fd = UINT32_MAX };
+        long r = conf_ioctl(kfd, AMDKFD_IOC_SMI_EVENTS, &a);
+
+        *ret_fd = a.anon_fd;
+        return r;
+}
+
+/* kfd_ioctl_smi_events looks the gpu_id up among the caller's devices
+ * (-EINVAL), then kfd_smi_event_open makes the fd with anon_inode_getfd:
+ * with no number free under RLIMIT_NOFILE that fails with -EMFILE and
+ * anon_fd is left as it was; otherwise the fd is the lowest free number
+ * (§16.8). */
+static void smi_events_fd_needs_a_free_number(void **state)
+{
+        struct kfd_ioctl_get_version_args v = { 0 };
+        struct rlimit saved, tight;
+        uint32_t gpu_id, fd_bad = 0, fd_full = 0, fd;
+        long r_bad, r_full;
+        int kfd = conf_kfd(), lowest;
+
+        assert_int_equal(conf_gpu_ids(&gpu_id, 1), 1);
+        /* the lowest free number: every one below it is taken */
+        lowest = dup(kfd);
+        assert_true(lowest >= 0);
+        close(lowest);
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+        tight = (struct rlimit){ .rlim_cur = (rlim_t)lowest, .rlim_max = saved.rlim_max };
+        /* an ioctl first, so that whatever this thread needs to reach the kernel exists before the limit */
+        assert_int_equal(conf_ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v), 0);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
+        r_bad = smi_events(kfd, 0x1, &fd_bad);
+        r_full = smi_events(kfd, gpu_id, &fd_full);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+        assert_int_equal(r_bad, -EINVAL);
+        assert_int_equal(fd_bad, UINT32_MAX);
+        assert_int_equal(r_full, -EMFILE);
+        assert_int_equal(fd_full, UINT32_MAX);
+        assert_int_equal(smi_events(kfd, gpu_id, &fd), 0);
+        assert_int_equal((int)fd, lowest);
+        close((int)fd);
+}
+
 int main(int argc, char **argv)
 {
         conf_init(argc, argv);
@@ -296,6 +343,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(dup_in_owner_works),
                 cmocka_unit_test(fd_passed_by_scm_rights_is_ebadf),
                 cmocka_unit_test_setup_teardown(read_and_write_are_einval, conf_fixture_attached, conf_fixture_end),
+                cmocka_unit_test(smi_events_fd_needs_a_free_number),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

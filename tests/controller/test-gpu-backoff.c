@@ -86,12 +86,12 @@ static void test_faults_during_a_backoff_are_one_incident(void **state)
 
         gpu_backoff_init(&b, &defaults, t);
         assert_true(gpu_backoff_fault(&b, GPU_FAULT_RESET, 0, t));
-        /* queues vanish and the reset ends: no new message, the pause runs from the latest sign */
-        assert_false(gpu_backoff_fault(&b, GPU_FAULT_QUEUES_VANISHED, -ENOENT, t + SEC));
+        /* a call fails while the GPU resets, and the reset ends: no new message, the pause runs from the latest sign */
+        assert_false(gpu_backoff_fault(&b, GPU_FAULT_CALL_ERROR, -EIO, t + SEC));
         assert_false(gpu_backoff_fault(&b, GPU_FAULT_RESET, 0, t + 3 * SEC));
         assert_int_equal(gpu_backoff_deadline(&b), t + 13 * SEC);
         /* a sign older than the deadline's start does not shorten it */
-        assert_false(gpu_backoff_fault(&b, GPU_FAULT_RESET_MARK, 0, t + 2 * SEC));
+        assert_false(gpu_backoff_fault(&b, GPU_FAULT_QUEUE_ERROR, 0, t + 2 * SEC));
         assert_int_equal(gpu_backoff_deadline(&b), t + 13 * SEC);
         assert_int_equal(b.reason, GPU_FAULT_RESET);
         assert_int_equal(b.faults, 4);
@@ -121,6 +121,36 @@ static void test_rate_limit_takes_a_token_per_suspension(void **state)
         for (int i = 0; i < 4; i++)
                 assert_int_equal(gpu_backoff_claim_suspend(&b, START_US + 3600 * SEC, &retry), 0);
         assert_int_equal(gpu_backoff_claim_suspend(&b, START_US + 3600 * SEC, &retry), -EAGAIN);
+}
+
+/* A hold's suspension preempts every GPU of its process: each is asked first, and only then are tokens taken. */
+static void test_check_takes_nothing_until_every_gpu_agrees(void **state)
+{
+        struct gpu_backoff_settings s = defaults;
+        struct gpu_backoff a, b;
+        uint64_t retry = 0;
+
+        s.max_preemptions_per_second = 1;
+        gpu_backoff_init(&a, &s, START_US);
+        gpu_backoff_init(&b, &s, START_US);
+        assert_int_equal(gpu_backoff_claim_suspend(&b, START_US, &retry), 0);
+        /* a has its token, b has none: nothing is taken from a */
+        assert_int_equal(gpu_backoff_check_suspend(&a, START_US + 1, &retry), 0);
+        assert_int_equal(gpu_backoff_check_suspend(&b, START_US + 1, &retry), -EAGAIN);
+        assert_int_equal(retry, START_US + SEC);
+        assert_int_equal(b.rate_limited, 1);
+        assert_int_equal(gpu_backoff_check_suspend(&a, START_US + 2, &retry), 0);
+        /* both have one a second later; taking them empties both */
+        assert_int_equal(gpu_backoff_check_suspend(&a, START_US + SEC, &retry), 0);
+        assert_int_equal(gpu_backoff_check_suspend(&b, START_US + SEC, &retry), 0);
+        gpu_backoff_take_token(&a);
+        gpu_backoff_take_token(&b);
+        assert_int_equal(gpu_backoff_check_suspend(&a, START_US + SEC, &retry), -EAGAIN);
+        assert_int_equal(gpu_backoff_check_suspend(&b, START_US + SEC, &retry), -EAGAIN);
+        /* a GPU in back-off says until when, whatever its bucket holds */
+        assert_true(gpu_backoff_fault(&a, GPU_FAULT_TIMEOUT, -ETIME, START_US + SEC));
+        assert_int_equal(gpu_backoff_check_suspend(&a, START_US + 2 * SEC, &retry), -EBUSY);
+        assert_int_equal(retry, START_US + 11 * SEC);
 }
 
 static void test_next_suspend_says_when_without_taking(void **state)
@@ -239,6 +269,7 @@ int main(void)
                 cmocka_unit_test(test_quiet_period_starts_again_from_the_base),
                 cmocka_unit_test(test_faults_during_a_backoff_are_one_incident),
                 cmocka_unit_test(test_rate_limit_takes_a_token_per_suspension),
+                cmocka_unit_test(test_check_takes_nothing_until_every_gpu_agrees),
                 cmocka_unit_test(test_next_suspend_says_when_without_taking),
                 cmocka_unit_test(test_rate_bounds_a_storm),
                 cmocka_unit_test(test_no_rate_limit),

@@ -19,6 +19,12 @@
  *   rate-limit   no fault; an online service asking far more often than
  *                MaxPreemptionsPerSecond= gets at most that many suspensions
  *                a second (and one second's burst).
+ *   hold-backoff the first suspension comes back with the ERROR bit: a hold
+ *                (gpreemptctl suspend) of the other offline process is
+ *                refused while the GPU backs off, saying until when and what
+ *                to do (exit 2, --json error), and taken once it is over.
+ *   hold-rate-limit  a hold whose slices would suspend about ten times a
+ *                second gets at most MaxPreemptionsPerSecond= suspensions.
  *   mqds-off-loop  a 2 s suspension holds the offline process's mutex, which
  *                a read of debugfs mqds waits for: a process registered as
  *                online then has its queues read off the loop, which answers
@@ -56,6 +62,7 @@ static const char workloads[] = "[Workload]\nName=serve\nClass=online\nMatchComm
 struct fixture {
         struct daemon_harness h;
         struct emulated_app offline, online;
+        struct emulated_app second_offline; /* hold-backoff's */
 };
 
 static int setup(void **state)
@@ -75,6 +82,8 @@ static int teardown(void **state)
                 emulated_app_stop(&f->online);
         if (f->offline.pid > 0)
                 emulated_app_stop(&f->offline);
+        if (f->second_offline.pid > 0)
+                emulated_app_stop(&f->second_offline);
         if (f->h.pid > 0)
                 daemon_harness_stop(&f->h, SIGTERM);
         daemon_harness_cleanup(&f->h);
@@ -372,8 +381,122 @@ static void test_reset_queue(void **state)
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+/* gpreemptctl, as root, against the fixture's daemon. */
+static void run_ctl(struct fixture *f, const char *const *args, struct ctl_result *ret)
+{
+        char env_runtime[192];
+        const char *const env[] = { env_runtime, NULL };
+
+        snprintf(env_runtime, sizeof(env_runtime), "GPREEMPT_RUNTIME_DIR=%s", f->h.runtime_dir);
+        ctl_run(ctl_path, env, 0, args, ret);
+}
+
+static bool is_held(struct json_object *p)
+{
+        return p && status_bool(p, "held");
+}
+
+static bool is_held_suspended(struct json_object *p)
+{
+        return is_held(p) && json_object_array_length(json_object_object_get(p, "suspended_gpus")) > 0;
+}
+
+static void test_hold_backoff(void **state)
+{
+        const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        const char *const online0[] = { "--rate", "20", "--gpu", "0", "--kernel-us", "1000", NULL };
+        static struct ctl_result r;
+        struct fixture *f = *state;
+        struct emulated_app *second = &f->second_offline;
+        struct json_object *status, *reply;
+        char pid_text[16];
+        pid_t attached;
+
+        /* two offline processes attached before any online work: the first suspension (one of theirs)
+         * faults, and the other stays attached through the back-off */
+        daemon_harness_start_configured(&f->h, gpreemptd_path, "FaultBackoffSec=5\n", workloads);
+        emulated_app_start(&f->offline, app_path, offline0);
+        emulated_app_start(second, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, status_process_attached, "the offline app attached", 10000);
+        daemon_status_wait_process(&f->h, second->pid, status_process_attached, "the second offline app attached",
+                                   10000);
+        emulated_app_start(&f->online, app_path, online0);
+        daemon_status_wait(&f->h, backing_off, NULL, "GPU backing off after the ERROR bits", 10000, 20);
+        status = daemon_status(&f->h);
+        attached = status_process_attached(status_process(status, second->pid)) ? second->pid : f->offline.pid;
+        if (!status_process_attached(status_process(status, attached)))
+                fail_msg("no offline process attached during the back-off: %s", json_object_to_json_string(status));
+        json_object_put(status);
+        snprintf(pid_text, sizeof(pid_text), "%d", (int)attached);
+
+        /* refused while the GPU backs off: until when, and what to do */
+        run_ctl(f, (const char *[]){ "suspend", pid_text, NULL }, &r);
+        if (r.exit_code != 2 || !strstr(r.err, "backs off after a fault (queue-error) until") ||
+            !strstr(r.err, "s from now") || !strstr(r.err, "run this again after that"))
+                fail_msg("gpreemptctl suspend during the back-off: exit %d\n%s%s\ndaemon log:\n%s", r.exit_code,
+                         r.out, r.err, daemon_harness_log(&f->h));
+        run_ctl(f, (const char *[]){ "suspend", "--json", pid_text, NULL }, &r);
+        reply = json_tokener_parse(r.out);
+        if (r.exit_code != 2 || !status_string(reply, "varlink_error") ||
+            strcmp(status_string(reply, "varlink_error"), "io.gpreempt.GpuBackingOff") != 0 ||
+            !status_string(reply, "error"))
+                fail_msg("gpreemptctl suspend --json during the back-off: exit %d\n%s%s", r.exit_code, r.out, r.err);
+        json_object_put(reply);
+        status = daemon_status(&f->h);
+        if (is_held(status_process(status, attached)) || !backing_off(status, NULL))
+                fail_msg("the refused hold took effect, or the back-off ended before the check: %s",
+                         json_object_to_json_string(status));
+        json_object_put(status);
+
+        /* once the back-off is over the same command holds it */
+        daemon_status_wait(&f->h, preempting_again, &attached, "the back-off over", 15000, 50);
+        run_ctl(f, (const char *[]){ "suspend", pid_text, NULL }, &r);
+        if (r.exit_code != 0)
+                fail_msg("gpreemptctl suspend after the back-off: exit %d\n%s%s", r.exit_code, r.out, r.err);
+        daemon_status_wait_process(&f->h, attached, is_held_suspended, "the hold in effect", 5000);
+        run_ctl(f, (const char *[]){ "resume", pid_text, NULL }, &r);
+        assert_int_equal(r.exit_code, 0);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* A held process's suspensions, per its Status entry. */
+static int64_t process_suspends(struct fixture *f, pid_t pid)
+{
+        struct json_object *status = daemon_status(&f->h);
+        int64_t v = status_int(status_process(status, pid), "suspends");
+
+        json_object_put(status);
+        return v;
+}
+
 #define RATE_LIMIT 2
 #define RATE_SECONDS 3
+
+static void test_hold_rate_limit(void **state)
+{
+        const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        struct fixture *f = *state;
+        int64_t before, made;
+
+        /* slices of 50 ms: unlimited, the hold would suspend about ten times a second */
+        daemon_harness_start_configured(&f->h, gpreemptd_path,
+                                        "MaxPreemptionsPerSecond=2\n[Offline]\nMaxSuspendMs=50\n"
+                                        "MinOfflineSharePercent=50\n",
+                                        workloads);
+        emulated_app_start(&f->offline, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, status_process_attached, "the offline app attached", 10000);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, NULL);
+        usleep(1500000); /* the bucket's first second's worth is spent */
+        before = process_suspends(f, f->offline.pid);
+        usleep(RATE_SECONDS * 1000000);
+        made = process_suspends(f, f->offline.pid) - before;
+        if (made < 1 || made > RATE_LIMIT * (RATE_SECONDS + 1))
+                fail_msg("%lld suspensions of a hold in %d s with MaxPreemptionsPerSecond=%d; daemon log:\n%s",
+                         (long long)made, RATE_SECONDS, RATE_LIMIT, daemon_harness_log(&f->h));
+        assert_true(backoff_int(f, "rate_limited") > 0);
+        daemon_call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid, NULL, NULL);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
 
 static void test_rate_limit(void **state)
 {
@@ -403,6 +526,8 @@ int main(int argc, char **argv)
                 { "reset-gpu", test_reset_gpu },
                 { "reset-queue", test_reset_queue },
                 { "rate-limit", test_rate_limit },
+                { "hold-backoff", test_hold_backoff },
+                { "hold-rate-limit", test_hold_rate_limit },
                 { "mqds-off-loop", test_mqds_off_loop },
         };
 

@@ -3,7 +3,11 @@
  * KFD SMI event records as the kernel writes them (kfd_smi_events.c with the
  * KFD_EVENT_FMT_* formats of kfd_ioctl.h, in their 5.9 and current forms),
  * broken ones, records split across reads, and the loop's source on a
- * stand-in fd (kfdemu does not serve AMDKFD_IOC_SMI_EVENTS).
+ * stand-in fd; and the subscription on an emulated node (kfdemu-run), with
+ * the errors a kernel the daemon runs on can give: a GPU the caller's KFD
+ * process lacks, no fd number left (kfd-interface.md §16.8). The daemon
+ * goes on without the GPU's events then, seeing resets in its calls'
+ * results (gpu-faults-* test those).
  */
 #include <errno.h>
 #include <signal.h>
@@ -14,7 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -313,11 +319,14 @@ static void test_subscription_errors_are_explained(void **state)
         int fd = open("/dev/null", O_RDWR | O_CLOEXEC), p[2];
         uint64_t mask = 0;
 
-        /* a file that is not /dev/kfd, as a kernel without the ioctl answers */
+        /* a file that is not /dev/kfd */
         assert_true(fd >= 0);
         assert_int_equal(smi_events_subscribe(fd, 0x1a2b, SMI_EVENTS_DAEMON_MASK), -ENOTTY);
-        assert_non_null(strstr(smi_events_strerror(-ENOTTY), "Linux 5.9"));
+        assert_string_equal(smi_events_strerror(-ENOTTY), strerror(ENOTTY));
+        /* what a kernel the daemon works with can answer, with what to do */
         assert_non_null(strstr(smi_events_strerror(-EINVAL), "GPU id"));
+        assert_non_null(strstr(smi_events_strerror(-EINVAL), "DeviceAllow=char-drm"));
+        assert_non_null(strstr(smi_events_strerror(-EMFILE), "LimitNOFILE="));
         assert_string_equal(smi_events_strerror(-EPERM), strerror(EPERM));
         close(fd);
 
@@ -331,6 +340,65 @@ static void test_subscription_errors_are_explained(void **state)
         close(p[1]);
 }
 
+/* The first GPU's id in the node's topology (node 0 is the CPU, whose gpu_id is 0). */
+static uint32_t first_gpu_id(void)
+{
+        for (int node = 0; node < 64; node++) {
+                char path[96], buf[32] = "";
+                FILE *f;
+
+                snprintf(path, sizeof(path), "/sys/class/kfd/kfd/topology/nodes/%d/gpu_id", node);
+                f = fopen(path, "re");
+                if (!f)
+                        break;
+                if (!fgets(buf, sizeof(buf), f))
+                        buf[0] = '\0';
+                fclose(f);
+                if (strtoul(buf, NULL, 10) != 0)
+                        return (uint32_t)strtoul(buf, NULL, 10);
+        }
+        fail_msg("no GPU in the node's topology");
+        return 0;
+}
+
+static void test_subscription_on_a_node(void **state)
+{
+        static const struct smi_events_callbacks cb = { 0 };
+        uint32_t gpu_id = first_gpu_id();
+        int kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC), fd, lowest, r;
+        struct smi_events *events = NULL;
+        struct rlimit saved, tight;
+        sd_event *e = NULL;
+
+        assert_true(kfd >= 0);
+        fd = smi_events_subscribe(kfd, gpu_id, SMI_EVENTS_DAEMON_MASK);
+        assert_true(fd >= 0);
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(smi_events_new(e, 0, fd, gpu_id, &cb, NULL, &events), 0);
+        smi_events_free(events);
+
+        /* a GPU this process has no device data for, as one its device cgroup denies */
+        assert_int_equal(smi_events_subscribe(kfd, gpu_id + 1, SMI_EVENTS_DAEMON_MASK), -EINVAL);
+
+        /* no fd number left under RLIMIT_NOFILE */
+        lowest = dup(kfd);
+        assert_true(lowest >= 0);
+        close(lowest);
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+        tight = (struct rlimit){ .rlim_cur = (rlim_t)lowest, .rlim_max = saved.rlim_max };
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
+        r = smi_events_subscribe(kfd, gpu_id, SMI_EVENTS_DAEMON_MASK);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+        assert_int_equal(r, -EMFILE);
+
+        /* and the next try, with a number free, works */
+        fd = smi_events_subscribe(kfd, gpu_id, SMI_EVENTS_DAEMON_MASK);
+        assert_int_equal(fd, lowest);
+        close(fd);
+        sd_event_unref(e);
+        close(kfd);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -342,6 +410,7 @@ int main(void)
                 cmocka_unit_test(test_stream_skips_garbage_and_overlong_lines),
                 cmocka_unit_test(test_source_calls_back_per_record),
                 cmocka_unit_test(test_subscription_errors_are_explained),
+                cmocka_unit_test(test_subscription_on_a_node),
         };
 
         /* a write to a closed pipe must fail with EPIPE, not kill the test */

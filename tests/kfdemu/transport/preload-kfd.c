@@ -99,6 +99,12 @@ static bool kfd_ioctl(uint64_t inode, unsigned long request, void *arg, int *ret
         }
         if (n_fds)
                 install_new_fd(new_fd, result >= 0 ? reply.fd_arg_offset : 0, arg);
+        /* The fd the kernel made did not arrive: recvmsg found no number
+         * free under RLIMIT_NOFILE and dropped it (MSG_CTRUNC). The
+         * kernel's anon_inode_getfd fails so inside the ioctl: -EMFILE,
+         * and nothing is written to the argument (kfd_smi_event_open). */
+        if (result >= 0 && reply.fd_arg_offset && !n_fds)
+                result = -EMFILE;
         if (result < 0) {
                 errno = (int)-result;
                 *ret = -1;
