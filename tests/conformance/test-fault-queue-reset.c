@@ -4,8 +4,9 @@
  * back but a busy queue did not answer (check_preemption_failed).
  * reset_queues_on_hws_hang → reset_hung_queues resets just that queue
  * (set_queue_as_reset), and kfd_signal_reset_event tells only the
- * processes with a reset queue; the suspend itself succeeds —
- * kfd-interface.md §16.2.
+ * processes with a reset queue; the suspend itself succeeds. The reset
+ * queue runs again once a debugger suspends and resumes it
+ * (resume_single_queue) — kfd-interface.md §16.2.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -46,6 +47,18 @@ static void only_the_hung_queue_is_reset(void **state)
         assert_int_equal(conf_target_call(&s->target, "wait-event %ld %d", ev, CONF_REPLY_TIMEOUT_MS / 2),
                          KFD_IOC_WAIT_RESULT_COMPLETE);
         assert_true(conf_u64_stays(&s->target, busy.rptr, 100));
+
+        /* The reset queue is off the runlist until a debugger suspends and
+         * resumes it; resume_single_queue maps it again and it runs on. */
+        uint64_t stopped_at;
+        assert_int_equal(conf_read_u64(s->target.pid, busy.rptr, &stopped_at), 0);
+        id = busy.id;
+        assert_int_equal(conf_dbg_suspend(conf_kfd(), s->target.pid, &id, 1, 0), 1);
+        assert_int_equal(id, busy.id);
+        assert_true(conf_u64_stays(&s->target, busy.rptr, 100));
+        assert_int_equal(conf_dbg_resume(conf_kfd(), s->target.pid, &id, 1), 1);
+        assert_int_equal(id, busy.id);
+        assert_int_equal(conf_wait_u64_at_least(&s->target, busy.rptr, stopped_at + 1, CONF_REPLY_TIMEOUT_MS), 0);
 
         /* The other process had no queue reset: no event, and its queue runs. */
         assert_int_equal(conf_target_call(&other.target, "wait-event %ld %d", oev, 200),

@@ -3,8 +3,10 @@
  * kfdemu only (fault-timeout.conf): a SUSPEND_QUEUES whose unmap fence
  * never comes back. unmap_queues_cpsch waits queue_preemption_timeout_ms
  * in amdkfd_fence_wait_timeout, then kfd_hws_hang marks every process with
- * a queue on the GPU and resets the GPU, whose pre-reset step sets every
- * such process's HW exception events (kfd_signal_reset_event).
+ * a queue on the GPU and resets the GPU, whose pre-reset step evicts every
+ * process's queues on every GPU for good (kfd_suspend_all_processes) and
+ * sets the HW exception events of every process with the GPU
+ * (kfd_signal_reset_event).
  * suspend_queues ORs ERROR into the device's slots and does not count them;
  * the GPU's SMI event fds get GPU_PRE_RESET and GPU_POST_RESET records
  * (kfd_smi_event_update_gpu_reset) — kfd-interface.md §4.1, §16.1, §16.8.
@@ -133,15 +135,17 @@ static void timeout_resets_the_gpu(void **state)
                 fail_msg("SUSPEND returned after %lu ms, before the %d ms fence timeout", (unsigned long)took,
                          TIMEOUT_MS);
 
-        /* Both processes on GPU 0 hear of the reset; their queues there
-         * are gone, the target's queue on GPU 1 runs on. */
+        /* Both processes on GPU 0 hear of the reset. Its pre-reset step
+         * evicted every process's queues on every GPU and nothing restores
+         * them (kfd_suspend_all_processes, kgd2kfd_post_reset): the
+         * target's queue on GPU 1 stops too. */
         assert_int_equal(conf_target_call(&s->target, "wait-event %ld %d", ev, CONF_REPLY_TIMEOUT_MS / 2),
                          KFD_IOC_WAIT_RESULT_COMPLETE);
         assert_int_equal(conf_target_call(&other.target, "wait-event %ld %d", oev, CONF_REPLY_TIMEOUT_MS / 2),
                          KFD_IOC_WAIT_RESULT_COMPLETE);
         assert_true(conf_u64_stays(&s->target, q0.rptr, 100));
         assert_true(conf_u64_stays(&other.target, oq.rptr, 100));
-        assert_false(conf_u64_stays(&s->target, q1.rptr, 100));
+        assert_true(conf_u64_stays(&s->target, q1.rptr, 100));
 
         /* GPU 0's first reset: "<event> <reset number>" before and after. */
         char records[256];
@@ -150,10 +154,15 @@ static void timeout_resets_the_gpu(void **state)
         assert_int_equal(smi_read_within(smi1, records, sizeof(records), 100), -ETIMEDOUT);
         assert_int_equal(smi_read_within(unsubscribed, records, sizeof(records), 100), -ETIMEDOUT);
 
-        /* Only the first preemption failed: GPU 1's queue suspends. */
+        /* Only the first preemption failed: GPU 1's queue suspends, and its
+         * resume counts it without mapping it again (resume_single_queue:
+         * QUEUE_IS_ACTIVE is false for an evicted queue). */
         id = q1.id;
         assert_int_equal(conf_dbg_suspend(conf_kfd(), s->target.pid, &id, 1, 0), 1);
         assert_int_equal(id, q1.id);
+        assert_int_equal(conf_dbg_resume(conf_kfd(), s->target.pid, &id, 1), 1);
+        assert_int_equal(id, q1.id);
+        assert_true(conf_u64_stays(&s->target, q1.rptr, 100));
         conf_session_end(&other);
 }
 

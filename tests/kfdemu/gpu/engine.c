@@ -80,6 +80,13 @@ static void signal_completion(const struct emu_queue *q, uint64_t signal, uint64
                 emu_signal_event_interrupt(q->process, s.event_id);
 }
 
+/* What keeps the CP from running a queue: the debugger's suspension, the
+ * HQD reset that took it off the runlist, an eviction, or a hung CP. */
+static bool queue_held(const struct emu_queue *q)
+{
+        return q->is_suspended || q->is_reset || q->is_evicted || q->gpu->cp_hung;
+}
+
 static uint64_t ring_slots(const struct emu_queue *q)
 {
         return q->ring_size / EMU_AQL_PACKET_SIZE;
@@ -233,7 +240,7 @@ static uint64_t run_gpu(struct emu_gpu *gpu, bool *ret_more)
                 for (struct emu_model_queue *mq = model->queues; mq; mq = mq->next) {
                         struct emu_queue_hw *qh = queue_hw_of(mq);
 
-                        if (!mq->busy && !qh->q->is_suspended)
+                        if (!mq->busy && !queue_held(qh->q))
                                 progress |= fetch_packets(gpu, qh, t == now ? qh->doorbell_now : qh->doorbell_seen);
                 }
                 if (!progress && t == now) {
@@ -253,7 +260,7 @@ static uint64_t run_gpu(struct emu_gpu *gpu, bool *ret_more)
 static uint64_t next_barrier_poll(const struct emu_gpu *gpu, uint64_t now)
 {
         for (struct emu_model_queue *mq = gpu->hw->model.queues; mq; mq = mq->next)
-                if (queue_hw_of(mq)->barrier_waiting && !queue_hw_of(mq)->q->is_suspended)
+                if (queue_hw_of(mq)->barrier_waiting && !queue_held(queue_hw_of(mq)->q))
                         return now + (uint64_t)(gpu->cfg.barrier_poll_us ? gpu->cfg.barrier_poll_us : 1) * 1000;
         return EMU_MODEL_NEVER;
 }
@@ -509,7 +516,7 @@ int emu_gpu_queue_created(struct emu_queue *q)
 
         run_gpu(q->gpu, NULL);
         emu_model_add_queue(&gh->model, &qh->mq);
-        emu_model_set_suspended(&gh->model, &qh->mq, q->is_suspended, 0);
+        emu_model_set_suspended(&gh->model, &qh->mq, queue_held(q), 0);
         q->hw = qh;
         emu_node_strobe_bump(gh->node_hw);
         return 0;
@@ -544,7 +551,7 @@ void emu_gpu_queue_suspension_changed(struct emu_queue *q)
                 return;
         run_gpu(q->gpu, NULL);
         restore_ns = q->gpu->cfg.mes ? emu_cwsr_restore_ns(&q->gpu->cfg, q->hw->mq.saved_slots) : EMU_MODEL_NEVER;
-        emu_model_set_suspended(&gh->model, &q->hw->mq, q->is_suspended || q->is_reset, restore_ns);
+        emu_model_set_suspended(&gh->model, &q->hw->mq, queue_held(q), restore_ns);
         emu_node_strobe_bump(gh->node_hw);
 }
 

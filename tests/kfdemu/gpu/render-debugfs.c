@@ -162,7 +162,8 @@ static void user_hqd(const struct emu_queue *q, unsigned inst, uint32_t vmid, ui
 
 static bool is_mapped(const struct emu_queue *q)
 {
-        return emu_queue_is_compute(q) && !q->is_suspended && !q->is_evicted && !q->is_being_destroyed;
+        return emu_queue_is_compute(q) && !q->is_suspended && !q->is_evicted && !q->is_reset &&
+               !q->is_being_destroyed;
 }
 
 static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)

@@ -22,12 +22,12 @@ void emu_gpu_stop(struct emu_node *node);
 int emu_gpu_queue_created(struct emu_queue *q);
 void emu_gpu_queue_destroyed(struct emu_queue *q);
 
-/* q->is_suspended or q->is_reset changed. The model stops fetching from a
- * suspended or reset queue;
- * a kernel it was running is context-saved and resumes where it stopped. */
+/* q->is_suspended, q->is_reset, q->is_evicted or q->gpu->cp_hung changed.
+ * The model stops fetching from a queue that any of them holds; a kernel it
+ * was running is context-saved and resumes where it stopped. */
 void emu_gpu_queue_suspension_changed(struct emu_queue *q);
 
-/* The queue has waves on the GPU now (busy, not suspended or reset): what
+/* The queue has waves on the GPU now (busy and not held): what
  * a preemption would have to save, and what can fail to answer it. */
 bool emu_gpu_queue_has_waves(const struct emu_queue *q);
 

@@ -165,6 +165,7 @@ struct emu_gpu {
         uint64_t vram_used;              /* adev->kfd.vram_used: KFD VRAM BOs of every process, bytes */
         int mmio_remap_memfd;            /* the register page KFD maps for HDP flushes; -1 until mapped */
         bool active_runlist;             /* dqm->active_runlist: a runlist is mapped (kfd-runlist.c) */
+        bool cp_hung;                    /* an unmap fence timed out: nothing runs until the GPU reset */
         uint32_t debugger_preemptions;   /* SUSPEND/RESUME preemptions so far (fault triggers count them) */
         struct kfd_smi_client *smi_clients; /* dev->smi_clients, newest first */
         uint32_t reset_seq_num;          /* dev->reset_seq_num: GPU resets so far (SMI records) */
@@ -212,6 +213,7 @@ struct emu_pdd {
         uint32_t spi_dbg_override;       /* wave launch trap override mask last set */
         uint32_t alloc_watch_ids;        /* address-watch slots this process owns here */
         bool has_reset_queue;            /* a queue of it here was reset (kfd_hws_hang, set_queue_as_reset) */
+        unsigned evicted;                /* qpd->evicted: GPU resets so far (nothing restores them) */
 };
 
 struct emu_queue {
@@ -236,7 +238,7 @@ struct emu_queue {
         bool is_suspended;
         bool is_being_destroyed;
         bool is_evicted;
-        bool is_reset;                   /* its HQD was reset (hang): it never runs again */
+        bool is_reset;                   /* set_queue_as_reset took it off the runlist; a resume maps it again */
         struct emu_queue_hw *hw;
 };
 

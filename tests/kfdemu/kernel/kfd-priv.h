@@ -187,7 +187,12 @@ void kfd_drm_file_put(struct emu_file *file);
 long kfd_ioctl_create_queue(struct emu_call *call, struct emu_process *p, void *data);
 long kfd_ioctl_destroy_queue(struct emu_call *call, struct emu_process *p, void *data);
 struct emu_queue *kfd_queue_by_id(struct emu_process *p, uint32_t queue_id);
-/* QUEUE_IS_ACTIVE() of kfd_priv.h: mapped into the runlist. */
+/* QUEUE_IS_ACTIVE() of kfd_priv.h: nothing keeps the queue off the
+ * runlist (what a resume or a restore checks before mapping it again). */
+bool kfd_queue_may_be_active(const struct emu_queue *q);
+/* q->properties.is_active: in the runlist, counted in active_queue_count.
+ * QUEUE_IS_ACTIVE, unless set_queue_as_reset took it out since it was last
+ * mapped. */
 bool kfd_queue_is_active(const struct emu_queue *q);
 /* wake_up_all(&dqm->destroy_wait) for `gpu`: destroys whose queue is no
  * longer suspended proceed, once the current kernel entry is over (the
@@ -233,6 +238,9 @@ bool kfd_dbg_is_per_vmid_supported(const struct emu_gpu *gpu);
 /* execute_queues_cpsch / debug_refresh_runlist on an HWS device: one
  * device-wide preemption; returns its modelled duration (0 on MES). */
 uint64_t kfd_dqm_execute_queues(struct emu_gpu *gpu, uint32_t grace_period);
+/* map_queues_cpsch's bookkeeping after a runlist change kernel/ has made
+ * itself: dqm->active_runlist is whether some queue of the device is active. */
+void kfd_dqm_map_queues(struct emu_gpu *gpu);
 /* debug_refresh_runlist: unmap and remap every queue of a per-VMID device. */
 void kfd_debug_refresh_runlist(struct emu_gpu *gpu);
 int kfd_reserve_debug_trap_vmid(struct emu_gpu *gpu, struct emu_process *p);

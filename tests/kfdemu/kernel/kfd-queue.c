@@ -30,10 +30,15 @@ static bool kfd_is_power_of_2(uint32_t n)
         return n != 0 && (n & (n - 1)) == 0;
 }
 
-bool kfd_queue_is_active(const struct emu_queue *q)
+bool kfd_queue_may_be_active(const struct emu_queue *q)
 {
         return q->ring_size > 0 && q->ring_base_address != 0 && q->queue_percentage > 0 &&
                !q->is_evicted && !q->is_suspended;
+}
+
+bool kfd_queue_is_active(const struct emu_queue *q)
+{
+        return kfd_queue_may_be_active(q) && !q->is_reset;
 }
 
 /* queue_percentage bits 8-15 are the PM4 target XCC ("drm/amdkfd: Add PM4
@@ -201,6 +206,9 @@ static int kfd_pqm_create_queue(struct emu_process *p, struct emu_pdd *pdd,
         q->doorbell_slot = slot;
         /* init_user_queue: every queue starts NEW, debugger or not. */
         q->exception_status = KFD_EC_MASK(EC_QUEUE_NEW);
+        /* create_queue_cpsch: a process evicted on the device (by a GPU
+         * reset, kfd-reset.c) gets its new queues evicted too. */
+        q->is_evicted = pdd->evicted > 0;
 
         /* pqm list order: newest first. */
         q->next = p->queues;

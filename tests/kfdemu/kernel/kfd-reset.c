@@ -3,9 +3,10 @@
  * A preemption that fails, and what amdkfd does about it
  * (kfd_device_queue_manager.c: unmap_queues_cpsch, amdkfd_fence_wait_timeout,
  * kfd_hws_hang, reset_queues_on_hws_hang, reset_hung_queues,
- * set_queue_as_reset; kfd_events.c: kfd_signal_reset_event): the HWS hang
- * that resets the GPU, the per-queue reset of newer kernels, and the
- * execute that fails while the GPU is being reset. kfd-interface.md §16.
+ * set_queue_as_reset; kfd_events.c: kfd_signal_reset_event; kfd_device.c:
+ * kgd2kfd_pre_reset, kgd2kfd_post_reset): the HWS hang that resets the GPU,
+ * the per-queue reset of newer kernels, and the execute that fails while
+ * the GPU is being reset. kfd-interface.md §16.
  */
 #include <errno.h>
 
@@ -17,35 +18,80 @@ static uint32_t kfd_gpu_bit(const struct emu_gpu *gpu)
         return 1u << (gpu - gpu->node->gpus);
 }
 
-/* A queue whose HQD is reset never runs again in kfdemu (set_queue_as_reset
- * takes it off the runlist; the kernel may map it again later, but ROCr
- * has aborted its process by then: kfd-interface.md §16.3). */
-static void kfd_queue_mark_reset(struct emu_queue *q)
+/* set_queue_as_reset: the queue leaves the runlist (is_active = false, out
+ * of active_queue_count) until a debugger suspends and resumes it
+ * (resume_single_queue maps it again); ROCr has usually aborted its process
+ * by then (kfd-interface.md §16.3). */
+static void kfd_set_queue_as_reset(struct emu_queue *q)
 {
         q->is_reset = true;
         emu_gpu_queue_suspension_changed(q);
 }
 
-/* The CP is hung: nothing on the GPU runs any more. */
-static void kfd_gpu_stop_all_queues(struct emu_gpu *gpu)
+static void kfd_gpu_set_cp_hung(struct emu_gpu *gpu, bool hung)
 {
+        gpu->cp_hung = hung;
         for (struct emu_process *p = gpu->node->processes; p; p = p->next)
                 for (struct emu_queue *q = p->queues; q; q = q->next)
-                        if (q->gpu == gpu && !q->is_reset)
-                                kfd_queue_mark_reset(q);
+                        if (q->gpu == gpu)
+                                emu_gpu_queue_suspension_changed(q);
+}
+
+/* kgd2kfd_pre_reset → kgd2kfd_suspend → kfd_suspend_all_processes: every
+ * KFD process's queues on every device are evicted (evict_process_queues_cpsch:
+ * qpd->evicted++, is_evicted, is_active = false, then an execute on the
+ * device), and kgd2kfd_post_reset restarts the device queue managers
+ * without restoring them (kfd_device.c: "KFD won't be able to resume
+ * existing process for now"), so they stay evicted until they end. On the
+ * reset GPU the execute meets the reset domain (-EIO) and the restart
+ * (start_cpsch) maps what is active: nothing. */
+static void kfd_suspend_all_processes(struct emu_gpu *reset_gpu)
+{
+        struct emu_node *node = reset_gpu->node;
+        /* The reset runs in a kernel worker: the call that met the hang
+         * holds none of the dqm locks these executes take. */
+        uint32_t preempted_by_caller = node->dqm_preempted;
+        bool unmap[EMU_MAX_GPUS] = { false };
+
+        for (struct emu_process *p = node->processes; p; p = p->next) {
+                for (unsigned i = 0; i < p->n_pdds; i++)
+                        p->pdds[i].evicted++;
+                for (struct emu_queue *q = p->queues; q; q = q->next) {
+                        bool was_active = kfd_queue_is_active(q);
+
+                        if (q->is_evicted)
+                                continue;
+                        q->is_evicted = true;
+                        emu_gpu_queue_suspension_changed(q);
+                        if (was_active && q->gpu->cfg.mes)
+                                (void)emu_gpu_mes_remove_queue(q);
+                        unmap[q->gpu - node->gpus] |= was_active;
+                }
+        }
+        for (unsigned i = 0; i < node->n_gpus; i++) {
+                struct emu_gpu *gpu = &node->gpus[i];
+
+                /* Nobody waits for these preemptions. */
+                if (gpu == reset_gpu)
+                        kfd_dqm_map_queues(gpu);
+                else if (unmap[i] && !gpu->cfg.mes)
+                        (void)kfd_dqm_execute_queues(gpu, KFD_USE_DEFAULT_GRACE_PERIOD);
+        }
+        node->dqm_preempted = preempted_by_caller;
 }
 
 /* amdgpu_amdkfd_gpu_reset, once the reset work runs: kgd2kfd_pre_reset
- * sends the GPU_PRE_RESET record and tells every process with the device
- * through its HW exception events (kfd_signal_reset_event), the GPU is
- * reset, kgd2kfd_post_reset sends GPU_POST_RESET. The GPU's queues died
- * with the hang. */
+ * sends the GPU_PRE_RESET record, evicts every process and tells every
+ * process with the device through its HW exception events
+ * (kfd_signal_reset_event), the GPU is reset, kgd2kfd_post_reset sends
+ * GPU_POST_RESET. */
 static void kfd_gpu_reset(struct emu_gpu *gpu)
 {
         kfd_log(gpu->node, "GPU reset begin! (gpu_id %u)", gpu->cfg.gpu_id);
         kfd_smi_event_gpu_reset(gpu, false);
+        kfd_suspend_all_processes(gpu);
         kfd_signal_reset_event(gpu, false);
-        kfd_gpu_stop_all_queues(gpu);
+        kfd_gpu_set_cp_hung(gpu, false);
         kfd_log(gpu->node, "GPU reset succeeded (gpu_id %u)", gpu->cfg.gpu_id);
         kfd_smi_event_gpu_reset(gpu, true);
 }
@@ -98,7 +144,7 @@ static int kfd_reset_hung_queues(struct emu_gpu *gpu, bool reset_them)
                         /* The kernel prints the process's pid where it says pasid. */
                         kfd_log(gpu->node, "queue id 0x%0x at pasid %d is reset", q->id, (int)p->tgid);
                         pdd->has_reset_queue = true;
-                        kfd_queue_mark_reset(q);
+                        kfd_set_queue_as_reset(q);
                         reset++;
                 }
         }
@@ -121,7 +167,7 @@ int kfd_hws_inject_fault(struct emu_call *call, struct emu_gpu *gpu, enum emu_fa
         case EMU_FAULT_TIMEOUT:
                 /* amdkfd_fence_wait_timeout spins for the whole
                  * queue_preemption_timeout_ms; the CP is hung meanwhile. */
-                kfd_gpu_stop_all_queues(gpu);
+                kfd_gpu_set_cp_hung(gpu, true);
                 *delay += (uint64_t)node->cfg.queue_preemption_timeout_ms * 1000000u;
                 call->fence_timeout_gpus |= kfd_gpu_bit(gpu);
                 return -ETIME;

@@ -19,15 +19,16 @@ static bool kfd_gpu_has_active_queue(const struct emu_gpu *gpu)
 }
 
 /* map_queues_cpsch: a runlist is sent only if some queue is active
- * (dqm->active_queue_count > 0); unmap_queues_cpsch clears it. */
-static void kfd_map_queues(struct emu_gpu *gpu)
+ * (dqm->active_queue_count > 0); unmap_queues_cpsch clears it. Its callers
+ * tell the GPU model. */
+void kfd_dqm_map_queues(struct emu_gpu *gpu)
 {
         gpu->active_runlist = kfd_gpu_has_active_queue(gpu);
 }
 
 uint64_t kfd_dqm_execute_queues(struct emu_gpu *gpu, uint32_t grace_period)
 {
-        uint64_t delay = 0;
+        uint64_t delay;
 
         /* MES schedules per queue: there is no runlist to rebuild. */
         if (gpu->cfg.mes)
@@ -35,15 +36,18 @@ uint64_t kfd_dqm_execute_queues(struct emu_gpu *gpu, uint32_t grace_period)
         /* unmap_queues_cpsch returns at once without an active runlist:
          * nothing is mapped, so nothing is preempted or waited for
          * (kfd-interface.md §16.4). Otherwise every queue of every process
-         * on the device is preempted; then the runlist is sent again. */
+         * on the device is preempted; then the runlist is sent again, if a
+         * queue is left to map. */
         if (gpu->active_runlist) {
                 kfd_dqm_note_preemption(gpu);
                 delay = emu_gpu_hws_preempt(gpu, grace_period);
-        } else {
-                emu_gpu_hws_map(gpu);
+                kfd_dqm_map_queues(gpu);
+                return delay;
         }
-        kfd_map_queues(gpu);
-        return delay;
+        kfd_dqm_map_queues(gpu);
+        if (gpu->active_runlist)
+                emu_gpu_hws_map(gpu);
+        return 0;
 }
 
 int kfd_dqm_execute_queues_for_debugger(struct emu_call *call, struct emu_gpu *gpu, uint32_t grace_period,
@@ -69,7 +73,7 @@ int kfd_dqm_execute_queues_for_debugger(struct emu_call *call, struct emu_gpu *g
          * is mapped again, by this call or by the reset's restart
          * (start_cpsch). */
         if (r != -EIO)
-                kfd_map_queues(gpu);
+                kfd_dqm_map_queues(gpu);
         return r;
 }
 

@@ -111,6 +111,10 @@ static void kfd_resume_single_queue(struct emu_queue *q)
         if (!q->is_suspended)
                 return;
         q->is_suspended = false;
+        /* is_active = true when QUEUE_IS_ACTIVE: a queue set_queue_as_reset
+         * took off the runlist is mapped again (an evicted one is not). */
+        if (kfd_queue_may_be_active(q))
+                q->is_reset = false;
         emu_gpu_queue_suspension_changed(q);
 }
 

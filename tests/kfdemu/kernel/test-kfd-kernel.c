@@ -1125,7 +1125,107 @@ static void test_queue_hang_without_culprit_resets_the_gpu(void **state)
         assert_int_equal(id, q | (uint32_t)KFD_DBG_QUEUE_ERROR_MASK);
         assert_true(kfd_process_device_by_id(self_process(f), GPU0)->has_reset_queue);
         assert_false(kfd_process_device_by_id(self_process(f), GPU1)->has_reset_queue);
-        assert_true(self_process(f)->queues->is_reset);
+}
+
+/* A GPU reset evicts every process's queues on every device
+ * (kfd_suspend_all_processes) and nothing restores them
+ * (kgd2kfd_post_reset): they leave the runlist for good, a debugger's
+ * suspend and resume count them but map nothing, and a queue created
+ * afterwards starts evicted (kfd-interface.md §16.1). */
+static void test_gpu_reset_evicts_every_queue_for_good(void **state)
+{
+        struct fixture *f = *state;
+        struct emu_gpu *gpu0 = &f->node.gpus[0], *gpu1 = &f->node.gpus[1];
+        struct kfd_runtime_info rinfo;
+        uint32_t q, other, later, ids[2];
+
+        f->node.cfg.faults = (struct emu_fault_config){ .kind = EMU_FAULT_TIMEOUT, .ops = EMU_FAULT_OP_SUSPEND,
+                                                        .nth = 1, .gpu_mask = 1u << 0 };
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        q = create_queue(f, GPU0);
+        other = create_queue(f, GPU1);
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        clear_new_by_snapshot(f);
+        assert_true(gpu1->active_runlist);
+
+        ids[0] = q;
+        assert_int_equal(suspend(f, ids, 1, 0), 0);
+        assert_int_equal(ids[0], q | (uint32_t)KFD_DBG_QUEUE_ERROR_MASK);
+        assert_false(gpu0->cp_hung);
+        assert_true(kfd_queue_by_id(self_process(f), q)->is_evicted);
+        assert_true(kfd_queue_by_id(self_process(f), other)->is_evicted);
+        assert_false(gpu0->active_runlist);
+        assert_false(gpu1->active_runlist);
+
+        fake_gpu.preemptions = 0;
+        fake_gpu.runlist_maps = 0;
+        ids[0] = q, ids[1] = other;
+        assert_int_equal(resume(f, ids, 2), 2);
+        assert_int_equal(suspend(f, ids, 2, 0), 2);
+        assert_int_equal(resume(f, ids, 2), 2);
+        assert_int_equal(fake_gpu.preemptions, 0);
+        assert_false(kfd_queue_is_active(kfd_queue_by_id(self_process(f), q)));
+        assert_false(gpu0->active_runlist);
+
+        later = create_queue(f, GPU0);
+        assert_true(kfd_queue_by_id(self_process(f), later)->is_evicted);
+        assert_false(gpu0->active_runlist);
+        assert_int_equal(fake_gpu.runlist_maps, 0);
+}
+
+/* set_queue_as_reset takes the hung queue out of the runlist count at once:
+ * with the only other queue suspended no runlist is left, so the resume
+ * sends no unmap (§16.4). The reset queue stays off the GPU until a
+ * debugger suspends and resumes it, and resume_single_queue maps it again
+ * (kfd-interface.md §16.2). */
+static void test_reset_queue_leaves_the_runlist_until_resumed(void **state)
+{
+        struct fixture *f = *state;
+        struct emu_gpu *gpu0 = &f->node.gpus[0];
+        struct kfd_runtime_info rinfo;
+        struct emu_queue *hung;
+        uint32_t a, b, id;
+
+        f->node.cfg.kernel.per_queue_reset = true;
+        assert_int_equal(runtime_enable(f, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, NULL), 0);
+        a = create_queue(f, GPU0);
+        b = create_queue(f, GPU0);
+        f->node.cfg.faults = (struct emu_fault_config){ .kind = EMU_FAULT_QUEUE_HANG, .ops = EMU_FAULT_OP_SUSPEND,
+                                                        .nth = 1, .queue_id_set = true, .queue_id = a };
+        assert_int_equal(enable_debug(f, getpid(), &rinfo), 0);
+        clear_new_by_snapshot(f);
+        hung = kfd_queue_by_id(self_process(f), a);
+
+        fake_gpu.queues_have_waves = true;
+        id = b;
+        assert_int_equal(suspend(f, &id, 1, 0), 1);
+        assert_int_equal(id, b);
+        assert_true(hung->is_reset);
+        assert_false(kfd_queue_is_active(hung));
+        assert_false(gpu0->active_runlist);
+        /* Its waves went with the HQD reset. */
+        fake_gpu.queues_have_waves = false;
+
+        fake_gpu.preemptions = 0;
+        fake_gpu.runlist_maps = 0;
+        assert_int_equal(resume(f, &id, 1), 1);
+        assert_int_equal(fake_gpu.preemptions, 0);
+        assert_int_equal(fake_gpu.runlist_maps, 1);
+        assert_true(hung->is_reset);
+
+        /* A suspend and a resume of the reset queue report nothing of the
+         * reset, and the resume puts it back. */
+        id = a;
+        fake_gpu.suspension_changes = 0;
+        assert_int_equal(suspend(f, &id, 1, 0), 1);
+        assert_int_equal(id, a);
+        assert_true(hung->is_reset);
+        assert_int_equal(resume(f, &id, 1), 1);
+        assert_int_equal(id, a);
+        assert_false(hung->is_reset);
+        assert_true(kfd_queue_is_active(hung));
+        assert_true(gpu0->active_runlist);
+        assert_int_equal(fake_gpu.suspension_changes, 2);
 }
 
 static void test_dbg_trap_pid_is_read_in_the_callers_namespace(void **state)
@@ -1174,6 +1274,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_vmid_reservation_and_debugger_exit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fault_triggers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_queue_hang_without_culprit_resets_the_gpu, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_gpu_reset_evicts_every_queue_for_good, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reset_queue_leaves_the_runlist_until_resumed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_locks_held_across_preemption, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_locks_released_while_waiting_when_configured, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fence_wait_sleeps_when_configured, setup, teardown),
