@@ -221,7 +221,12 @@ static void test_queue_error(void **state)
         if (emulated_app_kernels(&f->offline) <= before)
                 fail_msg("the offline app made no progress during the back-off; daemon log:\n%s",
                          daemon_harness_log(&f->h));
-        assert_int_equal(gpu_int(f, "resumes_fault"), 1);
+        /*
+         * The fault's own resume is counted when the policy still had the GPU
+         * suspended as the call's result came back; a loaded host may let the
+         * hold-off end first, and the policy's resume then ran already.
+         */
+        assert_in_range(gpu_int(f, "resumes_fault"), 0, 1);
 
         /* the fault was once: preemption comes back after FaultBackoffSec= */
         daemon_status_wait(&f->h, preempting_again, &f->offline.pid, "preempting again after the back-off", 10000,
