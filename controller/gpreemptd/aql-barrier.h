@@ -8,7 +8,7 @@
  * HIP stream waiting on the host (hipLaunchHostFunc, hipStreamWaitEvent on
  * an event the host or another process sets) looks like outstanding work
  * while the GPU does nothing for it (kfd-hazards.md §3). The facts this
- * rests on:
+ * rests on (rocm-userspace.md §13):
  *
  * - The packet at index i is at ring base + (i % (ring size / 64)) * 64, the
  *   ring base and size being the MQD's CP_HQD_PQ_BASE and CP_HQD_PQ_CONTROL

@@ -589,10 +589,17 @@ static ssize_t read_process(struct watched_process *p, size_t first_queue, size_
         return (ssize_t)end_queue;
 }
 
+/* Marks a queue waiting at read index `read`, or not waiting, and keeps its GPU's count. */
 static void set_waiting(struct detector *d, struct watched_queue *wq, bool waiting, uint64_t read)
 {
-        if (wq->waiting != waiting)
-                gpu_find(d, wq->addr.gpu_id)->n_waiting += waiting ? 1 : (size_t)-1;
+        if (waiting != wq->waiting) {
+                struct gpu_activity *a = gpu_find(d, wq->addr.gpu_id);
+
+                if (waiting)
+                        a->n_waiting++;
+                else
+                        a->n_waiting--;
+        }
         wq->waiting = waiting;
         wq->waiting_at = read;
 }

@@ -588,6 +588,49 @@ static void test_unknown_ring_counts_busy(void **state)
         fake_online_process_stop(&f);
 }
 
+/*
+ * A waiting process is read at every quick look, however long it has been
+ * quiet: no store announces its barrier's release. (As a quiet process it
+ * would be read only in its turn: here, the look after the release would
+ * have been the other process's.)
+ */
+static void test_quick_look_reads_waiting_processes_every_time(void **state)
+{
+        struct fake_online_process f[2]; /* f[0] waits at a barrier, f[1] is quiet */
+        struct detector *d;
+        struct seen s = { 0 };
+        uint64_t dep;
+
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        detector_set_arm_delay(d, 1000);
+        for (int i = 0; i < 2; i++) {
+                struct detector_queue_addr addr;
+
+                fake_online_process_start(&f[i], 1);
+                addr = fake_queue_addr(&f[i], 0, 1);
+                assert_int_equal(detector_watch(d, f[i].pid, &addr, 1), 0);
+        }
+        dep = fake_signal_handle(&f[0], 0);
+        *fake_signal_value(&f[0], 0) = 1;
+        fake_write_barrier(&f[0], 0, 0, 3, &dep, 1);
+        fake_write_dispatch(&f[0], 0, 1);
+        *fake_write_index(&f[0], 0) = 2; /* before the first look: not a move */
+        detector_poll(d, 10);
+        detector_poll(d, 20);
+        assert_int_equal(s.busy[1], 1);
+        assert_int_equal(s.idle[1], 1);
+
+        detector_poll(d, 5000); /* long quiet, both read now */
+        detector_quick_look_gpu(d, 1, 5001);
+        *fake_signal_value(&f[0], 0) = 0;
+        *fake_read_index(&f[0], 0) = 1; /* released: the kernel runs */
+        detector_quick_look_gpu(d, 1, 5002);
+        assert_int_equal(s.busy[1], 2);
+        detector_free(d);
+        for (int i = 0; i < 2; i++)
+                fake_online_process_stop(&f[i]);
+}
+
 static void test_limits(void **state)
 {
         static struct detector_queue_addr many[DETECTOR_MAX_QUEUES_PER_PROCESS + 1];
@@ -616,6 +659,7 @@ int main(void)
                 cmocka_unit_test(test_barrier_released_between_looks),
                 cmocka_unit_test(test_barrier_or_and_barriers_without_dependencies),
                 cmocka_unit_test(test_unknown_ring_counts_busy),
+                cmocka_unit_test(test_quick_look_reads_waiting_processes_every_time),
                 cmocka_unit_test(test_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
