@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "aql-barrier.h"
 #include "cleanup.h"
 #include "log.h"
 #include "monotonic-clock.h"
@@ -25,12 +26,17 @@ struct watched_queue {
         struct detector_queue_addr addr;
         size_t first_iov, n_iov;   /* this queue's remote iovecs */
         size_t write_off, read_off; /* where its indices land in the local buffer */
-        uint64_t last_write;
-        bool seen;                 /* last_write holds a value read from the process */
+        uint64_t last_write, last_read;
+        bool seen;                 /* last_write and last_read hold values read from the process */
         uint64_t last_moved_us;    /* when its write index last moved: breakpoints go to the busiest */
         bool busy;                 /* at its last read: moved, or work outstanding */
         uint64_t last_read_us;     /* when it was last read; 0: not yet */
         uint64_t read_in_look;     /* the GPU's look_number when it was last read */
+        bool waiting;              /* at its last read: stopped at a barrier that waits for a signal */
+        uint64_t waiting_at;       /* the read index it waits at */
+        bool head_known;           /* head_waits is what the packet at read index head_index says */
+        uint64_t head_index;
+        bool head_waits;
         struct write_watch *watch; /* NULL: polled */
         int watch_error;           /* why it is polled: 0, -errno, or NOT_CHOSEN */
 };
@@ -56,6 +62,7 @@ struct gpu_activity {
         bool trapped;       /* a trap made it busy: the next look reads every process, the writer unknown */
         size_t n_queues;    /* watched queues on this GPU */
         size_t n_polled;    /* of which without a breakpoint */
+        size_t n_waiting;   /* of which waiting at a barrier at their last read */
         uint64_t last_busy_us;
         uint64_t last_poll_us; /* when its last complete look began */
         bool look_under_way;   /* a look gave way: the next call goes on with it */
@@ -169,7 +176,7 @@ static struct gpu_activity *gpu_get(struct detector *d, uint32_t gpu_id)
 static void count_queues(struct detector *d)
 {
         for (size_t g = 0; g < d->n_gpus; g++)
-                d->gpus[g].n_queues = d->gpus[g].n_polled = 0;
+                d->gpus[g].n_queues = d->gpus[g].n_polled = d->gpus[g].n_waiting = 0;
         for (size_t i = 0; i < d->n_processes; i++)
                 for (size_t q = 0; q < d->processes[i].n_queues; q++) {
                         const struct watched_queue *wq = &d->processes[i].queues[q];
@@ -177,6 +184,7 @@ static void count_queues(struct detector *d)
 
                         a->n_queues++;
                         a->n_polled += !wq->watch;
+                        a->n_waiting += wq->waiting;
                 }
         for (size_t g = 0; g < d->n_gpus; g++)
                 if (d->gpus[g].n_queues == 0)
@@ -434,7 +442,10 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
                                 if (old->addr.write_pointer_address != q->addr.write_pointer_address)
                                         continue;
                                 q->last_write = old->last_write;
+                                q->last_read = old->last_read;
                                 q->seen = old->seen;
+                                q->waiting = old->waiting;
+                                q->waiting_at = old->waiting_at;
                                 q->last_moved_us = old->last_moved_us;
                                 q->busy = old->busy;
                                 if (old->addr.gpu_id == q->addr.gpu_id)
@@ -528,6 +539,12 @@ static size_t queue_at_byte(const struct watched_process *p, size_t first, size_
         return end;
 }
 
+static void log_read_through_proc_mem(const struct watched_process *p)
+{
+        log_warning("Process %d: its queues' memory cannot be read with process_vm_readv (GTT memory mapped "
+                    "VM_PFNMAP); reading it through /proc/%d/mem from now on", (int)p->pid, (int)p->pid);
+}
+
 /*
  * Reads a process's pointers of queues [first, end) (queue_memory_read():
  * process_vm_readv, or /proc/PID/mem where that cannot reach the memory).
@@ -554,9 +571,7 @@ static ssize_t read_process(struct watched_process *p, size_t first_queue, size_
                 r = queue_memory_read(p->memory, p->buffer + queue_buffer_start(&p->queues[first]),
                                       p->remote + p->queues[first].first_iov, n_iov, &got_bytes, &switched);
                 if (switched)
-                        log_warning("Process %d: its queues' memory cannot be read with process_vm_readv (GTT memory "
-                                    "mapped VM_PFNMAP); reading it through /proc/%d/mem from now on",
-                                    (int)p->pid, (int)p->pid);
+                        log_read_through_proc_mem(p);
                 if (r == -ESRCH)
                         return -ESRCH;
                 if (r < 0) {
@@ -572,6 +587,77 @@ static ssize_t read_process(struct watched_process *p, size_t first_queue, size_
                 }
         }
         return (ssize_t)end_queue;
+}
+
+/* Marks a queue waiting at read index `read`, or not waiting, and keeps its GPU's count. */
+static void set_waiting(struct detector *d, struct watched_queue *wq, bool waiting, uint64_t read)
+{
+        if (waiting != wq->waiting) {
+                struct gpu_activity *a = gpu_find(d, wq->addr.gpu_id);
+
+                if (waiting)
+                        a->n_waiting++;
+                else
+                        a->n_waiting--;
+        }
+        wq->waiting = waiting;
+        wq->waiting_at = read;
+}
+
+/*
+ * Whether the packet at a queue's read index is a barrier that waits for a
+ * signal (aql-barrier.h). The answer holds as long as the read index stays:
+ * the packet there cannot change, and a released barrier moves the index.
+ * So it is read once per index (the packet, and a barrier's signals), not at
+ * every look; only a packet still being written is read again. A packet or
+ * a signal that cannot be read does not wait: its queue counts busy, as
+ * every queue with packets left did before barriers were read.
+ */
+static bool queue_head_waits(struct watched_process *p, struct watched_queue *wq, uint64_t read)
+{
+        const struct aql_ring ring = { wq->addr.ring_base_address, wq->addr.ring_size };
+        bool was_proc_mem = queue_memory_uses_proc_mem(p->memory);
+        enum aql_head head;
+        int r;
+
+        if (wq->head_known && wq->head_index == read)
+                return wq->head_waits;
+        r = aql_head_read(p->memory, &ring, read, &head);
+        if (!was_proc_mem && queue_memory_uses_proc_mem(p->memory))
+                log_read_through_proc_mem(p);
+        if (r == 0 && head == AQL_HEAD_UNPUBLISHED)
+                return false;
+        if (r < 0 && r != -EINVAL)
+                log_full_errno(LOG_LEVEL_DEBUG, r, "Process %d: the packet at read index %" PRIu64 " of its queue at 0x%"
+                               PRIx64 " cannot be read: counted busy", (int)p->pid, read, wq->addr.write_pointer_address);
+        wq->head_known = true;
+        wq->head_index = read;
+        wq->head_waits = r == 0 && head == AQL_HEAD_WAITS;
+        return wq->head_waits;
+}
+
+/*
+ * Whether a queue has work, from its indices as just read. Work: its write
+ * index moved, or packets are left that it does not wait in front of. A
+ * queue whose read index stays at a barrier that waits for a signal is
+ * waiting, not working: the GPU does nothing for it, and a store behind the
+ * barrier adds packets that run only once it is released. Its packets are
+ * looked at only once its read index stopped moving (one look later than it
+ * could be): a queue whose index moves is working anyway, and reading its
+ * ring at every look would cost a system call each. When a waiting queue's
+ * read index moves past the barrier onto packets after it, or past them,
+ * those packets are new work that no store announced.
+ */
+static bool queue_has_work(struct detector *d, struct watched_process *p, struct watched_queue *wq,
+                           uint64_t write, uint64_t read, bool moved)
+{
+        bool released_work = wq->waiting && read - wq->waiting_at > 1;
+        bool waits = write != read && wq->seen && read == wq->last_read && queue_head_waits(p, wq, read);
+
+        set_waiting(d, wq, waits, read);
+        if (waits)
+                return false;
+        return moved || write != read || released_work;
 }
 
 /*
@@ -607,14 +693,16 @@ static void move_to_front(struct detector *d, size_t i)
 }
 
 /*
- * Whether p's queues on a GPU, [first, end), moved within the arm delay: a
- * process that quiet is only looked at in turn by a quick look.
+ * Whether p's queues on a GPU, [first, end), moved within the arm delay or
+ * wait at a barrier (whose release no store announces): a process neither
+ * is only looked at in turn by a quick look.
  */
 static bool process_quiet(const struct detector *d, const struct watched_process *p, size_t first, size_t end,
                           uint64_t now_us)
 {
         for (size_t q = first; q < end; q++)
-                if (p->queues[q].last_moved_us && now_us - p->queues[q].last_moved_us < d->arm_after_idle_us)
+                if ((p->queues[q].last_moved_us && now_us - p->queues[q].last_moved_us < d->arm_after_idle_us) ||
+                    p->queues[q].waiting)
                         return false;
         return true;
 }
@@ -716,10 +804,11 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                         moved = wq->seen && write != wq->last_write;
                         if (moved)
                                 wq->last_moved_us = now_us;
-                        wq->busy = moved || write != read;
+                        wq->busy = queue_has_work(d, p, wq, write, read, moved);
                         moved_here = moved_here || moved;
                         busy_here = busy_here || wq->busy;
                         wq->last_write = write;
+                        wq->last_read = read;
                         wq->seen = true;
                 }
                 /*
@@ -727,8 +816,11 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                  * refreshes them, if their memory was unmapped; if it could not be read,
                  * as busy: online work that cannot be seen must not be taken for none.
                  */
-                for (size_t q = n >= 0 ? (size_t)n : end; q < end; q++)
+                for (size_t q = n >= 0 ? (size_t)n : end; q < end; q++) {
                         p->queues[q].busy = n >= 0 && p->read_error;
+                        if (n >= 0)
+                                set_waiting(d, &p->queues[q], false, 0); /* not read: not known to wait */
+                }
                 busy_here = busy_here || (n >= 0 && (size_t)n < end && p->read_error);
                 if (moved_here && i > 0)
                         move_to_front(d, i);
@@ -804,7 +896,7 @@ size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, 
                         continue; /* a busy one is polled once more to tell its end */
                 out[n++] = (struct detector_gpu_status){
                         .gpu_id = a->gpu_id,
-                        .needs_poll = a->busy || a->n_polled > 0 || !a->armed,
+                        .needs_poll = a->busy || a->n_polled > 0 || !a->armed || a->n_waiting > 0,
                         .last_poll_us = a->last_poll_us,
                 };
         }
@@ -832,7 +924,7 @@ bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint6
 {
         for (size_t i = 0; i < d->n_gpus; i++)
                 if (d->gpus[i].gpu_id == gpu_id)
-                        return d->gpus[i].busy ||
+                        return d->gpus[i].busy || d->gpus[i].n_waiting > 0 ||
                                (d->gpus[i].last_busy_us && now_us - d->gpus[i].last_busy_us < recent_us);
         return false;
 }

@@ -4,7 +4,13 @@
  * and read_dispatch_id u64s that ROCr keeps in the online process's own
  * memory (amd_queue_t; kfd-interface.md §7-8, rocm-userspace.md §5). A write
  * index that moved since the last look, or a write index ahead of the read
- * index, means the process has work on that queue's GPU.
+ * index, means the process has work on that queue's GPU, unless the packet
+ * at the read index is a barrier waiting for a signal (aql-barrier.h): such
+ * a queue is *waiting*, and the GPU does nothing for it. A waiting queue is
+ * read at every look, and keeps its GPU on the busy cadence: the signal
+ * releases the packets after the barrier without a store, so no write index
+ * moves and no breakpoint fires; its read index moving past the barrier
+ * onto more packets is new work.
  *
  * The online process is only read, never attached: debug activation costs
  * the target a runlist refresh and, on GC 11.0.0-11.0.3, half its CUs
@@ -50,6 +56,9 @@ struct detector_queue_addr {
         uint32_t gpu_id;
         uint64_t read_pointer_address;
         uint64_t write_pointer_address;
+        /* the ring, from the MQD: where a queue stopped at a barrier is told from one with work (aql-barrier.h) */
+        uint64_t ring_base_address;
+        uint64_t ring_size; /* bytes; 0: unknown, a queue with packets left always counts busy */
 };
 
 struct detector_callbacks {
@@ -72,7 +81,7 @@ struct detector_queue_status {
 /* A GPU's polling needs, for the caller's cadence. */
 struct detector_gpu_status {
         uint32_t gpu_id;
-        bool needs_poll;       /* false: nothing watched, or every queue under an armed breakpoint */
+        bool needs_poll;       /* false: nothing watched, or every queue under an armed breakpoint and none waiting */
         uint64_t last_poll_us; /* 0: never polled */
 };
 
@@ -133,5 +142,8 @@ size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, 
 /* How pid's queues are watched, up to max; returns how many were written. */
 size_t detector_process_queues(const struct detector *d, pid_t pid, struct detector_queue_status *out, size_t max);
 
-/* Whether online work was seen on gpu_id within the last recent_us. */
+/*
+ * Whether online work was seen on gpu_id within the last recent_us, or a
+ * queue there waits at a barrier: its release is work that only a look sees.
+ */
 bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us);

@@ -31,9 +31,10 @@ int online_queues_read(const char *sysfs_root, pid_t pid, struct detector_queue_
         if (r < 0)
                 return r;
         /*
-         * The detector needs only the addresses and the GPU, which every MQD
-         * carries: no join with the sysfs queue ids, which is ambiguous when
-         * queues of one process share GPU and ring size.
+         * The detector needs only the addresses (the indices' and the
+         * ring's) and the GPU, which every MQD carries: no join with the
+         * sysfs queue ids, which is ambiguous when queues of one process
+         * share GPU and ring size.
          */
         queues = calloc(mqds.n ? mqds.n : 1, sizeof(*queues));
         if (!queues) {
@@ -49,6 +50,8 @@ int online_queues_read(const char *sysfs_root, pid_t pid, struct detector_queue_
                         .gpu_id = q->gpu_id,
                         .read_pointer_address = q->rptr_addr,
                         .write_pointer_address = q->wptr_addr,
+                        .ring_base_address = q->ring_base,
+                        .ring_size = q->ring_size,
                 };
         }
         qf_mqds_clear(&mqds);

@@ -15,7 +15,7 @@ TARGET_OFFLINE_SHARE = 0.85
 
 METRICS = ["online_p50_ms", "online_p95_ms", "online_p99_ms", "online_max_ms", "online_mean_ms",
            "online_wall_p50_ms", "online_wall_p99_ms", "online_wall_max_ms",
-           "online_req_s", "offline_it_s", "transitions_per_s", "suspended_share"]
+           "online_req_s", "offline_it_s", "transitions_per_s", "suspended_share", "daemon_cpu_share"]
 
 
 def with_rates(row):

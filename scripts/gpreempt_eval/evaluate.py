@@ -102,6 +102,8 @@ def describe(row):
         parts.append("offline %.3f it/s" % row["offline_it_s"])
     if row.get("transitions") is not None:
         parts.append("%d transitions, suspended %.0f%%" % (row["transitions"], 100 * row["suspended_share"]))
+    if row.get("daemon_cpu_share") is not None:
+        parts.append("gpreemptd CPU %.1f%%" % (100 * row["daemon_cpu_share"]))
     return ", ".join(parts)
 
 

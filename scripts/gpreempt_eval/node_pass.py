@@ -163,6 +163,14 @@ def wait_attached(err, pid):
                            % (pid, "; ".join(l for _, l in err.lines if l)))
 
 
+def process_cpu_s(pid):
+    """CPU time of a process, all its threads: utime + stime, the 14th and
+    15th fields of /proc/PID/stat (proc(5)), the command name skipped."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def daemon_events(err, pid, t0, t1):
     """Transitions of `pid`, the time it spent suspended within [t0, t1] and
     its longest suspension there (what MaxSuspendMs= bounds)."""
@@ -207,6 +215,7 @@ def run(spec):
             time.sleep(spec["warmup_s"])
             before, nxt = report(offline[0], offline[1], 0)
         t0 = time.monotonic()
+        daemon_cpu0 = process_cpu_s(daemon[0].pid) if daemon else None
         probe = HostProbe()
         if spec.get("online"):
             online = start_app(spec["online"] + ["--duration", str(spec["duration_s"])])
@@ -218,6 +227,8 @@ def run(spec):
         else:
             time.sleep(spec["duration_s"])
         t1 = time.monotonic()
+        if daemon:
+            result["daemon_cpu_s"] = process_cpu_s(daemon[0].pid) - daemon_cpu0
         result["host_max_delay_ms"] = 1000 * probe.stop()
         result["window_s"] = t1 - t0
         if offline:

@@ -351,6 +351,8 @@ def flatten(row, result):
                     "suspended_s": gp["suspended_s"], "longest_suspend_ms": 1000 * gp["longest_suspend_s"],
                     "suspended_share": gp["suspended_s"] / result["window_s"] if result.get("window_s") else None,
                     "daemon_errors": len(gp["log_errors"])})
+        if result.get("daemon_cpu_s") is not None and result.get("window_s"):
+            row["daemon_cpu_share"] = result["daemon_cpu_s"] / result["window_s"]
         if gp["log_errors"] and not row["error"]:
             row["error"] = "gpreemptd logged errors: " + "; ".join(gp["log_errors"][:3])
         if gp["suspends"] == 0 and online and online["requests"] > 0 and not row["error"]:

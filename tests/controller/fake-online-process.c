@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -92,7 +93,10 @@ void fake_online_process_start(struct fake_online_process *f, size_t n_queues)
         f->n = n_queues;
         f->queues = mmap(NULL, n_queues * FAKE_AMD_QUEUE_SIZE, PROT_READ | PROT_WRITE,
                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (f->queues == MAP_FAILED)
+        f->rings = mmap(NULL, n_queues * FAKE_RING_PACKETS * 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                        -1, 0);
+        f->signals = mmap(NULL, FAKE_SIGNALS * 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (f->queues == MAP_FAILED || f->rings == MAP_FAILED || f->signals == MAP_FAILED)
                 abort();
         if (pipe2(command, O_CLOEXEC) < 0 || pipe2(done, O_CLOEXEC) < 0)
                 abort();
@@ -133,6 +137,8 @@ void fake_online_process_stop(struct fake_online_process *f)
                 close(f->done_fd);
         }
         munmap(f->queues, f->n * FAKE_AMD_QUEUE_SIZE);
+        munmap(f->rings, f->n * FAKE_RING_PACKETS * 64);
+        munmap(f->signals, FAKE_SIGNALS * 64);
 }
 
 volatile uint64_t *fake_write_index(struct fake_online_process *f, size_t q)
@@ -145,11 +151,54 @@ volatile uint64_t *fake_read_index(struct fake_online_process *f, size_t q)
         return (volatile uint64_t *)(f->queues + q * FAKE_AMD_QUEUE_SIZE + FAKE_READ_OFFSET);
 }
 
+unsigned char *fake_ring_packet(struct fake_online_process *f, size_t q, uint64_t index)
+{
+        return f->rings + (q * FAKE_RING_PACKETS + index % FAKE_RING_PACKETS) * 64;
+}
+
+uint64_t fake_signal_handle(struct fake_online_process *f, size_t i)
+{
+        return (uint64_t)(uintptr_t)(f->signals + i * 64);
+}
+
+volatile int64_t *fake_signal_value(struct fake_online_process *f, size_t i)
+{
+        return (volatile int64_t *)(f->signals + i * 64 + 8); /* amd_signal_t.value */
+}
+
+/* The header last, as a producer publishes a packet (hsa.h: type in bits 0-7). */
+static void publish(unsigned char *packet, uint16_t header)
+{
+        __atomic_store_n((uint16_t *)(void *)packet, header, __ATOMIC_RELEASE);
+}
+
+void fake_write_barrier(struct fake_online_process *f, size_t q, uint64_t index, unsigned type, const uint64_t *deps,
+                        size_t n_deps)
+{
+        unsigned char *packet = fake_ring_packet(f, q, index);
+
+        memset(packet, 0, 64);
+        publish(packet, 1); /* INVALID while it is written */
+        if (n_deps) /* deps may be NULL when there are none */
+                memcpy(packet + 8, deps, n_deps * sizeof(*deps)); /* dep_signal[5] */
+        publish(packet, (uint16_t)(type | 1u << 8));      /* the barrier bit, as CLR sets it */
+}
+
+void fake_write_dispatch(struct fake_online_process *f, size_t q, uint64_t index)
+{
+        unsigned char *packet = fake_ring_packet(f, q, index);
+
+        memset(packet, 0, 64);
+        publish(packet, 2);
+}
+
 struct detector_queue_addr fake_queue_addr(struct fake_online_process *f, size_t q, uint32_t gpu_id)
 {
         return (struct detector_queue_addr){
                 .gpu_id = gpu_id,
                 .read_pointer_address = (uint64_t)(uintptr_t)fake_read_index(f, q),
                 .write_pointer_address = (uint64_t)(uintptr_t)fake_write_index(f, q),
+                .ring_base_address = (uint64_t)(uintptr_t)fake_ring_packet(f, q, 0),
+                .ring_size = FAKE_RING_PACKETS * 64,
         };
 }

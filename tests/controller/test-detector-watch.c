@@ -342,6 +342,35 @@ static void test_mode_poll_and_back(void **state)
                          -EINVAL);
 }
 
+/*
+ * A queue waiting at a barrier on an armed GPU: the signal releases the
+ * packets after it with no store, so no breakpoint fires. The GPU keeps
+ * being looked at while the queue waits, and the look sees the release.
+ */
+static void test_waiting_queue_keeps_its_gpu_looked_at(void **state)
+{
+        struct fixture *f = *state;
+        uint64_t dep = fake_signal_handle(&f->online, 0);
+
+        *fake_signal_value(&f->online, 0) = 1;
+        fake_write_barrier(&f->online, 0, 0, 3, &dep, 1);
+        fake_write_dispatch(&f->online, 0, 1);
+        *fake_write_index(&f->online, 0) = 2; /* stored before the watch: no trap */
+        watch_queues(f, 1);
+        detector_poll(f->detector, 1);
+        assert_int_equal(f->seen.busy, 1);
+        detector_poll(f->detector, 2); /* it waits: idle, and armed */
+        assert_int_equal(f->seen.idle, 1);
+        assert_true(gpu_needs_poll(f->detector, 1));
+        assert_true(detector_gpu_recently_busy(f->detector, 1, 100000000, 1000));
+
+        *fake_signal_value(&f->online, 0) = 0;
+        *fake_read_index(&f->online, 0) = 1; /* the CP took the barrier: the kernel runs */
+        assert_int_equal(sd_event_run(f->event, 50000), 0); /* nothing stored, nothing trapped */
+        detector_poll(f->detector, 3);
+        assert_int_equal(f->seen.busy, 2);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -356,6 +385,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_refused_breakpoint_falls_back_to_polling, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_process_exits_while_armed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_mode_poll_and_back, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_waiting_queue_keeps_its_gpu_looked_at, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

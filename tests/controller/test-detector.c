@@ -380,6 +380,257 @@ static void test_look_gives_way_between_processes(void **state)
         detector_free(d);
 }
 
+/*
+ * A queue whose read index stays at a barrier-AND on a signal nobody has set
+ * (a host callback, or another process's work) is waiting, not busy: its
+ * GPU goes idle. It stays on the busy cadence (recently busy) however long
+ * it waits, a store behind the barrier is not work (those packets run only
+ * after it), and the barrier's release onto the packets after it is.
+ */
+static void test_queue_waiting_at_a_barrier_is_idle(void **state)
+{
+        struct fake_online_process f;
+        struct detector_queue_addr addr;
+        struct detector *d;
+        struct seen s = { 0 };
+        uint64_t dep;
+
+        fake_online_process_start(&f, 1);
+        dep = fake_signal_handle(&f, 0);
+        *fake_signal_value(&f, 0) = 1;
+        fake_write_dispatch(&f, 0, 0);
+        fake_write_barrier(&f, 0, 1, 3, &dep, 1);
+        addr = fake_queue_addr(&f, 0, 1);
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_watch(d, f.pid, &addr, 1), 0);
+        detector_poll(d, 100);
+        *fake_write_index(&f, 0) = 2; /* the kernel and the barrier */
+        detector_poll(d, 200);
+        assert_int_equal(s.busy[1], 1);
+        *fake_read_index(&f, 0) = 1; /* the kernel is done: the CP stops at the barrier */
+        detector_poll(d, 300);
+        assert_int_equal(s.idle[1], 0); /* the index moved: its packets are read at the next look */
+        detector_poll(d, 400);
+        assert_int_equal(s.idle[1], 1);
+        assert_int_equal(s.idle_since, 300);
+        assert_true(detector_gpu_recently_busy(d, 1, 100000000, 1000));
+        assert_true(detector_gpu_status_of(d, 1).needs_poll);
+
+        /* more work behind the barrier waits with it */
+        fake_write_dispatch(&f, 0, 2);
+        *fake_write_index(&f, 0) = 3;
+        detector_poll(d, 500);
+        detector_poll(d, 600);
+        assert_int_equal(s.busy[1], 1);
+
+        /* the host sets the signal, the CP takes the barrier and runs the kernel after it: no store */
+        *fake_signal_value(&f, 0) = 0;
+        *fake_read_index(&f, 0) = 2;
+        detector_poll(d, 700);
+        assert_int_equal(s.busy[1], 2);
+        *fake_read_index(&f, 0) = 3;
+        detector_poll(d, 800);
+        assert_int_equal(s.idle[1], 2);
+        assert_false(detector_gpu_recently_busy(d, 1, 100000000, 1000));
+        detector_free(d);
+        fake_online_process_stop(&f);
+}
+
+/*
+ * A barrier released between two looks: if the packets after it already ran
+ * (the read index went past the barrier and more), that was online work no
+ * store announced; if only the barrier went, nothing ran. Packets stored
+ * behind a barrier already waiting at the read index are no work either:
+ * the GPU does nothing until the signal comes.
+ */
+static void test_barrier_released_between_looks(void **state)
+{
+        struct fake_online_process f;
+        struct detector_queue_addr addr;
+        struct detector *d;
+        struct seen s = { 0 };
+        uint64_t dep;
+
+        fake_online_process_start(&f, 1);
+        dep = fake_signal_handle(&f, 1);
+        *fake_signal_value(&f, 1) = 1;
+        fake_write_barrier(&f, 0, 0, 3, &dep, 1);
+        fake_write_dispatch(&f, 0, 1);
+        addr = fake_queue_addr(&f, 0, 1);
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_watch(d, f.pid, &addr, 1), 0);
+        detector_poll(d, 100);
+        *fake_write_index(&f, 0) = 2; /* a wait, then a kernel */
+        detector_poll(d, 200);
+        detector_poll(d, 300);
+        assert_int_equal(s.busy[1], 0);
+
+        *fake_signal_value(&f, 1) = 0;
+        *fake_read_index(&f, 0) = 2; /* the barrier and the kernel after it, all between two looks */
+        detector_poll(d, 400);
+        assert_int_equal(s.busy[1], 1);
+        detector_poll(d, 500);
+        assert_int_equal(s.idle[1], 1);
+
+        /* a request ending with a barrier, as kfdemu-app --host-wait-us writes it: only the barrier is left */
+        *fake_signal_value(&f, 1) = 1;
+        fake_write_dispatch(&f, 0, 2);
+        fake_write_barrier(&f, 0, 3, 3, &dep, 1);
+        *fake_write_index(&f, 0) = 4;
+        detector_poll(d, 600);
+        assert_int_equal(s.busy[1], 2);
+        *fake_read_index(&f, 0) = 3;
+        detector_poll(d, 700);
+        detector_poll(d, 800);
+        assert_int_equal(s.idle[1], 2);
+        *fake_signal_value(&f, 1) = 0;
+        *fake_read_index(&f, 0) = 4;
+        detector_poll(d, 900);
+        detector_poll(d, 1000);
+        assert_int_equal(s.busy[1], 2);
+        detector_free(d);
+        fake_online_process_stop(&f);
+}
+
+/*
+ * Barrier-OR waits until one dependency is 0, a zero handle never counting
+ * as met; a barrier-AND without dependencies does not wait (the CP takes
+ * it once what is before it is done), a barrier-OR without any waits
+ * forever (hsa.h hsa_barrier_or_packet_t).
+ */
+static void test_barrier_or_and_barriers_without_dependencies(void **state)
+{
+        struct fake_online_process f;
+        struct detector_queue_addr addr;
+        struct detector *d;
+        struct seen s = { 0 };
+        uint64_t deps[2];
+
+        fake_online_process_start(&f, 1);
+        fake_write_barrier(&f, 0, 0, 3, NULL, 0);
+        deps[0] = fake_signal_handle(&f, 0);
+        deps[1] = fake_signal_handle(&f, 1);
+        *fake_signal_value(&f, 0) = 1;
+        *fake_signal_value(&f, 1) = 1;
+        fake_write_barrier(&f, 0, 1, 5, deps, 2);
+        deps[0] = fake_signal_handle(&f, 2);
+        deps[1] = fake_signal_handle(&f, 3);
+        *fake_signal_value(&f, 2) = 1;
+        *fake_signal_value(&f, 3) = 0;
+        fake_write_barrier(&f, 0, 2, 5, deps, 2);
+        fake_write_barrier(&f, 0, 3, 5, NULL, 0);
+        addr = fake_queue_addr(&f, 0, 1);
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_watch(d, f.pid, &addr, 1), 0);
+        detector_poll(d, 100);
+        *fake_write_index(&f, 0) = 4;
+        detector_poll(d, 200);
+        detector_poll(d, 300);
+        assert_int_equal(s.busy[1], 1);
+        assert_int_equal(s.idle[1], 0); /* AND without dependencies: taken at once */
+
+        *fake_read_index(&f, 0) = 1;
+        detector_poll(d, 400);
+        detector_poll(d, 500);
+        assert_int_equal(s.idle[1], 1); /* OR, neither signal 0 */
+
+        *fake_read_index(&f, 0) = 2;
+        detector_poll(d, 600);
+        detector_poll(d, 700);
+        assert_int_equal(s.busy[1], 2);
+        assert_int_equal(s.idle[1], 1); /* OR, one signal 0: taken at once */
+
+        *fake_read_index(&f, 0) = 3;
+        detector_poll(d, 800);
+        detector_poll(d, 900);
+        assert_int_equal(s.idle[1], 2); /* OR without dependencies */
+        detector_free(d);
+        fake_online_process_stop(&f);
+}
+
+/*
+ * A ring that cannot be read, or that the MQD did not give, leaves a queue
+ * with packets left busy, as before barriers were read: what cannot be
+ * seen is not taken for a wait.
+ */
+static void test_unknown_ring_counts_busy(void **state)
+{
+        long page = sysconf(_SC_PAGESIZE);
+        struct fake_online_process f;
+        struct detector_queue_addr addr[2];
+        struct detector *d;
+        struct seen s = { 0 };
+        void *gone = mmap(NULL, (size_t)page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint64_t dep;
+
+        assert_true(gone != MAP_FAILED);
+        munmap(gone, (size_t)page); /* an address mapped in neither process */
+        fake_online_process_start(&f, 2);
+        dep = fake_signal_handle(&f, 0);
+        *fake_signal_value(&f, 0) = 1;
+        fake_write_barrier(&f, 0, 0, 3, &dep, 1);
+        fake_write_barrier(&f, 1, 0, 3, &dep, 1);
+        addr[0] = fake_queue_addr(&f, 0, 1);
+        addr[0].ring_base_address = (uint64_t)(uintptr_t)gone;
+        addr[1] = fake_queue_addr(&f, 1, 2);
+        addr[1].ring_size = 0;
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_watch(d, f.pid, addr, 2), 0);
+        detector_poll(d, 100);
+        *fake_write_index(&f, 0) = 1;
+        *fake_write_index(&f, 1) = 1;
+        for (uint64_t t = 200; t <= 500; t += 100)
+                detector_poll(d, t);
+        assert_int_equal(s.busy[1], 1);
+        assert_int_equal(s.busy[2], 1);
+        assert_int_equal(s.idle[1] + s.idle[2], 0);
+        detector_free(d);
+        fake_online_process_stop(&f);
+}
+
+/*
+ * A waiting process is read at every quick look, however long it has been
+ * quiet: no store announces its barrier's release. (As a quiet process it
+ * would be read only in its turn: here, the look after the release would
+ * have been the other process's.)
+ */
+static void test_quick_look_reads_waiting_processes_every_time(void **state)
+{
+        struct fake_online_process f[2]; /* f[0] waits at a barrier, f[1] is quiet */
+        struct detector *d;
+        struct seen s = { 0 };
+        uint64_t dep;
+
+        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        detector_set_arm_delay(d, 1000);
+        for (int i = 0; i < 2; i++) {
+                struct detector_queue_addr addr;
+
+                fake_online_process_start(&f[i], 1);
+                addr = fake_queue_addr(&f[i], 0, 1);
+                assert_int_equal(detector_watch(d, f[i].pid, &addr, 1), 0);
+        }
+        dep = fake_signal_handle(&f[0], 0);
+        *fake_signal_value(&f[0], 0) = 1;
+        fake_write_barrier(&f[0], 0, 0, 3, &dep, 1);
+        fake_write_dispatch(&f[0], 0, 1);
+        *fake_write_index(&f[0], 0) = 2; /* before the first look: not a move */
+        detector_poll(d, 10);
+        detector_poll(d, 20);
+        assert_int_equal(s.busy[1], 1);
+        assert_int_equal(s.idle[1], 1);
+
+        detector_poll(d, 5000); /* long quiet, both read now */
+        detector_quick_look_gpu(d, 1, 5001);
+        *fake_signal_value(&f[0], 0) = 0;
+        *fake_read_index(&f[0], 0) = 1; /* released: the kernel runs */
+        detector_quick_look_gpu(d, 1, 5002);
+        assert_int_equal(s.busy[1], 2);
+        detector_free(d);
+        for (int i = 0; i < 2; i++)
+                fake_online_process_stop(&f[i]);
+}
+
 static void test_limits(void **state)
 {
         static struct detector_queue_addr many[DETECTOR_MAX_QUEUES_PER_PROCESS + 1];
@@ -404,6 +655,11 @@ int main(void)
                 cmocka_unit_test(test_quick_look_reads_quiet_processes_in_turn),
                 cmocka_unit_test(test_quick_look_turn_is_per_gpu),
                 cmocka_unit_test(test_look_gives_way_between_processes),
+                cmocka_unit_test(test_queue_waiting_at_a_barrier_is_idle),
+                cmocka_unit_test(test_barrier_released_between_looks),
+                cmocka_unit_test(test_barrier_or_and_barriers_without_dependencies),
+                cmocka_unit_test(test_unknown_ring_counts_busy),
+                cmocka_unit_test(test_quick_look_reads_waiting_processes_every_time),
                 cmocka_unit_test(test_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

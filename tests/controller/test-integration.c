@@ -168,6 +168,46 @@ static void test_online_work_suspends_offline_on_its_gpu_only(void **state)
         daemon_harness_cleanup(&f->h);
 }
 
+/*
+ * An online service whose requests end with a barrier the host releases
+ * 200 ms after their kernels (kfdemu-app --host-wait-us, as a HIP stream
+ * waiting on a host callback): its queue's read index stays below its write
+ * index for the whole wait, but the GPU does nothing for it. The offline
+ * job is resumed during each wait and suspended again for each request's
+ * kernels: about 8 requests of 3 ms each, so the job spends far less than
+ * the 1.6 s of host waits suspended.
+ */
+static void test_host_wait_lets_offline_work_run(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        static const char *const online0[] = { "--rate", "4", "--gpu", "0", "--kernel-us",
+                                                "3000", "--host-wait-us", "200000", "--duration", "2", NULL };
+        struct fixture *f = *state;
+        struct json_object *s, *g;
+        int64_t gpu, requests;
+
+        start_daemon(&f->h);
+        emulated_app_start(&f->a, app_path, offline0);
+        gpu = wait_attached(&f->h, f->a.pid);
+        emulated_app_start(&f->o, app_path, online0);
+        usleep(1900000);
+        requests = emulated_app_kernels(&f->o);
+        assert_int_not_equal(emulated_app_wait(&f->o, 10000), -1);
+        usleep(100000); /* past the hold-off: everything resumed */
+
+        s = daemon_status(&f->h);
+        g = status_gpu(s, gpu);
+        if (requests < 5 || status_int(g, "suspends") < requests || status_int(g, "suspended_usec") > 400000 ||
+            status_int(g, "resumes_max_suspend") > 0 ||
+            json_object_get_boolean(json_object_object_get(g, "offline_suspended")))
+                fail_msg("%lld requests with a 200 ms host wait each: status %s; daemon log:\n%s",
+                         (long long)requests, json_object_to_json_string(s), daemon_harness_log(&f->h));
+        json_object_put(s);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
+}
+
 static void test_hold_register_and_sigkill_failsafe(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
@@ -570,6 +610,7 @@ int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_online_work_suspends_offline_on_its_gpu_only, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_host_wait_lets_offline_work_run, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_offline_process_traced_by_another_is_managed_once_free, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_hold_register_and_sigkill_failsafe, setup, teardown),

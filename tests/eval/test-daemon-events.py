@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: MIT
 """scripts/gpreempt_eval/node_pass.py daemon_events: suspended time and the
 longest suspension (what MaxSuspendMs= bounds) from made-up daemon log lines,
-clipped to the measured window. TAP output. The package comes from
+clipped to the measured window; process_cpu_s, the daemon's CPU time, against
+this process's own clock. TAP output. The package comes from
 PYTHONPATH (meson test sets it):
 
   PYTHONPATH=scripts tests/eval/test-daemon-events.py
 """
+import os
 import sys
+import time
 import types
 
 from gpreempt_eval import node_pass
@@ -31,6 +34,13 @@ check("suspensions are clipped to the window and summed", abs(ev["suspended_s"] 
 check("the longest suspension is the longest clipped span", abs(ev["longest_suspend_s"] - 0.5) < 1e-9, repr(ev))
 check("transitions count inside the window only", (ev["suspends"], ev["resumes"]) == (2, 2), repr(ev))
 check("another process's lines are ignored", node_pass.daemon_events(err, 9, 0, 10)["longest_suspend_s"] == 0.0)
+
+cpu0, own0 = node_pass.process_cpu_s(os.getpid()), time.process_time()
+while time.process_time() - own0 < 0.3:
+    pass
+spent = node_pass.process_cpu_s(os.getpid()) - cpu0
+check("a process's CPU time is what it spent, to the clock tick", abs(spent - (time.process_time() - own0)) < 0.05,
+      "%.3f s" % spent)
 
 print("1..%d" % len(results))
 for i, (name, ok, detail) in enumerate(results, 1):

@@ -97,25 +97,36 @@ static uint64_t doorbell_value(struct emu_node_hw *nh, const struct emu_queue_hw
         return __atomic_load_n(emu_doorbell_word(nh, qh->frame, qh->q->doorbell_slot), __ATOMIC_ACQUIRE);
 }
 
-/* A barrier-AND waits until each of its dependency signals reads 0 (HSA
- * runtime spec, "Barrier-AND packet"). A signal the process no longer
- * maps counts as satisfied, so a dying process's queue cannot hang. */
+/* A barrier-AND waits until each of its dependency signals reads 0, a
+ * barrier-OR until one of them does; a zero handle is a met dependency for
+ * AND and an unmet one for OR (HSA runtime spec; hsa.h
+ * hsa_barrier_and_packet_t, hsa_barrier_or_packet_t). A signal the process
+ * no longer maps counts as met, so a dying process's queue cannot hang. */
 static bool barrier_satisfied(const struct emu_queue *q, const struct emu_aql_dispatch_packet *pkt)
 {
+        bool any = (pkt->header & 0xff) == EMU_AQL_PACKET_TYPE_BARRIER_OR;
         struct emu_aql_barrier_and_packet barrier;
 
         _Static_assert(sizeof(barrier) == sizeof(*pkt), "one AQL slot");
         memcpy(&barrier, pkt, sizeof(barrier));
         for (unsigned i = 0; i < EMU_AQL_BARRIER_DEPENDENCIES; i++) {
                 int64_t value;
+                bool met;
 
-                if (barrier.dep_signal[i] &&
-                    emu_gpu_vm_read(q, &value, barrier.dep_signal[i] + offsetof(struct emu_amd_signal, value),
-                              sizeof(value)) == 0 &&
-                    value != 0)
-                        return false;
+                if (!barrier.dep_signal[i])
+                        continue;
+                met = emu_gpu_vm_read(q, &value, barrier.dep_signal[i] + offsetof(struct emu_amd_signal, value),
+                                      sizeof(value)) < 0 ||
+                      value == 0;
+                if (met == any)
+                        return any;
         }
-        return true;
+        return !any;
+}
+
+static bool is_barrier(uint16_t header)
+{
+        return (header & 0xff) == EMU_AQL_PACKET_TYPE_BARRIER_AND || (header & 0xff) == EMU_AQL_PACKET_TYPE_BARRIER_OR;
 }
 
 /* Consume the packets below `doorbell`, up to the first kernel dispatch,
@@ -144,7 +155,7 @@ static bool fetch_packets(struct emu_gpu *gpu, struct emu_queue_hw *qh, uint64_t
                 /* Header still INVALID: the packet is not published yet. */
                 if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_INVALID)
                         break;
-                if ((pkt.header & 0xff) == EMU_AQL_PACKET_TYPE_BARRIER_AND && !barrier_satisfied(q, &pkt)) {
+                if (is_barrier(pkt.header) && !barrier_satisfied(q, &pkt)) {
                         qh->barrier_waiting = true;
                         break;
                 }

@@ -229,20 +229,27 @@ static void submit_signalled(struct fixture *fx, uint16_t type, uint64_t duratio
         syscall(SYS_futex, strobe, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* A barrier-AND that waits for `dependency` to read 0. */
-static void submit_barrier(struct fixture *fx, struct emu_amd_signal *dependency)
+/* A barrier of `type` (BARRIER_AND or BARRIER_OR) on the given dependencies. */
+static void submit_barrier_of(struct fixture *fx, uint16_t type, struct emu_amd_signal *const *deps, size_t n_deps)
 {
         struct emu_aql_barrier_and_packet *p = (struct emu_aql_barrier_and_packet *)&fx->ring[fx->written % RING_SLOTS];
 
         memset((uint8_t *)p + 2, 0, sizeof(*p) - 2);
-        p->dep_signal[0] = (uintptr_t)dependency;
-        __atomic_store_n(&p->header, EMU_AQL_PACKET_TYPE_BARRIER_AND, __ATOMIC_RELEASE);
+        for (size_t i = 0; i < n_deps; i++)
+                p->dep_signal[i] = (uintptr_t)deps[i];
+        __atomic_store_n(&p->header, type, __ATOMIC_RELEASE);
         fx->written++;
         __atomic_store_n(&fx->write_dispatch_id, fx->written, __ATOMIC_RELEASE);
         __atomic_store_n((uint64_t *)(fx->frame + EMU_DOORBELL_SIZE * fx->queue.doorbell_slot), fx->written,
                          __ATOMIC_RELEASE);
         __atomic_add_fetch((uint32_t *)(fx->frame + EMU_NODE_STROBE_OFFSET), 1, __ATOMIC_RELEASE);
         syscall(SYS_futex, fx->frame + EMU_NODE_STROBE_OFFSET, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* A barrier-AND that waits for `dependency` to read 0. */
+static void submit_barrier(struct fixture *fx, struct emu_amd_signal *dependency)
+{
+        submit_barrier_of(fx, EMU_AQL_PACKET_TYPE_BARRIER_AND, &dependency, 1);
 }
 
 static void submit(struct fixture *fx, uint16_t type, uint64_t duration_ns, uint32_t workgroups)
@@ -381,6 +388,22 @@ static void test_barrier_waits_for_its_dependency(void **state)
         assert_int_equal(fx->write_dispatch_id, 1);
         __atomic_store_n(&dependency.value, 0, __ATOMIC_RELEASE);
         assert_true(wait_read_index(fx, 1, 1000 * MS));
+}
+
+/* A barrier-OR holds the read index until one of its dependencies reads 0;
+ * a zero handle in it is never met. */
+static void test_barrier_or_waits_for_one_dependency(void **state)
+{
+        struct fixture *fx = *state;
+        struct emu_amd_signal first = { .kind = EMU_AMD_SIGNAL_KIND_USER, .value = 1 };
+        struct emu_amd_signal second = { .kind = EMU_AMD_SIGNAL_KIND_USER, .value = 1 };
+        struct emu_amd_signal *deps[] = { &first, NULL, &second };
+
+        submit_barrier_of(fx, EMU_AQL_PACKET_TYPE_BARRIER_OR, deps, 3);
+        assert_false(wait_read_index(fx, 1, 30 * MS));
+        __atomic_store_n(&second.value, 0, __ATOMIC_RELEASE);
+        assert_true(wait_read_index(fx, 1, 1000 * MS));
+        assert_int_equal(__atomic_load_n(&first.value, __ATOMIC_ACQUIRE), 1);
 }
 
 /* ReadIndexAdvance=dispatch: the index moves when the CP has launched the
@@ -608,6 +631,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_resume_charges_a_restore_not_a_save, setup_constant_cost,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_barrier_waits_for_its_dependency, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_barrier_or_waits_for_one_dependency, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_read_index_advances_at_dispatch, setup_read_index_at_dispatch,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_read_index_advances_with_the_master_xcc,

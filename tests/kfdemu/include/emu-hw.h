@@ -69,6 +69,7 @@
 #define EMU_AQL_PACKET_TYPE_INVALID 1
 #define EMU_AQL_PACKET_TYPE_KERNEL_DISPATCH 2
 #define EMU_AQL_PACKET_TYPE_BARRIER_AND 3
+#define EMU_AQL_PACKET_TYPE_BARRIER_OR 5
 #define EMU_AQL_PACKET_SIZE 64u
 
 /*
@@ -79,9 +80,11 @@
  *   workgroup_size_x   work-items per workgroup (1..1024).
  * The GPU model derives how much of the device the kernel occupies from the
  * workgroup count and the device's CU count. A barrier packet (type
- * BARRIER_AND, struct emu_aql_barrier_and_packet) completes once
- * everything before it on its queue has and each of its dependency
- * signals (amd_signal_t addresses, 0 = none) has the value 0.
+ * BARRIER_AND or BARRIER_OR, struct emu_aql_barrier_and_packet: the two
+ * share the layout) completes once everything before it on its queue has
+ * and each of its dependency signals (amd_signal_t addresses, 0 = none)
+ * has the value 0, for BARRIER_OR once any of them has (a zero handle is
+ * never met there).
  * Any other type is consumed and completes at once.
  */
 struct emu_aql_dispatch_packet {
@@ -104,7 +107,7 @@ struct emu_aql_dispatch_packet {
 
 _Static_assert(sizeof(struct emu_aql_dispatch_packet) == EMU_AQL_PACKET_SIZE, "AQL packet size");
 
-/* hsa_barrier_and_packet_t. */
+/* hsa_barrier_and_packet_t, and hsa_barrier_or_packet_t's layout too. */
 #define EMU_AQL_BARRIER_DEPENDENCIES 5
 struct emu_aql_barrier_and_packet {
         uint16_t header;
