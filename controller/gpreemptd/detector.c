@@ -5,12 +5,15 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "log.h"
 #include "monotonic-clock.h"
 #include "queue-memory.h"
+#include "trap-key.h"
 
 /*
  * ROCr keeps both indices in one amd_queue_t, 0x48 bytes apart: one remote
@@ -32,6 +35,7 @@ struct watched_queue {
         uint64_t last_read_us;     /* when it was last read; 0: not yet */
         uint64_t read_in_look;     /* the GPU's look_number when it was last read */
         struct write_watch *watch; /* NULL: polled */
+        uint32_t watch_serial;     /* the watch's in its trap key */
         int watch_error;           /* why it is polled: 0, -errno, or NOT_CHOSEN */
 };
 
@@ -66,7 +70,8 @@ struct gpu_activity {
 struct detector {
         struct detector_callbacks cb;
         void *userdata;
-        sd_event *event;
+        int trap_fd; /* the epoll set of every breakpoint's fd (trap-key.h), waited on by the owner */
+        uint32_t next_watch_serial;
         enum detector_mode mode;
         uint64_t arm_after_idle_us;
         struct watched_process *processes;
@@ -81,27 +86,34 @@ _Static_assert(DETECTOR_BREAKPOINTS_PER_PROCESS == 4, "poll_reason() says four")
 /* watch_error of a queue left to polling because its process has DETECTOR_BREAKPOINTS_PER_PROCESS already */
 #define NOT_CHOSEN 1
 
-int detector_new(const struct detector_callbacks *cb, void *userdata, sd_event *event, enum detector_mode mode,
+int detector_new(const struct detector_callbacks *cb, void *userdata, enum detector_mode mode,
                  struct detector **ret_detector)
 {
         struct detector *d;
+        int r;
 
-        if (mode >= _DETECTOR_MODE_MAX || (!event && mode != DETECTOR_MODE_POLL))
+        if (mode >= _DETECTOR_MODE_MAX)
                 return -EINVAL;
         d = calloc(1, sizeof(*d));
         if (!d)
                 return -ENOMEM;
         d->cb = *cb;
         d->userdata = userdata;
-        d->event = event ? sd_event_ref(event) : NULL;
         d->mode = mode;
+        d->trap_fd = epoll_create1(EPOLL_CLOEXEC);
         d->proc_root = strdup("/proc");
-        if (!d->proc_root) {
+        r = d->trap_fd < 0 ? -errno : !d->proc_root ? -ENOMEM : 0;
+        if (r < 0) {
                 detector_free(d);
-                return -ENOMEM;
+                return r;
         }
         *ret_detector = d;
         return 0;
+}
+
+int detector_trap_fd(const struct detector *d)
+{
+        return d->trap_fd;
 }
 
 int detector_set_proc_root(struct detector *d, const char *proc_root)
@@ -132,7 +144,8 @@ void detector_free(struct detector *d)
         for (size_t i = 0; i < d->n_processes; i++)
                 process_done(&d->processes[i]);
         free(d->processes);
-        sd_event_unref(d->event);
+        if (d->trap_fd >= 0)
+                close(d->trap_fd);
         free(d->proc_root);
         free(d);
 }
@@ -211,14 +224,6 @@ static void gpu_set_armed(struct detector *d, struct gpu_activity *a, bool armed
         a->armed = armed;
 }
 
-static uint64_t loop_now(const struct detector *d)
-{
-        uint64_t now = 0;
-
-        sd_event_now(d->event, CLOCK_MONOTONIC, &now);
-        return now;
-}
-
 /*
  * Online work on a GPU. The suspension (the busy callback) comes first;
  * disarming (one ioctl per thread and queue) after it: polling follows the
@@ -246,18 +251,32 @@ static void store_seen(struct detector *d, struct gpu_activity *a, uint64_t now_
         gpu_saw_work(d, a, now_us);
 }
 
-static void on_store(bool gone, void *userdata)
+static struct watched_queue *find_watch(struct detector *d, uint32_t serial)
 {
-        struct gpu_activity *a = userdata;
+        for (size_t i = 0; i < d->n_processes; i++)
+                for (size_t q = 0; q < d->processes[i].n_queues; q++)
+                        if (d->processes[i].queues[q].watch && d->processes[i].queues[q].watch_serial == serial)
+                                return &d->processes[i].queues[q];
+        return NULL;
+}
 
-        if (gone) {
+void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us)
+{
+        struct gpu_activity *a = gpu_find(d, trap_key_gpu(key));
+        struct watched_queue *wq = find_watch(d, trap_key_serial(key));
+
+        if (!a)
+                return;
+        if (wq && write_watch_consume(wq->watch)) {
                 /* its process exited: the next poll of this GPU finds it gone */
                 a->armed = false;
                 return;
         }
-        store_seen(a->detector, a, loop_now(a->detector));
+        /* a store, also when its watch has gone since (the owner may have acted on it): the GPU is busy
+         * until a look finds it idle */
+        if (revents & EPOLLIN)
+                store_seen(d, a, now_us);
 }
-
 
 static void add_iov(struct watched_process *p, uint64_t address, size_t len)
 {
@@ -352,7 +371,9 @@ static void plan_breakpoints(struct detector *d, struct watched_process *p, size
                                 break; /* the rest stay NOT_CHOSEN */
                         continue;
                 }
-                r = write_watch_new(d->event, p->pid, q->addr.write_pointer_address, on_store, a, &q->watch);
+                q->watch_serial = ++d->next_watch_serial;
+                r = write_watch_new(d->trap_fd, trap_key_make(q->addr.gpu_id, q->watch_serial), p->pid,
+                                    q->addr.write_pointer_address, &q->watch);
                 if (r < 0) {
                         q->watch_error = error = r;
                         continue;
@@ -437,8 +458,10 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
                                 q->seen = old->seen;
                                 q->last_moved_us = old->last_moved_us;
                                 q->busy = old->busy;
-                                if (old->addr.gpu_id == q->addr.gpu_id)
+                                if (old->addr.gpu_id == q->addr.gpu_id) {
                                         q->watch = TAKE_PTR(old->watch);
+                                        q->watch_serial = old->watch_serial;
+                                }
                         }
                 process_done(p);
                 *p = fresh;
@@ -468,7 +491,7 @@ void detector_set_arm_delay(struct detector *d, uint64_t arm_after_idle_us)
 
 int detector_set_mode(struct detector *d, enum detector_mode mode)
 {
-        if (mode >= _DETECTOR_MODE_MAX || (!d->event && mode != DETECTOR_MODE_POLL))
+        if (mode >= _DETECTOR_MODE_MAX)
                 return -EINVAL;
         if (mode == d->mode)
                 return 0;

@@ -33,7 +33,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <systemd/sd-event.h>
 
 #include "detector-mode.h"
 #include "write-watch.h"
@@ -77,13 +76,23 @@ struct detector_gpu_status {
 
 struct detector;
 
-/*
- * event: the loop the breakpoints wake (NULL only with DETECTOR_MODE_POLL).
- * Returns 0, -EINVAL, -ENOMEM.
- */
-int detector_new(const struct detector_callbacks *cb, void *userdata, sd_event *event, enum detector_mode mode,
+/* Returns 0, -EINVAL, -ENOMEM, or epoll_create1()'s -errno. */
+int detector_new(const struct detector_callbacks *cb, void *userdata, enum detector_mode mode,
                  struct detector **ret_detector);
 void detector_free(struct detector *d);
+/*
+ * The trap set: an epoll fd holding every breakpoint's fd, each with its
+ * trap key (trap-key.h) as data. The owner waits on it, on any thread, with
+ * epoll_wait() on this very fd, and hands each event back on the detector's
+ * thread with detector_trapped(). Never through another epoll set (an
+ * sd-event io source): a nested set polls the perf fds to see whether it is
+ * ready, and perf_poll() gives a store's wake-up to the first poll alone
+ * (kernel/events/core.c), so the inner epoll_wait() would get nothing. The
+ * fd is the detector's, valid until detector_free().
+ */
+int detector_trap_fd(const struct detector *d);
+/* An event of the trap set (its epoll data and events), on the detector's thread: a store, or a thread gone. */
+void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us);
 /*
  * Breakpoints are armed only once a GPU's online side has been idle this
  * long (default 0: at once). Within a burst the caller polls fast anyway,
@@ -91,7 +100,7 @@ void detector_free(struct detector *d);
  * re-arming at every gap of a burst costs more than it saves.
  */
 void detector_set_arm_delay(struct detector *d, uint64_t arm_after_idle_us);
-/* Changes the mode; every watched queue is planned again. Returns 0 or -EINVAL (no loop for breakpoints). */
+/* Changes the mode; every watched queue is planned again. Returns 0 or -EINVAL. */
 int detector_set_mode(struct detector *d, enum detector_mode mode);
 
 /* Where /proc/PID/mem is read when process_vm_readv cannot (default /proc). Returns 0 or -ENOMEM. */

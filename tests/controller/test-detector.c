@@ -53,7 +53,7 @@ static void test_write_index_and_outstanding_work(void **state)
         addr[0] = fake_queue_addr(&f, 0, 1);
         addr[1] = fake_queue_addr(&f, 1, 1);
         addr[2] = fake_queue_addr(&f, 2, 2);
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, f.pid, addr, 3), 0);
         assert_int_equal(detector_n_queues(d), 3);
 
@@ -118,7 +118,7 @@ static void test_queue_process_vm_readv_cannot_read_is_seen(void **state)
                 .write_pointer_address = (uint64_t)(uintptr_t)(hidden + FAKE_WRITE_OFFSET),
                 .read_pointer_address = (uint64_t)(uintptr_t)(hidden + FAKE_READ_OFFSET),
         };
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, getpid(), &addr, 1), 0);
         detector_poll(d, 100);
         assert_int_equal(s.busy[1], 0);
@@ -158,7 +158,7 @@ static void test_unreadable_queue_counts_busy(void **state)
 
                 if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
                         _exit(10);
-                if (detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d) < 0 ||
+                if (detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d) < 0 ||
                     detector_watch(d, f.pid, &addr, 1) < 0)
                         _exit(11);
                 detector_poll(d, 100);
@@ -189,7 +189,7 @@ static void test_unmapped_queue_counts_idle(void **state)
                                                 .write_pointer_address = 16 };
         addr[1] = fake_queue_addr(&f, 0, 2);
         *fake_write_index(&f, 0) = 3;
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, f.pid, addr, 2), 0);
         detector_poll(d, 1);
         assert_int_equal(s.busy[1], 0);
@@ -211,7 +211,7 @@ static void test_quick_look_reads_quiet_processes_in_turn(void **state)
         struct seen s = { 0 };
         int idle;
 
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         detector_set_arm_delay(d, 1000);
         for (int i = 0; i < 3; i++) {
                 struct detector_queue_addr addr;
@@ -278,7 +278,7 @@ static void test_quick_look_turn_is_per_gpu(void **state)
         struct seen s = { 0 };
         uint64_t t = 10;
 
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         detector_set_arm_delay(d, 1000);
         fake_online_process_start(&y, 1);
         fake_online_process_start(&z, 1);
@@ -327,7 +327,7 @@ static void test_look_gives_way_between_processes(void **state)
         struct detector *d;
         struct seen s = { 0 };
 
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         for (int i = 0; i < 3; i++) {
                 struct detector_queue_addr addr;
 
@@ -386,7 +386,7 @@ static void test_limits(void **state)
         struct detector *d;
         struct seen s = { 0 };
 
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, 1, many, DETECTOR_MAX_QUEUES_PER_PROCESS + 1), -E2BIG);
         for (size_t i = 0; i <= DETECTOR_MAX_GPUS; i++)
                 many[i].gpu_id = (uint32_t)i + 1;
