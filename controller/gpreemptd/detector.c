@@ -71,6 +71,7 @@ struct detector {
         struct detector_callbacks cb;
         void *userdata;
         int trap_fd; /* the epoll set of every breakpoint's fd (trap-key.h), waited on by the owner */
+        bool freeing; /* in detector_free(): the owner hears of no breakpoint closed */
         uint32_t next_watch_serial;
         enum detector_mode mode;
         uint64_t arm_after_idle_us;
@@ -127,10 +128,20 @@ int detector_set_proc_root(struct detector *d, const char *proc_root)
         return 0;
 }
 
-static void process_done(struct watched_process *p)
+/* Closes a queue's breakpoint, if any, and tells the owner. */
+static void close_watch(struct detector *d, struct watched_queue *q)
+{
+        if (!q->watch)
+                return;
+        write_watch_free(TAKE_PTR(q->watch));
+        if (!d->freeing && d->cb.breakpoint_closed)
+                d->cb.breakpoint_closed(trap_key_make(q->addr.gpu_id, q->watch_serial), d->userdata);
+}
+
+static void process_done(struct detector *d, struct watched_process *p)
 {
         for (size_t i = 0; i < p->n_queues; i++)
-                write_watch_free(p->queues[i].watch);
+                close_watch(d, &p->queues[i]);
         free(p->queues);
         free(p->remote);
         free(p->buffer);
@@ -141,8 +152,9 @@ void detector_free(struct detector *d)
 {
         if (!d)
                 return;
+        d->freeing = true;
         for (size_t i = 0; i < d->n_processes; i++)
-                process_done(&d->processes[i]);
+                process_done(d, &d->processes[i]);
         free(d->processes);
         if (d->trap_fd >= 0)
                 close(d->trap_fd);
@@ -196,6 +208,17 @@ static void count_queues(struct detector *d)
                         d->gpus[g].look_under_way = false; /* its processes left: the next look is a new one */
 }
 
+/* A breakpoint that cannot be armed or disarmed: its queue is polled from now on. */
+static void watch_lost(struct detector *d, struct watched_process *p, struct watched_queue *wq, int error, bool armed)
+{
+        log_warning_errno(error, "Process %d: queue at 0x%" PRIx64 " on GPU %u is polled from now on: "
+                                 "its breakpoint cannot be %s",
+                          (int)p->pid, wq->addr.write_pointer_address, wq->addr.gpu_id,
+                          armed ? "armed" : "disarmed");
+        close_watch(d, wq);
+        wq->watch_error = error;
+}
+
 /* Enables or disables every breakpoint on a GPU; a queue whose breakpoint fails is polled from then on. */
 static void gpu_set_armed(struct detector *d, struct gpu_activity *a, bool armed)
 {
@@ -209,15 +232,10 @@ static void gpu_set_armed(struct detector *d, struct gpu_activity *a, bool armed
                         if (!wq->watch || wq->addr.gpu_id != a->gpu_id)
                                 continue;
                         r = write_watch_set_enabled(wq->watch, armed);
-                        if (r >= 0)
-                                continue;
-                        log_warning_errno(r, "Process %d: queue at 0x%" PRIx64 " on GPU %u is polled from now on: "
-                                             "its breakpoint cannot be %s",
-                                          (int)d->processes[i].pid, wq->addr.write_pointer_address, a->gpu_id,
-                                          armed ? "armed" : "disarmed");
-                        write_watch_free(TAKE_PTR(wq->watch));
-                        wq->watch_error = r;
-                        lost = true;
+                        if (r < 0) {
+                                watch_lost(d, &d->processes[i], wq, r, armed);
+                                lost = true;
+                        }
                 }
         if (lost)
                 count_queues(d);
@@ -225,9 +243,38 @@ static void gpu_set_armed(struct detector *d, struct gpu_activity *a, bool armed
 }
 
 /*
- * Online work on a GPU. The suspension (the busy callback) comes first;
- * disarming (one ioctl per thread and queue) after it: polling follows the
- * work from here, with no traps for the application.
+ * A trap: the writer's breakpoints on a's GPU are disarmed (by the waiter
+ * already, when elsewhere), the other processes' left armed.
+ */
+static void disarm_writer(struct detector *d, struct watched_process *p, struct gpu_activity *a, bool elsewhere)
+{
+        bool lost = false;
+
+        for (size_t q = 0; q < p->n_queues; q++) {
+                struct watched_queue *wq = &p->queues[q];
+                int r;
+
+                if (!wq->watch || wq->addr.gpu_id != a->gpu_id)
+                        continue;
+                if (elsewhere) {
+                        write_watch_disarmed_elsewhere(wq->watch);
+                        continue;
+                }
+                r = write_watch_set_enabled(wq->watch, false);
+                if (r < 0) {
+                        watch_lost(d, p, wq, r, false);
+                        lost = true;
+                }
+        }
+        if (lost)
+                count_queues(d);
+        a->armed = false;
+}
+
+/*
+ * Online work on a GPU: polling follows it from here. Breakpoints stay
+ * armed but the writer's (disarm_writer()), so that a quiet process on the
+ * busy GPU needs no look to be seen starting work.
  */
 static void gpu_saw_work(struct detector *d, struct gpu_activity *a, uint64_t now_us)
 {
@@ -236,8 +283,6 @@ static void gpu_saw_work(struct detector *d, struct gpu_activity *a, uint64_t no
                 a->busy = true;
                 d->cb.gpu_busy(a->gpu_id, now_us, d->userdata);
         }
-        if (a->armed)
-                gpu_set_armed(d, a, false);
 }
 
 /* A breakpoint fired: the online side of an idle GPU stored a write index. */
@@ -251,19 +296,22 @@ static void store_seen(struct detector *d, struct gpu_activity *a, uint64_t now_
         gpu_saw_work(d, a, now_us);
 }
 
-static struct watched_queue *find_watch(struct detector *d, uint32_t serial)
+static struct watched_queue *find_watch(struct detector *d, uint32_t serial, struct watched_process **ret_process)
 {
         for (size_t i = 0; i < d->n_processes; i++)
                 for (size_t q = 0; q < d->processes[i].n_queues; q++)
-                        if (d->processes[i].queues[q].watch && d->processes[i].queues[q].watch_serial == serial)
+                        if (d->processes[i].queues[q].watch && d->processes[i].queues[q].watch_serial == serial) {
+                                *ret_process = &d->processes[i];
                                 return &d->processes[i].queues[q];
+                        }
         return NULL;
 }
 
-void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us)
+void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us, bool writer_disarmed)
 {
         struct gpu_activity *a = gpu_find(d, trap_key_gpu(key));
-        struct watched_queue *wq = find_watch(d, trap_key_serial(key));
+        struct watched_process *p = NULL;
+        struct watched_queue *wq = find_watch(d, trap_key_serial(key), &p);
 
         if (!a)
                 return;
@@ -272,10 +320,13 @@ void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64
                 a->armed = false;
                 return;
         }
+        if (!(revents & EPOLLIN))
+                return;
+        if (wq)
+                disarm_writer(d, p, a, writer_disarmed);
         /* a store, also when its watch has gone since (the owner may have acted on it): the GPU is busy
          * until a look finds it idle */
-        if (revents & EPOLLIN)
-                store_seen(d, a, now_us);
+        store_seen(d, a, now_us);
 }
 
 static void add_iov(struct watched_process *p, uint64_t address, size_t len)
@@ -326,6 +377,26 @@ static const char *poll_reason(const struct detector *d, const struct watched_qu
         return "DetectorMode=poll";
 }
 
+/* Tells the owner of a breakpoint opened (its fds, for a waiter that disarms it). */
+static void watch_opened(struct detector *d, const struct watched_process *p, const struct watched_queue *q)
+{
+        size_t n;
+        int *fds;
+
+        if (!d->cb.breakpoint_opened)
+                return;
+        n = write_watch_fds(q->watch, NULL, 0);
+        fds = malloc((n ? n : 1) * sizeof(*fds));
+        if (!fds) {
+                /* the waiter cannot disarm it: the detector does, when it hears of the trap */
+                log_warning("Process %d: out of memory; its breakpoint is disarmed by the loop", (int)p->pid);
+                return;
+        }
+        write_watch_fds(q->watch, fds, n);
+        d->cb.breakpoint_opened(trap_key_make(q->addr.gpu_id, q->watch_serial), p->pid, fds, n, d->userdata);
+        free(fds);
+}
+
 /* The queue without a breakpoint that moved last, among those not tried yet; NULL when none is left. */
 static struct watched_queue *next_candidate(struct watched_process *p)
 {
@@ -356,7 +427,7 @@ static void plan_breakpoints(struct detector *d, struct watched_process *p, size
         for (size_t i = 0; i < p->n_queues; i++) {
                 q = &p->queues[i];
                 if (d->mode == DETECTOR_MODE_POLL)
-                        write_watch_free(TAKE_PTR(q->watch));
+                        close_watch(d, q);
                 n_watched += q->watch != NULL;
                 if (!q->watch)
                         q->watch_error = d->mode == DETECTOR_MODE_POLL ? 0 : NOT_CHOSEN;
@@ -378,6 +449,7 @@ static void plan_breakpoints(struct detector *d, struct watched_process *p, size
                         q->watch_error = error = r;
                         continue;
                 }
+                watch_opened(d, p, q);
                 q->watch_error = 0;
                 n_watched++;
                 a->armed = false; /* the next poll arms it, then looks once more */
@@ -433,7 +505,7 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
                 free(sorted);
                 if (p)
                         p->memory = TAKE_PTR(fresh.memory);
-                process_done(&fresh);
+                process_done(d, &fresh);
                 return -ENOMEM;
         }
         /* one GPU's queues side by side: a poll of that GPU reads one run of iovecs */
@@ -463,16 +535,16 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
                                         q->watch_serial = old->watch_serial;
                                 }
                         }
-                process_done(p);
+                process_done(d, p);
                 *p = fresh;
         } else {
                 if (d->n_processes >= DETECTOR_MAX_PROCESSES) {
-                        process_done(&fresh);
+                        process_done(d, &fresh);
                         return -E2BIG;
                 }
                 p = realloc(d->processes, (d->n_processes + 1) * sizeof(*p));
                 if (!p) {
-                        process_done(&fresh);
+                        process_done(d, &fresh);
                         return -ENOMEM;
                 }
                 d->processes = p;
@@ -514,7 +586,7 @@ void detector_unwatch(struct detector *d, pid_t pid)
 
         if (!p)
                 return;
-        process_done(p);
+        process_done(d, p);
         *p = d->processes[--d->n_processes];
         count_queues(d);
 }

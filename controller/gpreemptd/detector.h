@@ -15,12 +15,13 @@
  * Where the kernel grants it, a queue's write index also carries a hardware
  * write breakpoint (write-watch.h), armed only while its GPU's online side
  * is idle: the store that starts new work wakes the loop at once, and a GPU
- * whose every queue is armed needs no polling at all until then. On that
- * first trap the GPU's breakpoints are disarmed (the online process would
- * otherwise pay a debug trap per store) and polling follows the work until
- * the queues drain and stay idle for the arm delay; then they are armed
- * again and read once more, so a store between the last poll and the arming
- * is not missed. At most four queues of
+ * whose every queue is armed needs no polling at all until then. On a trap
+ * the writer's breakpoints on that GPU are disarmed (it would otherwise pay a
+ * debug trap per store), the other processes' staying armed, so a quiet
+ * process on a busy GPU traps once when it starts work; polling follows the
+ * work until the queues drain and stay idle for the arm delay; then they are
+ * armed again and read once more, so a store between the last poll and the
+ * arming is not missed. At most four queues of
  * a process are watched so (the debug registers of x86); the others, and any
  * queue the kernel refuses a breakpoint for, are polled.
  *
@@ -56,6 +57,15 @@ struct detector_callbacks {
         void (*gpu_idle)(uint32_t gpu_id, uint64_t since_us, uint64_t now_us, void *userdata);
         /* The process's memory can no longer be read (it exited); it is no longer watched. */
         void (*process_gone)(pid_t pid, void *userdata);
+        /*
+         * A breakpoint was opened, disarmed (key: its trap key; fds: one per
+         * thread of pid it covers, the detector's, valid until closed), or
+         * closed: for a waiter on the trap set that disarms a writer itself
+         * (detector_trapped()). Either may be NULL; neither is called from
+         * detector_free().
+         */
+        void (*breakpoint_opened)(uint64_t key, pid_t pid, const int *fds, size_t n_fds, void *userdata);
+        void (*breakpoint_closed)(uint64_t key, void *userdata);
 };
 
 /* How one queue is watched, for gpreemptctl status. */
@@ -91,8 +101,14 @@ void detector_free(struct detector *d);
  * fd is the detector's, valid until detector_free().
  */
 int detector_trap_fd(const struct detector *d);
-/* An event of the trap set (its epoll data and events), on the detector's thread: a store, or a thread gone. */
-void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us);
+/*
+ * An event of the trap set (its epoll data and events), on the detector's
+ * thread: a store, or a thread gone. A store disarms the writer's
+ * breakpoints on that GPU, the other processes' staying armed: by the
+ * detector, or, when writer_disarmed, by the waiter already (with the fds
+ * breakpoint_opened() gave), which the detector then only records.
+ */
+void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us, bool writer_disarmed);
 /*
  * Breakpoints are armed only once a GPU's online side has been idle this
  * long (default 0: at once). Within a burst the caller polls fast anyway,

@@ -1021,6 +1021,24 @@ static void on_gpu_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *use
                 gpu_apply(m, g, policy_online_idle(&g->policy, since, now), 0);
 }
 
+/* The worker disarms a trap's writer itself (preemption-worker.h): it gets its own copy of each breakpoint's fds. */
+static void on_breakpoint_opened(uint64_t key, pid_t pid, const int *fds, size_t n_fds, void *userdata)
+{
+        struct manager *m = userdata;
+        int r = worker_watch_breakpoint(m->worker, key, pid, fds, n_fds);
+
+        if (r < 0)
+                log_warning_errno(r, "Process %d: its breakpoint is disarmed by the loop, not the worker", (int)pid);
+}
+
+static void on_breakpoint_closed(uint64_t key, void *userdata)
+{
+        struct manager *m = userdata;
+
+        if (worker_forget_breakpoint(m->worker, key) < 0)
+                log_warning("Out of memory; a closed breakpoint's copy stays open until gpreemptd exits");
+}
+
 static void on_online_gone(pid_t pid, void *userdata)
 {
         struct manager *m = userdata;
@@ -1335,7 +1353,7 @@ static void on_worker_trapped(const struct worker_trap *trap, void *userdata)
                 else if (!g->policy.suspended)
                         gpu_apply(m, g, POLICY_ACTION_RESUME, 0); /* it would not suspend after all */
         }
-        detector_trapped(m->detector, trap->key, trap->revents, now);
+        detector_trapped(m->detector, trap->key, trap->revents, now, trap->writer_disarmed);
         rearm_policy(m);
 }
 
@@ -1837,6 +1855,8 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
                 .gpu_busy = on_gpu_busy,
                 .gpu_idle = on_gpu_idle,
                 .process_gone = on_online_gone,
+                .breakpoint_opened = on_breakpoint_opened,
+                .breakpoint_closed = on_breakpoint_closed,
         };
         struct cadence_settings settings = cadence_settings(config);
         struct gp_context_opts gp_opts = {

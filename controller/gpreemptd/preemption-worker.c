@@ -2,6 +2,8 @@
 #include "preemption-worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -31,6 +34,8 @@ enum message_kind {
         COMMAND_END,            /* → REPORT_DETACHED */
         COMMAND_SERVICE_PTRACE,
         COMMAND_MARK,
+        COMMAND_WATCH_BREAKPOINT,
+        COMMAND_FORGET_BREAKPOINT,
         COMMAND_QUIT,
         /* reports, worker → main */
         REPORT_ATTACHED,
@@ -55,6 +60,14 @@ struct trap_mark {
         size_t n_sessions;
 };
 
+/* A breakpoint as the worker keeps it: its own duplicates of the fds. */
+struct breakpoint_copy {
+        uint64_t key;
+        pid_t pid;
+        int *fds;
+        size_t n_fds;
+};
+
 /* A command, or a report; a command with a result travels back as it, so a result never needs memory. */
 struct message {
         struct mailbox_item item;
@@ -69,6 +82,7 @@ struct message {
         struct worker_trap trap;
         struct trap_mark mark; /* COMMAND_MARK's, its sessions owned until the worker takes them */
         size_t slot;
+        struct breakpoint_copy breakpoint; /* COMMAND_*_BREAKPOINT's, its fds owned until the worker takes them */
         union {
                 struct {
                         uint32_t gpu_id, queue_id;
@@ -116,6 +130,8 @@ struct preemption_worker {
         int trap_fd; /* the owner's; holds the worker's loop's fd too, under TRAP_KEY_NONE */
         bool loop_in_trap_set;
         struct trap_mark marks[WORKER_TRAP_SLOTS];
+        struct breakpoint_copy *breakpoints;
+        size_t n_breakpoints;
         struct gp_context_opts gp_opts;
         char *kfd_path;
         struct gp_context *gp;
@@ -123,10 +139,19 @@ struct preemption_worker {
         size_t n_live;
 };
 
+static void breakpoint_copy_done(struct breakpoint_copy *b)
+{
+        for (size_t i = 0; i < b->n_fds; i++)
+                close(b->fds[i]);
+        free(b->fds);
+        *b = (struct breakpoint_copy){ 0 };
+}
+
 static void free_message(struct mailbox_item *item)
 {
         struct message *msg = (struct message *)item;
 
+        breakpoint_copy_done(&msg->breakpoint);
         free(msg->why);
         free(msg->call.why);
         free(msg->mark.sessions);
@@ -327,6 +352,8 @@ static struct trap_mark *find_mark(struct preemption_worker *w, uint32_t gpu_id,
         return NULL;
 }
 
+static bool disarm_writer(struct preemption_worker *w, uint64_t key);
+
 /*
  * One event of the trap set. A store on a marked GPU whose mark this trap
  * takes (the slot still holds the mark's generation: the owner has not
@@ -349,10 +376,15 @@ static void take_trap(struct preemption_worker *w, const struct epoll_event *e, 
         report->kind = REPORT_TRAP;
         report->trap = (struct worker_trap){ .key = e->data.u64, .revents = e->events, .seen_ns = seen_ns };
         chain_append(chain, report);
-        mark = (e->events & EPOLLIN) ? find_mark(w, trap_key_gpu(e->data.u64), &slot) : NULL;
+        if (!(e->events & EPOLLIN))
+                return; /* a thread gone */
+        mark = find_mark(w, trap_key_gpu(e->data.u64), &slot);
         generation = mark ? mark->generation : 0;
-        if (!mark || !atomic_compare_exchange_strong(&w->trap_marks[slot], &generation, TRAP_MARK_TAKEN))
-                return; /* not marked, or no longer: the owner judges it */
+        if (!mark || !atomic_compare_exchange_strong(&w->trap_marks[slot], &generation, TRAP_MARK_TAKEN)) {
+                /* not marked, or no longer: the owner judges it */
+                report->trap.writer_disarmed = disarm_writer(w, e->data.u64);
+                return;
+        }
         report->trap.suspended = true;
         report->trap.slot = slot;
         report->trap.purpose = mark->purpose;
@@ -374,6 +406,67 @@ static void take_trap(struct preemption_worker *w, const struct epoll_event *e, 
                 chain_append(chain, msg);
                 report->trap.n_calls++;
         }
+        /* after the suspension, which the online request waits for */
+        report->trap.writer_disarmed = disarm_writer(w, e->data.u64);
+}
+
+static struct breakpoint_copy *find_breakpoint(struct preemption_worker *w, uint64_t key)
+{
+        for (size_t i = 0; i < w->n_breakpoints; i++)
+                if (w->breakpoints[i].key == key)
+                        return &w->breakpoints[i];
+        return NULL;
+}
+
+/*
+ * A store: the writer's breakpoints on the GPU written are disarmed here,
+ * the other processes' left armed (detector_trapped() records it).
+ * Returns whether the key was known. A failed DISABLE is the loop's to
+ * find: it disarms again, and gives the queue to polling if that fails.
+ */
+static bool disarm_writer(struct preemption_worker *w, uint64_t key)
+{
+        struct breakpoint_copy *writer = find_breakpoint(w, key);
+        bool failed = false;
+
+        if (!writer)
+                return false;
+        for (size_t i = 0; i < w->n_breakpoints; i++) {
+                const struct breakpoint_copy *b = &w->breakpoints[i];
+
+                if (b->pid != writer->pid || trap_key_gpu(b->key) != trap_key_gpu(key))
+                        continue;
+                for (size_t f = 0; f < b->n_fds; f++)
+                        failed |= ioctl(b->fds[f], PERF_EVENT_IOC_DISABLE, 0) < 0;
+        }
+        return !failed;
+}
+
+static void do_watch_breakpoint(struct preemption_worker *w, struct message *msg)
+{
+        struct breakpoint_copy *grown = realloc(w->breakpoints, (w->n_breakpoints + 1) * sizeof(*grown));
+
+        if (!grown) {
+                /* the loop disarms this writer itself: the report says it was not */
+                log_warning("Out of memory; the breakpoint's writer is disarmed by the loop");
+                free_message(&msg->item);
+                return;
+        }
+        w->breakpoints = grown;
+        w->breakpoints[w->n_breakpoints++] = msg->breakpoint;
+        msg->breakpoint = (struct breakpoint_copy){ 0 };
+        free_message(&msg->item);
+}
+
+static void do_forget_breakpoint(struct preemption_worker *w, struct message *msg)
+{
+        struct breakpoint_copy *b = find_breakpoint(w, msg->breakpoint.key);
+
+        if (b) {
+                breakpoint_copy_done(b);
+                *b = w->breakpoints[--w->n_breakpoints];
+        }
+        free_message(&msg->item);
 }
 
 /* A mark replaces the slot's last (whose generation the slot no longer holds). */
@@ -471,6 +564,12 @@ static int on_commands(sd_event_source *s, int fd, uint32_t revents, void *userd
                         break;
                 case COMMAND_MARK:
                         do_mark(w, msg);
+                        break;
+                case COMMAND_WATCH_BREAKPOINT:
+                        do_watch_breakpoint(w, msg);
+                        break;
+                case COMMAND_FORGET_BREAKPOINT:
+                        do_forget_breakpoint(w, msg);
                         break;
                 case COMMAND_QUIT:
                         /* what the owner did not end: ended now, so that no queue stays suspended */
@@ -718,6 +817,9 @@ void preemption_worker_free(struct preemption_worker *w)
         sd_event_source_disable_unref(w->command_source);
         for (size_t i = 0; i < WORKER_TRAP_SLOTS; i++)
                 free(w->marks[i].sessions);
+        for (size_t i = 0; i < w->n_breakpoints; i++)
+                breakpoint_copy_done(&w->breakpoints[i]);
+        free(w->breakpoints);
         if (w->gp)
                 gp_context_free(w->gp);
         if (w->loop_in_trap_set)
@@ -823,6 +925,42 @@ enum worker_unmark worker_unmark_suspend_on_trap(struct preemption_worker *w, si
                 if (atomic_compare_exchange_weak(&w->trap_marks[slot], &was, 0))
                         return WORKER_UNMARKED;
         return was == 0 ? WORKER_UNMARK_NONE : WORKER_UNMARK_TOO_LATE;
+}
+
+int worker_watch_breakpoint(struct preemption_worker *w, uint64_t key, pid_t pid, const int *fds, size_t n_fds)
+{
+        struct message *msg = calloc(1, sizeof(*msg));
+
+        if (!msg)
+                return -ENOMEM;
+        msg->breakpoint = (struct breakpoint_copy){ .key = key, .pid = pid };
+        msg->breakpoint.fds = malloc((n_fds ? n_fds : 1) * sizeof(int));
+        if (!msg->breakpoint.fds) {
+                free_message(&msg->item);
+                return -ENOMEM;
+        }
+        for (; msg->breakpoint.n_fds < n_fds; msg->breakpoint.n_fds++) {
+                int fd = fcntl(fds[msg->breakpoint.n_fds], F_DUPFD_CLOEXEC, 3);
+
+                if (fd < 0) {
+                        int r = -errno;
+
+                        free_message(&msg->item);
+                        return r;
+                }
+                msg->breakpoint.fds[msg->breakpoint.n_fds] = fd;
+        }
+        return send_command(NULL, w, COMMAND_WATCH_BREAKPOINT, msg);
+}
+
+int worker_forget_breakpoint(struct preemption_worker *w, uint64_t key)
+{
+        struct message *msg = calloc(1, sizeof(*msg));
+
+        if (!msg)
+                return -ENOMEM;
+        msg->breakpoint.key = key;
+        return send_command(NULL, w, COMMAND_FORGET_BREAKPOINT, msg);
 }
 
 int preemption_worker_service_ptrace(struct preemption_worker *w)

@@ -33,6 +33,11 @@
  * reported. A mark is taken by one trap at most: an atomic per slot, which
  * the owner clears at once (worker_unmark_suspend_on_trap()) when its policy
  * changes its mind, so a trap never races a decision of the owner's.
+ *
+ * The worker also disarms the writer: the owner hands it a duplicate of
+ * each breakpoint's fds (worker_watch_breakpoint()), and a store disarms
+ * the writer process's breakpoints on that GPU, after the suspension and
+ * before the report, so that the owner's loop makes no perf ioctl for it.
  */
 #pragma once
 
@@ -76,6 +81,7 @@ struct worker_trap {
         size_t slot;      /* the mark's */
         uint64_t purpose; /* the mark's, as each call carries it */
         size_t n_calls;
+        bool writer_disarmed; /* the writer's breakpoints on the GPU were disarmed (a store whose key was known) */
 };
 
 /* Called on the owner's loop, from the worker's reports. userdata: the session's, given at attach. */
@@ -158,6 +164,14 @@ enum worker_unmark {
 };
 /* Clears slot's mark at once, on the owner's thread. */
 enum worker_unmark worker_unmark_suspend_on_trap(struct preemption_worker *w, size_t slot);
+/*
+ * A breakpoint of pid's, key its trap key: fds (one per thread) are
+ * duplicated for the worker, which disarms them on a store of pid's on the
+ * key's GPU. Returns 0, -ENOMEM, or fcntl()'s -errno.
+ */
+int worker_watch_breakpoint(struct preemption_worker *w, uint64_t key, pid_t pid, const int *fds, size_t n_fds);
+/* The breakpoint is closed: the worker closes its duplicates. Returns 0 or -ENOMEM. */
+int worker_forget_breakpoint(struct preemption_worker *w, uint64_t key);
 /* The owner's loop got SIGCHLD: every session's ptrace stops are serviced. Returns 0 or -ENOMEM. */
 int preemption_worker_service_ptrace(struct preemption_worker *w);
 

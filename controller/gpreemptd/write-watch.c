@@ -266,6 +266,18 @@ int write_watch_set_enabled(struct write_watch *w, bool enabled)
         return r;
 }
 
+size_t write_watch_fds(const struct write_watch *w, int *out, size_t max)
+{
+        for (size_t i = 0; i < w->n_threads && i < max; i++)
+                out[i] = w->threads[i].breakpoint_fd;
+        return w->n_threads;
+}
+
+void write_watch_disarmed_elsewhere(struct write_watch *w)
+{
+        w->enabled = false;
+}
+
 void write_watch_free(struct write_watch *w)
 {
         if (!w)

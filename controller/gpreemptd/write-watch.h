@@ -58,6 +58,15 @@ int write_watch_new(int epoll_fd, uint64_t key, pid_t pid, uint64_t address, str
 /* Arms or disarms the breakpoint in every thread. Returns 0 or -errno. */
 int write_watch_set_enabled(struct write_watch *w, bool enabled);
 /*
+ * Its breakpoint fds, one per thread covered, up to max; returns how many
+ * there are. A duplicate of them disarms it from another thread
+ * (PERF_EVENT_IOC_DISABLE reaches the same events); the owner then says so
+ * with write_watch_disarmed_elsewhere().
+ */
+size_t write_watch_fds(const struct write_watch *w, int *out, size_t max);
+/* The breakpoint was disarmed through duplicates of its fds: counted disarmed, the next arming enables it. */
+void write_watch_disarmed_elsewhere(struct write_watch *w);
+/*
  * The owner's side of a wake-up with this watch's key: marks the samples
  * read, so that the ring buffers never fill and every later store wakes the
  * waiter again. Returns whether every thread covered has exited.

@@ -2,8 +2,10 @@
 /*
  * The detector's write breakpoints against a real second process: a store by
  * any of its threads (one there before arming, one created after) wakes a
- * wait on the trap set with no poll; the GPU is disarmed on that trap and armed again when
- * polling sees it idle; a refused breakpoint (the fifth queue of a process,
+ * wait on the trap set with no poll; the writer is disarmed on that trap (by
+ * the detector, or by the waiter with the fds it was given), another
+ * process on the GPU keeps its breakpoint, and all are armed again when
+ * polling sees the GPU idle; a refused breakpoint (the fifth queue of a process,
  * or no debug register left because another watcher holds them) leaves the
  * queue to polling, which still sees its work; a process that exits while
  * armed neither hangs nor spins the loop. Needs perf_event_open on another
@@ -16,7 +18,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <cmocka.h>
 
 #include "detector-gpu-status.h"
@@ -30,6 +34,9 @@
 struct seen {
         int busy, idle;
         pid_t gone;
+        uint64_t key;  /* the last breakpoint opened */
+        int fds[16];
+        size_t n_fds;
 };
 
 static void on_busy(uint32_t gpu_id, uint64_t now, void *userdata)
@@ -47,7 +54,22 @@ static void on_gone(pid_t pid, void *userdata)
         ((struct seen *)userdata)->gone = pid;
 }
 
-static const struct detector_callbacks callbacks = { on_busy, on_idle, on_gone };
+static void on_opened(uint64_t key, pid_t pid, const int *fds, size_t n_fds, void *userdata)
+{
+        struct seen *seen = userdata;
+
+        assert_true(n_fds <= 16);
+        seen->key = key;
+        seen->n_fds = n_fds;
+        memcpy(seen->fds, fds, n_fds * sizeof(*fds));
+}
+
+static const struct detector_callbacks callbacks = {
+        .gpu_busy = on_busy,
+        .gpu_idle = on_idle,
+        .process_gone = on_gone,
+        .breakpoint_opened = on_opened,
+};
 
 struct fixture {
         struct detector *detector;
@@ -91,7 +113,7 @@ static int take_traps(struct fixture *f, int timeout_ms)
         assert_true(n >= 0);
         f->trap_us = monotonic_clock_us();
         for (int i = 0; i < n; i++)
-                detector_trapped(f->detector, e[i].data.u64, e[i].events, f->trap_us);
+                detector_trapped(f->detector, e[i].data.u64, e[i].events, f->trap_us, false);
         return n;
 }
 
@@ -235,6 +257,55 @@ static void test_trap_during_a_look_starts_it_afresh(void **state)
         fake_online_process_stop(&writer);
 }
 
+/* A trap disarms the writer's breakpoint alone: another process on the GPU keeps its own, and traps in turn. */
+static void test_trap_disarms_the_writer_only(void **state)
+{
+        struct fixture *f = *state;
+        struct fake_online_process writer;
+
+        watch_writer_and_arm(f, &writer, false);
+        fake_child_store(&writer, 0, 1, FAKE_STORE_BY_MAIN);
+        run_until_busy(f, 1);
+        fake_child_store(&writer, 0, 2, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 50), 0); /* the writer's is disarmed */
+        fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 5000), 1); /* the other's is not */
+        fake_child_store(&f->online, 0, 2, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 50), 0); /* and now is */
+        assert_int_equal(f->seen.busy, 1);
+        fake_online_process_stop(&writer);
+}
+
+/*
+ * A waiter that disarms the writer itself, with the fds breakpoint_opened()
+ * gave (the daemon's worker): the detector records it, and the next idle
+ * look arms the breakpoint again.
+ */
+static void test_writer_disarmed_by_the_waiter(void **state)
+{
+        struct fixture *f = *state;
+        struct epoll_event e;
+
+        watch_and_arm_one(f);
+        assert_true(f->seen.n_fds > 0);
+        fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_MAIN);
+        assert_int_equal(epoll_wait(detector_trap_fd(f->detector), &e, 1, 5000), 1);
+        assert_int_equal(e.data.u64, f->seen.key);
+        for (size_t i = 0; i < f->seen.n_fds; i++)
+                assert_int_equal(ioctl(f->seen.fds[i], PERF_EVENT_IOC_DISABLE, 0), 0);
+        detector_trapped(f->detector, e.data.u64, e.events, monotonic_clock_us(), true);
+        assert_int_equal(f->seen.busy, 1);
+        fake_child_store(&f->online, 0, 2, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 50), 0);
+        detector_poll(f->detector, 10); /* sees the move: still busy */
+        *fake_read_index(&f->online, 0) = 2;
+        detector_poll(f->detector, 20);
+        assert_int_equal(f->seen.idle, 1);
+        assert_false(gpu_needs_poll(f->detector, 1)); /* armed again, though the detector never disarmed it */
+        fake_child_store(&f->online, 0, 3, FAKE_STORE_BY_MAIN);
+        run_until_busy(f, 2);
+}
+
 /* With an arm delay, a GPU stays polled (and unarmed) until its online side has been quiet that long. */
 static void test_arming_waits_for_the_delay(void **state)
 {
@@ -360,6 +431,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_store_by_thread_created_after_arming, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_look_after_trap_reads_every_process, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_trap_during_a_look_starts_it_afresh, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_trap_disarms_the_writer_only, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_writer_disarmed_by_the_waiter, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_arming_waits_for_the_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_work_outstanding_at_arming_is_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fifth_queue_is_polled, setup, teardown),

@@ -39,7 +39,11 @@ static void on_gone(pid_t pid, void *userdata)
         ((struct seen *)userdata)->gone = pid;
 }
 
-static const struct detector_callbacks callbacks = { on_busy, on_idle, on_gone };
+static const struct detector_callbacks callbacks = {
+        .gpu_busy = on_busy,
+        .gpu_idle = on_idle,
+        .process_gone = on_gone,
+};
 
 static void test_write_index_and_outstanding_work(void **state)
 {
