@@ -312,20 +312,19 @@ void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64
         struct gpu_activity *a = gpu_find(d, trap_key_gpu(key));
         struct watched_process *p = NULL;
         struct watched_queue *wq = find_watch(d, trap_key_serial(key), &p);
+        bool gone;
 
         if (!a)
                 return;
-        if (wq && write_watch_consume(wq->watch)) {
-                /* its process exited: the next poll of this GPU finds it gone */
-                a->armed = false;
-                return;
-        }
+        gone = wq && write_watch_consume(wq->watch);
+        if (gone)
+                a->armed = false; /* its process exited: the next poll of this GPU finds it gone */
         if (!(revents & EPOLLIN))
                 return;
-        if (wq)
+        if (wq && !gone)
                 disarm_writer(d, p, a, writer_disarmed);
-        /* a store, also when its watch has gone since (the owner may have acted on it): the GPU is busy
-         * until a look finds it idle */
+        /* a store, also when its watch or its process has gone since (the owner may have acted on it,
+         * a suspension on the trap): the GPU is busy until a look finds it idle */
         store_seen(d, a, now_us);
 }
 
