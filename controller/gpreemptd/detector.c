@@ -74,7 +74,7 @@ struct detector {
         bool freeing; /* in detector_free(): the owner hears of no breakpoint closed */
         uint32_t next_watch_serial;
         enum detector_mode mode;
-        uint64_t arm_after_idle_us;
+        uint64_t active_window_us; /* a process whose queues moved within it is active */
         struct watched_process *processes;
         size_t n_processes;
         struct gpu_activity gpus[DETECTOR_MAX_GPUS];
@@ -555,9 +555,9 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
         return 0;
 }
 
-void detector_set_arm_delay(struct detector *d, uint64_t arm_after_idle_us)
+void detector_set_active_window(struct detector *d, uint64_t active_window_us)
 {
-        d->arm_after_idle_us = arm_after_idle_us;
+        d->active_window_us = active_window_us;
 }
 
 int detector_set_mode(struct detector *d, enum detector_mode mode)
@@ -701,14 +701,14 @@ static void move_to_front(struct detector *d, size_t i)
 }
 
 /*
- * Whether p's queues on a GPU, [first, end), moved within the arm delay: a
- * process that quiet is only looked at in turn by a quick look.
+ * Whether p's queues on a GPU, [first, end), moved within the active window:
+ * a process that quiet is only looked at in turn by a quick look.
  */
 static bool process_quiet(const struct detector *d, const struct watched_process *p, size_t first, size_t end,
                           uint64_t now_us)
 {
         for (size_t q = first; q < end; q++)
-                if (p->queues[q].last_moved_us && now_us - p->queues[q].last_moved_us < d->arm_after_idle_us)
+                if (p->queues[q].last_moved_us && now_us - p->queues[q].last_moved_us < d->active_window_us)
                         return false;
         return true;
 }
@@ -740,7 +740,7 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
 /*
  * Reads the processes' queues on a GPU; returns whether any has work (its
  * write index moved, or is ahead of the read index). A quick look reads the
- * processes that were active within the arm delay and, of the quiet ones,
+ * processes that were active within the active window and, of the quiet ones,
  * only the one read longest ago; the others count as they were at their last
  * read. Reading them all at the busy cadence costs a process_vm_readv per
  * online process on the GPU at every look, a large share of a core at scale
@@ -853,8 +853,10 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 return false;
         a->last_poll_us = a->look_started_us;
         a->trapped = false;
-        if (!busy && !a->armed && a->n_polled < a->n_queues && now_us - a->last_busy_us >= d->arm_after_idle_us) {
-                /* arm, then look once more: a store between the read above and the
+        if (!busy && !a->armed && a->n_polled < a->n_queues) {
+                /* idle: armed at once, so that the next store wakes the loop and a
+                 * GPU whose queues all have breakpoints needs no looks until then;
+                 * then look once more: a store between the read above and the
                  * arming would otherwise wait for a poll that may never come */
                 gpu_set_armed(d, a, true);
                 busy = read_gpu(d, a, now_us, false, UINT64_MAX, &gave_way);
@@ -921,11 +923,24 @@ size_t detector_process_queues(const struct detector *d, pid_t pid, struct detec
         return n;
 }
 
-bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us)
+bool detector_gpu_polled_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us,
+                                       uint64_t recent_us)
 {
-        for (size_t i = 0; i < d->n_gpus; i++)
-                if (d->gpus[i].gpu_id == gpu_id)
-                        return d->gpus[i].busy ||
-                               (d->gpus[i].last_busy_us && now_us - d->gpus[i].last_busy_us < recent_us);
+        const struct gpu_activity *a = gpu_find((struct detector *)d, gpu_id);
+
+        if (!a)
+                return false;
+        if (a->busy)
+                return true;
+        for (size_t i = 0; i < d->n_processes; i++) {
+                const struct watched_process *p = &d->processes[i];
+                size_t first, end;
+
+                gpu_range(p, gpu_id, &first, &end);
+                for (size_t q = first; q < end; q++)
+                        if (!p->queues[q].watch && p->queues[q].last_moved_us &&
+                            now_us - p->queues[q].last_moved_us < recent_us)
+                                return true;
+        }
         return false;
 }

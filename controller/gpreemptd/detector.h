@@ -19,9 +19,9 @@
  * the writer's breakpoints on that GPU are disarmed (it would otherwise pay a
  * debug trap per store), the other processes' staying armed, so a quiet
  * process on a busy GPU traps once when it starts work; polling follows the
- * work until the queues drain and stay idle for the arm delay; then they are
- * armed again and read once more, so a store between the last poll and the
- * arming is not missed. At most four queues of
+ * work until the queues drain; then they are armed again at once and read
+ * once more, so a store between the last poll and the arming is not missed.
+ * At most four queues of
  * a process are watched so (the debug registers of x86); the others, and any
  * queue the kernel refuses a breakpoint for, are polled.
  *
@@ -110,12 +110,11 @@ int detector_trap_fd(const struct detector *d);
  */
 void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us, bool writer_disarmed);
 /*
- * Breakpoints are armed only once a GPU's online side has been idle this
- * long (default 0: at once). Within a burst the caller polls fast anyway,
- * and arming and disarming each take a call per thread and queue, so
- * re-arming at every gap of a burst costs more than it saves.
+ * A process whose queues on a GPU moved within this long is active: the
+ * busy cadence's quick looks read it every time (default 0: every process
+ * is quiet, read in turn).
  */
-void detector_set_arm_delay(struct detector *d, uint64_t arm_after_idle_us);
+void detector_set_active_window(struct detector *d, uint64_t active_window_us);
 /* Changes the mode; every watched queue is planned again. Returns 0 or -EINVAL. */
 int detector_set_mode(struct detector *d, enum detector_mode mode);
 
@@ -143,7 +142,7 @@ void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us);
 /*
  * The same, for the busy cadence: reads only the processes whose queues
- * moved within the arm delay, and in turn one of the quiet ones (the one
+ * moved within the active window, and in turn one of the quiet ones (the one
  * read longest ago); the other quiet ones count as they were at their last
  * read. A quiet process that starts work on a GPU that is busy anyway is
  * seen when its turn comes: within as many looks as the GPU has quiet
@@ -157,5 +156,11 @@ size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, 
 /* How pid's queues are watched, up to max; returns how many were written. */
 size_t detector_process_queues(const struct detector *d, pid_t pid, struct detector_queue_status *out, size_t max);
 
-/* Whether online work was seen on gpu_id within the last recent_us. */
-bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us);
+/*
+ * Whether gpu_id's online side is busy, or one of its polled queues (no
+ * breakpoint) moved within the last recent_us: work that only a look would
+ * see may come soon. Work on queues under breakpoints does not count: a
+ * store there wakes the loop.
+ */
+bool detector_gpu_polled_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us,
+                                       uint64_t recent_us);

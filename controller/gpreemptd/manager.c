@@ -935,7 +935,7 @@ static void cadence_gpu_state(uint32_t gpu_id, uint64_t now, struct cadence_gpu_
                 return;
         ret->suspended = g->policy.suspended;
         ret->hold_off_us = g->policy.params.hold_off_us;
-        ret->recently_busy = detector_gpu_recently_busy(m->detector, gpu_id, now, CADENCE_RECENT_BUSY_US);
+        ret->recently_busy = detector_gpu_polled_recently_busy(m->detector, gpu_id, now, CADENCE_RECENT_BUSY_US);
 }
 
 static void cadence_quick_look(uint32_t gpu_id, uint64_t now, void *userdata)
@@ -1909,8 +1909,8 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
                 manager_free(m);
                 return r;
         }
-        /* within the "recently busy" window the busy cadence catches work: breakpoints after it */
-        detector_set_arm_delay(m->detector, CADENCE_RECENT_BUSY_US);
+        /* the processes that made a GPU recently busy are the ones its quick looks read every time */
+        detector_set_active_window(m->detector, CADENCE_RECENT_BUSY_US);
         /* the hot path: a detector look that sees work must not wait behind the rest */
         sd_event_source_set_priority(m->detector_timer, SD_EVENT_PRIORITY_IMPORTANT);
         /*

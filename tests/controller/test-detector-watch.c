@@ -196,8 +196,6 @@ static void watch_writer_and_arm(struct fixture *f, struct fake_online_process *
 {
         struct detector_queue_addr addr;
 
-        /* as the daemon: quiet for the arm delay, so an idle look after the trap does not re-arm */
-        detector_set_arm_delay(f->detector, 1000);
         fake_online_process_start(writer, 1);
         addr = fake_queue_addr(writer, 0, 1);
         if (!writer_first)
@@ -306,28 +304,6 @@ static void test_writer_disarmed_by_the_waiter(void **state)
         run_until_busy(f, 2);
 }
 
-/* With an arm delay, a GPU stays polled (and unarmed) until its online side has been quiet that long. */
-static void test_arming_waits_for_the_delay(void **state)
-{
-        struct fixture *f = *state;
-
-        detector_set_arm_delay(f->detector, 1000);
-        watch_queues(f, 1);
-        detector_poll(f->detector, 5000); /* never busy: armed at once */
-        assert_false(gpu_needs_poll(f->detector, 1));
-        fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_MAIN);
-        run_until_busy(f, 1);
-        *fake_read_index(&f->online, 0) = 1;
-        detector_poll(f->detector, 5100); /* the index moved since the last look: busy then */
-        detector_poll(f->detector, 5200); /* idle, but busy 100 us ago */
-        assert_int_equal(f->seen.idle, 1);
-        assert_true(gpu_needs_poll(f->detector, 1));
-        detector_poll(f->detector, 5600);
-        assert_true(gpu_needs_poll(f->detector, 1));
-        detector_poll(f->detector, 6200);
-        assert_false(gpu_needs_poll(f->detector, 1));
-}
-
 static void test_work_outstanding_at_arming_is_busy(void **state)
 {
         struct fixture *f = *state;
@@ -360,6 +336,39 @@ static void test_fifth_queue_is_polled(void **state)
                         detector_poll(f->detector, 2);
                         assert_int_equal(f->seen.busy, 1);
                 }
+}
+
+/*
+ * Work on a queue under a breakpoint does not keep the GPU "recently busy"
+ * (the next store traps); work on a polled queue does, for its window.
+ */
+static void test_only_polled_queues_keep_a_gpu_recently_busy(void **state)
+{
+        struct fixture *f = *state;
+        struct detector_queue_status q[5];
+        size_t armed = 5, polled = 5;
+
+        watch_queues(f, 5);
+        assert_int_equal(detector_process_queues(f->detector, f->online.pid, q, 5), 5);
+        for (size_t i = 0; i < 5; i++)
+                *(q[i].breakpoint ? &armed : &polled) = i;
+        detector_poll(f->detector, 1000);
+        fake_child_store(&f->online, armed, 1, FAKE_STORE_BY_MAIN);
+        run_until_busy(f, 1);
+        assert_true(detector_gpu_polled_recently_busy(f->detector, 1, 1000, 500)); /* busy */
+        *fake_read_index(&f->online, armed) = 1;
+        detector_poll(f->detector, 1100);
+        detector_poll(f->detector, 1200);
+        assert_int_equal(f->seen.idle, 1);
+        assert_false(detector_gpu_polled_recently_busy(f->detector, 1, 1200, 500));
+
+        *fake_write_index(&f->online, polled) = 1;
+        *fake_read_index(&f->online, polled) = 1;
+        detector_poll(f->detector, 1300); /* moved: busy, then idle */
+        detector_poll(f->detector, 1400);
+        assert_int_equal(f->seen.idle, 2);
+        assert_true(detector_gpu_polled_recently_busy(f->detector, 1, 1400, 500));
+        assert_false(detector_gpu_polled_recently_busy(f->detector, 1, 1900, 500));
 }
 
 /* A second watcher of the same process finds its threads' debug registers taken: ENOSPC from the kernel. */
@@ -433,9 +442,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_trap_during_a_look_starts_it_afresh, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_trap_disarms_the_writer_only, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_writer_disarmed_by_the_waiter, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_arming_waits_for_the_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_work_outstanding_at_arming_is_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fifth_queue_is_polled, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_only_polled_queues_keep_a_gpu_recently_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_breakpoint_falls_back_to_polling, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_process_exits_while_armed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_mode_poll_and_back, setup, teardown),

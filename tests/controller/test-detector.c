@@ -78,9 +78,9 @@ static void test_write_index_and_outstanding_work(void **state)
         detector_poll(d, 400);
         assert_int_equal(s.idle[2], 1);
 
-        assert_true(detector_gpu_recently_busy(d, 2, 400, 1000));
-        assert_false(detector_gpu_recently_busy(d, 2, 5000, 1000));
-        assert_false(detector_gpu_recently_busy(d, 7, 400, 1000));
+        assert_true(detector_gpu_polled_recently_busy(d, 2, 400, 1000));
+        assert_false(detector_gpu_polled_recently_busy(d, 2, 5000, 1000));
+        assert_false(detector_gpu_polled_recently_busy(d, 7, 400, 1000));
 
         /* re-watching the same queues is not new work */
         assert_int_equal(detector_watch(d, f.pid, addr, 3), 0);
@@ -203,8 +203,8 @@ static void test_unmapped_queue_counts_idle(void **state)
 }
 
 /*
- * A quick look (the busy cadence) reads the processes active within the arm
- * delay every time and the quiet ones one per look, the one read longest ago
+ * A quick look (the busy cadence) reads the processes active within the
+ * active window every time and the quiet ones one per look, the one read longest ago
  * first: a quiet process's work is seen within as many looks as there are
  * quiet processes, and one not read counts as it was at its last read.
  */
@@ -216,7 +216,7 @@ static void test_quick_look_reads_quiet_processes_in_turn(void **state)
         int idle;
 
         assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
-        detector_set_arm_delay(d, 1000);
+        detector_set_active_window(d, 1000);
         for (int i = 0; i < 3; i++) {
                 struct detector_queue_addr addr;
 
@@ -259,7 +259,7 @@ static void test_quick_look_reads_quiet_processes_in_turn(void **state)
         for (uint64_t t = 120; s.busy[1] == 3 && t < 200; t += 10)
                 detector_quick_look_gpu(d, 1, t);
         assert_int_equal(s.busy[1], 4);
-        detector_set_arm_delay(d, 0); /* every process quiet: B is skipped unless its turn */
+        detector_set_active_window(d, 0); /* every process quiet: B is skipped unless its turn */
         for (uint64_t t = 200; t < 260; t += 10)
                 detector_quick_look_gpu(d, 1, t);
         assert_int_equal(s.idle[1], idle + 1);
@@ -283,7 +283,7 @@ static void test_quick_look_turn_is_per_gpu(void **state)
         uint64_t t = 10;
 
         assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
-        detector_set_arm_delay(d, 1000);
+        detector_set_active_window(d, 1000);
         fake_online_process_start(&y, 1);
         fake_online_process_start(&z, 1);
         fake_online_process_start(&x, 2);
