@@ -1322,10 +1322,30 @@ static void on_session_detached(pid_t pid, int error, void *userdata)
 }
 
 /*
+ * After a trap's suspension: the sessions that follow g's policy now but
+ * were not in the mark the trap took (a queue on g seen since, the mark
+ * replaced too late) are suspended by the loop, in the trap's batch.
+ */
+static void suspend_unmarked(struct manager *m, struct gpu *g)
+{
+        for (size_t i = 0; i < m->n_processes; i++) {
+                struct tracked_process *p = m->processes[i];
+                bool marked = false;
+
+                for (size_t j = 0; j < g->trap.n_sessions && !marked; j++)
+                        marked = g->trap.sessions[j] == p->session;
+                if (!marked && follows_gpu_policy(p, g->gpu_id) &&
+                    session_call(m, p, g->gpu_id, true, CALL_PURPOSE(CALL_FOR_POLICY, g->batch.number), 0) >= 0)
+                        g->batch.pending++;
+        }
+}
+
+/*
  * A trap the worker took (preemption-worker.h). One that took the GPU's
  * mark suspended its offline work there already: the policy records the
- * suspension as one the loop made (the calls' results follow, a batch of
- * their own: policy_call_done() gives it back if none took), unless a
+ * suspension as one the loop made, from the trap's time on (the calls'
+ * results follow, a batch of their own: policy_call_done() gives it back
+ * if none took; a session the mark missed is added to it), unless a
  * back-off began meanwhile, which resumes it at once. Then the detector
  * takes the trap as its own: the GPU is busy (the policy, suspended now,
  * has nothing more to do), its breakpoints disarmed, polling follows.
@@ -1335,15 +1355,19 @@ static void on_worker_trapped(const struct worker_trap *trap, void *userdata)
         struct manager *m = userdata;
         uint64_t now = manager_now(m);
         struct gpu *g = trap->suspended ? &m->gpus[trap->slot] : NULL;
+        /* the suspension began on the worker: its bounds count from then, however late the report */
+        uint64_t trap_us = trap->seen_ns / 1000 < now ? trap->seen_ns / 1000 : now;
 
         if (g) {
                 g->trap.taken = g->trap.active = g->trap.token = false;
                 g->batch = (struct gpu_batch){ .number = CALL_PURPOSE_VALUE(trap->purpose), .suspend = true,
                                                .pending = (unsigned)trap->n_calls };
                 if (!g->policy.suspended)
-                        policy_online_busy(&g->policy, now);
-                if (g->policy.suspended)
+                        policy_online_busy(&g->policy, trap_us);
+                if (g->policy.suspended) {
                         gpu_suspension_made(m, g, now);
+                        suspend_unmarked(m, g);
+                }
                 log_debug("GPU %u: offline work suspended on a trap at %llu ns (%zu processes), seen by the loop at "
                           "%llu ns", g->gpu_id, (unsigned long long)trap->seen_ns, trap->n_calls,
                           (unsigned long long)monotonic_clock_ns());
