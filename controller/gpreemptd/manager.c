@@ -849,11 +849,11 @@ static void hold_apply(struct manager *m, struct tracked_process *p, enum policy
                          (int)p->pid, (double)p->policy.max_suspend_us / 1000.0, p->policy.min_offline_share_percent);
 }
 
-static void rearm_policy(struct manager *m)
+/* The policy timer, for the earliest deadline of the GPUs' policies, back-offs, retries and holds. */
+static void rearm_policy_timer(struct manager *m)
 {
         uint64_t next = POLICY_NEVER;
 
-        update_trap_marks(m);
         for (size_t i = 0; i < m->n_gpus; i++) {
                 const struct gpu *g = &m->gpus[i];
                 uint64_t d = policy_next_deadline(&g->policy);
@@ -878,6 +878,13 @@ static void rearm_policy(struct manager *m)
         }
         sd_event_source_set_time(m->policy_timer, next);
         sd_event_source_set_enabled(m->policy_timer, SD_EVENT_ONESHOT);
+}
+
+/* After a change of the policies' or the processes' state: the marks (which may set a retry), then the timer. */
+static void rearm_policy(struct manager *m)
+{
+        update_trap_marks(m);
+        rearm_policy_timer(m);
 }
 
 static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -991,7 +998,8 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         uint64_t now = manager_now(m);
 
         cadence_wakeup(&m->cadence, &cadence_ops, m, now);
-        rearm_policy(m);
+        /* the looks' decisions updated their GPUs' marks (gpu_apply()): at the busy cadence, the timer alone */
+        rearm_policy_timer(m);
         arm_detector(m, now);
         return 0;
 }
