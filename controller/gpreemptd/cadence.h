@@ -5,7 +5,8 @@
  * "Detector cadence"):
  *
  * - BusyPollIntervalUs only where it buys online latency: a GPU with offline
- *   work running and online work seen within CADENCE_RECENT_BUSY_US.
+ *   work running and online work seen within CADENCE_RECENT_BUSY_US where
+ *   only a look sees it (a busy GPU, or a queue without a breakpoint).
  * - A suspended GPU only waits for the end of online work, which the
  *   hold-off makes a millisecond-scale question: CADENCE_HOLD_OFF_LOOKS
  *   looks per hold-off.
@@ -52,7 +53,7 @@ struct cadence_gpu_state {
         bool offline_running; /* managed offline work attached there, not terminating */
         bool suspended;       /* its policy keeps offline work suspended */
         uint64_t hold_off_us; /* its policy's hold-off */
-        bool recently_busy;   /* online work seen within CADENCE_RECENT_BUSY_US */
+        bool recently_busy;   /* busy, or a polled queue moved within CADENCE_RECENT_BUSY_US */
 };
 
 /* A GPU with watched queues, as the detector reports it. */

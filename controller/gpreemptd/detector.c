@@ -5,13 +5,16 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "aql-barrier.h"
 #include "cleanup.h"
 #include "log.h"
 #include "monotonic-clock.h"
 #include "queue-memory.h"
+#include "trap-key.h"
 
 /*
  * ROCr keeps both indices in one amd_queue_t, 0x48 bytes apart: one remote
@@ -38,6 +41,7 @@ struct watched_queue {
         uint64_t head_index;
         bool head_waits;
         struct write_watch *watch; /* NULL: polled */
+        uint32_t watch_serial;     /* the watch's in its trap key */
         int watch_error;           /* why it is polled: 0, -errno, or NOT_CHOSEN */
 };
 
@@ -73,9 +77,11 @@ struct gpu_activity {
 struct detector {
         struct detector_callbacks cb;
         void *userdata;
-        sd_event *event;
+        int trap_fd; /* the epoll set of every breakpoint's fd (trap-key.h), waited on by the owner */
+        bool freeing; /* in detector_free(): the owner hears of no breakpoint closed */
+        uint32_t next_watch_serial;
         enum detector_mode mode;
-        uint64_t arm_after_idle_us;
+        uint64_t active_window_us; /* a process whose queues moved within it is active */
         struct watched_process *processes;
         size_t n_processes;
         struct gpu_activity gpus[DETECTOR_MAX_GPUS];
@@ -88,27 +94,34 @@ _Static_assert(DETECTOR_BREAKPOINTS_PER_PROCESS == 4, "poll_reason() says four")
 /* watch_error of a queue left to polling because its process has DETECTOR_BREAKPOINTS_PER_PROCESS already */
 #define NOT_CHOSEN 1
 
-int detector_new(const struct detector_callbacks *cb, void *userdata, sd_event *event, enum detector_mode mode,
+int detector_new(const struct detector_callbacks *cb, void *userdata, enum detector_mode mode,
                  struct detector **ret_detector)
 {
         struct detector *d;
+        int r;
 
-        if (mode >= _DETECTOR_MODE_MAX || (!event && mode != DETECTOR_MODE_POLL))
+        if (mode >= _DETECTOR_MODE_MAX)
                 return -EINVAL;
         d = calloc(1, sizeof(*d));
         if (!d)
                 return -ENOMEM;
         d->cb = *cb;
         d->userdata = userdata;
-        d->event = event ? sd_event_ref(event) : NULL;
         d->mode = mode;
+        d->trap_fd = epoll_create1(EPOLL_CLOEXEC);
         d->proc_root = strdup("/proc");
-        if (!d->proc_root) {
+        r = d->trap_fd < 0 ? -errno : !d->proc_root ? -ENOMEM : 0;
+        if (r < 0) {
                 detector_free(d);
-                return -ENOMEM;
+                return r;
         }
         *ret_detector = d;
         return 0;
+}
+
+int detector_trap_fd(const struct detector *d)
+{
+        return d->trap_fd;
 }
 
 int detector_set_proc_root(struct detector *d, const char *proc_root)
@@ -122,10 +135,20 @@ int detector_set_proc_root(struct detector *d, const char *proc_root)
         return 0;
 }
 
-static void process_done(struct watched_process *p)
+/* Closes a queue's breakpoint, if any, and tells the owner. */
+static void close_watch(struct detector *d, struct watched_queue *q)
+{
+        if (!q->watch)
+                return;
+        write_watch_free(TAKE_PTR(q->watch));
+        if (!d->freeing && d->cb.breakpoint_closed)
+                d->cb.breakpoint_closed(trap_key_make(q->addr.gpu_id, q->watch_serial), d->userdata);
+}
+
+static void process_done(struct detector *d, struct watched_process *p)
 {
         for (size_t i = 0; i < p->n_queues; i++)
-                write_watch_free(p->queues[i].watch);
+                close_watch(d, &p->queues[i]);
         free(p->queues);
         free(p->remote);
         free(p->buffer);
@@ -136,10 +159,12 @@ void detector_free(struct detector *d)
 {
         if (!d)
                 return;
+        d->freeing = true;
         for (size_t i = 0; i < d->n_processes; i++)
-                process_done(&d->processes[i]);
+                process_done(d, &d->processes[i]);
         free(d->processes);
-        sd_event_unref(d->event);
+        if (d->trap_fd >= 0)
+                close(d->trap_fd);
         free(d->proc_root);
         free(d);
 }
@@ -191,6 +216,17 @@ static void count_queues(struct detector *d)
                         d->gpus[g].look_under_way = false; /* its processes left: the next look is a new one */
 }
 
+/* A breakpoint that cannot be armed or disarmed: its queue is polled from now on. */
+static void watch_lost(struct detector *d, struct watched_process *p, struct watched_queue *wq, int error, bool armed)
+{
+        log_warning_errno(error, "Process %d: queue at 0x%" PRIx64 " on GPU %u is polled from now on: "
+                                 "its breakpoint cannot be %s",
+                          (int)p->pid, wq->addr.write_pointer_address, wq->addr.gpu_id,
+                          armed ? "armed" : "disarmed");
+        close_watch(d, wq);
+        wq->watch_error = error;
+}
+
 /* Enables or disables every breakpoint on a GPU; a queue whose breakpoint fails is polled from then on. */
 static void gpu_set_armed(struct detector *d, struct gpu_activity *a, bool armed)
 {
@@ -204,33 +240,49 @@ static void gpu_set_armed(struct detector *d, struct gpu_activity *a, bool armed
                         if (!wq->watch || wq->addr.gpu_id != a->gpu_id)
                                 continue;
                         r = write_watch_set_enabled(wq->watch, armed);
-                        if (r >= 0)
-                                continue;
-                        log_warning_errno(r, "Process %d: queue at 0x%" PRIx64 " on GPU %u is polled from now on: "
-                                             "its breakpoint cannot be %s",
-                                          (int)d->processes[i].pid, wq->addr.write_pointer_address, a->gpu_id,
-                                          armed ? "armed" : "disarmed");
-                        write_watch_free(TAKE_PTR(wq->watch));
-                        wq->watch_error = r;
-                        lost = true;
+                        if (r < 0) {
+                                watch_lost(d, &d->processes[i], wq, r, armed);
+                                lost = true;
+                        }
                 }
         if (lost)
                 count_queues(d);
         a->armed = armed;
 }
 
-static uint64_t loop_now(const struct detector *d)
+/*
+ * A trap: the writer's breakpoints on a's GPU are disarmed (by the waiter
+ * already, when elsewhere), the other processes' left armed.
+ */
+static void disarm_writer(struct detector *d, struct watched_process *p, struct gpu_activity *a, bool elsewhere)
 {
-        uint64_t now = 0;
+        bool lost = false;
 
-        sd_event_now(d->event, CLOCK_MONOTONIC, &now);
-        return now;
+        for (size_t q = 0; q < p->n_queues; q++) {
+                struct watched_queue *wq = &p->queues[q];
+                int r;
+
+                if (!wq->watch || wq->addr.gpu_id != a->gpu_id)
+                        continue;
+                if (elsewhere) {
+                        write_watch_disarmed_elsewhere(wq->watch);
+                        continue;
+                }
+                r = write_watch_set_enabled(wq->watch, false);
+                if (r < 0) {
+                        watch_lost(d, p, wq, r, false);
+                        lost = true;
+                }
+        }
+        if (lost)
+                count_queues(d);
+        a->armed = false;
 }
 
 /*
- * Online work on a GPU. The suspension (the busy callback) comes first;
- * disarming (one ioctl per thread and queue) after it: polling follows the
- * work from here, with no traps for the application.
+ * Online work on a GPU: polling follows it from here. Breakpoints stay
+ * armed but the writer's (disarm_writer()), so that a quiet process on the
+ * busy GPU needs no look to be seen starting work.
  */
 static void gpu_saw_work(struct detector *d, struct gpu_activity *a, uint64_t now_us)
 {
@@ -239,8 +291,6 @@ static void gpu_saw_work(struct detector *d, struct gpu_activity *a, uint64_t no
                 a->busy = true;
                 d->cb.gpu_busy(a->gpu_id, now_us, d->userdata);
         }
-        if (a->armed)
-                gpu_set_armed(d, a, false);
 }
 
 /* A breakpoint fired: the online side of an idle GPU stored a write index. */
@@ -254,18 +304,37 @@ static void store_seen(struct detector *d, struct gpu_activity *a, uint64_t now_
         gpu_saw_work(d, a, now_us);
 }
 
-static void on_store(bool gone, void *userdata)
+static struct watched_queue *find_watch(struct detector *d, uint32_t serial, struct watched_process **ret_process)
 {
-        struct gpu_activity *a = userdata;
-
-        if (gone) {
-                /* its process exited: the next poll of this GPU finds it gone */
-                a->armed = false;
-                return;
-        }
-        store_seen(a->detector, a, loop_now(a->detector));
+        for (size_t i = 0; i < d->n_processes; i++)
+                for (size_t q = 0; q < d->processes[i].n_queues; q++)
+                        if (d->processes[i].queues[q].watch && d->processes[i].queues[q].watch_serial == serial) {
+                                *ret_process = &d->processes[i];
+                                return &d->processes[i].queues[q];
+                        }
+        return NULL;
 }
 
+void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us, bool writer_disarmed)
+{
+        struct gpu_activity *a = gpu_find(d, trap_key_gpu(key));
+        struct watched_process *p = NULL;
+        struct watched_queue *wq = find_watch(d, trap_key_serial(key), &p);
+        bool gone;
+
+        if (!a)
+                return;
+        gone = wq && write_watch_consume(wq->watch);
+        if (gone)
+                a->armed = false; /* its process exited: the next poll of this GPU finds it gone */
+        if (!(revents & EPOLLIN))
+                return;
+        if (wq && !gone)
+                disarm_writer(d, p, a, writer_disarmed);
+        /* a store, also when its watch or its process has gone since (the owner may have acted on it,
+         * a suspension on the trap): the GPU is busy until a look finds it idle */
+        store_seen(d, a, now_us);
+}
 
 static void add_iov(struct watched_process *p, uint64_t address, size_t len)
 {
@@ -315,6 +384,26 @@ static const char *poll_reason(const struct detector *d, const struct watched_qu
         return "DetectorMode=poll";
 }
 
+/* Tells the owner of a breakpoint opened (its fds, for a waiter that disarms it). */
+static void watch_opened(struct detector *d, const struct watched_process *p, const struct watched_queue *q)
+{
+        size_t n;
+        int *fds;
+
+        if (!d->cb.breakpoint_opened)
+                return;
+        n = write_watch_fds(q->watch, NULL, 0);
+        fds = malloc((n ? n : 1) * sizeof(*fds));
+        if (!fds) {
+                /* the waiter cannot disarm it: the detector does, when it hears of the trap */
+                log_warning("Process %d: out of memory; its breakpoint is disarmed by the loop", (int)p->pid);
+                return;
+        }
+        write_watch_fds(q->watch, fds, n);
+        d->cb.breakpoint_opened(trap_key_make(q->addr.gpu_id, q->watch_serial), p->pid, fds, n, d->userdata);
+        free(fds);
+}
+
 /* The queue without a breakpoint that moved last, among those not tried yet; NULL when none is left. */
 static struct watched_queue *next_candidate(struct watched_process *p)
 {
@@ -345,7 +434,7 @@ static void plan_breakpoints(struct detector *d, struct watched_process *p, size
         for (size_t i = 0; i < p->n_queues; i++) {
                 q = &p->queues[i];
                 if (d->mode == DETECTOR_MODE_POLL)
-                        write_watch_free(TAKE_PTR(q->watch));
+                        close_watch(d, q);
                 n_watched += q->watch != NULL;
                 if (!q->watch)
                         q->watch_error = d->mode == DETECTOR_MODE_POLL ? 0 : NOT_CHOSEN;
@@ -360,11 +449,14 @@ static void plan_breakpoints(struct detector *d, struct watched_process *p, size
                                 break; /* the rest stay NOT_CHOSEN */
                         continue;
                 }
-                r = write_watch_new(d->event, p->pid, q->addr.write_pointer_address, on_store, a, &q->watch);
+                q->watch_serial = ++d->next_watch_serial;
+                r = write_watch_new(d->trap_fd, trap_key_make(q->addr.gpu_id, q->watch_serial), p->pid,
+                                    q->addr.write_pointer_address, &q->watch);
                 if (r < 0) {
                         q->watch_error = error = r;
                         continue;
                 }
+                watch_opened(d, p, q);
                 q->watch_error = 0;
                 n_watched++;
                 a->armed = false; /* the next poll arms it, then looks once more */
@@ -420,7 +512,7 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
                 free(sorted);
                 if (p)
                         p->memory = TAKE_PTR(fresh.memory);
-                process_done(&fresh);
+                process_done(d, &fresh);
                 return -ENOMEM;
         }
         /* one GPU's queues side by side: a poll of that GPU reads one run of iovecs */
@@ -448,19 +540,21 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
                                 q->waiting_at = old->waiting_at;
                                 q->last_moved_us = old->last_moved_us;
                                 q->busy = old->busy;
-                                if (old->addr.gpu_id == q->addr.gpu_id)
+                                if (old->addr.gpu_id == q->addr.gpu_id) {
                                         q->watch = TAKE_PTR(old->watch);
+                                        q->watch_serial = old->watch_serial;
+                                }
                         }
-                process_done(p);
+                process_done(d, p);
                 *p = fresh;
         } else {
                 if (d->n_processes >= DETECTOR_MAX_PROCESSES) {
-                        process_done(&fresh);
+                        process_done(d, &fresh);
                         return -E2BIG;
                 }
                 p = realloc(d->processes, (d->n_processes + 1) * sizeof(*p));
                 if (!p) {
-                        process_done(&fresh);
+                        process_done(d, &fresh);
                         return -ENOMEM;
                 }
                 d->processes = p;
@@ -472,14 +566,14 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
         return 0;
 }
 
-void detector_set_arm_delay(struct detector *d, uint64_t arm_after_idle_us)
+void detector_set_active_window(struct detector *d, uint64_t active_window_us)
 {
-        d->arm_after_idle_us = arm_after_idle_us;
+        d->active_window_us = active_window_us;
 }
 
 int detector_set_mode(struct detector *d, enum detector_mode mode)
 {
-        if (mode >= _DETECTOR_MODE_MAX || (!d->event && mode != DETECTOR_MODE_POLL))
+        if (mode >= _DETECTOR_MODE_MAX)
                 return -EINVAL;
         if (mode == d->mode)
                 return 0;
@@ -502,7 +596,7 @@ void detector_unwatch(struct detector *d, pid_t pid)
 
         if (!p)
                 return;
-        process_done(p);
+        process_done(d, p);
         *p = d->processes[--d->n_processes];
         count_queues(d);
 }
@@ -693,15 +787,15 @@ static void move_to_front(struct detector *d, size_t i)
 }
 
 /*
- * Whether p's queues on a GPU, [first, end), moved within the arm delay or
- * wait at a barrier (whose release no store announces): a process neither
+ * Whether p's queues on a GPU, [first, end), moved within the active window
+ * or wait at a barrier (whose release no store announces): a process neither
  * is only looked at in turn by a quick look.
  */
 static bool process_quiet(const struct detector *d, const struct watched_process *p, size_t first, size_t end,
                           uint64_t now_us)
 {
         for (size_t q = first; q < end; q++)
-                if ((p->queues[q].last_moved_us && now_us - p->queues[q].last_moved_us < d->arm_after_idle_us) ||
+                if ((p->queues[q].last_moved_us && now_us - p->queues[q].last_moved_us < d->active_window_us) ||
                     p->queues[q].waiting)
                         return false;
         return true;
@@ -734,7 +828,7 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
 /*
  * Reads the processes' queues on a GPU; returns whether any has work (its
  * write index moved, or is ahead of the read index). A quick look reads the
- * processes that were active within the arm delay and, of the quiet ones,
+ * processes that were active within the active window and, of the quiet ones,
  * only the one read longest ago; the others count as they were at their last
  * read. Reading them all at the busy cadence costs a process_vm_readv per
  * online process on the GPU at every look, a large share of a core at scale
@@ -851,8 +945,10 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 return false;
         a->last_poll_us = a->look_started_us;
         a->trapped = false;
-        if (!busy && !a->armed && a->n_polled < a->n_queues && now_us - a->last_busy_us >= d->arm_after_idle_us) {
-                /* arm, then look once more: a store between the read above and the
+        if (!busy && !a->armed && a->n_polled < a->n_queues) {
+                /* idle: armed at once, so that the next store wakes the loop and a
+                 * GPU whose queues all have breakpoints needs no looks until then;
+                 * then look once more: a store between the read above and the
                  * arming would otherwise wait for a poll that may never come */
                 gpu_set_armed(d, a, true);
                 busy = read_gpu(d, a, now_us, false, UINT64_MAX, &gave_way);
@@ -920,11 +1016,25 @@ size_t detector_process_queues(const struct detector *d, pid_t pid, struct detec
         return n;
 }
 
-bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us)
+bool detector_gpu_polled_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us,
+                                       uint64_t recent_us)
 {
-        for (size_t i = 0; i < d->n_gpus; i++)
-                if (d->gpus[i].gpu_id == gpu_id)
-                        return d->gpus[i].busy || d->gpus[i].n_waiting > 0 ||
-                               (d->gpus[i].last_busy_us && now_us - d->gpus[i].last_busy_us < recent_us);
+        const struct gpu_activity *a = gpu_find((struct detector *)d, gpu_id);
+
+        if (!a)
+                return false;
+        /* a queue waiting at a barrier: its release is work that only a look sees */
+        if (a->busy || a->n_waiting > 0)
+                return true;
+        for (size_t i = 0; i < d->n_processes; i++) {
+                const struct watched_process *p = &d->processes[i];
+                size_t first, end;
+
+                gpu_range(p, gpu_id, &first, &end);
+                for (size_t q = first; q < end; q++)
+                        if (!p->queues[q].watch && p->queues[q].last_moved_us &&
+                            now_us - p->queues[q].last_moved_us < recent_us)
+                                return true;
+        }
         return false;
 }

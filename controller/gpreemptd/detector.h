@@ -21,12 +21,13 @@
  * Where the kernel grants it, a queue's write index also carries a hardware
  * write breakpoint (write-watch.h), armed only while its GPU's online side
  * is idle: the store that starts new work wakes the loop at once, and a GPU
- * whose every queue is armed needs no polling at all until then. On that
- * first trap the GPU's breakpoints are disarmed (the online process would
- * otherwise pay a debug trap per store) and polling follows the work until
- * the queues drain and stay idle for the arm delay; then they are armed
- * again and read once more, so a store between the last poll and the arming
- * is not missed. At most four queues of
+ * whose every queue is armed needs no polling at all until then. On a trap
+ * the writer's breakpoints on that GPU are disarmed (it would otherwise pay a
+ * debug trap per store), the other processes' staying armed, so a quiet
+ * process on a busy GPU traps once when it starts work; polling follows the
+ * work until the queues drain; then they are armed again at once and read
+ * once more, so a store between the last poll and the arming is not missed.
+ * At most four queues of
  * a process are watched so (the debug registers of x86); the others, and any
  * queue the kernel refuses a breakpoint for, are polled.
  *
@@ -39,7 +40,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <systemd/sd-event.h>
 
 #include "detector-mode.h"
 #include "write-watch.h"
@@ -66,6 +66,15 @@ struct detector_callbacks {
         void (*gpu_idle)(uint32_t gpu_id, uint64_t since_us, uint64_t now_us, void *userdata);
         /* The process's memory can no longer be read (it exited); it is no longer watched. */
         void (*process_gone)(pid_t pid, void *userdata);
+        /*
+         * A breakpoint was opened, disarmed (key: its trap key; fds: one per
+         * thread of pid it covers, the detector's, valid until closed), or
+         * closed: for a waiter on the trap set that disarms a writer itself
+         * (detector_trapped()). Either may be NULL; neither is called from
+         * detector_free().
+         */
+        void (*breakpoint_opened)(uint64_t key, pid_t pid, const int *fds, size_t n_fds, void *userdata);
+        void (*breakpoint_closed)(uint64_t key, void *userdata);
 };
 
 /* How one queue is watched, for gpreemptctl status. */
@@ -87,21 +96,36 @@ struct detector_gpu_status {
 
 struct detector;
 
-/*
- * event: the loop the breakpoints wake (NULL only with DETECTOR_MODE_POLL).
- * Returns 0, -EINVAL, -ENOMEM.
- */
-int detector_new(const struct detector_callbacks *cb, void *userdata, sd_event *event, enum detector_mode mode,
+/* Returns 0, -EINVAL, -ENOMEM, or epoll_create1()'s -errno. */
+int detector_new(const struct detector_callbacks *cb, void *userdata, enum detector_mode mode,
                  struct detector **ret_detector);
 void detector_free(struct detector *d);
 /*
- * Breakpoints are armed only once a GPU's online side has been idle this
- * long (default 0: at once). Within a burst the caller polls fast anyway,
- * and arming and disarming each take a call per thread and queue, so
- * re-arming at every gap of a burst costs more than it saves.
+ * The trap set: an epoll fd holding every breakpoint's fd, each with its
+ * trap key (trap-key.h) as data. The owner waits on it, on any thread, with
+ * epoll_wait() on this very fd, and hands each event back on the detector's
+ * thread with detector_trapped(). Never through another epoll set (an
+ * sd-event io source): a nested set polls the perf fds to see whether it is
+ * ready, and perf_poll() gives a store's wake-up to the first poll alone
+ * (kernel/events/core.c), so the inner epoll_wait() would get nothing. The
+ * fd is the detector's, valid until detector_free().
  */
-void detector_set_arm_delay(struct detector *d, uint64_t arm_after_idle_us);
-/* Changes the mode; every watched queue is planned again. Returns 0 or -EINVAL (no loop for breakpoints). */
+int detector_trap_fd(const struct detector *d);
+/*
+ * An event of the trap set (its epoll data and events), on the detector's
+ * thread: a store, or a thread gone. A store disarms the writer's
+ * breakpoints on that GPU, the other processes' staying armed: by the
+ * detector, or, when writer_disarmed, by the waiter already (with the fds
+ * breakpoint_opened() gave), which the detector then only records.
+ */
+void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us, bool writer_disarmed);
+/*
+ * A process whose queues on a GPU moved within this long is active: the
+ * busy cadence's quick looks read it every time (default 0: every process
+ * is quiet, read in turn).
+ */
+void detector_set_active_window(struct detector *d, uint64_t active_window_us);
+/* Changes the mode; every watched queue is planned again. Returns 0 or -EINVAL. */
 int detector_set_mode(struct detector *d, enum detector_mode mode);
 
 /* Where /proc/PID/mem is read when process_vm_readv cannot (default /proc). Returns 0 or -ENOMEM. */
@@ -128,7 +152,7 @@ void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us);
 /*
  * The same, for the busy cadence: reads only the processes whose queues
- * moved within the arm delay, and in turn one of the quiet ones (the one
+ * moved within the active window, and in turn one of the quiet ones (the one
  * read longest ago); the other quiet ones count as they were at their last
  * read. A quiet process that starts work on a GPU that is busy anyway is
  * seen when its turn comes: within as many looks as the GPU has quiet
@@ -143,7 +167,11 @@ size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, 
 size_t detector_process_queues(const struct detector *d, pid_t pid, struct detector_queue_status *out, size_t max);
 
 /*
- * Whether online work was seen on gpu_id within the last recent_us, or a
- * queue there waits at a barrier: its release is work that only a look sees.
+ * Whether gpu_id's online side is busy, a queue there waits at a barrier
+ * (its release is work that only a look sees), or one of its polled queues
+ * (no breakpoint) moved within the last recent_us: work that only a look
+ * would see may come soon. Work on queues under breakpoints does not count:
+ * a store there wakes the loop.
  */
-bool detector_gpu_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us);
+bool detector_gpu_polled_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us,
+                                       uint64_t recent_us);

@@ -31,17 +31,24 @@ void mailbox_done(struct mailbox *mb, void (*free_item)(struct mailbox_item *ite
 
 void mailbox_post(struct mailbox *mb, struct mailbox_item *item)
 {
+        mailbox_post_chain(mb, item, item);
+}
+
+void mailbox_post_chain(struct mailbox *mb, struct mailbox_item *first, struct mailbox_item *last)
+{
         static const uint64_t one = 1;
         int was_empty;
 
-        item->next = NULL;
+        if (!first)
+                return;
+        last->next = NULL;
         pthread_mutex_lock(&mb->lock);
         was_empty = mb->head == NULL;
         if (mb->tail)
-                mb->tail->next = item;
+                mb->tail->next = first;
         else
-                mb->head = item;
-        mb->tail = item;
+                mb->head = first;
+        mb->tail = last;
         pthread_mutex_unlock(&mb->lock);
         /* the receiver reads the eventfd before it takes the items: an item posted after that finds
          * the mailbox empty and wakes it again, so none waits for a later post */

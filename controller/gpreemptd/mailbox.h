@@ -27,5 +27,11 @@ int mailbox_init(struct mailbox *mb);
 void mailbox_done(struct mailbox *mb, void (*free_item)(struct mailbox_item *item));
 /* Appends item (never fails: the item is allocated by the sender) and wakes the receiver. */
 void mailbox_post(struct mailbox *mb, struct mailbox_item *item);
+/*
+ * Appends the items from first to last, linked by ->next, at once: the
+ * receiver takes all of them or none, with one wake-up (no-op when first is
+ * NULL).
+ */
+void mailbox_post_chain(struct mailbox *mb, struct mailbox_item *first, struct mailbox_item *last);
 /* Every item waiting, oldest first (NULL: none); follow ->next. */
 struct mailbox_item *mailbox_take_all(struct mailbox *mb);

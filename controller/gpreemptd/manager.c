@@ -32,6 +32,8 @@
 /* Real cgroups, also on an emulated node (whose sysfs is the emulator's). */
 #define CGROUP_ROOT "/sys/fs/cgroup"
 
+_Static_assert(MANAGER_MAX_GPUS <= WORKER_TRAP_SLOTS, "a GPU's suspend-on-trap mark is in the slot of its index");
+
 uint64_t manager_now(const struct manager *m)
 {
         uint64_t now = 0;
@@ -72,6 +74,7 @@ static bool is_offline_attached(const struct tracked_process *p)
 }
 
 static void rearm_policy(struct manager *m);
+static void update_trap_marks(struct manager *m);
 
 /* ---- the per-GPU policies ---- */
 
@@ -269,6 +272,7 @@ static void refresh_gpu_params(struct manager *m)
                 policy_gpu_set_params(&m->gpus[i].policy, &params, now);
         }
         count_online_queues(m);
+        update_trap_marks(m);
 }
 
 /* ---- carrying out suspensions on the sessions ---- */
@@ -359,6 +363,7 @@ static void end_session(struct tracked_process *p)
         /* its stops and freezes are no longer seen, nor its queues held for them */
         p->stop_signal = 0;
         p->frozen = false;
+        update_trap_marks(p->manager);
 }
 
 /* How a faulted call went wrong, for its log line. */
@@ -529,29 +534,171 @@ static void gpu_check_backoff_end(struct manager *m, struct gpu *g, uint64_t now
 }
 
 /*
+ * A rate-limit token for g's next suspension (gpu-backoff.h): the one its
+ * suspend-on-trap mark holds, or the bucket's. Returns 0, -EBUSY during a
+ * back-off, -EAGAIN past MaxPreemptionsPerSecond=, with *ret_retry_us.
+ */
+static int gpu_take_token(struct manager *m, struct gpu *g, uint64_t now, uint64_t *ret_retry_us)
+{
+        gpu_check_backoff_end(m, g, now);
+        if (g->trap.token && !gpu_backoff_deadline(&g->backoff)) {
+                g->trap.token = false;
+                return 0;
+        }
+        return gpu_backoff_claim_suspend(&g->backoff, now, ret_retry_us);
+}
+
+/* A suspension made (by the loop or on a trap): no idle resume before the next could come. */
+static void gpu_suspension_made(struct manager *m, struct gpu *g, uint64_t now)
+{
+        g->suspend_retry_us = 0;
+        /* resuming sooner would leave the next burst unprotected */
+        policy_resume_not_before(&g->policy, gpu_backoff_next_suspend_us(&g->backoff, now));
+}
+
+enum suspend_claim {
+        SUSPEND_REFUSED,   /* given back to the policy: asked again later */
+        SUSPEND_CLAIMED,   /* the loop makes it */
+        SUSPEND_ON_A_TRAP, /* a trap took the GPU's mark: the worker makes it, on_worker_trapped() records it */
+};
+
+/*
  * Whether a suspension the policy decided may start (gpu-backoff.h): not
  * during a back-off, nor past MaxPreemptionsPerSecond=. A refused one is
  * given back to the policy, so that it stays in step with the hardware, and
  * asked again when the back-off ends or a token comes (on_policy_timer()).
+ * The GPU's mark is cleared first: a trap must not suspend a second time,
+ * and one that took it already is making this very suspension.
  */
-static bool gpu_claim_suspend(struct manager *m, struct gpu *g)
+static enum suspend_claim gpu_claim_suspend(struct manager *m, struct gpu *g)
 {
         uint64_t now = manager_now(m), retry_us = 0;
         int r;
 
-        gpu_check_backoff_end(m, g, now);
-        r = gpu_backoff_claim_suspend(&g->backoff, now, &retry_us);
+        if (g->trap.active) {
+                g->trap.active = false;
+                if (worker_unmark_suspend_on_trap(m->worker, (size_t)(g - m->gpus)) == WORKER_UNMARK_TOO_LATE) {
+                        g->trap.taken = true;
+                        return SUSPEND_ON_A_TRAP;
+                }
+        }
+        r = gpu_take_token(m, g, now, &retry_us);
         if (r >= 0) {
-                g->suspend_retry_us = 0;
-                /* no idle resume before the next suspension could come: it would leave that burst unprotected */
-                policy_resume_not_before(&g->policy, gpu_backoff_next_suspend_us(&g->backoff, now));
-                return true;
+                gpu_suspension_made(m, g, now);
+                return SUSPEND_CLAIMED;
         }
         policy_action_failed(&g->policy, POLICY_ACTION_SUSPEND, now);
         g->suspend_retry_us = retry_us;
         log_debug("GPU %u: suspension refused (%s) until %.3f ms", g->gpu_id,
                   r == -EBUSY ? "backing off" : "MaxPreemptionsPerSecond=", retry_us / 1000.0);
-        return false;
+        return SUSPEND_REFUSED;
+}
+
+/*
+ * Whether p follows g's policy: offline and attached there, and neither
+ * terminating, held (its hold's policy alone: were it also suspended by the
+ * GPU's, a suspension begun in a hold's slice would last until the hold's
+ * next resume, past MaxSuspendMs), nor stopped or frozen (its queues stay
+ * suspended until it runs again: on_session_stop_changed()).
+ */
+static bool follows_gpu_policy(const struct tracked_process *p, uint32_t gpu_id)
+{
+        return is_offline_attached(p) && process_queues_on_gpu(&p->queues, gpu_id) && !p->terminating && !p->held &&
+               !is_still(p);
+}
+
+/* Whether the sessions following g's policy are, in order, those marked. */
+static bool trap_mark_current(const struct manager *m, const struct gpu *g)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < m->n_processes; i++) {
+                const struct tracked_process *p = m->processes[i];
+
+                if (!follows_gpu_policy(p, g->gpu_id))
+                        continue;
+                if (n >= g->trap.n_sessions || g->trap.sessions[n] != p->session)
+                        return false;
+                n++;
+        }
+        return n == g->trap.n_sessions;
+}
+
+/*
+ * When a store on g would have its policy suspend now, and may (no back-off,
+ * a token: taken here, where the suspension is decided, and held by the mark
+ * until a suspension uses it), the worker is told to make that suspension on
+ * a trap itself (preemption-worker.h), with the sessions gpu_apply() would
+ * call. Otherwise, or when those sessions change, the mark is cleared at
+ * once. When a token or the offline slice is what is missing, the policy
+ * timer comes back for it (suspend_retry_us).
+ */
+static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
+{
+        size_t slot = (size_t)(g - m->gpus), n = 0;
+        struct policy_gpu probe = g->policy;
+        _cleanup_free_ struct worker_session **sessions = NULL;
+        uint64_t retry_us = 0;
+        bool want;
+        int r;
+
+        if (g->trap.taken)
+                return; /* a trap's report is on its way: on_worker_trapped() */
+        gpu_check_backoff_end(m, g, now);
+        want = !g->policy.suspended && !gpu_backoff_deadline(&g->backoff);
+        if (want && policy_online_busy(&probe, now) != POLICY_ACTION_SUSPEND) {
+                /* the offline slice after a bound, or the share's window: the mark waits for its end */
+                retry_us = now < g->policy.offline_run_until ? g->policy.offline_run_until
+                                                            : g->policy.window_start + g->policy.params.share_window_us;
+                want = false;
+        }
+        if (want && g->trap.active && trap_mark_current(m, g))
+                return;
+        if (g->trap.active) {
+                g->trap.active = false;
+                if (worker_unmark_suspend_on_trap(m->worker, slot) == WORKER_UNMARK_TOO_LATE) {
+                        g->trap.taken = true;
+                        return;
+                }
+        }
+        if (want) {
+                sessions = malloc((m->n_processes ? m->n_processes : 1) * sizeof(*sessions));
+                for (size_t i = 0; sessions && i < m->n_processes; i++)
+                        if (follows_gpu_policy(m->processes[i], g->gpu_id))
+                                sessions[n++] = m->processes[i]->session;
+                want = n > 0; /* no offline work here, or no memory: the loop suspends on the trap's report */
+        }
+        if (want && !g->trap.token && g->suspend_retry_us > now)
+                return; /* the bucket said when its next token comes: asking sooner only counts refusals */
+        if (want && !g->trap.token) {
+                r = gpu_take_token(m, g, now, &retry_us);
+                g->trap.token = r >= 0;
+                want = g->trap.token;
+        }
+        if (!want) {
+                if (retry_us && (!g->suspend_retry_us || retry_us < g->suspend_retry_us))
+                        g->suspend_retry_us = retry_us;
+                return;
+        }
+        /* the batch number gpu_apply() would give it: no batch is issued while the mark stands */
+        r = worker_mark_suspend_on_trap(m->worker, slot, g->gpu_id, CALL_PURPOSE(CALL_FOR_POLICY, g->batch.number + 1),
+                                        sessions, n);
+        if (r < 0) {
+                log_debug("GPU %u: cannot mark it to suspend on a trap: %s", g->gpu_id, strerror(-r));
+                return;
+        }
+        free(g->trap.sessions);
+        g->trap.sessions = TAKE_PTR(sessions);
+        g->trap.n_sessions = n;
+        g->trap.active = true;
+}
+
+static void update_trap_marks(struct manager *m)
+{
+        uint64_t now = manager_now(m);
+
+        for (size_t i = 0; i < m->n_gpus; i++)
+                update_trap_mark(m, &m->gpus[i], now);
 }
 
 const struct gpu *manager_gpu_backing_off(struct manager *m, const struct tracked_process *p)
@@ -625,21 +772,14 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
         bool suspend = action == POLICY_ACTION_SUSPEND;
         size_t issued = 0;
 
-        if (action == POLICY_ACTION_NONE || (suspend && !gpu_claim_suspend(m, g)))
+        if (action == POLICY_ACTION_NONE || (suspend && gpu_claim_suspend(m, g) != SUSPEND_CLAIMED))
                 return;
         /* the results come back in on_session_call_done(); those of an earlier batch no longer count */
         g->batch.number++;
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];
 
-                /*
-                 * A held process follows its hold's policy alone: were it also
-                 * suspended by the GPU's, a suspension begun in a hold's slice
-                 * would last until the hold's next resume, past MaxSuspendMs.
-                 */
-                /* a stopped process's queues stay suspended until SIGCONT: on_session_stop_changed() */
-                if (!is_offline_attached(p) || !process_queues_on_gpu(&p->queues, g->gpu_id) || p->terminating ||
-                    p->held || is_still(p))
+                if (!follows_gpu_policy(p, g->gpu_id))
                         continue;
                 /* the reaction is timed by the first call of the batch: the worker runs them in order */
                 if (session_call(m, p, g->gpu_id, suspend, CALL_PURPOSE(CALL_FOR_POLICY, g->batch.number),
@@ -654,6 +794,7 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
         }
         log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id,
                   suspend ? "being suspended" : "being resumed", issued, manager_now(m) / 1000.0);
+        update_trap_mark(m, g, manager_now(m));
 }
 
 /* g backs off: nothing stays suspended there, held or not. */
@@ -806,7 +947,8 @@ static int hold_apply(struct manager *m, struct tracked_process *p, enum policy_
         return session_suspend(m, p, 0, true);
 }
 
-static void rearm_policy(struct manager *m)
+/* The policy timer, for the earliest deadline of the GPUs' policies, back-offs, retries and holds. */
+static void rearm_policy_timer(struct manager *m)
 {
         uint64_t next = POLICY_NEVER;
 
@@ -838,6 +980,13 @@ static void rearm_policy(struct manager *m)
         }
         sd_event_source_set_time(m->policy_timer, next);
         sd_event_source_set_enabled(m->policy_timer, SD_EVENT_ONESHOT);
+}
+
+/* After a change of the policies' or the processes' state: the marks (which may set a retry), then the timer. */
+static void rearm_policy(struct manager *m)
+{
+        update_trap_marks(m);
+        rearm_policy_timer(m);
 }
 
 static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -901,7 +1050,7 @@ static void cadence_gpu_state(uint32_t gpu_id, uint64_t now, struct cadence_gpu_
                 return;
         ret->suspended = g->policy.suspended;
         ret->hold_off_us = g->policy.params.hold_off_us;
-        ret->recently_busy = detector_gpu_recently_busy(m->detector, gpu_id, now, CADENCE_RECENT_BUSY_US);
+        ret->recently_busy = detector_gpu_polled_recently_busy(m->detector, gpu_id, now, CADENCE_RECENT_BUSY_US);
 }
 
 static void cadence_quick_look(uint32_t gpu_id, uint64_t now, void *userdata)
@@ -957,7 +1106,8 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         uint64_t now = manager_now(m);
 
         cadence_wakeup(&m->cadence, &cadence_ops, m, now);
-        rearm_policy(m);
+        /* the looks' decisions updated their GPUs' marks (gpu_apply()): at the busy cadence, the timer alone */
+        rearm_policy_timer(m);
         arm_detector(m, now);
         return 0;
 }
@@ -985,6 +1135,24 @@ static void on_gpu_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *use
         log_debug("GPU %u: online idle since %.3f ms (now %.3f ms)", gpu_id, since / 1000.0, now / 1000.0);
         if (g)
                 gpu_apply(m, g, policy_online_idle(&g->policy, since, now), 0);
+}
+
+/* The worker disarms a trap's writer itself (preemption-worker.h): it gets its own copy of each breakpoint's fds. */
+static void on_breakpoint_opened(uint64_t key, pid_t pid, const int *fds, size_t n_fds, void *userdata)
+{
+        struct manager *m = userdata;
+        int r = worker_watch_breakpoint(m->worker, key, pid, fds, n_fds);
+
+        if (r < 0)
+                log_warning_errno(r, "Process %d: its breakpoint is disarmed by the loop, not the worker", (int)pid);
+}
+
+static void on_breakpoint_closed(uint64_t key, void *userdata)
+{
+        struct manager *m = userdata;
+
+        if (worker_forget_breakpoint(m->worker, key) < 0)
+                log_warning("Out of memory; a closed breakpoint's copy stays open until gpreemptd exits");
 }
 
 static void on_online_gone(pid_t pid, void *userdata)
@@ -1156,6 +1324,7 @@ static void stillness_changed(struct manager *m, struct tracked_process *p, bool
                 follow_policy(m, p);
         else if (!p->terminating)
                 session_suspend(m, p, 0, true);
+        update_trap_marks(m);
 }
 
 /*
@@ -1254,6 +1423,7 @@ static void on_session_terminating(struct worker_session *ws, void *userdata)
                 return;
         p->terminating = true;
         p->held = false;
+        update_trap_marks(p->manager); /* no trap may suspend it again */
         resume_or_let_go(p->manager, p, 0);
         log_notice("Process %d: asked to terminate; its queues stay running so that it can exit", (int)p->pid);
 }
@@ -1267,6 +1437,66 @@ static void on_session_detached(pid_t pid, int error, void *userdata)
                                   (int)pid);
 }
 
+/*
+ * After a trap's suspension: the sessions that follow g's policy now but
+ * were not in the mark the trap took (a queue on g seen since, the mark
+ * replaced too late) are suspended by the loop, in the trap's batch.
+ */
+static void suspend_unmarked(struct manager *m, struct gpu *g)
+{
+        for (size_t i = 0; i < m->n_processes; i++) {
+                struct tracked_process *p = m->processes[i];
+                bool marked = false;
+
+                for (size_t j = 0; j < g->trap.n_sessions && !marked; j++)
+                        marked = g->trap.sessions[j] == p->session;
+                if (!marked && follows_gpu_policy(p, g->gpu_id) &&
+                    session_call(m, p, g->gpu_id, true, CALL_PURPOSE(CALL_FOR_POLICY, g->batch.number), 0) >= 0)
+                        g->batch.pending++;
+        }
+}
+
+/*
+ * A trap the worker took (preemption-worker.h). One that took the GPU's
+ * mark suspended its offline work there already: the policy records the
+ * suspension as one the loop made, from the trap's time on (the calls'
+ * results follow, a batch of their own: policy_call_done() gives it back
+ * if none took; a session the mark missed is added to it), unless a
+ * back-off began meanwhile, which resumes it at once. Then the detector
+ * takes the trap as its own: the GPU is busy (the policy, suspended now,
+ * has nothing more to do), its breakpoints disarmed, polling follows.
+ */
+static void on_worker_trapped(const struct worker_trap *trap, void *userdata)
+{
+        struct manager *m = userdata;
+        uint64_t now = manager_now(m);
+        struct gpu *g = trap->suspended ? &m->gpus[trap->slot] : NULL;
+        /* the suspension began on the worker: its bounds count from then, however late the report */
+        uint64_t trap_us = trap->seen_ns / 1000 < now ? trap->seen_ns / 1000 : now;
+
+        if (g) {
+                g->trap.taken = g->trap.active = g->trap.token = false;
+                g->batch = (struct gpu_batch){ .number = CALL_PURPOSE_VALUE(trap->purpose), .suspend = true,
+                                               .pending = (unsigned)trap->n_calls };
+                if (!g->policy.suspended)
+                        policy_online_busy(&g->policy, trap_us);
+                if (g->policy.suspended) {
+                        gpu_suspension_made(m, g, now);
+                        suspend_unmarked(m, g);
+                }
+                log_debug("GPU %u: offline work suspended on a trap at %llu ns (%zu processes), seen by the loop at "
+                          "%llu ns", g->gpu_id, (unsigned long long)trap->seen_ns, trap->n_calls,
+                          (unsigned long long)monotonic_clock_ns());
+                gpu_check_backoff_end(m, g, now);
+                if (gpu_backoff_deadline(&g->backoff))
+                        gpu_apply(m, g, policy_resume_for_fault(&g->policy, now), 0);
+                else if (!g->policy.suspended)
+                        gpu_apply(m, g, POLICY_ACTION_RESUME, 0); /* it would not suspend after all */
+        }
+        detector_trapped(m->detector, trap->key, trap->revents, now, trap->writer_disarmed);
+        rearm_policy(m);
+}
+
 static const struct worker_session_callbacks session_callbacks = {
         .attached = on_session_attached,
         .call_done = on_session_call_done,
@@ -1278,6 +1508,7 @@ static const struct worker_session_callbacks session_callbacks = {
         .terminating = on_session_terminating,
         .error = on_session_error,
         .detached = on_session_detached,
+        .trapped = on_worker_trapped,
 };
 
 static void log_from_library(enum gp_log_level level, const char *message, void *userdata)
@@ -1339,6 +1570,7 @@ static void start_session(struct manager *m, struct tracked_process *p)
         r = worker_session_attach(m->worker, p->pid, m->config->daemon.grace_period, p, &p->session);
         if (r < 0)
                 attach_failed(m, p, r, NULL);
+        update_trap_marks(m);
 }
 
 static void on_session_attached(struct worker_session *ws, int error, const char *why, void *userdata)
@@ -1768,6 +2000,8 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
                 .gpu_busy = on_gpu_busy,
                 .gpu_idle = on_gpu_idle,
                 .process_gone = on_online_gone,
+                .breakpoint_opened = on_breakpoint_opened,
+                .breakpoint_closed = on_breakpoint_closed,
         };
         struct cadence_settings settings = cadence_settings(config);
         struct gp_context_opts gp_opts = {
@@ -1788,10 +2022,18 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
         m->paths = *paths;
         *paths = (struct paths){ 0 };
         cadence_init(&m->cadence, &settings);
-        /* results matter as SIGCHLD does: a failed resume lets a process go (the bounds' priority, below) */
-        r = preemption_worker_new(event, SD_EVENT_PRIORITY_IMPORTANT, &gp_opts, &session_callbacks, m, &m->worker);
+        r = detector_new(&callbacks, m, config->daemon.detector_mode, &m->detector);
+        /*
+         * The worker waits on the breakpoints: a trap on a GPU marked to
+         * suspend is one wake-up from the store to SUSPEND_QUEUES, on the
+         * worker at SCHED_OTHER, with no hand-over from the loop. Its reports
+         * matter as SIGCHLD does (a failed resume lets a process go: the
+         * bounds' priority, below), and a trap's goes before a look, as the
+         * trap itself did when the loop waited on the breakpoints.
+         */
         if (r >= 0)
-                r = detector_new(&callbacks, m, event, config->daemon.detector_mode, &m->detector);
+                r = preemption_worker_new(event, SD_EVENT_PRIORITY_IMPORTANT - 1, detector_trap_fd(m->detector),
+                                          &gp_opts, &session_callbacks, m, &m->worker);
         if (r >= 0)
                 r = detector_set_proc_root(m->detector, m->paths.proc_root);
         if (r >= 0)
@@ -1812,8 +2054,8 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
                 manager_free(m);
                 return r;
         }
-        /* within the "recently busy" window the busy cadence catches work: breakpoints after it */
-        detector_set_arm_delay(m->detector, CADENCE_RECENT_BUSY_US);
+        /* the processes that made a GPU recently busy are the ones its quick looks read every time */
+        detector_set_active_window(m->detector, CADENCE_RECENT_BUSY_US);
         /* the hot path: a detector look that sees work must not wait behind the rest */
         sd_event_source_set_priority(m->detector_timer, SD_EVENT_PRIORITY_IMPORTANT);
         /*
@@ -1898,8 +2140,10 @@ void manager_free(struct manager *m)
         loop_scheduling_done(&m->scheduling);
         metrics_retired_done(&m->metrics_retired);
         detector_free(m->detector);
-        for (size_t i = 0; i < m->n_gpus; i++)
+        for (size_t i = 0; i < m->n_gpus; i++) {
                 smi_events_free(m->gpus[i].smi);
+                free(m->gpus[i].trap.sessions);
+        }
         if (m->kfd_fd >= 0)
                 close(m->kfd_fd);
         config_free(m->config);

@@ -55,6 +55,19 @@ struct gpu_batch {
         unsigned done;    /* succeeded */
 };
 
+/*
+ * A GPU's suspend-on-trap mark (preemption-worker.h), in the worker's slot
+ * numbered as the GPU's index in gpus[]: its policy would suspend at a
+ * store now, and may. Kept in step by update_trap_mark() in manager.c.
+ */
+struct gpu_trap_mark {
+        bool active;  /* the worker holds a mark of ours that no trap was known to take */
+        bool taken;   /* a trap took it: its report decides, no mark until then */
+        bool token;   /* a rate-limit token taken for the GPU's next suspension, not used yet */
+        struct worker_session **sessions; /* the sessions marked, in order */
+        size_t n_sessions;
+};
+
 struct gpu {
         uint32_t gpu_id;
         struct policy_gpu policy;
@@ -64,6 +77,7 @@ struct gpu {
         uint64_t suspend_retry_us;      /* a refused suspension is asked again then (CLOCK_MONOTONIC); 0: none */
         uint64_t faults[_GPU_FAULT_KIND_MAX]; /* by kind, for the metrics */
         struct smi_events *smi;         /* its KFD SMI events (GPU resets), NULL where the kernel has none */
+        struct gpu_trap_mark trap;
 };
 
 struct tracked_process {

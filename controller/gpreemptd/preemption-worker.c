@@ -2,11 +2,16 @@
 #include "preemption-worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -14,6 +19,12 @@
 #include "log.h"
 #include "mailbox.h"
 #include "monotonic-clock.h"
+#include "trap-key.h"
+
+/* A slot's atomic: 0 no mark, a mark's generation, or taken by a trap. */
+#define TRAP_MARK_TAKEN UINT64_MAX
+/* Events taken from the trap set per epoll_wait(). */
+#define TRAP_EVENTS 16
 
 enum message_kind {
         /* commands, main → worker; those with a result come back as their report */
@@ -22,6 +33,9 @@ enum message_kind {
         COMMAND_SET_GRACE_PERIOD,
         COMMAND_END,            /* → REPORT_DETACHED */
         COMMAND_SERVICE_PTRACE,
+        COMMAND_MARK,
+        COMMAND_WATCH_BREAKPOINT,
+        COMMAND_FORGET_BREAKPOINT,
         COMMAND_QUIT,
         /* reports, worker → main */
         REPORT_ATTACHED,
@@ -34,6 +48,24 @@ enum message_kind {
         REPORT_TERMINATING,
         REPORT_ERROR,
         REPORT_DETACHED,
+        REPORT_TRAP,
+};
+
+/* A mark as the worker keeps it. */
+struct trap_mark {
+        uint32_t gpu_id;
+        uint64_t generation; /* the slot's atomic holds it while the mark is valid */
+        uint64_t purpose;
+        struct worker_session **sessions;
+        size_t n_sessions;
+};
+
+/* A breakpoint as the worker keeps it: its own duplicates of the fds. */
+struct breakpoint_copy {
+        uint64_t key;
+        pid_t pid;
+        int *fds;
+        size_t n_fds;
 };
 
 /* A command, or a report; a command with a result travels back as it, so a result never needs memory. */
@@ -47,6 +79,10 @@ struct message {
         char *why;
         uint32_t grace_period;
         struct worker_call call;
+        struct worker_trap trap;
+        struct trap_mark mark; /* COMMAND_MARK's, its sessions owned until the worker takes them */
+        size_t slot;
+        struct breakpoint_copy breakpoint; /* COMMAND_*_BREAKPOINT's, its fds owned until the worker takes them */
         union {
                 struct {
                         uint32_t gpu_id, queue_id;
@@ -68,6 +104,7 @@ struct worker_session {
         bool attached;
         struct held_session_state state;
         unsigned in_flight[2]; /* [suspend] */
+        _Atomic unsigned trap_calls_in_flight; /* made on traps and not yet dispatched: the worker counts them up */
         struct message *end; /* its COMMAND_END, made with it: ending never fails */
         /* the worker's */
         struct held_session *session;
@@ -82,11 +119,19 @@ struct preemption_worker {
         pthread_t thread;
         bool thread_started;
         struct message *quit; /* made with the worker: stopping it never fails */
+        _Atomic uint64_t trap_marks[WORKER_TRAP_SLOTS];
         /* the main loop's */
         sd_event_source *report_source;
+        uint64_t mark_generation;
+        bool stopping; /* in preemption_worker_free(): traps are of no more interest */
         /* the worker's */
         sd_event *event;
         sd_event_source *command_source;
+        int trap_fd; /* the owner's; holds the worker's loop's fd too, under TRAP_KEY_NONE */
+        bool loop_in_trap_set;
+        struct trap_mark marks[WORKER_TRAP_SLOTS];
+        struct breakpoint_copy *breakpoints;
+        size_t n_breakpoints;
         struct gp_context_opts gp_opts;
         char *kfd_path;
         struct gp_context *gp;
@@ -94,18 +139,29 @@ struct preemption_worker {
         size_t n_live;
 };
 
+static void breakpoint_copy_done(struct breakpoint_copy *b)
+{
+        for (size_t i = 0; i < b->n_fds; i++)
+                close(b->fds[i]);
+        free(b->fds);
+        *b = (struct breakpoint_copy){ 0 };
+}
+
 static void free_message(struct mailbox_item *item)
 {
         struct message *msg = (struct message *)item;
 
+        breakpoint_copy_done(&msg->breakpoint);
         free(msg->why);
         free(msg->call.why);
+        free(msg->mark.sessions);
         free(msg);
 }
 
 /* ---- the worker's side ---- */
 
-static void post_report(struct worker_session *ws, struct message *msg, enum message_kind kind)
+/* A report about ws, with the session's state after what it reports. */
+static void stamp_report(struct worker_session *ws, struct message *msg, enum message_kind kind)
 {
         msg->kind = kind;
         msg->ws = ws;
@@ -113,6 +169,11 @@ static void post_report(struct worker_session *ws, struct message *msg, enum mes
                 held_session_get_state(ws->session, &msg->state);
                 msg->has_state = true;
         }
+}
+
+static void post_report(struct worker_session *ws, struct message *msg, enum message_kind kind)
+{
+        stamp_report(ws, msg, kind);
         mailbox_post(&ws->worker->reports, &msg->item);
 }
 
@@ -237,7 +298,8 @@ static void do_attach(struct preemption_worker *w, struct message *msg)
         post_report(ws, msg, REPORT_ATTACHED);
 }
 
-static void do_set_suspended(struct preemption_worker *w, struct message *msg)
+/* Makes msg's call on its session; the caller reports it. */
+static void run_call(struct preemption_worker *w, struct message *msg)
 {
         struct worker_session *ws = msg->ws;
         struct worker_call *call = &msg->call;
@@ -246,7 +308,6 @@ static void do_set_suspended(struct preemption_worker *w, struct message *msg)
         if (!ws->session || ws->gone) {
                 /* the attach failed, or the target is gone: its end is reported, or was */
                 call->result = ws->session ? -GP_ERR_TARGET_GONE : -ENOTCONN;
-                post_report(ws, msg, REPORT_CALL_DONE);
                 return;
         }
         call->entered_ns = monotonic_clock_ns();
@@ -258,7 +319,180 @@ static void do_set_suspended(struct preemption_worker *w, struct message *msg)
         if (call->result < 0 && call->result != -EIO)
                 call->why = explain_sentence(call->result, call->suspend ? GP_OP_SUSPEND : GP_OP_RESUME, ws->pid,
                                              (int)held_session_runtime_state(ws->session), w->gp);
-        post_report(ws, msg, REPORT_CALL_DONE);
+}
+
+static void do_set_suspended(struct preemption_worker *w, struct message *msg)
+{
+        run_call(w, msg);
+        post_report(msg->ws, msg, REPORT_CALL_DONE);
+}
+
+/* A report chain, posted at once: the owner's loop wakes after the calls, not between them. */
+struct report_chain {
+        struct mailbox_item *first, *last;
+};
+
+static void chain_append(struct report_chain *c, struct message *msg)
+{
+        msg->item.next = NULL;
+        if (c->last)
+                c->last->next = &msg->item;
+        else
+                c->first = &msg->item;
+        c->last = &msg->item;
+}
+
+static struct trap_mark *find_mark(struct preemption_worker *w, uint32_t gpu_id, size_t *ret_slot)
+{
+        for (size_t i = 0; i < WORKER_TRAP_SLOTS; i++)
+                if (w->marks[i].generation && w->marks[i].gpu_id == gpu_id) {
+                        *ret_slot = i;
+                        return &w->marks[i];
+                }
+        return NULL;
+}
+
+static bool disarm_writer(struct preemption_worker *w, uint64_t key);
+
+/*
+ * One event of the trap set. A store on a marked GPU whose mark this trap
+ * takes (the slot still holds the mark's generation: the owner has not
+ * cleared or replaced it) suspends the mark's sessions there, in order, the
+ * first call timed from seen_ns; the report and the calls' go to chain.
+ */
+static void take_trap(struct preemption_worker *w, const struct epoll_event *e, uint64_t seen_ns,
+                      struct report_chain *chain)
+{
+        struct message *report = calloc(1, sizeof(*report));
+        struct trap_mark *mark;
+        uint64_t generation;
+        size_t slot = 0;
+
+        if (!report) {
+                /* the breakpoint stays armed: the next store traps again */
+                log_error("Out of memory; a trap of an online queue is lost");
+                return;
+        }
+        report->kind = REPORT_TRAP;
+        report->trap = (struct worker_trap){ .key = e->data.u64, .revents = e->events, .seen_ns = seen_ns };
+        chain_append(chain, report);
+        if (!(e->events & EPOLLIN))
+                return; /* a thread gone */
+        mark = find_mark(w, trap_key_gpu(e->data.u64), &slot);
+        generation = mark ? mark->generation : 0;
+        if (!mark || !atomic_compare_exchange_strong(&w->trap_marks[slot], &generation, TRAP_MARK_TAKEN)) {
+                /* not marked, or no longer: the owner judges it */
+                report->trap.writer_disarmed = disarm_writer(w, e->data.u64);
+                return;
+        }
+        report->trap.suspended = true;
+        report->trap.slot = slot;
+        report->trap.purpose = mark->purpose;
+        for (size_t i = 0; i < mark->n_sessions; i++) {
+                struct message *msg = calloc(1, sizeof(*msg));
+
+                if (!msg) {
+                        log_error("Process %d: out of memory; its queues are not suspended on a trap",
+                                  (int)mark->sessions[i]->pid);
+                        continue;
+                }
+                msg->ws = mark->sessions[i];
+                atomic_fetch_add(&msg->ws->trap_calls_in_flight, 1);
+                msg->call = (struct worker_call){ .gpu_id = mark->gpu_id, .suspend = true, .on_trap = true,
+                                                  .purpose = mark->purpose,
+                                                  .seen_ns = report->trap.n_calls ? 0 : seen_ns };
+                run_call(w, msg);
+                stamp_report(msg->ws, msg, REPORT_CALL_DONE);
+                chain_append(chain, msg);
+                report->trap.n_calls++;
+        }
+        /* after the suspension, which the online request waits for */
+        report->trap.writer_disarmed = disarm_writer(w, e->data.u64);
+}
+
+static struct breakpoint_copy *find_breakpoint(struct preemption_worker *w, uint64_t key)
+{
+        for (size_t i = 0; i < w->n_breakpoints; i++)
+                if (w->breakpoints[i].key == key)
+                        return &w->breakpoints[i];
+        return NULL;
+}
+
+/*
+ * A store: the writer's breakpoints on the GPU written are disarmed here,
+ * the other processes' left armed (detector_trapped() records it).
+ * Returns whether the key was known. A failed DISABLE is the loop's to
+ * find: it disarms again, and gives the queue to polling if that fails.
+ */
+static bool disarm_writer(struct preemption_worker *w, uint64_t key)
+{
+        struct breakpoint_copy *writer = find_breakpoint(w, key);
+        bool failed = false;
+
+        if (!writer)
+                return false;
+        for (size_t i = 0; i < w->n_breakpoints; i++) {
+                const struct breakpoint_copy *b = &w->breakpoints[i];
+
+                if (b->pid != writer->pid || trap_key_gpu(b->key) != trap_key_gpu(key))
+                        continue;
+                for (size_t f = 0; f < b->n_fds; f++)
+                        failed |= ioctl(b->fds[f], PERF_EVENT_IOC_DISABLE, 0) < 0;
+        }
+        return !failed;
+}
+
+static void do_watch_breakpoint(struct preemption_worker *w, struct message *msg)
+{
+        struct breakpoint_copy *grown = realloc(w->breakpoints, (w->n_breakpoints + 1) * sizeof(*grown));
+
+        if (!grown) {
+                /* the loop disarms this writer itself: the report says it was not */
+                log_warning("Out of memory; the breakpoint's writer is disarmed by the loop");
+                free_message(&msg->item);
+                return;
+        }
+        w->breakpoints = grown;
+        w->breakpoints[w->n_breakpoints++] = msg->breakpoint;
+        msg->breakpoint = (struct breakpoint_copy){ 0 };
+        free_message(&msg->item);
+}
+
+static void do_forget_breakpoint(struct preemption_worker *w, struct message *msg)
+{
+        struct breakpoint_copy *b = find_breakpoint(w, msg->breakpoint.key);
+
+        if (b) {
+                breakpoint_copy_done(b);
+                *b = w->breakpoints[--w->n_breakpoints];
+        }
+        free_message(&msg->item);
+}
+
+/* A mark replaces the slot's last (whose generation the slot no longer holds). */
+static void do_mark(struct preemption_worker *w, struct message *msg)
+{
+        struct trap_mark *mark = &w->marks[msg->slot];
+
+        free(mark->sessions);
+        *mark = msg->mark;
+        msg->mark.sessions = NULL;
+        free_message(&msg->item);
+}
+
+/* A session that ends is no mark's any more: its handle is freed once its end is reported. */
+static void forget_in_marks(struct preemption_worker *w, struct worker_session *ws)
+{
+        for (size_t i = 0; i < WORKER_TRAP_SLOTS; i++) {
+                struct trap_mark *mark = &w->marks[i];
+
+                for (size_t j = 0; j < mark->n_sessions;)
+                        if (mark->sessions[j] == ws)
+                                memmove(&mark->sessions[j], &mark->sessions[j + 1],
+                                        (--mark->n_sessions - j) * sizeof(*mark->sessions));
+                        else
+                                j++;
+        }
 }
 
 static void forget_live(struct preemption_worker *w, struct worker_session *ws)
@@ -276,6 +510,7 @@ static void do_end(struct preemption_worker *w, struct message *msg)
         struct worker_session *ws = msg->ws;
 
         forget_live(w, ws);
+        forget_in_marks(w, ws);
         msg->error = held_session_end(ws->session);
         ws->session = NULL;
         post_report(ws, msg, REPORT_DETACHED);
@@ -327,6 +562,15 @@ static int on_commands(sd_event_source *s, int fd, uint32_t revents, void *userd
                         do_service_ptrace(w);
                         free_message(&msg->item);
                         break;
+                case COMMAND_MARK:
+                        do_mark(w, msg);
+                        break;
+                case COMMAND_WATCH_BREAKPOINT:
+                        do_watch_breakpoint(w, msg);
+                        break;
+                case COMMAND_FORGET_BREAKPOINT:
+                        do_forget_breakpoint(w, msg);
+                        break;
                 case COMMAND_QUIT:
                         /* what the owner did not end: ended now, so that no queue stays suspended */
                         while (w->n_live) {
@@ -346,11 +590,40 @@ static int on_commands(sd_event_source *s, int fd, uint32_t revents, void *userd
         return 0;
 }
 
+/*
+ * The worker's wait is on the trap set itself, which holds its sd-event
+ * loop's fd besides the breakpoints' (detector_trap_fd() says why the set
+ * cannot be polled from the loop instead). Traps are taken first: a trap
+ * on a GPU whose mark a command not yet run replaces finds the slot's
+ * generation changed and is only reported, which is safe, so the
+ * suspension does not wait for an attach or a resume under way. Then the
+ * loop runs every source pending, as sd_event_loop() would.
+ */
 static void *worker_main(void *userdata)
 {
         struct preemption_worker *w = userdata;
-        int r = sd_event_loop(w->event);
+        int r = 0;
 
+        while (sd_event_get_state(w->event) != SD_EVENT_FINISHED) {
+                struct epoll_event events[TRAP_EVENTS];
+                struct report_chain chain = { 0 };
+                uint64_t seen_ns;
+                int n = epoll_wait(w->trap_fd, events, TRAP_EVENTS, -1);
+
+                if (n < 0 && errno != EINTR) {
+                        r = -errno;
+                        break;
+                }
+                seen_ns = monotonic_clock_ns();
+                for (int i = 0; i < n; i++)
+                        if (events[i].data.u64 != TRAP_KEY_NONE)
+                                take_trap(w, &events[i], seen_ns, &chain);
+                mailbox_post_chain(&w->reports, chain.first, chain.last);
+                while (sd_event_get_state(w->event) != SD_EVENT_FINISHED && (r = sd_event_run(w->event, 0)) > 0)
+                        ;
+                if (r < 0)
+                        break;
+        }
         if (r < 0)
                 log_error_errno(r, "The preemption worker's loop failed: offline processes are no longer suspended "
                                    "or resumed; restart gpreemptd");
@@ -364,9 +637,21 @@ static void dispatch(struct preemption_worker *w, struct message *msg)
         const struct worker_session_callbacks *cb = w->callbacks;
         struct worker_session *ws = msg->ws;
 
+        if (msg->kind == REPORT_TRAP) {
+                uint64_t taken = TRAP_MARK_TAKEN;
+
+                /* the owner may mark the slot again from here on */
+                if (msg->trap.suspended)
+                        atomic_compare_exchange_strong(&w->trap_marks[msg->trap.slot], &taken, 0);
+                if (!w->stopping)
+                        cb->trapped(&msg->trap, w->userdata);
+                return;
+        }
         if (msg->has_state)
                 ws->state = msg->state;
-        if (msg->kind == REPORT_CALL_DONE)
+        if (msg->kind == REPORT_CALL_DONE && msg->call.on_trap)
+                atomic_fetch_sub(&ws->trap_calls_in_flight, 1);
+        else if (msg->kind == REPORT_CALL_DONE)
                 ws->in_flight[msg->call.suspend]--;
         if (msg->kind == REPORT_ATTACHED)
                 ws->attached = msg->error >= 0;
@@ -473,7 +758,7 @@ static int start_thread(struct preemption_worker *w)
         return 0;
 }
 
-int preemption_worker_new(sd_event *main_event, int64_t priority, const struct gp_context_opts *opts,
+int preemption_worker_new(sd_event *main_event, int64_t priority, int trap_fd, const struct gp_context_opts *opts,
                           const struct worker_session_callbacks *callbacks, void *worker_userdata,
                           struct preemption_worker **ret_worker)
 {
@@ -485,6 +770,7 @@ int preemption_worker_new(sd_event *main_event, int64_t priority, const struct g
         w->callbacks = callbacks;
         w->userdata = worker_userdata;
         w->gp_opts = *opts;
+        w->trap_fd = trap_fd;
         w->commands.eventfd = w->reports.eventfd = -1;
         w->quit = calloc(1, sizeof(*w->quit));
         r = !w->quit || (opts->kfd_path && !(w->kfd_path = strdup(opts->kfd_path))) ? -ENOMEM : 0;
@@ -498,6 +784,10 @@ int preemption_worker_new(sd_event *main_event, int64_t priority, const struct g
                 r = sd_event_new(&w->event);
         if (r >= 0)
                 r = sd_event_add_io(w->event, &w->command_source, w->commands.eventfd, EPOLLIN, on_commands, w);
+        if (r >= 0 && epoll_ctl(trap_fd, EPOLL_CTL_ADD, sd_event_get_fd(w->event),
+                                &(struct epoll_event){ .events = EPOLLIN, .data.u64 = TRAP_KEY_NONE }) < 0)
+                r = -errno;
+        w->loop_in_trap_set = r >= 0;
         if (r >= 0)
                 r = sd_event_add_io(main_event, &w->report_source, w->reports.eventfd, EPOLLIN, on_reports, w);
         if (r >= 0)
@@ -516,6 +806,7 @@ void preemption_worker_free(struct preemption_worker *w)
 {
         if (!w)
                 return;
+        w->stopping = true;
         if (w->thread_started) {
                 send_command(NULL, w, COMMAND_QUIT, TAKE_PTR(w->quit));
                 pthread_join(w->thread, NULL);
@@ -524,8 +815,15 @@ void preemption_worker_free(struct preemption_worker *w)
         }
         sd_event_source_disable_unref(w->report_source);
         sd_event_source_disable_unref(w->command_source);
+        for (size_t i = 0; i < WORKER_TRAP_SLOTS; i++)
+                free(w->marks[i].sessions);
+        for (size_t i = 0; i < w->n_breakpoints; i++)
+                breakpoint_copy_done(&w->breakpoints[i]);
+        free(w->breakpoints);
         if (w->gp)
                 gp_context_free(w->gp);
+        if (w->loop_in_trap_set)
+                epoll_ctl(w->trap_fd, EPOLL_CTL_DEL, sd_event_get_fd(w->event), NULL);
         sd_event_unref(w->event);
         if (w->commands.eventfd >= 0)
                 mailbox_done(&w->commands, free_message);
@@ -590,6 +888,81 @@ int worker_session_set_grace_period(struct worker_session *ws, uint32_t grace_pe
         return send_command(ws, ws->worker, COMMAND_SET_GRACE_PERIOD, msg);
 }
 
+int worker_mark_suspend_on_trap(struct preemption_worker *w, size_t slot, uint32_t gpu_id, uint64_t purpose,
+                                struct worker_session *const *sessions, size_t n_sessions)
+{
+        struct message *msg;
+        uint64_t was = atomic_load(&w->trap_marks[slot]);
+
+        if (was == TRAP_MARK_TAKEN)
+                return -EBUSY;
+        msg = calloc(1, sizeof(*msg));
+        if (!msg)
+                return -ENOMEM;
+        msg->slot = slot;
+        msg->mark = (struct trap_mark){ .gpu_id = gpu_id, .generation = ++w->mark_generation, .purpose = purpose,
+                                        .n_sessions = n_sessions };
+        msg->mark.sessions = malloc((n_sessions ? n_sessions : 1) * sizeof(*msg->mark.sessions));
+        if (!msg->mark.sessions) {
+                free(msg);
+                return -ENOMEM;
+        }
+        if (n_sessions)
+                memcpy(msg->mark.sessions, sessions, n_sessions * sizeof(*sessions));
+        /* only a trap changes a mark but the owner's, and only to taken */
+        if (!atomic_compare_exchange_strong(&w->trap_marks[slot], &was, msg->mark.generation)) {
+                free_message(&msg->item);
+                return -EBUSY;
+        }
+        return send_command(NULL, w, COMMAND_MARK, msg);
+}
+
+enum worker_unmark worker_unmark_suspend_on_trap(struct preemption_worker *w, size_t slot)
+{
+        uint64_t was = atomic_load(&w->trap_marks[slot]);
+
+        while (was != 0 && was != TRAP_MARK_TAKEN)
+                if (atomic_compare_exchange_weak(&w->trap_marks[slot], &was, 0))
+                        return WORKER_UNMARKED;
+        return was == 0 ? WORKER_UNMARK_NONE : WORKER_UNMARK_TOO_LATE;
+}
+
+int worker_watch_breakpoint(struct preemption_worker *w, uint64_t key, pid_t pid, const int *fds, size_t n_fds)
+{
+        struct message *msg = calloc(1, sizeof(*msg));
+
+        if (!msg)
+                return -ENOMEM;
+        msg->breakpoint = (struct breakpoint_copy){ .key = key, .pid = pid };
+        msg->breakpoint.fds = malloc((n_fds ? n_fds : 1) * sizeof(int));
+        if (!msg->breakpoint.fds) {
+                free_message(&msg->item);
+                return -ENOMEM;
+        }
+        for (; msg->breakpoint.n_fds < n_fds; msg->breakpoint.n_fds++) {
+                int fd = fcntl(fds[msg->breakpoint.n_fds], F_DUPFD_CLOEXEC, 3);
+
+                if (fd < 0) {
+                        int r = -errno;
+
+                        free_message(&msg->item);
+                        return r;
+                }
+                msg->breakpoint.fds[msg->breakpoint.n_fds] = fd;
+        }
+        return send_command(NULL, w, COMMAND_WATCH_BREAKPOINT, msg);
+}
+
+int worker_forget_breakpoint(struct preemption_worker *w, uint64_t key)
+{
+        struct message *msg = calloc(1, sizeof(*msg));
+
+        if (!msg)
+                return -ENOMEM;
+        msg->breakpoint.key = key;
+        return send_command(NULL, w, COMMAND_FORGET_BREAKPOINT, msg);
+}
+
 int preemption_worker_service_ptrace(struct preemption_worker *w)
 {
         return send_command(NULL, w, COMMAND_SERVICE_PTRACE, NULL);
@@ -607,5 +980,6 @@ const struct held_session_state *worker_session_state(const struct worker_sessio
 
 unsigned worker_session_in_flight(const struct worker_session *ws, bool suspend)
 {
-        return ws->in_flight[suspend];
+        /* a trap's suspension is in flight from the worker's start of it on, before the owner hears of it */
+        return ws->in_flight[suspend] + (suspend ? atomic_load(&ws->trap_calls_in_flight) : 0);
 }

@@ -21,6 +21,23 @@
  * the main loop to the callbacks, in the order they happened. Each session
  * has a main-side handle (struct worker_session) holding what the last
  * report said of it: the state the owner reads, never the session itself.
+ *
+ * Suspend on trap. The worker also waits on the detector's trap set (the
+ * breakpoints' epoll fd, trap-key.h), so that a store under an armed
+ * breakpoint wakes this thread alone: a GPU the owner marked
+ * (worker_mark_suspend_on_trap(): its policy would suspend now, and may) has
+ * its offline sessions suspended there at once, one wake-up from the store
+ * to SUSPEND_QUEUES, before the owner's loop hears of it. Every trap is then
+ * reported (trapped(), followed by the call_done() of each call it made) for
+ * the owner to record and to judge; a trap on a GPU not marked is only
+ * reported. A mark is taken by one trap at most: an atomic per slot, which
+ * the owner clears at once (worker_unmark_suspend_on_trap()) when its policy
+ * changes its mind, so a trap never races a decision of the owner's.
+ *
+ * The worker also disarms the writer: the owner hands it a duplicate of
+ * each breakpoint's fds (worker_watch_breakpoint()), and a store disarms
+ * the writer process's breakpoints on that GPU, after the suspension and
+ * before the report, so that the owner's loop makes no perf ioctl for it.
  */
 #pragma once
 
@@ -36,11 +53,15 @@
 struct preemption_worker;
 struct worker_session;
 
-/* One SUSPEND_QUEUES or RESUME_QUEUES the owner asked for, and what came of it. */
+/* Marks of suspend on trap: one per GPU, in a slot the owner numbers. */
+#define WORKER_TRAP_SLOTS 64
+
+/* One SUSPEND_QUEUES or RESUME_QUEUES the owner asked for, or a trap made, and what came of it. */
 struct worker_call {
         /* asked */
         uint32_t gpu_id; /* 0: every GPU */
         bool suspend;
+        bool on_trap;    /* made by the worker for a mark, not sent by the owner */
         uint64_t purpose; /* the owner's: what the call was for, handed back as given */
         uint64_t seen_ns; /* the owner's: when the cause was seen (CLOCK_MONOTONIC), or 0 */
         /* done */
@@ -48,6 +69,19 @@ struct worker_call {
         size_t n_done, n_error; /* queues suspended/resumed, and those the hardware scheduler failed */
         uint64_t entered_ns, returned_ns; /* CLOCK_MONOTONIC on the worker around the call */
         char *why;              /* result < 0: the failure as a sentence (explain_sentence), or NULL */
+};
+
+/* A wake-up of the trap set, as the worker took it. */
+struct worker_trap {
+        uint64_t key;     /* the breakpoint fd's epoll data (trap-key.h) */
+        uint32_t revents; /* its epoll events: EPOLLIN a store, EPOLLHUP a thread gone */
+        uint64_t seen_ns; /* when the worker woke for it (CLOCK_MONOTONIC) */
+        /* The GPU was marked and this trap took the mark: the calls below were made, each reported after this. */
+        bool suspended;
+        size_t slot;      /* the mark's */
+        uint64_t purpose; /* the mark's, as each call carries it */
+        size_t n_calls;
+        bool writer_disarmed; /* the writer's breakpoints on the GPU were disarmed (a store whose key was known) */
 };
 
 /* Called on the owner's loop, from the worker's reports. userdata: the session's, given at attach. */
@@ -71,6 +105,8 @@ struct worker_session_callbacks {
          * owner's (worker_session_end()), so only pid is given.
          */
         void (*detached)(pid_t pid, int error, void *worker_userdata);
+        /* A trap, with worker_userdata: the owner handles it as if its own loop had woken for it. */
+        void (*trapped)(const struct worker_trap *trap, void *worker_userdata);
 };
 
 /*
@@ -78,9 +114,11 @@ struct worker_session_callbacks {
  * owner's loop takes them). opts: how the worker opens libgpreempt when the
  * first session needs it; its strings are copied, its log_fn is then called
  * on the worker thread. The reports are dispatched from an event source on
- * main_event at priority. Returns 0 or -errno.
+ * main_event at priority. trap_fd: the trap set (detector_trap_fd()), the
+ * owner's and open until the worker is freed: the worker's thread waits on
+ * it alone, its own loop's fd added under TRAP_KEY_NONE. Returns 0 or -errno.
  */
-int preemption_worker_new(sd_event *main_event, int64_t priority, const struct gp_context_opts *opts,
+int preemption_worker_new(sd_event *main_event, int64_t priority, int trap_fd, const struct gp_context_opts *opts,
                           const struct worker_session_callbacks *callbacks, void *worker_userdata,
                           struct preemption_worker **ret_worker);
 /*
@@ -109,6 +147,31 @@ void worker_session_end(struct worker_session *ws);
 int worker_session_set_suspended(struct worker_session *ws, uint32_t gpu_id, bool suspend, uint64_t purpose,
                                  uint64_t seen_ns);
 int worker_session_set_grace_period(struct worker_session *ws, uint32_t grace_period);
+/*
+ * Marks gpu_id, in slot (< WORKER_TRAP_SLOTS, the same for a GPU each
+ * time): the next store the trap set reports there suspends sessions on
+ * gpu_id, in that order, with purpose, on the worker. The mark replaces the
+ * slot's last; it takes effect once the commands sent before it have run.
+ * Returns 0, -ENOMEM, or -EBUSY while a trap has taken the slot's last mark
+ * and its trapped() is not yet dispatched.
+ */
+int worker_mark_suspend_on_trap(struct preemption_worker *w, size_t slot, uint32_t gpu_id, uint64_t purpose,
+                                struct worker_session *const *sessions, size_t n_sessions);
+enum worker_unmark {
+        WORKER_UNMARKED,         /* the slot had a mark, and no trap can take it from now on */
+        WORKER_UNMARK_NONE,      /* the slot had none */
+        WORKER_UNMARK_TOO_LATE,  /* a trap took it: its suspension is made or under way, trapped() comes */
+};
+/* Clears slot's mark at once, on the owner's thread. */
+enum worker_unmark worker_unmark_suspend_on_trap(struct preemption_worker *w, size_t slot);
+/*
+ * A breakpoint of pid's, key its trap key: fds (one per thread) are
+ * duplicated for the worker, which disarms them on a store of pid's on the
+ * key's GPU. Returns 0, -ENOMEM, or fcntl()'s -errno.
+ */
+int worker_watch_breakpoint(struct preemption_worker *w, uint64_t key, pid_t pid, const int *fds, size_t n_fds);
+/* The breakpoint is closed: the worker closes its duplicates. Returns 0 or -ENOMEM. */
+int worker_forget_breakpoint(struct preemption_worker *w, uint64_t key);
 /* The owner's loop got SIGCHLD: every session's ptrace stops are serviced. Returns 0 or -ENOMEM. */
 int preemption_worker_service_ptrace(struct preemption_worker *w);
 
@@ -116,5 +179,5 @@ int preemption_worker_service_ptrace(struct preemption_worker *w);
 /* The attach has succeeded. */
 bool worker_session_attached(const struct worker_session *ws);
 const struct held_session_state *worker_session_state(const struct worker_session *ws);
-/* Calls sent and not yet reported done, suspensions and resumptions. */
+/* Calls sent, or made on a trap, and not yet reported done, suspensions and resumptions. */
 unsigned worker_session_in_flight(const struct worker_session *ws, bool suspend);

@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -25,18 +27,16 @@ struct watched_thread {
         int breakpoint_fd;
         int ring_fd; /* the dummy event whose ring buffer the breakpoint writes to */
         void *ring;
-        sd_event_source *source;
+        bool in_epoll;
 };
 
 struct write_watch {
-        sd_event *event;
+        int epoll_fd;
+        uint64_t key;
         pid_t pid;
         uint64_t address;
-        write_watch_handler_t handler;
-        void *userdata;
         struct watched_thread *threads;
         size_t n_threads;
-        size_t n_live; /* threads whose fd has not hung up yet */
         bool enabled;
 };
 
@@ -71,9 +71,11 @@ static int perf_open(struct perf_event_attr *attr, pid_t tid)
         return fd < 0 ? -errno : fd;
 }
 
-static void thread_close(struct watched_thread *t)
+static void thread_close(struct write_watch *w, struct watched_thread *t)
 {
-        sd_event_source_disable_unref(t->source);
+        /* out of the set before the close: epoll keys on the open file, which the ring's mapping keeps */
+        if (t->in_epoll)
+                epoll_ctl(w->epoll_fd, EPOLL_CTL_DEL, t->breakpoint_fd, NULL);
         if (t->ring)
                 munmap(t->ring, RING_PAGES * (size_t)sysconf(_SC_PAGESIZE));
         closep(&t->ring_fd);
@@ -90,26 +92,18 @@ static void ring_drain(void *ring)
         __atomic_store_n(&control->data_tail, head, __ATOMIC_RELEASE);
 }
 
-static int on_thread_event(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+bool write_watch_consume(struct write_watch *w)
 {
-        struct write_watch *w = userdata;
-        struct watched_thread *t = NULL;
-        bool gone = false;
+        size_t n_gone = 0;
 
-        for (size_t i = 0; i < w->n_threads && !t; i++)
-                if (w->threads[i].source == s)
-                        t = &w->threads[i];
-        if (!t)
-                return 0;
-        ring_drain(t->ring);
-        if (revents & (EPOLLHUP | EPOLLERR)) {
-                /* level-triggered: an exited thread would wake the loop forever */
-                sd_event_source_set_enabled(s, SD_EVENT_OFF);
-                gone = --w->n_live == 0;
+        for (size_t i = 0; i < w->n_threads; i++) {
+                struct pollfd p = { .fd = w->threads[i].breakpoint_fd, .events = POLLIN };
+
+                ring_drain(w->threads[i].ring);
+                /* core.c perf_poll(): the hang-up is a state, read without taking a sample's wake-up */
+                n_gone += poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
         }
-        if ((revents & EPOLLIN) || gone)
-                w->handler(gone, w->userdata);
-        return 0;
+        return n_gone == w->n_threads;
 }
 
 static int thread_open(struct write_watch *w, pid_t tid, struct watched_thread *t)
@@ -159,17 +153,15 @@ static int thread_open(struct write_watch *w, pid_t tid, struct watched_thread *
                 r = -errno;
                 goto fail;
         }
-        r = sd_event_add_io(w->event, &t->source, t->breakpoint_fd, EPOLLIN, on_thread_event, w);
-        if (r < 0)
+        if (epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, t->breakpoint_fd,
+                      &(struct epoll_event){ .events = EPOLLIN | EPOLLET, .data.u64 = w->key }) < 0) {
+                r = -errno;
                 goto fail;
-        /* a store must reach the suspension before anything else the loop has to do,
-         * the detector's own looks (SD_EVENT_PRIORITY_IMPORTANT) included: its wakeup
-         * is reported once (perf_poll() clears it), so a look dispatched first would
-         * not see it pending and would not give way */
-        sd_event_source_set_priority(t->source, SD_EVENT_PRIORITY_IMPORTANT - 1);
+        }
+        t->in_epoll = true;
         return 0;
 fail:
-        thread_close(t);
+        thread_close(w, t);
         return r;
 }
 
@@ -218,15 +210,13 @@ static int cover_listed_threads(struct write_watch *w)
                 if (r < 0)
                         break;
                 w->n_threads++;
-                w->n_live++;
                 added++;
         }
         closedir(dir);
         return r < 0 ? r : added;
 }
 
-int write_watch_new(sd_event *event, pid_t pid, uint64_t address, write_watch_handler_t handler, void *userdata,
-                    struct write_watch **ret_watch)
+int write_watch_new(int epoll_fd, uint64_t key, pid_t pid, uint64_t address, struct write_watch **ret_watch)
 {
         struct write_watch *w;
         int r = 0;
@@ -236,8 +226,7 @@ int write_watch_new(sd_event *event, pid_t pid, uint64_t address, write_watch_ha
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (struct write_watch){ .event = event, .pid = pid, .address = address, .handler = handler,
-                                   .userdata = userdata };
+        *w = (struct write_watch){ .epoll_fd = epoll_fd, .key = key, .pid = pid, .address = address };
         /*
          * A thread created by a covered thread inherits the breakpoint; one
          * created during a pass by a thread not covered yet does not, so the
@@ -277,12 +266,24 @@ int write_watch_set_enabled(struct write_watch *w, bool enabled)
         return r;
 }
 
+size_t write_watch_fds(const struct write_watch *w, int *out, size_t max)
+{
+        for (size_t i = 0; i < w->n_threads && i < max; i++)
+                out[i] = w->threads[i].breakpoint_fd;
+        return w->n_threads;
+}
+
+void write_watch_disarmed_elsewhere(struct write_watch *w)
+{
+        w->enabled = false;
+}
+
 void write_watch_free(struct write_watch *w)
 {
         if (!w)
                 return;
         for (size_t i = 0; i < w->n_threads; i++)
-                thread_close(&w->threads[i]);
+                thread_close(w, &w->threads[i]);
         free(w->threads);
         free(w);
 }

@@ -147,7 +147,7 @@ int main(int argc, char **argv)
         b->online = &online;
         for (size_t q = 0; q < QUEUES; q++)
                 addr[q] = fake_queue_addr(&online, q, 1);
-        detector_new(&cb, b, NULL, DETECTOR_MODE_POLL, &b->detector);
+        detector_new(&cb, b, DETECTOR_MODE_POLL, &b->detector);
         detector_watch(b->detector, online.pid, addr, QUEUES);
 
         if (!json)

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -122,9 +123,16 @@ struct store_shared {
         volatile int done;
 };
 
-static void on_store(bool gone, void *userdata)
+/* Takes the trap set's wake-ups as the daemon would: each one's samples marked read. */
+static void take_stores(int epoll_fd, struct write_watch *w, int timeout_ms, long *samples)
 {
-        ++*(long *)userdata;
+        struct epoll_event e[8];
+        int n = epoll_wait(epoll_fd, e, 8, timeout_ms);
+
+        for (int i = 0; i < n; i++) {
+                write_watch_consume(w);
+                ++*samples;
+        }
 }
 
 /* The mean time of arming and of disarming a breakpoint, in ns. */
@@ -149,12 +157,15 @@ static void arm_cost(struct write_watch *w, double *ret_arm_ns, double *ret_disa
 }
 
 /* Runs one timed round of n stores in the child; returns ns per store. */
-static double store_round(struct store_shared *sh, sd_event *e, long n)
+static double store_round(struct store_shared *sh, int epoll_fd, struct write_watch *w, long n, long *samples)
 {
         sh->done = 0;
         __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
         while (!__atomic_load_n(&sh->done, __ATOMIC_ACQUIRE))
-                sd_event_run(e, 1000);
+                if (w)
+                        take_stores(epoll_fd, w, 1, samples);
+                else
+                        usleep(1000);
         return (double)sh->round_ns / (double)n;
 }
 
@@ -162,13 +173,13 @@ static void store_cost(long n)
 {
         struct store_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         struct write_watch *w = NULL;
-        sd_event *e = NULL;
+        int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         long samples = 0;
         double plain, armed, disarmed, arm_ns, disarm_ns;
         pid_t child;
         int r;
 
-        if (sh == MAP_FAILED || sd_event_new(&e) < 0)
+        if (sh == MAP_FAILED || epoll_fd < 0)
                 die("cannot set up the store benchmark");
         child = fork_child();
         if (child == 0) {
@@ -188,21 +199,21 @@ static void store_cost(long n)
                         __atomic_store_n(&sh->done, 1, __ATOMIC_RELEASE);
                 }
         }
-        plain = store_round(sh, e, n);
-        r = write_watch_new(e, child, (uint64_t)(uintptr_t)&sh->word, on_store, &samples, &w);
+        plain = store_round(sh, epoll_fd, NULL, n, &samples);
+        r = write_watch_new(epoll_fd, 0, child, (uint64_t)(uintptr_t)&sh->word, &w);
         if (r < 0) {
                 fprintf(stderr, "bench-floor: no write breakpoint: %s\n", write_watch_strerror(r));
                 exit(1);
         }
         write_watch_set_enabled(w, true);
-        armed = store_round(sh, e, n);
+        armed = store_round(sh, epoll_fd, w, n, &samples);
         write_watch_set_enabled(w, false);
-        disarmed = store_round(sh, e, n);
+        disarmed = store_round(sh, epoll_fd, w, n, &samples);
         arm_cost(w, &arm_ns, &disarm_ns);
         sh->go = 2;
         waitpid(child, NULL, 0);
         write_watch_free(w);
-        sd_event_unref(e);
+        close(epoll_fd);
         printf("{\"stores\":%ld,\"store_plain_ns\":%.1f,\"store_armed_ns\":%.1f,\"store_disarmed_ns\":%.1f,"
                "\"armed_wakeups_seen\":%ld,\"arm_ns\":%.1f,\"disarm_ns\":%.1f}\n",
                n, plain, armed, disarmed, samples, arm_ns, disarm_ns);

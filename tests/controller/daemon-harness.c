@@ -193,7 +193,9 @@ void daemon_harness_start_configured(struct daemon_harness *h, const char *binar
         char conf[512];
 
         daemon_harness_init(h);
-        snprintf(conf, sizeof(conf), "[Daemon]\nLogLevel=info\nDiscoveryIntervalMs=20\n%s", settings);
+        /* info unless the settings say otherwise (a key may be given once) */
+        snprintf(conf, sizeof(conf), "[Daemon]\n%sDiscoveryIntervalMs=20\n%s",
+                 strstr(settings, "LogLevel=") ? "" : "LogLevel=info\n", settings);
         config_fixture_write(&h->config, "gpreemptd.conf", conf);
         config_fixture_write(&h->config, "workloads.d/50-test.conf", workloads);
         daemon_harness_start(h, binary, NULL);

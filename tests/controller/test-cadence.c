@@ -192,6 +192,29 @@ static void test_next_due_skips_gpus_under_breakpoints(void **state)
         assert_int_equal(cadence_next_due(&c, &ops, &w, 5 * MS), 6 * MS);
 }
 
+/*
+ * A GPU whose online side went idle has its breakpoints armed at once: the
+ * busy cadence is kept, through the recently busy window, only for a GPU
+ * with a polled queue; the one whose queues are all under breakpoints is not
+ * looked at, however recently busy.
+ */
+static void test_busy_cadence_only_for_polled_queues(void **state)
+{
+        struct cadence c = make(0);
+        struct world w = { .clock_us = 10 * MS };
+
+        add_gpu(&w, 1, false, 10 * MS - BUSY_US, busy_gpu); /* every queue armed */
+        add_gpu(&w, 2, true, 10 * MS - BUSY_US, busy_gpu);  /* a polled queue */
+        for (unsigned i = 0; i < 10; i++) {
+                cadence_wakeup(&c, &ops, &w, w.clock_us);
+                w.clock_us += BUSY_US;
+        }
+        assert_int_equal(w.gpus[0].quick_looks + w.gpus[0].idle_looks, 0);
+        assert_int_equal(w.gpus[1].quick_looks, 10);
+        w.gpus[1].gpu.needs_poll = false; /* its polled process left */
+        assert_int_equal(cadence_next_due(&c, &ops, &w, w.clock_us), UINT64_MAX);
+}
+
 static void test_fast_gpus_first_and_idle_ones_in_step(void **state)
 {
         struct cadence c = make(0);
@@ -266,6 +289,7 @@ int main(void)
                 cmocka_unit_test(test_intervals_follow_what_a_late_look_costs),
                 cmocka_unit_test(test_idle_budget_stretches_the_idle_interval),
                 cmocka_unit_test(test_next_due_skips_gpus_under_breakpoints),
+                cmocka_unit_test(test_busy_cadence_only_for_polled_queues),
                 cmocka_unit_test(test_fast_gpus_first_and_idle_ones_in_step),
                 cmocka_unit_test(test_idle_series_gives_way_to_a_busy_gpu),
                 cmocka_unit_test(test_idle_budget_learns_the_cost_of_idle_looks_only),

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The detector's write breakpoints against a real second process: a store by
- * any of its threads (one there before arming, one created after) wakes the
- * loop with no poll; the GPU is disarmed on that trap and armed again when
- * polling sees it idle; a refused breakpoint (the fifth queue of a process,
+ * any of its threads (one there before arming, one created after) wakes a
+ * wait on the trap set with no poll; the writer is disarmed on that trap (by
+ * the detector, or by the waiter with the fds it was given), another
+ * process on the GPU keeps its breakpoint, and all are armed again when
+ * polling sees the GPU idle; a refused breakpoint (the fifth queue of a process,
  * or no debug register left because another watcher holds them) leaves the
  * queue to polling, which still sees its work; a process that exits while
  * armed neither hangs nor spins the loop. Needs perf_event_open on another
@@ -16,11 +18,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <cmocka.h>
 
 #include "detector-gpu-status.h"
 #include "detector.h"
 #include "fake-online-process.h"
+#include "monotonic-clock.h"
 
 /* Waits for the loop to deliver something are bounded by this many 100 ms turns. */
 #define MAX_TURNS 100
@@ -28,6 +34,9 @@
 struct seen {
         int busy, idle;
         pid_t gone;
+        uint64_t key;  /* the last breakpoint opened */
+        int fds[16];
+        size_t n_fds;
 };
 
 static void on_busy(uint32_t gpu_id, uint64_t now, void *userdata)
@@ -45,13 +54,28 @@ static void on_gone(pid_t pid, void *userdata)
         ((struct seen *)userdata)->gone = pid;
 }
 
-static const struct detector_callbacks callbacks = { on_busy, on_idle, on_gone };
+static void on_opened(uint64_t key, pid_t pid, const int *fds, size_t n_fds, void *userdata)
+{
+        struct seen *seen = userdata;
+
+        assert_true(n_fds <= 16);
+        seen->key = key;
+        seen->n_fds = n_fds;
+        memcpy(seen->fds, fds, n_fds * sizeof(*fds));
+}
+
+static const struct detector_callbacks callbacks = {
+        .gpu_busy = on_busy,
+        .gpu_idle = on_idle,
+        .process_gone = on_gone,
+        .breakpoint_opened = on_opened,
+};
 
 struct fixture {
-        sd_event *event;
         struct detector *detector;
         struct fake_online_process online;
         struct seen seen;
+        uint64_t trap_us; /* when the last trap was taken */
 };
 
 static int setup(void **state)
@@ -59,8 +83,7 @@ static int setup(void **state)
         struct fixture *f = calloc(1, sizeof(*f));
 
         assert_non_null(f);
-        assert_int_equal(sd_event_new(&f->event), 0);
-        assert_int_equal(detector_new(&callbacks, &f->seen, f->event, DETECTOR_MODE_BREAKPOINT, &f->detector), 0);
+        assert_int_equal(detector_new(&callbacks, &f->seen, DETECTOR_MODE_BREAKPOINT, &f->detector), 0);
         fake_online_process_start(&f->online, 5);
         *state = f;
         return 0;
@@ -72,7 +95,6 @@ static int teardown(void **state)
 
         detector_free(f->detector);
         fake_online_process_stop(&f->online);
-        sd_event_unref(f->event);
         free(f);
         return 0;
 }
@@ -82,11 +104,24 @@ static bool gpu_needs_poll(struct detector *d, uint32_t gpu_id)
         return detector_gpu_status_of(d, gpu_id).needs_poll;
 }
 
-/* Runs the loop until the detector has reported busy `want` times. */
+/* Waits on the trap set as the daemon's worker does, up to timeout_ms, and hands what it got back; returns how many. */
+static int take_traps(struct fixture *f, int timeout_ms)
+{
+        struct epoll_event e[8];
+        int n = epoll_wait(detector_trap_fd(f->detector), e, 8, timeout_ms);
+
+        assert_true(n >= 0);
+        f->trap_us = monotonic_clock_us();
+        for (int i = 0; i < n; i++)
+                detector_trapped(f->detector, e[i].data.u64, e[i].events, f->trap_us, false);
+        return n;
+}
+
+/* Takes traps until the detector has reported busy `want` times. */
 static void run_until_busy(struct fixture *f, int want)
 {
         for (int i = 0; i < MAX_TURNS && f->seen.busy < want; i++)
-                assert_true(sd_event_run(f->event, 100000) >= 0);
+                take_traps(f, 100);
         assert_int_equal(f->seen.busy, want);
 }
 
@@ -119,12 +154,12 @@ static void store_caught_then_disarmed_then_rearmed(struct fixture *f, enum fake
         assert_null(q.poll_reason);
 
         fake_child_store(&f->online, 0, 1, by);
-        run_until_busy(f, 1); /* no poll: the breakpoint woke the loop */
+        run_until_busy(f, 1); /* no poll: the breakpoint woke the wait */
         assert_true(gpu_needs_poll(f->detector, 1)); /* disarmed: polling follows the work */
 
         /* a second store while busy does not trap */
         fake_child_store(&f->online, 0, 2, by);
-        assert_int_equal(sd_event_run(f->event, 50000), 0);
+        assert_int_equal(take_traps(f, 50), 0);
 
         detector_poll(f->detector, 10); /* sees the move: still busy */
         assert_int_equal(f->seen.idle, 0);
@@ -161,8 +196,6 @@ static void watch_writer_and_arm(struct fixture *f, struct fake_online_process *
 {
         struct detector_queue_addr addr;
 
-        /* as the daemon: quiet for the arm delay, so an idle look after the trap does not re-arm */
-        detector_set_arm_delay(f->detector, 1000);
         fake_online_process_start(writer, 1);
         addr = fake_queue_addr(writer, 0, 1);
         if (!writer_first)
@@ -189,7 +222,7 @@ static void test_look_after_trap_reads_every_process(void **state)
         watch_writer_and_arm(f, &writer, false);
         fake_child_store(&writer, 0, 1, FAKE_STORE_BY_MAIN);
         run_until_busy(f, 1);
-        assert_int_equal(sd_event_now(f->event, CLOCK_MONOTONIC, &trap), 0); /* the trap's time */
+        trap = f->trap_us;
         detector_quick_look_gpu(f->detector, 1, trap + 10);
         assert_int_equal(f->seen.idle, 0);
         *fake_read_index(&writer, 0) = 1;
@@ -213,7 +246,7 @@ static void test_trap_during_a_look_starts_it_afresh(void **state)
         assert_false(detector_poll_gpu_until(f->detector, 1, 6000, 0)); /* read the writer, gave way */
         fake_child_store(&writer, 0, 1, FAKE_STORE_BY_MAIN); /* work the GPU has not done yet */
         run_until_busy(f, 1);
-        assert_int_equal(sd_event_now(f->event, CLOCK_MONOTONIC, &trap), 0);
+        trap = f->trap_us;
         assert_true(detector_poll_gpu_until(f->detector, 1, trap + 10, 0));
         assert_int_equal(f->seen.idle, 0);
         *fake_read_index(&writer, 0) = 1;
@@ -222,26 +255,53 @@ static void test_trap_during_a_look_starts_it_afresh(void **state)
         fake_online_process_stop(&writer);
 }
 
-/* With an arm delay, a GPU stays polled (and unarmed) until its online side has been quiet that long. */
-static void test_arming_waits_for_the_delay(void **state)
+/* A trap disarms the writer's breakpoint alone: another process on the GPU keeps its own, and traps in turn. */
+static void test_trap_disarms_the_writer_only(void **state)
 {
         struct fixture *f = *state;
+        struct fake_online_process writer;
 
-        detector_set_arm_delay(f->detector, 1000);
-        watch_queues(f, 1);
-        detector_poll(f->detector, 5000); /* never busy: armed at once */
-        assert_false(gpu_needs_poll(f->detector, 1));
-        fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_MAIN);
+        watch_writer_and_arm(f, &writer, false);
+        fake_child_store(&writer, 0, 1, FAKE_STORE_BY_MAIN);
         run_until_busy(f, 1);
-        *fake_read_index(&f->online, 0) = 1;
-        detector_poll(f->detector, 5100); /* the index moved since the last look: busy then */
-        detector_poll(f->detector, 5200); /* idle, but busy 100 us ago */
+        fake_child_store(&writer, 0, 2, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 50), 0); /* the writer's is disarmed */
+        fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 5000), 1); /* the other's is not */
+        fake_child_store(&f->online, 0, 2, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 50), 0); /* and now is */
+        assert_int_equal(f->seen.busy, 1);
+        fake_online_process_stop(&writer);
+}
+
+/*
+ * A waiter that disarms the writer itself, with the fds breakpoint_opened()
+ * gave (the daemon's worker): the detector records it, and the next idle
+ * look arms the breakpoint again.
+ */
+static void test_writer_disarmed_by_the_waiter(void **state)
+{
+        struct fixture *f = *state;
+        struct epoll_event e;
+
+        watch_and_arm_one(f);
+        assert_true(f->seen.n_fds > 0);
+        fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_MAIN);
+        assert_int_equal(epoll_wait(detector_trap_fd(f->detector), &e, 1, 5000), 1);
+        assert_int_equal(e.data.u64, f->seen.key);
+        for (size_t i = 0; i < f->seen.n_fds; i++)
+                assert_int_equal(ioctl(f->seen.fds[i], PERF_EVENT_IOC_DISABLE, 0), 0);
+        detector_trapped(f->detector, e.data.u64, e.events, monotonic_clock_us(), true);
+        assert_int_equal(f->seen.busy, 1);
+        fake_child_store(&f->online, 0, 2, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 50), 0);
+        detector_poll(f->detector, 10); /* sees the move: still busy */
+        *fake_read_index(&f->online, 0) = 2;
+        detector_poll(f->detector, 20);
         assert_int_equal(f->seen.idle, 1);
-        assert_true(gpu_needs_poll(f->detector, 1));
-        detector_poll(f->detector, 5600);
-        assert_true(gpu_needs_poll(f->detector, 1));
-        detector_poll(f->detector, 6200);
-        assert_false(gpu_needs_poll(f->detector, 1));
+        assert_false(gpu_needs_poll(f->detector, 1)); /* armed again, though the detector never disarmed it */
+        fake_child_store(&f->online, 0, 3, FAKE_STORE_BY_MAIN);
+        run_until_busy(f, 2);
 }
 
 static void test_work_outstanding_at_arming_is_busy(void **state)
@@ -278,6 +338,39 @@ static void test_fifth_queue_is_polled(void **state)
                 }
 }
 
+/*
+ * Work on a queue under a breakpoint does not keep the GPU "recently busy"
+ * (the next store traps); work on a polled queue does, for its window.
+ */
+static void test_only_polled_queues_keep_a_gpu_recently_busy(void **state)
+{
+        struct fixture *f = *state;
+        struct detector_queue_status q[5];
+        size_t armed = 5, polled = 5;
+
+        watch_queues(f, 5);
+        assert_int_equal(detector_process_queues(f->detector, f->online.pid, q, 5), 5);
+        for (size_t i = 0; i < 5; i++)
+                *(q[i].breakpoint ? &armed : &polled) = i;
+        detector_poll(f->detector, 1000);
+        fake_child_store(&f->online, armed, 1, FAKE_STORE_BY_MAIN);
+        run_until_busy(f, 1);
+        assert_true(detector_gpu_polled_recently_busy(f->detector, 1, 1000, 500)); /* busy */
+        *fake_read_index(&f->online, armed) = 1;
+        detector_poll(f->detector, 1100);
+        detector_poll(f->detector, 1200);
+        assert_int_equal(f->seen.idle, 1);
+        assert_false(detector_gpu_polled_recently_busy(f->detector, 1, 1200, 500));
+
+        *fake_write_index(&f->online, polled) = 1;
+        *fake_read_index(&f->online, polled) = 1;
+        detector_poll(f->detector, 1300); /* moved: busy, then idle */
+        detector_poll(f->detector, 1400);
+        assert_int_equal(f->seen.idle, 2);
+        assert_true(detector_gpu_polled_recently_busy(f->detector, 1, 1400, 500));
+        assert_false(detector_gpu_polled_recently_busy(f->detector, 1, 1900, 500));
+}
+
 /* A second watcher of the same process finds its threads' debug registers taken: ENOSPC from the kernel. */
 static void test_refused_breakpoint_falls_back_to_polling(void **state)
 {
@@ -288,7 +381,7 @@ static void test_refused_breakpoint_falls_back_to_polling(void **state)
         struct seen second_seen = { 0 };
 
         watch_queues(f, 4);
-        assert_int_equal(detector_new(&callbacks, &second_seen, f->event, DETECTOR_MODE_AUTO, &second), 0);
+        assert_int_equal(detector_new(&callbacks, &second_seen, DETECTOR_MODE_AUTO, &second), 0);
         for (size_t i = 0; i < 4; i++)
                 addr[i] = fake_queue_addr(&f->online, i, 2);
         assert_int_equal(detector_watch(second, f->online.pid, addr, 4), 0);
@@ -311,11 +404,11 @@ static void test_process_exits_while_armed(void **state)
 
         watch_and_arm_one(f);
         fake_online_process_stop(&f->online);
-        /* the hang-up is taken once, then the loop sleeps: no spinning on a dead fd */
+        /* the hang-up is taken once, then the wait sleeps: no spinning on a dead fd */
         for (int i = 0; i < MAX_TURNS && !gpu_needs_poll(f->detector, 1); i++)
-                assert_true(sd_event_run(f->event, 100000) >= 0);
+                take_traps(f, 100);
         assert_true(gpu_needs_poll(f->detector, 1));
-        assert_int_equal(sd_event_run(f->event, 50000), 0);
+        assert_int_equal(take_traps(f, 50), 0);
         assert_int_equal(f->seen.busy, 0);
         detector_poll(f->detector, 5);
         assert_int_equal(f->seen.gone, pid);
@@ -337,9 +430,6 @@ static void test_mode_poll_and_back(void **state)
         assert_int_equal(detector_set_mode(f->detector, DETECTOR_MODE_AUTO), 0);
         assert_int_equal(detector_process_queues(f->detector, f->online.pid, &q, 1), 1);
         assert_true(q.breakpoint);
-        /* breakpoints need a loop to wake */
-        assert_int_equal(detector_new(&callbacks, &f->seen, NULL, DETECTOR_MODE_AUTO, &(struct detector *){ NULL }),
-                         -EINVAL);
 }
 
 /*
@@ -362,11 +452,11 @@ static void test_waiting_queue_keeps_its_gpu_looked_at(void **state)
         detector_poll(f->detector, 2); /* it waits: idle, and armed */
         assert_int_equal(f->seen.idle, 1);
         assert_true(gpu_needs_poll(f->detector, 1));
-        assert_true(detector_gpu_recently_busy(f->detector, 1, 100000000, 1000));
+        assert_true(detector_gpu_polled_recently_busy(f->detector, 1, 100000000, 1000));
 
         *fake_signal_value(&f->online, 0) = 0;
         *fake_read_index(&f->online, 0) = 1; /* the CP took the barrier: the kernel runs */
-        assert_int_equal(sd_event_run(f->event, 50000), 0); /* nothing stored, nothing trapped */
+        assert_int_equal(take_traps(f, 50), 0); /* nothing stored, nothing trapped */
         detector_poll(f->detector, 3);
         assert_int_equal(f->seen.busy, 2);
 }
@@ -379,9 +469,11 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_store_by_thread_created_after_arming, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_look_after_trap_reads_every_process, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_trap_during_a_look_starts_it_afresh, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_arming_waits_for_the_delay, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_trap_disarms_the_writer_only, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_writer_disarmed_by_the_waiter, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_work_outstanding_at_arming_is_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fifth_queue_is_polled, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_only_polled_queues_keep_a_gpu_recently_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_breakpoint_falls_back_to_polling, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_process_exits_while_armed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_mode_poll_and_back, setup, teardown),

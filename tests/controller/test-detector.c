@@ -39,7 +39,11 @@ static void on_gone(pid_t pid, void *userdata)
         ((struct seen *)userdata)->gone = pid;
 }
 
-static const struct detector_callbacks callbacks = { on_busy, on_idle, on_gone };
+static const struct detector_callbacks callbacks = {
+        .gpu_busy = on_busy,
+        .gpu_idle = on_idle,
+        .process_gone = on_gone,
+};
 
 static void test_write_index_and_outstanding_work(void **state)
 {
@@ -53,7 +57,7 @@ static void test_write_index_and_outstanding_work(void **state)
         addr[0] = fake_queue_addr(&f, 0, 1);
         addr[1] = fake_queue_addr(&f, 1, 1);
         addr[2] = fake_queue_addr(&f, 2, 2);
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, f.pid, addr, 3), 0);
         assert_int_equal(detector_n_queues(d), 3);
 
@@ -74,9 +78,9 @@ static void test_write_index_and_outstanding_work(void **state)
         detector_poll(d, 400);
         assert_int_equal(s.idle[2], 1);
 
-        assert_true(detector_gpu_recently_busy(d, 2, 400, 1000));
-        assert_false(detector_gpu_recently_busy(d, 2, 5000, 1000));
-        assert_false(detector_gpu_recently_busy(d, 7, 400, 1000));
+        assert_true(detector_gpu_polled_recently_busy(d, 2, 400, 1000));
+        assert_false(detector_gpu_polled_recently_busy(d, 2, 5000, 1000));
+        assert_false(detector_gpu_polled_recently_busy(d, 7, 400, 1000));
 
         /* re-watching the same queues is not new work */
         assert_int_equal(detector_watch(d, f.pid, addr, 3), 0);
@@ -118,7 +122,7 @@ static void test_queue_process_vm_readv_cannot_read_is_seen(void **state)
                 .write_pointer_address = (uint64_t)(uintptr_t)(hidden + FAKE_WRITE_OFFSET),
                 .read_pointer_address = (uint64_t)(uintptr_t)(hidden + FAKE_READ_OFFSET),
         };
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, getpid(), &addr, 1), 0);
         detector_poll(d, 100);
         assert_int_equal(s.busy[1], 0);
@@ -158,7 +162,7 @@ static void test_unreadable_queue_counts_busy(void **state)
 
                 if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
                         _exit(10);
-                if (detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d) < 0 ||
+                if (detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d) < 0 ||
                     detector_watch(d, f.pid, &addr, 1) < 0)
                         _exit(11);
                 detector_poll(d, 100);
@@ -189,7 +193,7 @@ static void test_unmapped_queue_counts_idle(void **state)
                                                 .write_pointer_address = 16 };
         addr[1] = fake_queue_addr(&f, 0, 2);
         *fake_write_index(&f, 0) = 3;
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, f.pid, addr, 2), 0);
         detector_poll(d, 1);
         assert_int_equal(s.busy[1], 0);
@@ -199,8 +203,8 @@ static void test_unmapped_queue_counts_idle(void **state)
 }
 
 /*
- * A quick look (the busy cadence) reads the processes active within the arm
- * delay every time and the quiet ones one per look, the one read longest ago
+ * A quick look (the busy cadence) reads the processes active within the
+ * active window every time and the quiet ones one per look, the one read longest ago
  * first: a quiet process's work is seen within as many looks as there are
  * quiet processes, and one not read counts as it was at its last read.
  */
@@ -211,8 +215,8 @@ static void test_quick_look_reads_quiet_processes_in_turn(void **state)
         struct seen s = { 0 };
         int idle;
 
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
-        detector_set_arm_delay(d, 1000);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
+        detector_set_active_window(d, 1000);
         for (int i = 0; i < 3; i++) {
                 struct detector_queue_addr addr;
 
@@ -255,7 +259,7 @@ static void test_quick_look_reads_quiet_processes_in_turn(void **state)
         for (uint64_t t = 120; s.busy[1] == 3 && t < 200; t += 10)
                 detector_quick_look_gpu(d, 1, t);
         assert_int_equal(s.busy[1], 4);
-        detector_set_arm_delay(d, 0); /* every process quiet: B is skipped unless its turn */
+        detector_set_active_window(d, 0); /* every process quiet: B is skipped unless its turn */
         for (uint64_t t = 200; t < 260; t += 10)
                 detector_quick_look_gpu(d, 1, t);
         assert_int_equal(s.idle[1], idle + 1);
@@ -278,8 +282,8 @@ static void test_quick_look_turn_is_per_gpu(void **state)
         struct seen s = { 0 };
         uint64_t t = 10;
 
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
-        detector_set_arm_delay(d, 1000);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
+        detector_set_active_window(d, 1000);
         fake_online_process_start(&y, 1);
         fake_online_process_start(&z, 1);
         fake_online_process_start(&x, 2);
@@ -327,7 +331,7 @@ static void test_look_gives_way_between_processes(void **state)
         struct detector *d;
         struct seen s = { 0 };
 
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         for (int i = 0; i < 3; i++) {
                 struct detector_queue_addr addr;
 
@@ -401,7 +405,7 @@ static void test_queue_waiting_at_a_barrier_is_idle(void **state)
         fake_write_dispatch(&f, 0, 0);
         fake_write_barrier(&f, 0, 1, 3, &dep, 1);
         addr = fake_queue_addr(&f, 0, 1);
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, f.pid, &addr, 1), 0);
         detector_poll(d, 100);
         *fake_write_index(&f, 0) = 2; /* the kernel and the barrier */
@@ -413,7 +417,7 @@ static void test_queue_waiting_at_a_barrier_is_idle(void **state)
         detector_poll(d, 400);
         assert_int_equal(s.idle[1], 1);
         assert_int_equal(s.idle_since, 300);
-        assert_true(detector_gpu_recently_busy(d, 1, 100000000, 1000));
+        assert_true(detector_gpu_polled_recently_busy(d, 1, 100000000, 1000));
         assert_true(detector_gpu_status_of(d, 1).needs_poll);
 
         /* more work behind the barrier waits with it */
@@ -431,7 +435,7 @@ static void test_queue_waiting_at_a_barrier_is_idle(void **state)
         *fake_read_index(&f, 0) = 3;
         detector_poll(d, 800);
         assert_int_equal(s.idle[1], 2);
-        assert_false(detector_gpu_recently_busy(d, 1, 100000000, 1000));
+        assert_false(detector_gpu_polled_recently_busy(d, 1, 100000000, 1000));
         detector_free(d);
         fake_online_process_stop(&f);
 }
@@ -457,7 +461,7 @@ static void test_barrier_released_between_looks(void **state)
         fake_write_barrier(&f, 0, 0, 3, &dep, 1);
         fake_write_dispatch(&f, 0, 1);
         addr = fake_queue_addr(&f, 0, 1);
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, f.pid, &addr, 1), 0);
         detector_poll(d, 100);
         *fake_write_index(&f, 0) = 2; /* a wait, then a kernel */
@@ -520,7 +524,7 @@ static void test_barrier_or_and_barriers_without_dependencies(void **state)
         fake_write_barrier(&f, 0, 2, 5, deps, 2);
         fake_write_barrier(&f, 0, 3, 5, NULL, 0);
         addr = fake_queue_addr(&f, 0, 1);
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, f.pid, &addr, 1), 0);
         detector_poll(d, 100);
         *fake_write_index(&f, 0) = 4;
@@ -574,7 +578,7 @@ static void test_unknown_ring_counts_busy(void **state)
         addr[0].ring_base_address = (uint64_t)(uintptr_t)gone;
         addr[1] = fake_queue_addr(&f, 1, 2);
         addr[1].ring_size = 0;
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, f.pid, addr, 2), 0);
         detector_poll(d, 100);
         *fake_write_index(&f, 0) = 1;
@@ -601,8 +605,8 @@ static void test_quick_look_reads_waiting_processes_every_time(void **state)
         struct seen s = { 0 };
         uint64_t dep;
 
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
-        detector_set_arm_delay(d, 1000);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
+        detector_set_active_window(d, 1000);
         for (int i = 0; i < 2; i++) {
                 struct detector_queue_addr addr;
 
@@ -637,7 +641,7 @@ static void test_limits(void **state)
         struct detector *d;
         struct seen s = { 0 };
 
-        assert_int_equal(detector_new(&callbacks, &s, NULL, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
         assert_int_equal(detector_watch(d, 1, many, DETECTOR_MAX_QUEUES_PER_PROCESS + 1), -E2BIG);
         for (size_t i = 0; i <= DETECTOR_MAX_GPUS; i++)
                 many[i].gpu_id = (uint32_t)i + 1;

@@ -606,6 +606,63 @@ static void test_first_request_caught_by_polling(void **state)
         first_request_after_idle_is_caught(*state, "poll", "poll");
 }
 
+/* The first trace line of a SUSPEND_QUEUES by caller whose ioctl entry is in [from_ns, to_ns); 0 if none. */
+static unsigned long long suspend_entered_between(pid_t caller, unsigned long long from_ns, unsigned long long to_ns)
+{
+        char line[256], marker[64];
+        unsigned long long found = 0;
+        FILE *f = fopen(trace_path, "re");
+
+        assert_non_null(f);
+        snprintf(marker, sizeof(marker), "SUSPEND_QUEUES caller %d ", (int)caller);
+        while (!found && fgets(line, sizeof(line), f)) {
+                const char *entered = strstr(line, " entered ");
+                unsigned long long entered_ns = entered ? strtoull(entered + strlen(" entered "), NULL, 10) : 0;
+
+                if (strstr(line, marker) && entered_ns >= from_ns && entered_ns < to_ns)
+                        found = entered_ns;
+        }
+        fclose(f);
+        return found;
+}
+
+/*
+ * A store on a GPU whose offline work runs is suspended by the preemption
+ * worker alone, on the breakpoint's trap: kfdemu stamps the SUSPEND_QUEUES
+ * ioctl's entry after the worker woke for the trap and before the loop
+ * heard of it (the daemon's debug line gives both stamps, CLOCK_MONOTONIC
+ * as kfdemu's).
+ */
+static void test_trap_suspends_before_the_loop_hears_of_it(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        static const char *const online0[] = { "--rate", "2", "--gpu", "0", "--kernel-us", "1000", "--duration",
+                                               "100000", NULL };
+        static const char needle[] = "offline work suspended on a trap at ";
+        struct fixture *f = *state;
+        unsigned long long trap_ns = 0, loop_ns = 0;
+        const char *line = NULL;
+
+        start_daemon_with(&f->h, "DetectorMode=breakpoint\nLogLevel=debug\n");
+        emulated_app_start(&f->a, app_path, offline0);
+        wait_attached(&f->h, f->a.pid);
+        emulated_app_start(&f->o, app_path, online0);
+        for (long long deadline = daemon_harness_now_ms() + 10000; !line; usleep(20000)) {
+                line = strstr(daemon_harness_log(&f->h), needle);
+                if (!line && daemon_harness_now_ms() > deadline)
+                        fail_msg("no suspension on a trap in 10 s; daemon log:\n%s", daemon_harness_log(&f->h));
+        }
+        if (sscanf(line + strlen(needle), "%llu ns (%*[^)]), seen by the loop at %llu ns", &trap_ns, &loop_ns) != 2)
+                fail_msg("cannot read the stamps of: %.200s", line);
+        assert_true(trace_lines_within("SUSPEND_QUEUES", 2000) >= 1);
+        if (!suspend_entered_between(f->h.pid, trap_ns, loop_ns))
+                fail_msg("no SUSPEND_QUEUES entered between the trap (%llu ns) and the loop hearing of it "
+                         "(%llu ns)", trap_ns, loop_ns);
+        emulated_app_stop(&f->o);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest tests[] = {
@@ -624,6 +681,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_busy_detector_is_capped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_first_request_caught_by_breakpoint, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_first_request_caught_by_polling, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_trap_suspends_before_the_loop_hears_of_it, setup, teardown),
         };
 
         if (argc != 4) {

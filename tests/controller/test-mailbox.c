@@ -89,6 +89,29 @@ static void test_burst_is_one_wakeup_in_order(void **state)
         mailbox_done(&mb, count_free);
 }
 
+/* A chain posted behind an item already waiting: taken with it, in order, for the one wake-up of the first. */
+static void test_chain_is_posted_at_once(void **state)
+{
+        struct numbered *chain[3];
+        struct mailbox mb;
+        uint64_t count = 0;
+        int next = 0;
+
+        assert_int_equal(mailbox_init(&mb), 0);
+        mailbox_post_chain(&mb, NULL, NULL);
+        assert_false(readable(&mb));
+        mailbox_post(&mb, &numbered_new(0)->item);
+        for (int i = 0; i < 3; i++)
+                chain[i] = numbered_new(i + 1);
+        chain[0]->item.next = &chain[1]->item;
+        chain[1]->item.next = &chain[2]->item;
+        mailbox_post_chain(&mb, &chain[0]->item, &chain[2]->item);
+        assert_int_equal(read(mb.eventfd, &count, sizeof(count)), (ssize_t)sizeof(count));
+        assert_int_equal(count, 1);
+        assert_int_equal(take_in_order(&mb, &next), 4);
+        mailbox_done(&mb, count_free);
+}
+
 #define POSTS 20000
 
 static void *post_many(void *userdata)
@@ -136,6 +159,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_burst_is_one_wakeup_in_order),
+                cmocka_unit_test(test_chain_is_posted_at_once),
                 cmocka_unit_test(test_another_thread_posts),
                 cmocka_unit_test(test_done_frees_what_was_not_taken),
         };
