@@ -324,17 +324,29 @@ static void test_exec_ends_the_online_watch(void **state)
 static const char two_classes[] = "[Workload]\nName=serve\nClass=online\nMatchCommandLine=*--rate*\n"
                                   "[Workload]\nName=train\nClass=offline\nMatchCommandLine=*--continuous*\n";
 
-/* Online work on GPU 0 that never idles (more than the GPU can do) for duration seconds. */
-static void start_busy_online(struct fixture *f, const char *duration)
+/*
+ * Online work on GPU 0 that never idles (more than the GPU can do) until
+ * end_busy_online(), once the daemon watches it. Not for a duration of its
+ * own: on a loaded host a short one ended before the daemon had seen its
+ * queues, and a long one before the event the test waited for.
+ */
+static void start_busy_online(struct fixture *f)
 {
-        const char *const online0[] = { "--rate", "2000", "--gpu", "0", "--kernel-us", "2000", "--duration",
-                                        duration, NULL };
+        static const char *const online0[] = { "--rate", "2000", "--gpu", "0", "--kernel-us", "2000", NULL };
         char watching[64];
 
         emulated_app_start(&f->online, app_path, online0);
         /* the log, not Status: the control socket waits while the detector is due at every turn */
         snprintf(watching, sizeof(watching), "Process %d: watching", (int)f->online.pid);
         wait_log(&f->h, watching);
+}
+
+/* The online work ends: SIGTERM stops kfdemu-app cleanly, as the end of its --duration would. */
+static void end_busy_online(struct fixture *f)
+{
+        kill(f->online.pid, SIGTERM);
+        if (emulated_app_wait(&f->online, 10000) == -1)
+                fail_msg("the online job did not end within 10 s of SIGTERM");
 }
 
 static void test_only_the_busy_gpu_is_suspended_and_only_while_busy(void **state)
@@ -351,13 +363,12 @@ static void test_only_the_busy_gpu_is_suspended_and_only_while_busy(void **state
         daemon_status_wait_process(&f->h, other_gpu.pid, is_attached_offline, "attached", 5000);
         int64_t alone = assert_running(f, &f->offline, "has the GPU to itself");
 
-        start_busy_online(f, "2");
+        start_busy_online(f);
         assert_kept_off(f, &f->offline, alone, "shares GPU 0 with busy online work");
         assert_running(f, &other_gpu, "is on GPU 1, where nothing online runs");
 
         /* online done: back after the hold-off (2 ms) */
-        if (emulated_app_wait(&f->online, 10000) == -1)
-                fail_msg("the online job did not end within 10 s");
+        end_busy_online(f);
         usleep(100000);
         assert_running(f, &f->offline, "has the GPU to itself again");
         emulated_app_stop(&other_gpu);
@@ -389,7 +400,7 @@ static void test_late_queue_on_a_suspended_gpu_is_suspended(void **state)
         daemon_status_wait_process(&f->h, second.pid, is_attached_offline, "attached", 5000);
         int64_t alone = assert_running(f, &f->offline, "has GPU 0 to itself");
 
-        start_busy_online(f, "10");
+        start_busy_online(f);
         assert_kept_off(f, &f->offline, alone, "shares GPU 0 with busy online work");
         snprintf(held_gpu, sizeof(held_gpu), "Process %d: new queue", (int)f->offline.pid);
         snprintf(new_gpu, sizeof(new_gpu), "Process %d: new queue", (int)second.pid);
@@ -400,6 +411,7 @@ static void test_late_queue_on_a_suspended_gpu_is_suspended(void **state)
                 fail_msg("pid %d's first queue on the suspended GPU was not suspended; daemon log:\n%s",
                          (int)second.pid, daemon_harness_log(&f->h));
         assert_kept_off(f, &f->offline, alone, "shares GPU 0 with busy online work, with its late queue too");
+        emulated_app_stop(&f->online);
         emulated_app_stop(&second);
         emulated_app_stop(&f->offline);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
@@ -510,7 +522,7 @@ static void assert_bounded_beside_busy_online(struct fixture *f, bool hold, int 
         daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
         if (hold)
                 daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, NULL);
-        start_busy_online(f, "30");
+        start_busy_online(f);
         usleep(200000);
 
         p = watch_progress(&f->offline, watch_ms);
@@ -645,9 +657,8 @@ static void assert_stop_holds_the_gpu(struct fixture *f, int sig, status_process
         assert_parent_sees(f->offline.pid, sig);
         assert_gpu_still(f, read_pointer, "is stopped");
         /* online work starts and ends on its GPU: the policy resumes offline work, but not a stopped process's */
-        start_busy_online(f, "0.5");
-        if (emulated_app_wait(&f->online, 10000) == -1)
-                fail_msg("the online job did not end within 10 s");
+        start_busy_online(f);
+        end_busy_online(f);
         usleep(100000);
         assert_gpu_still(f, read_pointer, "is stopped, though online work came and went");
         kill(f->offline.pid, SIGCONT);
