@@ -221,14 +221,19 @@ static const char *label_value(struct json_object *labels, const char *name)
         return json_object_object_get_ex(labels, name, &v) ? json_object_get_string(v) : NULL;
 }
 
-static void start(struct fixture *f)
+static void start_daemon_alone(struct fixture *f)
+{
+        daemon_harness_start(&f->h, gpreemptd_path, NULL);
+        if (!daemon_harness_wait_notify(&f->h, "READY=1", 10000))
+                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(&f->h));
+}
+
+/* The offline app, attached by the daemon started already. */
+static void start_offline(struct fixture *f)
 {
         static const char *const offline[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
         struct json_object *p = NULL;
 
-        daemon_harness_start(&f->h, gpreemptd_path, NULL);
-        if (!daemon_harness_wait_notify(&f->h, "READY=1", 10000))
-                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(&f->h));
         /* a Slurm task as slurmd starts one without job cgroups (proctrack/linuxproc): the daemon shows its job */
         setenv("SLURM_JOB_ID", "77", 1);
         setenv("SLURM_JOB_NAME", "resnet", 1);
@@ -243,6 +248,12 @@ static void start(struct fixture *f)
         if (!p || !get_bool(p, "attached"))
                 fail_msg("the offline app never attached; daemon log:\n%s", daemon_harness_log(&f->h));
         json_object_put(p);
+}
+
+static void start(struct fixture *f)
+{
+        start_daemon_alone(f);
+        start_offline(f);
 }
 
 static void test_without_daemon(void **state)
@@ -519,11 +530,16 @@ static void test_pods_by_name(void **state)
                 *slash = '/';
         }
 
-        /* the app inherits the cgroup and the environment; this process goes back */
+        /*
+         * The app inherits the cgroup and the environment; this process goes
+         * back. The daemon starts outside: in it, it would keep the cgroups
+         * from being removed at the end.
+         */
+        start_daemon_alone(f);
         setenv("POD_NAME", "train-0", 1);
         setenv("POD_NAMESPACE", "ml", 1);
         move_self_to(dir);
-        start(f);
+        start_offline(f);
         snprintf(back, sizeof(back), "%s%s", mount, own);
         move_self_to(back);
         unsetenv("POD_NAME");
@@ -576,13 +592,6 @@ static void test_unauthorised_callers_refused(void **state)
         assert_false(get_bool(p, "registered"));
         json_object_put(p);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
-}
-
-static void start_daemon_alone(struct fixture *f)
-{
-        daemon_harness_start(&f->h, gpreemptd_path, NULL);
-        if (!daemon_harness_wait_notify(&f->h, "READY=1", 10000))
-                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(&f->h));
 }
 
 /* Connections a user holds, from a child running as that user, until released. */
