@@ -3,8 +3,9 @@
  * Classes given by hand (io.gpreempt.Register): each names a live process
  * and covers it and the processes it starts, whenever they come to use the
  * GPU, through every exec. That is what a batch system needs: a Slurm task
- * is registered before it execs the job's program (the SPANK plugin's
- * task_init_privileged), and a batch script's GPU work runs in its children.
+ * is registered before it execs the job's program and once slurmstepd has
+ * put it in its step's cgroup (the SPANK plugin's task_post_fork), and a
+ * batch script's GPU work runs in its children.
  * A task in a Slurm step's cgroup covers every process of that step's
  * cgroup too: slurmstepd keeps them all there, also those whose parent
  * chain no longer reaches the task (a double fork, a daemon, orphans of a

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
@@ -199,21 +198,52 @@ static int register_task(const struct settings *s, pid_t pid, const char *class,
 }
 
 /*
- * In the task, forked by slurmstepd and still root, before it becomes the
- * user and execs the job's program: S_TASK_PID is not known yet here, and
- * getpid() is the task.
+ * The class the job asked for, "online" or "offline", as slurmstepd's
+ * slurm_spank_user_init() read it; NULL when none. Kept for
+ * slurm_spank_task_post_fork(), where spank_option_getopt() is not
+ * available (spank.h): each slurmstepd runs one step, and calls both.
  */
-int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+static const char *step_class;
+
+/* In slurmstepd, before it forks the step's tasks. */
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+        char *class = NULL;
+
+        step_class = NULL;
+        if (spank_option_getopt(sp, &gpreempt_option, &class) == ESPANK_SUCCESS && is_class(class))
+                step_class = strcmp(class, "online") == 0 ? "online" : "offline";
+        return 0;
+}
+
+/*
+ * In slurmstepd, as root, once it has put the task it forked into the
+ * step's process tracking and task cgroups, and before it lets the task
+ * exec the job's program (src/slurmd/slurmstepd/mgr.c, _fork_all_tasks():
+ * proctrack_g_add() then spank_task_post_fork() for each task, then the
+ * signal that lets the tasks exec). The daemon reads the task's step from
+ * its cgroup when it registers it; task_init_privileged, in the task right
+ * after the fork, came before slurmstepd placed it whenever slurmstepd ran
+ * late, and the step's processes outside the task's own tree were then
+ * never covered.
+ */
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 {
         _cleanup_free_ char *error = NULL;
         struct settings settings;
-        char *class = NULL, name[64];
+        const char *class = step_class;
+        char name[64];
         bool unknown = false;
-        pid_t pid = getpid();
+        pid_t pid;
         int r;
 
-        if (spank_option_getopt(sp, &gpreempt_option, &class) != ESPANK_SUCCESS || !is_class(class))
+        if (!class)
                 return 0;
+        if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS) {
+                slurm_error("gpreempt: slurmstepd did not give the task's pid (S_TASK_PID); the task runs "
+                            "classified by gpreemptd's configuration");
+                return 0;
+        }
         if (parse_settings(ac, av, &settings) < 0)
                 return 0;
         job_step_name(sp, name, sizeof(name));

@@ -79,9 +79,10 @@ static double seconds_since(const struct timespec *start)
 /* A thread asleep in WAIT_EVENTS. */
 struct waiter {
         pthread_t thread;
-        struct kfd_event_data events[2];
+        struct kfd_event_data events[3];         /* the last one free for waiter_start_asleep()'s probe */
         uint32_t n, timeout, result;
         bool all;
+        uint32_t probe;                          /* waiter_start_asleep()'s, destroyed by waiter_join(); 0: none */
         long ret;
         struct kfd_ioctl_wait_events_args args;  /* the last call's, as copied back */
 };
@@ -101,16 +102,58 @@ static void *waiter_main(void *arg)
         return NULL;
 }
 
+/*
+ * For a wait whose outcome is the same whether or not its call sleeps yet
+ * when the test goes on (an event set before the call looks is found set
+ * when it does): the pause lets it get there, so that most runs wake a
+ * sleeping call.
+ */
 static void waiter_start(struct waiter *w)
 {
         assert_int_equal(pthread_create(&w->thread, NULL, waiter_main, w), 0);
-        /* Long enough for the call to be asleep in the kernel. */
         conf_sleep_ms(100);
+}
+
+/*
+ * Starts w and returns once its call waits in the kernel, for a test whose
+ * DESTROY or signal must meet the wait: one that came before the call, as
+ * it does after any fixed pause on a loaded host, would meet no wait at all
+ * (-EINVAL for the event destroyed, a handler run before the sleep). The
+ * call waits for all of w's events and a probe: an auto-reset signal event,
+ * which SET leaves unsignalled only when a wait is on it (set_event,
+ * kfd-interface.md §14). A SET that an immediate wait then does not find was
+ * taken by w's call, which from then on waits for w's events alone: all of
+ * them, or its one event (what "any" of one is).
+ */
+static void waiter_start_asleep(struct waiter *w)
+{
+        struct kfd_ioctl_create_event_args probe;
+        uint32_t result;
+
+        assert_true(w->all || w->n == 1);
+        assert_true(w->n < sizeof(w->events) / sizeof(w->events[0]));
+        assert_int_equal(create_event(KFD_IOC_EVENT_SIGNAL, true, &probe), 0);
+        w->probe = probe.event_id;
+        w->events[w->n++] = (struct kfd_event_data){ .event_id = w->probe };
+        w->all = true;
+        assert_int_equal(pthread_create(&w->thread, NULL, waiter_main, w), 0);
+        for (int waited_ms = 0;; waited_ms += 10) {
+                assert_int_equal(event_op(AMDKFD_IOC_SET_EVENT, w->probe), 0);
+                assert_int_equal(wait_one(w->probe, 0, &result), 0);
+                if (result == KFD_IOC_WAIT_RESULT_TIMEOUT)
+                        return;
+                if (waited_ms >= CONF_REPLY_TIMEOUT_MS)
+                        fail_msg("the waiting thread's WAIT_EVENTS did not take its probe event within %d ms",
+                                 CONF_REPLY_TIMEOUT_MS);
+                conf_sleep_ms(10);
+        }
 }
 
 static void waiter_join(struct waiter *w)
 {
         assert_int_equal(pthread_join(w->thread, NULL), 0);
+        if (w->probe)
+                assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, w->probe), 0);
 }
 
 /* kfd_events.h: KFD_FIRST_NONSIGNAL_EVENT_ID, the upper half of the IDR's id space */
@@ -302,14 +345,14 @@ static void signal_interrupts_a_wait(void **state)
         struct waiter longest = { .events = { { .event_id = signal_ids[1] } }, .n = 1, .timeout = INFINITE - 1 };
 
         assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
-        waiter_start(&w);
+        waiter_start_asleep(&w);
         assert_int_equal(pthread_kill(w.thread, SIGUSR1), 0);
         waiter_join(&w);
         assert_int_equal(w.ret, -EINTR);
         assert_int_equal(w.result, KFD_IOC_WAIT_RESULT_FAIL);
         assert_true(w.args.timeout < 10000 && w.args.timeout > 5000);
 
-        waiter_start(&longest);
+        waiter_start_asleep(&longest);
         assert_int_equal(pthread_kill(longest.thread, SIGUSR1), 0);
         waiter_join(&longest);
         assert_int_equal(longest.ret, -EINTR);
@@ -334,8 +377,8 @@ static void interrupted_wait_wakes_others(void **state)
         holder.events[1].event_id = never_set.event_id;
         other.events[0].event_id = consumed.event_id;
 
-        waiter_start(&holder);
-        waiter_start(&other);
+        waiter_start_asleep(&holder);
+        waiter_start_asleep(&other);
         assert_true(pthread_tryjoin_np(other.thread, NULL) == EBUSY);
         assert_int_equal(pthread_kill(holder.thread, SIGUSR1), 0);
         waiter_join(&holder);
@@ -353,7 +396,7 @@ static void destroy_wakes_with_eio(void **state)
 {
         struct waiter w = { .events = { { .event_id = signal_ids[1] } }, .n = 1, .timeout = INFINITE };
 
-        waiter_start(&w);
+        waiter_start_asleep(&w);
         assert_int_equal(event_op(AMDKFD_IOC_DESTROY_EVENT, signal_ids[1]), 0);
         waiter_join(&w);
         assert_int_equal(w.ret, -EIO);

@@ -116,6 +116,16 @@ int64_t emulated_app_kernels(struct emulated_app *a)
         return strtoll(report_value(a, "\"kernels\":"), NULL, 10);
 }
 
+double emulated_app_longest_kernel_ms(struct emulated_app *a)
+{
+        /* the keys of latency_ms, the first object of the report with a "max" */
+        const char *latency = report_value(a, "\"latency_ms\":"), *max = strstr(latency, "\"max\":");
+
+        if (!max)
+                fail_msg("the report of pid %d has no latency_ms max: %s", (int)a->pid, latency);
+        return strtod(max + strlen("\"max\":"), NULL);
+}
+
 uint64_t emulated_app_read_pointer_address(struct emulated_app *a)
 {
         return strtoull(report_value(a, "\"read_pointer_address\":\""), NULL, 16);

@@ -24,6 +24,13 @@ void emulated_app_release(struct emulated_app *a);
 /* Asks for a report (SIGUSR1) and returns its "kernels" count. */
 int64_t emulated_app_kernels(struct emulated_app *a);
 /*
+ * Asks for a report and returns the longest any of a's kernels has taken so
+ * far, in ms, from its submission to its end on the GPU by the GPU's own
+ * timestamps (the report's latency_ms max): a suspension of its queue is in
+ * it, how late the test or the report ran is not.
+ */
+double emulated_app_longest_kernel_ms(struct emulated_app *a);
+/*
  * Asks for a report and returns where its first queue's read index lives in
  * its memory: the GPU's progress, readable (process_vm_readv) even while
  * the app is stopped and cannot report.

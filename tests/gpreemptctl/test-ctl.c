@@ -176,6 +176,26 @@ static bool get_bool(struct json_object *o, const char *key)
 }
 
 /*
+ * The process's status once its queues are suspended on a GPU, within 5 s:
+ * the daemon answers Suspend once its preemption worker has the call, and
+ * Status shows the queues suspended once the worker has made it.
+ */
+static struct json_object *wait_suspended(struct fixture *f, pid_t pid)
+{
+        for (int i = 0;; i++) {
+                struct json_object *p = status_process(f, pid);
+
+                if (p && json_object_array_length(json_object_object_get(p, "suspended_gpus")) > 0)
+                        return p;
+                json_object_put(p);
+                if (i == 500)
+                        fail_msg("pid %d's queues were not suspended within 5 s; daemon log:\n%s", (int)pid,
+                                 daemon_harness_log(&f->h));
+                usleep(10000);
+        }
+}
+
+/*
  * The labels of the offline app's gpreempt_suspensions_total series, as
  * `top --json` gives the Metrics reply (the caller owns them); NULL if the
  * series is not there yet (its queues not seen on a GPU).
@@ -221,14 +241,19 @@ static const char *label_value(struct json_object *labels, const char *name)
         return json_object_object_get_ex(labels, name, &v) ? json_object_get_string(v) : NULL;
 }
 
-static void start(struct fixture *f)
+static void start_daemon_alone(struct fixture *f)
+{
+        daemon_harness_start(&f->h, gpreemptd_path, NULL);
+        if (!daemon_harness_wait_notify(&f->h, "READY=1", 10000))
+                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(&f->h));
+}
+
+/* The offline app, attached by the daemon started already. */
+static void start_offline(struct fixture *f)
 {
         static const char *const offline[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
         struct json_object *p = NULL;
 
-        daemon_harness_start(&f->h, gpreemptd_path, NULL);
-        if (!daemon_harness_wait_notify(&f->h, "READY=1", 10000))
-                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(&f->h));
         /* a Slurm task as slurmd starts one without job cgroups (proctrack/linuxproc): the daemon shows its job */
         setenv("SLURM_JOB_ID", "77", 1);
         setenv("SLURM_JOB_NAME", "resnet", 1);
@@ -243,6 +268,12 @@ static void start(struct fixture *f)
         if (!p || !get_bool(p, "attached"))
                 fail_msg("the offline app never attached; daemon log:\n%s", daemon_harness_log(&f->h));
         json_object_put(p);
+}
+
+static void start(struct fixture *f)
+{
+        start_daemon_alone(f);
+        start_offline(f);
 }
 
 static void test_without_daemon(void **state)
@@ -365,9 +396,8 @@ static void test_verbs_against_the_daemon(void **state)
         json_object_put(p);
 
         assert_contains(ctl(f, 0, "suspend", pid)->out, "held suspended");
-        p = status_process(f, f->offline.pid);
+        p = wait_suspended(f, f->offline.pid);
         assert_true(get_bool(p, "held"));
-        assert_true(json_object_array_length(json_object_object_get(p, "suspended_gpus")) > 0);
         json_object_put(p);
         assert_contains(ctl(f, 0, "status")->out, "suspended on");
         assert_contains(f->r.out, "held");
@@ -519,11 +549,16 @@ static void test_pods_by_name(void **state)
                 *slash = '/';
         }
 
-        /* the app inherits the cgroup and the environment; this process goes back */
+        /*
+         * The app inherits the cgroup and the environment; this process goes
+         * back. The daemon starts outside: in it, it would keep the cgroups
+         * from being removed at the end.
+         */
+        start_daemon_alone(f);
         setenv("POD_NAME", "train-0", 1);
         setenv("POD_NAMESPACE", "ml", 1);
         move_self_to(dir);
-        start(f);
+        start_offline(f);
         snprintf(back, sizeof(back), "%s%s", mount, own);
         move_self_to(back);
         unsetenv("POD_NAME");
@@ -576,13 +611,6 @@ static void test_unauthorised_callers_refused(void **state)
         assert_false(get_bool(p, "registered"));
         json_object_put(p);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
-}
-
-static void start_daemon_alone(struct fixture *f)
-{
-        daemon_harness_start(&f->h, gpreemptd_path, NULL);
-        if (!daemon_harness_wait_notify(&f->h, "READY=1", 10000))
-                fail_msg("no READY=1; stderr:\n%s", daemon_harness_log(&f->h));
 }
 
 /* Connections a user holds, from a child running as that user, until released. */
