@@ -6,6 +6,9 @@
  * answers the API, pings the watchdog, and no call is made at SCHED_FIFO:
  * the worker runs at SCHED_OTHER while the loop is at SCHED_FIFO, and a
  * normal-priority CPU hog pinned with the daemon to one CPU keeps its pace.
+ * Suspend is answered once its call is done, and a client that leaves, a
+ * process that exits or a daemon that stops while it waits leaves nothing
+ * waiting.
  *
  * The hog's part is meaningful where the wait spins as amdkfd's does
  * (amdkfd_fence_wait_timeout() loops on schedule(); kfd-hazards.md §5): a
