@@ -349,7 +349,7 @@ static int session_call(struct manager *m, struct tracked_process *p, uint32_t g
 
 static int session_suspend(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend)
 {
-        return session_call(m, p, gpu_id, suspend, CALL_PURPOSE(CALL_FOR_PROCESS, ++m->process_calls), 0);
+        return session_call(m, p, gpu_id, suspend, CALL_PURPOSE(CALL_FOR_PROCESS, ++p->process_calls), 0);
 }
 
 /* Answers the waiters for call (0: every waiter) with result. */
@@ -368,6 +368,13 @@ static void hold_waiters_done(struct tracked_process *p, uint64_t call, int resu
                 w->process = NULL;
                 w->done(w, result, why);
         }
+}
+
+/* A call of p's own came back: its waiters, if any, learn how it went. */
+static void process_call_done(struct tracked_process *p, const struct worker_call *call, int result, const char *why)
+{
+        if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_PROCESS)
+                hold_waiters_done(p, CALL_PURPOSE_VALUE(call->purpose), result, why);
 }
 
 void manager_hold_wait(struct tracked_process *p, uint64_t call, struct hold_waiter *w)
@@ -918,9 +925,8 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
         if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_POLICY)
                 policy_call_done(m, call);
         if (call_faulted(ws, call, &fault)) {
-                if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_PROCESS)
-                        hold_waiters_done(p, CALL_PURPOSE_VALUE(call->purpose), call->result < 0 ? call->result : -EIO,
-                                          call->why ? call->why : call_fault_to_string(fault));
+                process_call_done(p, call, call->result < 0 ? call->result : -EIO,
+                                  call->why ? call->why : call_fault_to_string(fault));
                 gpu_faulted(m, p, call->gpu_id, call->suspend, fault, call->result < 0 ? call->result : 0,
                             call->why);
                 return;
@@ -933,13 +939,11 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
                 else
                         log_debug("Process %d: %s", (int)p->pid, call->why ? call->why : "failed");
                 p->failed_errno = call->result;
-                if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_PROCESS)
-                        hold_waiters_done(p, CALL_PURPOSE_VALUE(call->purpose), call->result, call->why);
+                process_call_done(p, call, call->result, call->why);
                 return;
         }
         p->failed_errno = 0;
-        if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_PROCESS)
-                hold_waiters_done(p, CALL_PURPOSE_VALUE(call->purpose), 0, NULL);
+        process_call_done(p, call, 0, NULL);
         /* every transition, possibly hundreds a second: counted in Status, logged only for debugging */
         if (call->gpu_id)
                 log_debug("Process %d: %zu queues %s on GPU %u", (int)p->pid, call->n_done,
@@ -1825,7 +1829,7 @@ int manager_unregister(struct manager *m, pid_t pid)
 int manager_hold(struct manager *m, struct tracked_process *p, bool hold, uint64_t *ret_call)
 {
         /* the first call made here is the one that does what was asked (the rest: the GPUs' policies') */
-        uint64_t first_call = m->process_calls + 1;
+        uint64_t first_call = p->process_calls + 1;
         int r;
 
         if (!p->session)
@@ -1859,7 +1863,7 @@ int manager_hold(struct manager *m, struct tracked_process *p, bool hold, uint64
                 return r;
 out:
         if (ret_call)
-                *ret_call = m->process_calls >= first_call ? first_call : 0;
+                *ret_call = p->process_calls >= first_call ? first_call : 0;
         return 0;
 }
 

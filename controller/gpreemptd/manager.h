@@ -111,6 +111,7 @@ struct tracked_process {
         struct policy_gpu hold_policy; /* a hold's bounds: online work that never ends */
         uint64_t hold_retry_us;   /* held: a suspension MaxPreemptionsPerSecond= refused is asked again then; 0: none */
         struct hold_waiter *hold_waiters; /* callers of manager_hold() waiting for its call's outcome */
+        uint64_t process_calls;   /* its own calls sent (CALL_FOR_PROCESS): each carries its number, for hold_waiters */
         bool terminating;         /* got a termination signal: never suspended again */
         int failed_errno;         /* the last suspend/resume failure logged (-errno), 0 after a success */
         int stop_signal;          /* offline: the signal of its group-stop (SIGSTOP...), 0 when not stopped */
@@ -134,7 +135,6 @@ struct manager {
         struct tracked_process **processes;
         size_t n_processes;
         struct registrations registrations; /* io.gpreempt.Register */
-        uint64_t process_calls; /* CALL_FOR_PROCESS calls sent: each carries its number, which a hold's waits for */
         struct gpu gpus[MANAGER_MAX_GPUS];
         size_t n_gpus;
         struct cadence cadence;
