@@ -356,6 +356,27 @@ static void test_hold_answers_once_made(void **state)
         daemon_harness_cleanup(&f->h);
 }
 
+/*
+ * A Suspend the kernel refuses is answered with the refusal: here the
+ * process's runtime never enabled debugging, so SUSPEND_QUEUES fails with
+ * EPERM (kfd_debug.c, kfd_dbg_trap(): runtime not enabled).
+ */
+static void test_refused_suspend_is_an_error(void **state)
+{
+        static const char *const disabled[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000",
+                                                "--no-runtime-enable", NULL };
+        struct fixture *f = *state;
+
+        start_daemon_with(&f->h, "[Offline]\nMaxSuspendMs=60000\nMinOfflineSharePercent=0\n");
+        emulated_app_start(&f->a, app_path, disabled);
+        wait_attached(&f->h, f->a.pid);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, "io.gpreempt.OperationFailed");
+        assert_int_equal(suspended_gpus(&f->h, f->a.pid), 0);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
+}
+
 static void test_late_queue_is_suspended(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000",
@@ -713,6 +734,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_sigterm_resumes_and_detaches, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_offline_exit_while_suspended, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_hold_answers_once_made, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refused_suspend_is_an_error, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_queue_is_suspended, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_starvation_bound, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_hold_respects_bounds, setup, teardown),
