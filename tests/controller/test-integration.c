@@ -359,7 +359,7 @@ static void test_hold_answers_once_made(void **state)
 /*
  * A Suspend the kernel refuses is answered with the refusal: here the
  * process's runtime never enabled debugging, so SUSPEND_QUEUES fails with
- * EPERM (kfd_debug.c, kfd_dbg_trap(): runtime not enabled).
+ * EPERM (kfd_chardev.c, kfd_ioctl_set_debug_trap(): rocm-userspace.md §2).
  */
 static void test_refused_suspend_is_an_error(void **state)
 {
