@@ -352,6 +352,13 @@ static int explain_hangup(const char *method, struct daemon_failure *f)
                     method, strerror(-r));
 }
 
+/* How long method may take to be answered. */
+static int call_timeout_ms(const char *method)
+{
+        return strcmp(method, "Suspend") == 0 || strcmp(method, "Resume") == 0 ? DAEMON_PREEMPTION_TIMEOUT_MS
+                                                                                : DAEMON_CALL_TIMEOUT_MS;
+}
+
 /* One call's outcome, explained as daemon_call() promises. */
 static int finish_call(int r, const char *method, char *error, struct json_object *reply,
                        enum daemon_access access, pid_t pid, struct json_object **ret_reply,
@@ -359,9 +366,9 @@ static int finish_call(int r, const char *method, char *error, struct json_objec
 {
         if (r == -ETIMEDOUT)
                 return fail(f, CTL_EXIT_FAILURE, NULL,
-                            "gpreemptd did not answer %s within %d s: its loop may be stuck; "
-                            "see journalctl -u gpreemptd",
-                            method, DAEMON_CALL_TIMEOUT_MS / 1000);
+                            "gpreemptd did not answer %s within %d s: its loop, or a debugger call in the "
+                            "kernel, may be stuck; see journalctl -u gpreemptd and the kernel log",
+                            method, call_timeout_ms(method) / 1000);
         if (r == -ECONNRESET || r == -EPIPE)
                 return explain_hangup(method, f);
         /* the client cannot tell these apart: a reply that is not JSON, not UTF-8 (a string the daemon
@@ -395,7 +402,7 @@ static int call(struct varlink_client *c, const char *method, struct json_object
                 return varlink_client_call(c, method, params, DAEMON_CALL_TIMEOUT_MS, ret_reply, ret_error);
         if (asprintf(&full, API_QUALIFIED("%s"), method) < 0)
                 return -ENOMEM;
-        return varlink_client_call(c, full, params, DAEMON_CALL_TIMEOUT_MS, ret_reply, ret_error);
+        return varlink_client_call(c, full, params, call_timeout_ms(method), ret_reply, ret_error);
 }
 
 int daemon_call_quiet(struct varlink_client *c, const char *method, struct json_object *params,

@@ -14,6 +14,12 @@ struct varlink_client;
 /* How long a call may take: the daemon answers from its loop, which an
  * in-flight suspend ioctl can hold for milliseconds, never seconds. */
 #define DAEMON_CALL_TIMEOUT_MS 5000
+/*
+ * Suspend and Resume answer once the daemon's preemption worker has made
+ * the debugger call, which amdkfd may hold up to queue_preemption_timeout_ms
+ * (9 s by default: kfd-hazards.md §1), after the calls sent before it.
+ */
+#define DAEMON_PREEMPTION_TIMEOUT_MS 30000
 
 /* Whether a method reads the daemon's state (root or the gpreempt group) or
  * changes it (root only): it picks the advice a PermissionDenied gets. */

@@ -128,8 +128,12 @@ static const char description[] =
         "# bounds (MaxSuspendMs, MinOfflineSharePercent) so its watchdogs do not fire, and\n"
         "# within MaxPreemptionsPerSecond= (root only). GpuBackingOff while one of its GPUs\n"
         "# backs off after a fault (remaining_usec: until when).\n"
+        "# Answers once the suspension is made (or, within a run slice or the rate limit, is\n"
+        "# due): NoSuchProcess if the process exits first, NotAttached if it is let go,\n"
+        "# OperationFailed if the kernel refuses.\n"
         "method Suspend(pid: int) -> ()\n"
-        "# Ends a Suspend: the process is back under the policy (root only).\n"
+        "# Ends a Suspend: the process is back under the policy (root only); answers once\n"
+        "# its queues are resumed, with the errors of Suspend.\n"
         "method Resume(pid: int) -> ()\n"
         "# Classifies the process and the processes it starts by hand, overriding the\n"
         "# configuration, from now until it exits, through exec and before they use the\n"
@@ -404,9 +408,60 @@ static bool backing_off(struct varlink_call *call, struct manager *m, const stru
         return true;
 }
 
+/*
+ * A Suspend or Resume whose answer waits for the debugger call it made, so
+ * that what the client does next (Status, or relying on the suspension)
+ * sees it done.
+ */
+struct hold_reply {
+        struct hold_waiter waiter;
+        struct varlink_call *call; /* deferred */
+        pid_t pid;
+};
+
+static void hold_reply_done(struct hold_waiter *w, int result, const char *why)
+{
+        struct hold_reply *h = (struct hold_reply *)w;
+
+        if (result == 0)
+                varlink_call_reply(h->call, NULL);
+        else if (result == -ESRCH)
+                error_with_pid(h->call, "NoSuchProcess", h->pid, NULL); /* it exited first */
+        else if (result == -ENOTCONN)
+                error_with_pid(h->call, "NotAttached", h->pid, why);
+        else
+                error_with_pid(h->call, "OperationFailed", h->pid, why ? why : strerror(-result));
+        free(h);
+}
+
+/* The client left: its answer is no longer awaited. */
+static void hold_reply_dropped(void *userdata)
+{
+        struct hold_reply *h = userdata;
+
+        manager_hold_unwait(&h->waiter);
+        free(h);
+}
+
+/* Answers call once the worker reports the call numbered made on p. */
+static void wait_for_call(struct varlink_call *call, struct tracked_process *p, uint64_t made)
+{
+        struct hold_reply *h = calloc(1, sizeof(*h));
+
+        if (!h || varlink_call_defer(call, hold_reply_dropped, h, &h->call) < 0) {
+                free(h);
+                varlink_call_error(call, "InternalError", NULL);
+                return;
+        }
+        h->waiter.done = hold_reply_done;
+        h->pid = p->pid;
+        manager_hold_wait(p, made, &h->waiter);
+}
+
 static void hold(struct varlink_call *call, struct json_object *params, struct manager *m, bool on)
 {
         struct tracked_process *p = get_process(call, m, params);
+        uint64_t made;
         int r;
 
         if (!p)
@@ -426,14 +481,19 @@ static void hold(struct varlink_call *call, struct json_object *params, struct m
         }
         if (on && backing_off(call, m, p))
                 return;
-        r = manager_hold(m, p, on);
+        r = manager_hold(m, p, on, &made);
         if (r < 0) {
                 error_with_pid(call, "OperationFailed", p->pid, strerror(-r));
                 return;
         }
         log_notice("Process %d: %s by uid %u", (int)p->pid, on ? "held suspended" : "released",
                    (unsigned)varlink_call_peer_uid(call));
-        varlink_call_reply(call, NULL);
+        if (made == 0) {
+                /* nothing to do now: its hold's slice runs, the rate limit defers it, or it is stopped */
+                varlink_call_reply(call, NULL);
+                return;
+        }
+        wait_for_call(call, p, made);
 }
 
 static void method_suspend(struct varlink_call *call, struct json_object *params, void *userdata)

@@ -349,13 +349,58 @@ static int session_call(struct manager *m, struct tracked_process *p, uint32_t g
 
 static int session_suspend(struct manager *m, struct tracked_process *p, uint32_t gpu_id, bool suspend)
 {
-        return session_call(m, p, gpu_id, suspend, CALL_PURPOSE(CALL_FOR_PROCESS, 0), 0);
+        return session_call(m, p, gpu_id, suspend, CALL_PURPOSE(CALL_FOR_PROCESS, ++p->process_calls), 0);
+}
+
+/* Answers the waiters for call (0: every waiter) with result. */
+static void hold_waiters_done(struct tracked_process *p, uint64_t call, int result, const char *why)
+{
+        struct hold_waiter **link = &p->hold_waiters;
+
+        while (*link) {
+                struct hold_waiter *w = *link;
+
+                if (call && w->call != call) {
+                        link = &w->next;
+                        continue;
+                }
+                *link = w->next;
+                w->process = NULL;
+                w->done(w, result, why);
+        }
+}
+
+/* A call of p's own came back: its waiters, if any, learn how it went. */
+static void process_call_done(struct tracked_process *p, const struct worker_call *call, int result, const char *why)
+{
+        if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_PROCESS)
+                hold_waiters_done(p, CALL_PURPOSE_VALUE(call->purpose), result, why);
+}
+
+void manager_hold_wait(struct tracked_process *p, uint64_t call, struct hold_waiter *w)
+{
+        w->process = p;
+        w->call = call;
+        w->next = p->hold_waiters;
+        p->hold_waiters = w;
+}
+
+void manager_hold_unwait(struct hold_waiter *w)
+{
+        for (struct hold_waiter **link = &w->process->hold_waiters; *link; link = &(*link)->next)
+                if (*link == w) {
+                        *link = w->next;
+                        break;
+                }
+        w->process = NULL;
 }
 
 static void end_session(struct tracked_process *p)
 {
         if (!p->session)
                 return;
+        /* the calls not yet made never will be */
+        hold_waiters_done(p, 0, -ENOTCONN, p->session_error ? p->session_error : "the daemon let the process go");
         /* the kernel resumes whatever the session held suspended */
         metrics_process_end(&p->metrics, manager_now(p->manager));
         worker_session_end(p->session);
@@ -803,7 +848,7 @@ static void end_hold_for_backoff(struct manager *m, struct tracked_process *p, c
         log_warning("Process %d: its hold ends, GPU %u backs off after a fault for %.0f s more (gpreemptctl suspend "
                     "it again after that)",
                     (int)p->pid, g->gpu_id, (double)(gpu_backoff_deadline(&g->backoff) - manager_now(m)) / 1e6);
-        manager_hold(m, p, false);
+        manager_hold(m, p, false, NULL);
 }
 
 /*
@@ -880,6 +925,8 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
         if (CALL_PURPOSE_KIND(call->purpose) == CALL_FOR_POLICY)
                 policy_call_done(m, call);
         if (call_faulted(ws, call, &fault)) {
+                process_call_done(p, call, call->result < 0 ? call->result : -EIO,
+                                  call->why ? call->why : call_fault_to_string(fault));
                 gpu_faulted(m, p, call->gpu_id, call->suspend, fault, call->result < 0 ? call->result : 0,
                             call->why);
                 return;
@@ -892,9 +939,11 @@ static void on_session_call_done(struct worker_session *ws, const struct worker_
                 else
                         log_debug("Process %d: %s", (int)p->pid, call->why ? call->why : "failed");
                 p->failed_errno = call->result;
+                process_call_done(p, call, call->result, call->why);
                 return;
         }
         p->failed_errno = 0;
+        process_call_done(p, call, 0, NULL);
         /* every transition, possibly hundreds a second: counted in Status, logged only for debugging */
         if (call->gpu_id)
                 log_debug("Process %d: %zu queues %s on GPU %u", (int)p->pid, call->n_done,
@@ -1777,8 +1826,10 @@ int manager_unregister(struct manager *m, pid_t pid)
         return 0;
 }
 
-int manager_hold(struct manager *m, struct tracked_process *p, bool hold)
+int manager_hold(struct manager *m, struct tracked_process *p, bool hold, uint64_t *ret_call)
 {
+        /* the first call made here is the one that does what was asked (the rest: the GPUs' policies') */
+        uint64_t first_call = p->process_calls + 1;
         int r;
 
         if (!p->session)
@@ -1801,13 +1852,19 @@ int manager_hold(struct manager *m, struct tracked_process *p, bool hold)
                         return r;
                 }
                 rearm_policy(m);
-                return 0;
+                goto out;
         }
         p->held = false;
         p->hold_retry_us = 0;
         rearm_policy(m);
         /* a stopped process stays suspended until SIGCONT */
-        return is_still(p) ? 0 : follow_policy(m, p);
+        r = is_still(p) ? 0 : follow_policy(m, p);
+        if (r < 0)
+                return r;
+out:
+        if (ret_call)
+                *ret_call = p->process_calls >= first_call ? first_call : 0;
+        return 0;
 }
 
 static int on_process_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -1877,6 +1934,7 @@ static void forget_process(struct manager *m, struct tracked_process *p)
                 }
         /* seen again, it is a new process to discovery too */
         discovery_forget(m->discovery, p->pid);
+        hold_waiters_done(p, 0, -ESRCH, NULL);
         end_session(p);
         retire_process_metrics(m, p);
         background_read_cancel(m->reads, (uint64_t)p->pid);

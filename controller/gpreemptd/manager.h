@@ -80,6 +80,15 @@ struct gpu {
         struct gpu_trap_mark trap;
 };
 
+/* A caller of manager_hold() waiting for the outcome of its call (manager_hold_wait()). */
+struct hold_waiter {
+        void (*done)(struct hold_waiter *w, int result, const char *why);
+        /* the manager's while waiting */
+        struct tracked_process *process;
+        uint64_t call;
+        struct hold_waiter *next;
+};
+
 struct tracked_process {
         struct manager *manager;
         pid_t pid;
@@ -101,6 +110,8 @@ struct tracked_process {
         bool held;                /* gpreemptctl suspend: kept suspended until resume, within the bounds */
         struct policy_gpu hold_policy; /* a hold's bounds: online work that never ends */
         uint64_t hold_retry_us;   /* held: a suspension MaxPreemptionsPerSecond= refused is asked again then; 0: none */
+        struct hold_waiter *hold_waiters; /* callers of manager_hold() waiting for its call's outcome */
+        uint64_t process_calls;   /* its own calls sent (CALL_FOR_PROCESS): each carries its number, for hold_waiters */
         bool terminating;         /* got a termination signal: never suspended again */
         int failed_errno;         /* the last suspend/resume failure logged (-errno), 0 after a success */
         int stop_signal;          /* offline: the signal of its group-stop (SIGSTOP...), 0 when not stopped */
@@ -176,6 +187,15 @@ int manager_unregister(struct manager *m, pid_t pid);
  * (manager_gpu_backing_off()); its suspensions take MaxPreemptionsPerSecond=
  * tokens as the GPUs' own do, so the first may come later than the call.
  */
-int manager_hold(struct manager *m, struct tracked_process *p, bool hold);
+int manager_hold(struct manager *m, struct tracked_process *p, bool hold, uint64_t *ret_call);
+/*
+ * Waits for the call manager_hold() made (its *ret_call, never 0): done() is
+ * called once the worker reports it (result 0 or its -errno, why its
+ * sentence or NULL), or when it can no longer come (-ESRCH: p is gone;
+ * -ENOTCONN: p was let go, why says why). w is the caller's again after
+ * done(), or after manager_hold_unwait(), which takes it back unanswered.
+ */
+void manager_hold_wait(struct tracked_process *p, uint64_t call, struct hold_waiter *w);
+void manager_hold_unwait(struct hold_waiter *w);
 /* Of p's GPUs, the one whose back-off ends last; NULL when none backs off. */
 const struct gpu *manager_gpu_backing_off(struct manager *m, const struct tracked_process *p);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "varlink-server.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json.h>
@@ -75,6 +76,7 @@ struct connection {
         struct varlink_buffer out;
         uint64_t partial_since; /* 0: no partial message buffered */
         uint64_t last_call;
+        struct varlink_call *deferred; /* a call answered later (varlink_call_defer()): the next ones wait */
 };
 
 struct varlink_server {
@@ -94,7 +96,24 @@ struct varlink_call {
         struct connection *connection;
         bool oneway;
         bool answered;
+        bool deferred; /* this is the heap copy varlink_call_defer() returned */
+        varlink_call_drop_fn on_drop;
+        void *drop_userdata;
 };
+
+static void connection_update_events(struct connection *c);
+
+/* The connection goes with its deferred call unanswered: its owner is told, and the call freed. */
+static void drop_deferred(struct connection *c)
+{
+        struct varlink_call *call = c->deferred;
+
+        if (!call)
+                return;
+        c->deferred = NULL;
+        call->on_drop(call->drop_userdata);
+        free(call);
+}
 
 static void connection_free(struct connection *c)
 {
@@ -108,6 +127,7 @@ static void connection_free(struct connection *c)
                 c->next->prev = c->prev;
         s->n_connections--;
         s->n_refused -= c->refused != REFUSAL_NONE;
+        drop_deferred(c);
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timer);
         if (c->fd >= 0)
@@ -185,41 +205,71 @@ static int send_error_with(struct connection *c, const char *error, const char *
         return send_reply(c, error, p);
 }
 
-int varlink_call_reply(struct varlink_call *call, struct json_object *parameters)
+/*
+ * Sends the answer (error: NULL for a reply), or drops it for a oneway call.
+ * A deferred call is freed, and its connection goes on with the calls that
+ * waited for it: the reply is written, and the next call handled, at the
+ * loop's next turn (connection_update_events()).
+ */
+static int answer(struct varlink_call *call, const char *error, struct json_object *parameters)
 {
+        struct connection *c = call->connection;
+        int r = 0;
+
         if (call->answered) {
                 json_object_put(parameters);
                 return -EALREADY;
         }
         call->answered = true;
-        if (call->oneway) {
+        if (call->oneway)
                 json_object_put(parameters);
-                return 0;
+        else
+                r = send_reply(c, error, parameters);
+        if (call->deferred) {
+                c->deferred = NULL;
+                free(call);
+                connection_update_events(c);
         }
-        return send_reply(call->connection, NULL, parameters);
+        return r;
+}
+
+int varlink_call_reply(struct varlink_call *call, struct json_object *parameters)
+{
+        return answer(call, NULL, parameters);
 }
 
 int varlink_call_error(struct varlink_call *call, const char *error, struct json_object *parameters)
 {
         _cleanup_free_ char *qualified = NULL;
 
-        if (call->answered) {
-                json_object_put(parameters);
-                return -EALREADY;
-        }
-        call->answered = true;
-        if (call->oneway) {
-                json_object_put(parameters);
-                return 0;
-        }
-        if (!strchr(error, '.')) {
+        if (!call->answered && !strchr(error, '.')) {
                 if (asprintf(&qualified, "%s.%s", call->connection->server->iface->name, error) < 0) {
                         json_object_put(parameters);
                         return -ENOMEM;
                 }
                 error = qualified;
         }
-        return send_reply(call->connection, error, parameters);
+        return answer(call, error, parameters);
+}
+
+int varlink_call_defer(struct varlink_call *call, varlink_call_drop_fn on_drop, void *userdata,
+                       struct varlink_call **ret_deferred)
+{
+        struct varlink_call *deferred;
+
+        assert(!call->answered && !call->deferred && on_drop);
+        deferred = malloc(sizeof(*deferred));
+        if (!deferred)
+                return -ENOMEM;
+        *deferred = *call;
+        deferred->deferred = true;
+        deferred->on_drop = on_drop;
+        deferred->drop_userdata = userdata;
+        /* the method's own handle is spent: it is answered through the new one */
+        call->answered = true;
+        call->connection->deferred = deferred;
+        *ret_deferred = deferred;
+        return 0;
 }
 
 uid_t varlink_call_peer_uid(const struct varlink_call *call)
@@ -367,7 +417,7 @@ static int handle_message(struct connection *c, const char *text, size_t len)
                 goto out;
         }
         method->fn(&call, params, s->userdata);
-        if (!call.answered)
+        if (!call.answered) /* a deferred call's handle was spent by varlink_call_defer() */
                 varlink_call_error(&call, "InternalError", NULL);
         r = 0;
 out:
@@ -391,7 +441,16 @@ static void connection_update_events(struct connection *c)
          * due: a client that pipelines gets one reply per turn, and cannot
          * hold the loop.
          */
-        sd_event_source_set_io_events(c->io, c->out.size > 0 || has_message(c) ? EPOLLOUT : EPOLLIN);
+        uint32_t events = c->out.size > 0 || has_message(c) ? EPOLLOUT : EPOLLIN;
+
+        /*
+         * While a call is deferred the next ones wait: only reading, until
+         * the input is full (a closed connection still reports EPOLLHUP),
+         * so that a client that leaves is seen and its call dropped.
+         */
+        if (c->deferred)
+                events = c->in.size < VARLINK_MESSAGE_MAX ? EPOLLIN : 0;
+        sd_event_source_set_io_events(c->io, events);
 }
 
 /*
@@ -404,7 +463,7 @@ static void connection_update_events(struct connection *c)
  */
 static int process_input(struct connection *c)
 {
-        if (c->out.size == 0 && !c->close_after_flush) {
+        if (c->out.size == 0 && !c->close_after_flush && !c->deferred) {
                 char *nul = varlink_buffer_find_nul(&c->in);
                 int r;
 

@@ -54,7 +54,8 @@ enum varlink_access {
 
 /*
  * Called for a call to this method. It must answer with varlink_call_reply()
- * or varlink_call_error() before returning (oneway calls' answers are dropped).
+ * or varlink_call_error() before returning (oneway calls' answers are dropped),
+ * or defer the answer with varlink_call_defer().
  */
 typedef void (*varlink_method_fn)(struct varlink_call *call, struct json_object *parameters,
                                   void *userdata);
@@ -95,3 +96,17 @@ int varlink_call_reply(struct varlink_call *call, struct json_object *parameters
 /* error is the unqualified name within the server's interface ("NoSuchProcess") or a full one. */
 int varlink_call_error(struct varlink_call *call, const char *error, struct json_object *parameters);
 uid_t varlink_call_peer_uid(const struct varlink_call *call);
+
+typedef void (*varlink_call_drop_fn)(void *userdata);
+/*
+ * Keeps the call open after the method returns, for an answer that must
+ * wait for something (a debugger call on another thread). *ret_deferred is
+ * the call's handle from now on (call's own is spent): answered with
+ * varlink_call_reply() or varlink_call_error(), which free it. Until then
+ * the connection's further calls wait. If the connection goes first (the
+ * client left, its idle timeout, the server freed), on_drop(userdata) is
+ * called and the handle freed unanswered: not to be used after that.
+ * Returns 0 or -ENOMEM (call is then still the method's to answer).
+ */
+int varlink_call_defer(struct varlink_call *call, varlink_call_drop_fn on_drop, void *userdata,
+                       struct varlink_call **ret_deferred);

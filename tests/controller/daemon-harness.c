@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <json.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -140,6 +141,64 @@ int daemon_harness_call(struct daemon_harness *h, const char *method, struct jso
         r = varlink_client_call(c, method, params, TIMEOUT_MS, ret_reply, ret_error);
         varlink_client_free(c);
         return r;
+}
+
+int daemon_harness_send(struct daemon_harness *h, const char *method, struct json_object *params)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct json_object *message = json_object_new_object();
+        const char *text;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r = 0;
+
+        json_object_object_add(message, "method", json_object_new_string(method));
+        json_object_object_add(message, "parameters", json_object_get(params));
+        text = json_object_to_json_string_ext(message, JSON_C_TO_STRING_PLAIN);
+        if (strlen(h->socket_path) >= sizeof(sa.sun_path))
+                errno = ENAMETOOLONG;
+        else
+                memcpy(sa.sun_path, h->socket_path, strlen(h->socket_path) + 1);
+        if (fd < 0 || !sa.sun_path[0] || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            send(fd, text, strlen(text) + 1, MSG_NOSIGNAL) != (ssize_t)(strlen(text) + 1))
+                r = -errno;
+        json_object_put(message);
+        if (r < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return r;
+        }
+        return fd;
+}
+
+int daemon_harness_read_reply(int fd, int timeout_ms, char **ret_error)
+{
+        char text[65536];
+        size_t len = 0;
+        long long deadline = daemon_harness_now_ms() + timeout_ms;
+        struct json_object *reply, *error;
+
+        while (len == 0 || text[len - 1] != '\0') {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                long long left = deadline - daemon_harness_now_ms();
+                int ready = poll(&pfd, 1, left > 0 ? (int)left : 0);
+                ssize_t n;
+
+                if (ready < 0 && errno == EINTR)
+                        continue;
+                if (ready <= 0)
+                        return ready < 0 ? -errno : -ETIMEDOUT;
+                n = recv(fd, text + len, sizeof(text) - len, 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0 || len + (size_t)n == sizeof(text))
+                        return n < 0 ? -errno : -ECONNRESET;
+                len += (size_t)n;
+        }
+        reply = json_tokener_parse(text);
+        if (!reply)
+                return -EBADMSG;
+        *ret_error = json_object_object_get_ex(reply, "error", &error) ? strdup(json_object_get_string(error)) : NULL;
+        json_object_put(reply);
+        return 0;
 }
 
 int daemon_harness_stop(struct daemon_harness *h, int signal)

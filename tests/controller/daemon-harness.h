@@ -51,6 +51,17 @@ bool daemon_harness_wait_notify(struct daemon_harness *h, const char *text, int 
 /* Calls a method as root; returns 0 and the reply, *ret_error set for an error reply. */
 int daemon_harness_call(struct daemon_harness *h, const char *method, struct json_object *params,
                         struct json_object **ret_reply, char **ret_error);
+/*
+ * Sends a call as root on a connection of its own, without waiting for the
+ * reply: returns the connection's fd (the caller's to close), or -errno.
+ */
+int daemon_harness_send(struct daemon_harness *h, const char *method, struct json_object *params);
+/*
+ * The reply to the call sent on fd, within timeout_ms: 0 with *ret_error
+ * the error's name (NULL for a reply); -ETIMEDOUT, or -ECONNRESET if the
+ * connection closed unanswered.
+ */
+int daemon_harness_read_reply(int fd, int timeout_ms, char **ret_error);
 /* Signals the daemon and waits for it to exit; returns its wait status (0: exit 0, so no sanitizer report). */
 int daemon_harness_stop(struct daemon_harness *h, int signal);
 /* CLOCK_MONOTONIC in ms, for the tests' deadlines. */

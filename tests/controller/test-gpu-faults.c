@@ -317,6 +317,9 @@ static void test_mqds_off_loop(void **state)
         const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
         const char *const online0[] = { "--rate", "20", "--gpu", "0", "--kernel-us", "1000", NULL };
         struct fixture *f = *state;
+        struct json_object *params;
+        char *error = NULL;
+        int suspend_fd;
 
         daemon_harness_start_configured(&f->h, gpreemptd_path, "[Offline]\nMaxSuspendMs=60000\nMinOfflineSharePercent=0\n",
                                         offline_only);
@@ -326,7 +329,12 @@ static void test_mqds_off_loop(void **state)
         emulated_app_start(&f->online, app_path, online0);
         daemon_status_wait_process(&f->h, f->online.pid, is_listed, "the online app listed", 10000);
 
-        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, NULL);
+        /* Suspend answers once its call is done: sent, and its answer read after the checks below */
+        params = json_object_new_object();
+        json_object_object_add(params, "pid", json_object_new_int(f->offline.pid));
+        suspend_fd = daemon_harness_send(&f->h, "io.gpreempt.Suspend", params);
+        json_object_put(params);
+        assert_true(suspend_fd >= 0);
         daemon_status_wait_process(&f->h, f->offline.pid, is_suspending, "the hold's suspension in the kernel", 1000);
         timed_call(f, "io.gpreempt.Register", f->online.pid, ",\"class\":\"online\"");
         for (int i = 0; i < 5; i++) {
@@ -341,6 +349,9 @@ static void test_mqds_off_loop(void **state)
                 usleep(50000);
         }
         daemon_status_wait_process(&f->h, f->online.pid, is_watched, "the online queues watched", 10000);
+        assert_int_equal(daemon_harness_read_reply(suspend_fd, 10000, &error), 0);
+        assert_null(error);
+        close(suspend_fd);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 

@@ -317,6 +317,66 @@ static void test_offline_exit_while_suspended(void **state)
         daemon_harness_cleanup(&f->h);
 }
 
+/* The GPUs Status shows pid's queues suspended on. */
+static size_t suspended_gpus(struct daemon_harness *h, pid_t pid)
+{
+        struct json_object *s = daemon_status(h);
+        size_t n = json_object_array_length(json_object_object_get(status_process(s, pid), "suspended_gpus"));
+
+        json_object_put(s);
+        return n;
+}
+
+/*
+ * Suspend answers once the queues are suspended, and Resume once they run:
+ * Status right after each shows it, every time (a script that holds a
+ * process and then relies on it must not race the daemon's worker).
+ */
+static void test_hold_answers_once_made(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        struct fixture *f = *state;
+
+        /* no slice from the bounds while the test looks */
+        start_daemon_with(&f->h, "[Offline]\nMaxSuspendMs=60000\nMinOfflineSharePercent=0\n");
+        emulated_app_start(&f->a, app_path, offline0);
+        wait_attached(&f->h, f->a.pid);
+        for (int i = 0; i < 20; i++) {
+                daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, NULL);
+                if (suspended_gpus(&f->h, f->a.pid) != 1)
+                        fail_msg("round %d: not suspended when Suspend answered; daemon log:\n%s", i,
+                                 daemon_harness_log(&f->h));
+                daemon_call_pid(&f->h, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
+                if (suspended_gpus(&f->h, f->a.pid) != 0)
+                        fail_msg("round %d: still suspended when Resume answered; daemon log:\n%s", i,
+                                 daemon_harness_log(&f->h));
+        }
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
+}
+
+/*
+ * A Suspend the kernel refuses is answered with the refusal: here the
+ * process's runtime never enabled debugging, so SUSPEND_QUEUES fails with
+ * EPERM (kfd_chardev.c, kfd_ioctl_set_debug_trap(): rocm-userspace.md §2).
+ */
+static void test_refused_suspend_is_an_error(void **state)
+{
+        static const char *const disabled[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000",
+                                                "--no-runtime-enable", NULL };
+        struct fixture *f = *state;
+
+        start_daemon_with(&f->h, "[Offline]\nMaxSuspendMs=60000\nMinOfflineSharePercent=0\n");
+        emulated_app_start(&f->a, app_path, disabled);
+        wait_attached(&f->h, f->a.pid);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->a.pid, NULL, "io.gpreempt.OperationFailed");
+        assert_int_equal(suspended_gpus(&f->h, f->a.pid), 0);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        daemon_harness_cleanup(&f->h);
+}
+
 static void test_late_queue_is_suspended(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000",
@@ -673,6 +733,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_hold_register_and_sigkill_failsafe, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sigterm_resumes_and_detaches, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_offline_exit_while_suspended, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hold_answers_once_made, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refused_suspend_is_an_error, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_queue_is_suspended, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_starvation_bound, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_hold_respects_bounds, setup, teardown),

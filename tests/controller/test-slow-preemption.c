@@ -6,6 +6,9 @@
  * answers the API, pings the watchdog, and no call is made at SCHED_FIFO:
  * the worker runs at SCHED_OTHER while the loop is at SCHED_FIFO, and a
  * normal-priority CPU hog pinned with the daemon to one CPU keeps its pace.
+ * Suspend is answered once its call is done, and a client that leaves, a
+ * process that exits or a daemon that stops while it waits leaves nothing
+ * waiting.
  *
  * The hog's part is meaningful where the wait spins as amdkfd's does
  * (amdkfd_fence_wait_timeout() loops on schedule(); kfd-hazards.md §5): a
@@ -58,6 +61,7 @@ struct fixture {
         struct emulated_app offline;
         pid_t hog;
         volatile uint64_t *hog_count; /* shared with the hog */
+        int suspend_fd;                /* the connection of a Suspend sent, waiting for its reply; -1: none */
 };
 
 static int setup(void **state)
@@ -65,6 +69,7 @@ static int setup(void **state)
         struct fixture *f = calloc(1, sizeof(*f));
 
         assert_non_null(f);
+        f->suspend_fd = -1;
         *state = f;
         return 0;
 }
@@ -79,6 +84,8 @@ static int teardown(void **state)
         }
         if (f->hog_count)
                 munmap((void *)f->hog_count, sizeof(*f->hog_count));
+        if (f->suspend_fd >= 0)
+                close(f->suspend_fd);
         if (f->offline.pid > 0)
                 emulated_app_stop(&f->offline);
         if (f->h.pid > 0)
@@ -94,6 +101,11 @@ static bool is_suspended_and_settled(struct json_object *p)
 
         return p && json_object_object_get_ex(p, "suspended_gpus", &gpus) && json_object_array_length(gpus) > 0 &&
                status_int(p, "suspends_in_flight") == 0;
+}
+
+static bool is_gone(struct json_object *p)
+{
+        return !p;
 }
 
 /* Reads the notifications waiting, for up to ms, so that the pings never fill the queue (WATCHDOG_USEC). */
@@ -149,19 +161,39 @@ static int64_t timed_status(struct fixture *f)
         return in_flight;
 }
 
-/* Holds the offline app (Suspend); returns once the worker's call is seen in flight. */
+/*
+ * Sends Suspend for the offline app (its connection in f->suspend_fd);
+ * returns once the worker's call is seen in flight, and the Suspend not
+ * answered before the call is done.
+ */
 static void suspend_slowly(struct fixture *f)
 {
         long long start = daemon_harness_now_ms();
+        struct json_object *params = json_object_new_object();
+        char *error = NULL;
 
-        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, NULL);
-        if (daemon_harness_now_ms() - start > ANSWER_MS)
-                fail_msg("Suspend took %lld ms to answer: it waited for the kernel",
-                         daemon_harness_now_ms() - start);
+        json_object_object_add(params, "pid", json_object_new_int(f->offline.pid));
+        f->suspend_fd = daemon_harness_send(&f->h, "io.gpreempt.Suspend", params);
+        json_object_put(params);
+        assert_true(f->suspend_fd >= 0);
         while (timed_status(f) == 0)
                 if (daemon_harness_now_ms() - start > 1000)
                         fail_msg("no suspension in flight 1 s after Suspend; daemon log:\n%s",
                                  daemon_harness_log(&f->h));
+        assert_int_equal(daemon_harness_read_reply(f->suspend_fd, 0, &error), -ETIMEDOUT);
+}
+
+/* The Suspend suspend_slowly() sent: its answer, within 10 s (NULL: success). */
+static char *suspend_answer(struct fixture *f)
+{
+        char *error = NULL;
+        int r = daemon_harness_read_reply(f->suspend_fd, 10000, &error);
+
+        if (r < 0)
+                fail_msg("Suspend unanswered: %s; daemon log:\n%s", strerror(-r), daemon_harness_log(&f->h));
+        close(f->suspend_fd);
+        f->suspend_fd = -1;
+        return error;
 }
 
 static int policy_of(pid_t tid)
@@ -200,8 +232,68 @@ static void test_loop_answers_during_a_long_preemption(void **state)
         for (int i = 0; i < 5; i++)
                 assert_int_equal(timed_status(f), 1);
 
-        wait_offline(f, is_suspended_and_settled, "suspended");
+        /* answered once the call is done: Status shows it made */
+        assert_null(suspend_answer(f));
+        status = daemon_status(&f->h);
+        assert_true(is_suspended_and_settled(status_process(status, f->offline.pid)));
+        json_object_put(status);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/*
+ * A client that leaves while its Suspend waits: the call is dropped, the
+ * suspension made all the same, and the daemon goes on (and exits cleanly:
+ * nothing of the call is left behind).
+ */
+static void test_client_leaves_while_suspend_waits(void **state)
+{
+        struct fixture *f = *state;
+
+        start(f);
+        suspend_slowly(f);
+        close(f->suspend_fd);
+        f->suspend_fd = -1;
+        assert_int_equal(timed_status(f), 1);
+        wait_offline(f, is_suspended_and_settled, "suspended");
+        daemon_call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid, NULL, NULL);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/*
+ * The process is killed while its Suspend waits: the client is answered,
+ * not left waiting. Its threads stop at their exit for the tracer
+ * (PTRACE_O_TRACEEXIT), which is busy in the call, so the call is usually
+ * made, and answered as made; NoSuchProcess if the exit is seen first.
+ * Either way the process is gone after, and a Suspend of it is refused.
+ */
+static void test_process_exits_while_suspend_waits(void **state)
+{
+        struct fixture *f = *state;
+        char *error;
+
+        start(f);
+        suspend_slowly(f);
+        kill(f->offline.pid, SIGKILL);
+        error = suspend_answer(f);
+        if (error && strcmp(error, "io.gpreempt.NoSuchProcess") != 0)
+                fail_msg("Suspend of a process killed meanwhile answered %s; daemon log:\n%s", error,
+                         daemon_harness_log(&f->h));
+        free(error);
+        wait_offline(f, is_gone, "gone");
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, "io.gpreempt.NoSuchProcess");
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* The daemon stops while a Suspend waits: the connection closes, unanswered, and the daemon exits cleanly. */
+static void test_daemon_stops_while_suspend_waits(void **state)
+{
+        struct fixture *f = *state;
+        char *error = NULL;
+
+        start(f);
+        suspend_slowly(f);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+        assert_int_equal(daemon_harness_read_reply(f->suspend_fd, 10000, &error), -ECONNRESET);
 }
 
 /* A child at normal priority that counts as fast as it can on cpu. */
@@ -275,6 +367,7 @@ static void test_normal_threads_run_beside_a_long_preemption(void **state)
         if (during < alone / 4)
                 fail_msg("the hog counted %llu in 500 ms during the suspension, %llu alone before",
                          (unsigned long long)during, (unsigned long long)alone);
+        assert_null(suspend_answer(f));
         wait_offline(f, is_suspended_and_settled, "suspended");
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
@@ -284,6 +377,9 @@ int main(int argc, char **argv)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_loop_answers_during_a_long_preemption, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_normal_threads_run_beside_a_long_preemption, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_client_leaves_while_suspend_waits, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_process_exits_while_suspend_waits, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_daemon_stops_while_suspend_waits, setup, teardown),
         };
 
         if (argc != 3) {

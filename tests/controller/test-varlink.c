@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The Varlink server and client: introspection, dispatch, pipelined calls,
+ * deferred calls (answered later, or dropped when their client leaves),
  * replies that are UTF-8 whatever the methods put in them, a connect that
  * gives up on a stuck server, authorisation by SO_PEERCRED, and hostile
  * clients (garbage, no NUL, huge, deep, slow, too many, not reading) that
@@ -11,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -85,7 +87,47 @@ static void method_quit(struct varlink_call *call, struct json_object *params, v
         varlink_call_reply(call, NULL);
 }
 
+/* Defer keeps its call here for Release to answer; Dropped says how many went with their connection. */
+static struct varlink_call *deferred;
+static int n_dropped;
+
+static void deferred_dropped(void *userdata)
+{
+        assert_ptr_equal(userdata, &deferred);
+        deferred = NULL;
+        n_dropped++;
+}
+
+static void method_defer(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        assert_null(deferred);
+        assert_int_equal(varlink_call_defer(call, deferred_dropped, &deferred, &deferred), 0);
+}
+
+/* Answers the deferred call with Release's parameters. */
+static void method_release(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        if (!deferred) {
+                varlink_call_error(call, "NothingDeferred", NULL);
+                return;
+        }
+        assert_int_equal(varlink_call_reply(deferred, json_object_get(params)), 0);
+        deferred = NULL;
+        varlink_call_reply(call, NULL);
+}
+
+static void method_dropped(struct varlink_call *call, struct json_object *params, void *userdata)
+{
+        struct json_object *p = json_object_new_object();
+
+        json_object_object_add(p, "dropped", json_object_new_int(n_dropped));
+        varlink_call_reply(call, p);
+}
+
 static const struct varlink_method methods[] = {
+        { "Defer", VARLINK_ACCESS_READ, method_defer },
+        { "Release", VARLINK_ACCESS_READ, method_release },
+        { "Dropped", VARLINK_ACCESS_READ, method_dropped },
         { "Echo", VARLINK_ACCESS_READ, method_echo },
         { "Change", VARLINK_ACCESS_WRITE, method_echo },
         { "Silent", VARLINK_ACCESS_READ, method_silent },
@@ -334,6 +376,60 @@ static void test_pipelined_calls(void **state)
         reply_expect(fd, "");
         assert_null(raw_reply(fd, 5000));
         close(fd);
+}
+
+/* Whether a reply (or a hang-up) comes on fd within ms. */
+static bool answered_within(int fd, int ms)
+{
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+        return poll(&pfd, 1, ms) > 0;
+}
+
+/*
+ * A deferred call is answered when its method's owner answers it, and the
+ * calls sent after it on its connection wait until then, to be answered in
+ * order; a deferred call whose client leaves is dropped, its owner told.
+ */
+static void test_deferred_call(void **state)
+{
+        static const char defer[] = "{\"method\":\"io.gpreempt.Test.Defer\"}";
+        static const char echo[] = "{\"method\":\"io.gpreempt.Test.Echo\",\"parameters\":{\"n\":2}}";
+        static const char dropped[] = "{\"method\":\"io.gpreempt.Test.Dropped\"}";
+        int waiting = raw_connect(), other = raw_connect();
+        struct json_object *msg, *v;
+
+        raw_send(waiting, defer, sizeof(defer));
+        raw_send(waiting, echo, sizeof(echo));
+        call_expect(other, "{\"method\":\"io.gpreempt.Test.Echo\"}", ""); /* the server goes on */
+        assert_false(answered_within(waiting, 200));
+        call_expect(other, "{\"method\":\"io.gpreempt.Test.Release\",\"parameters\":{\"n\":1}}", "");
+        msg = raw_message(waiting, 5000);
+        assert_true(json_object_object_get_ex(msg, "parameters", &v));
+        assert_int_equal(json_object_get_int(json_object_object_get(v, "n")), 1);
+        json_object_put(msg);
+        msg = raw_message(waiting, 5000);
+        assert_true(json_object_object_get_ex(msg, "parameters", &v));
+        assert_int_equal(json_object_get_int(json_object_object_get(v, "n")), 2);
+        json_object_put(msg);
+
+        /* the client leaves while its call waits */
+        raw_send(waiting, defer, sizeof(defer));
+        close(waiting);
+        for (int i = 0;; i++) {
+                raw_send(other, dropped, sizeof(dropped));
+                msg = raw_message(other, 5000);
+                assert_true(json_object_object_get_ex(msg, "parameters", &v));
+                if (json_object_get_int(json_object_object_get(v, "dropped")) == 1) {
+                        json_object_put(msg);
+                        break;
+                }
+                json_object_put(msg);
+                assert_true(i < 500);
+                usleep(10000);
+        }
+        call_expect(other, "{\"method\":\"io.gpreempt.Test.Release\"}", "io.gpreempt.Test.NothingDeferred");
+        close(other);
 }
 
 /*
@@ -803,6 +899,7 @@ int main(void)
                 cmocka_unit_test(test_introspection),
                 cmocka_unit_test(test_dispatch_and_errors),
                 cmocka_unit_test(test_pipelined_calls),
+                cmocka_unit_test(test_deferred_call),
                 cmocka_unit_test(test_pipelined_oneway_calls_take_a_turn_each),
                 cmocka_unit_test(test_replies_are_utf8),
                 cmocka_unit_test(test_connect_to_a_stuck_server),
