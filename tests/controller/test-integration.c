@@ -527,9 +527,11 @@ static bool loop_demoted_again(struct json_object *status, void *userdata)
 
 /*
  * RealtimeCpuPercent=: requests that leave the online queues idle between
- * them keep the detector on the busy cadence (a look every
- * BusyPollIntervalUs for 200 ms after each), which costs the loop far more
- * than the cap here; above the cap the loop runs at normal priority.
+ * them keep a polling detector (DetectorMode=poll: with breakpoints the
+ * loop sleeps between requests) on the busy cadence, a look every
+ * BusyPollIntervalUs while its polled queues moved recently, which costs
+ * the loop far more than the cap here; above the cap the loop runs at
+ * normal priority.
  * Before the online work, the same daemon watching an offline process alone
  * stays within it.
  */
@@ -542,7 +544,7 @@ static void test_busy_detector_is_capped(void **state)
         struct json_object *s;
         int64_t demotions;
 
-        start_daemon_with(&f->h, "RealtimePriority=1\nRealtimeCpuPercent=" BUSY_TEST_CAP_PERCENT "\n");
+        start_daemon_with(&f->h, "RealtimePriority=1\nRealtimeCpuPercent=" BUSY_TEST_CAP_PERCENT "\nDetectorMode=poll\n");
         emulated_app_start(&f->a, app_path, offline0);
         wait_attached(&f->h, f->a.pid);
         /* attaching has a cost of its own, which may take a window over the cap: idle is what follows */
