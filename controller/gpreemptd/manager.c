@@ -556,6 +556,21 @@ static void gpu_suspension_made(struct manager *m, struct gpu *g, uint64_t now)
         policy_resume_not_before(&g->policy, gpu_backoff_next_suspend_us(&g->backoff, now));
 }
 
+/*
+ * Clears g's mark. Returns whether a trap took it, now or before: its
+ * suspension is made or under way (on_worker_trapped() comes), with the
+ * token the mark held, so no other suspension may start on that token.
+ */
+static bool gpu_unmark(struct manager *m, struct gpu *g)
+{
+        if (g->trap.active) {
+                g->trap.active = false;
+                if (worker_unmark_suspend_on_trap(m->worker, (size_t)(g - m->gpus)) == WORKER_UNMARK_TOO_LATE)
+                        g->trap.taken = true;
+        }
+        return g->trap.taken;
+}
+
 enum suspend_claim {
         SUSPEND_REFUSED,   /* given back to the policy: asked again later */
         SUSPEND_CLAIMED,   /* the loop makes it */
@@ -575,13 +590,8 @@ static enum suspend_claim gpu_claim_suspend(struct manager *m, struct gpu *g)
         uint64_t now = manager_now(m), retry_us = 0;
         int r;
 
-        if (g->trap.active) {
-                g->trap.active = false;
-                if (worker_unmark_suspend_on_trap(m->worker, (size_t)(g - m->gpus)) == WORKER_UNMARK_TOO_LATE) {
-                        g->trap.taken = true;
-                        return SUSPEND_ON_A_TRAP;
-                }
-        }
+        if (gpu_unmark(m, g))
+                return SUSPEND_ON_A_TRAP;
         r = gpu_take_token(m, g, now, &retry_us);
         if (r >= 0) {
                 gpu_suspension_made(m, g, now);
@@ -654,13 +664,8 @@ static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
         }
         if (want && g->trap.active && trap_mark_current(m, g))
                 return;
-        if (g->trap.active) {
-                g->trap.active = false;
-                if (worker_unmark_suspend_on_trap(m->worker, slot) == WORKER_UNMARK_TOO_LATE) {
-                        g->trap.taken = true;
-                        return;
-                }
-        }
+        if (gpu_unmark(m, g))
+                return;
         if (want) {
                 sessions = malloc((m->n_processes ? m->n_processes : 1) * sizeof(*sessions));
                 for (size_t i = 0; sessions && i < m->n_processes; i++)
