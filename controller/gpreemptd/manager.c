@@ -828,6 +828,8 @@ static void gpu_back_off(struct manager *m, struct gpu *g, enum gpu_fault_kind k
         gpu_backoff_describe(&g->backoff, g->gpu_id, now, line, sizeof(line));
         log_error("%s", line);
         gpu_apply(m, g, policy_resume_for_fault(&g->policy, now), 0);
+        /* a mark set before the back-off began (gpu_faulted() ends the session first) must not trap now */
+        update_trap_mark(m, g, now);
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];
 
@@ -1467,7 +1469,8 @@ static void suspend_unmarked(struct manager *m, struct gpu *g)
  * suspension as one the loop made, from the trap's time on (the calls'
  * results follow, a batch of their own: policy_call_done() gives it back
  * if none took; a session the mark missed is added to it), unless a
- * back-off began meanwhile, which resumes it at once. Then the detector
+ * back-off began meanwhile: then the trap's calls are resumed at once and
+ * nothing more is suspended there. Then the detector
  * takes the trap as its own: the GPU is busy (the policy, suspended now,
  * has nothing more to do), its breakpoints disarmed, polling follows.
  */
@@ -1483,20 +1486,23 @@ static void on_worker_trapped(const struct worker_trap *trap, void *userdata)
                 g->trap.taken = g->trap.active = g->trap.token = false;
                 g->batch = (struct gpu_batch){ .number = CALL_PURPOSE_VALUE(trap->purpose), .suspend = true,
                                                .pending = (unsigned)trap->n_calls };
-                if (!g->policy.suspended)
-                        policy_online_busy(&g->policy, trap_us);
-                if (g->policy.suspended) {
-                        gpu_suspension_made(m, g, now);
-                        suspend_unmarked(m, g);
-                }
                 log_debug("GPU %u: offline work suspended on a trap at %llu ns (%zu processes), seen by the loop at "
                           "%llu ns", g->gpu_id, (unsigned long long)trap->seen_ns, trap->n_calls,
                           (unsigned long long)monotonic_clock_ns());
                 gpu_check_backoff_end(m, g, now);
-                if (gpu_backoff_deadline(&g->backoff))
+                if (!g->policy.suspended && !gpu_backoff_deadline(&g->backoff))
+                        policy_online_busy(&g->policy, trap_us);
+                if (!g->policy.suspended) {
+                        /* it would not suspend after all, or may not during a back-off */
+                        gpu_apply(m, g, POLICY_ACTION_RESUME, 0);
+                } else if (gpu_backoff_deadline(&g->backoff)) {
                         gpu_apply(m, g, policy_resume_for_fault(&g->policy, now), 0);
-                else if (!g->policy.suspended)
-                        gpu_apply(m, g, POLICY_ACTION_RESUME, 0); /* it would not suspend after all */
+                } else {
+                        gpu_suspension_made(m, g, now);
+                        suspend_unmarked(m, g);
+                        if (g->batch.pending == 0) /* the marked sessions all ended: nothing here was stopped */
+                                policy_action_failed(&g->policy, POLICY_ACTION_SUSPEND, now);
+                }
         }
         detector_trapped(m->detector, trap->key, trap->revents, now, trap->writer_disarmed);
         rearm_policy(m);
