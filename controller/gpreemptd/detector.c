@@ -320,14 +320,15 @@ void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64
         struct gpu_activity *a = gpu_find(d, trap_key_gpu(key));
         struct watched_process *p = NULL;
         struct watched_queue *wq = find_watch(d, trap_key_serial(key), &p);
-        bool gone;
+        bool gone, stored = false;
 
         if (!a)
                 return;
-        gone = wq && write_watch_consume(wq->watch);
+        gone = wq && write_watch_consume(wq->watch, &stored);
         if (gone)
                 a->armed = false; /* its process exited: the next poll of this GPU finds it gone */
-        if (!(revents & EPOLLIN))
+        /* a hang-up's report whose consuming took a store's wake-up: the store is this report's */
+        if (!(revents & EPOLLIN) && !stored)
                 return;
         if (wq && !gone)
                 disarm_writer(d, p, a, writer_disarmed);
