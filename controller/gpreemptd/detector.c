@@ -946,11 +946,14 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 return false;
         a->last_poll_us = a->look_started_us;
         a->trapped = false;
-        if (!busy && !a->armed && a->n_polled < a->n_queues) {
+        if (!busy && !a->armed && a->n_polled < a->n_queues && a->n_waiting == 0) {
                 /* idle: armed at once, so that the next store wakes the loop and a
                  * GPU whose queues all have breakpoints needs no looks until then;
                  * then look once more: a store between the read above and the
-                 * arming would otherwise wait for a poll that may never come */
+                 * arming would otherwise wait for a poll that may never come.
+                 * Not while a queue waits at a barrier: a store behind it is no
+                 * work, yet a trap would suspend on it at once, and the GPU is
+                 * on the busy cadence anyway, which sees the release */
                 gpu_set_armed(d, a, true);
                 busy = read_gpu(d, a, now_us, false, UINT64_MAX, &gave_way);
         }

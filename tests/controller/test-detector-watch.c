@@ -469,15 +469,22 @@ static void test_waiting_queue_keeps_its_gpu_looked_at(void **state)
         watch_queues(f, 1);
         detector_poll(f->detector, 1);
         assert_int_equal(f->seen.busy, 1);
-        detector_poll(f->detector, 2); /* it waits: idle, and armed */
+        detector_poll(f->detector, 2); /* it waits: idle, and not armed */
         assert_int_equal(f->seen.idle, 1);
         assert_true(gpu_needs_poll(f->detector, 1));
         assert_true(detector_gpu_polled_recently_busy(f->detector, 1, 100000000, 1000));
 
+        /* work queued behind the barrier during the wait neither traps nor makes the GPU busy */
+        fake_write_dispatch(&f->online, 0, 2);
+        fake_child_store(&f->online, 0, 3, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 50), 0);
+        detector_poll(f->detector, 3);
+        assert_int_equal(f->seen.busy, 1);
+
         *fake_signal_value(&f->online, 0) = 0;
         *fake_read_index(&f->online, 0) = 1; /* the CP took the barrier: the kernel runs */
         assert_int_equal(take_traps(f, 50), 0); /* nothing stored, nothing trapped */
-        detector_poll(f->detector, 3);
+        detector_poll(f->detector, 4);
         assert_int_equal(f->seen.busy, 2);
 }
 
