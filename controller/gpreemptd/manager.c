@@ -675,7 +675,11 @@ static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
         }
         if (want && !g->trap.token && g->suspend_retry_us > now)
                 return; /* the bucket said when its next token comes: asking sooner only counts refusals */
-        if (want && !g->trap.token) {
+        if (want && !g->trap.token && gpu_backoff_next_suspend_us(&g->backoff, now) > now) {
+                /* no store asked for it: an empty bucket here is no refusal of a suspension (Status) */
+                retry_us = gpu_backoff_next_suspend_us(&g->backoff, now);
+                want = false;
+        } else if (want && !g->trap.token) {
                 r = gpu_take_token(m, g, now, &retry_us);
                 g->trap.token = r >= 0;
                 want = g->trap.token;
