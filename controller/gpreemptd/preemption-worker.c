@@ -618,11 +618,12 @@ static int on_commands(sd_event_source *s, int fd, uint32_t revents, void *userd
 /*
  * The worker's wait is on the trap set itself, which holds its sd-event
  * loop's fd besides the breakpoints' (detector_trap_fd() says why the set
- * cannot be polled from the loop instead). Traps are taken first: a trap
- * on a GPU whose mark a command not yet run replaces finds the slot's
- * generation changed and is only reported, which is safe, so the
- * suspension does not wait for an attach or a resume under way. Then the
- * loop runs every source pending, as sd_event_loop() would.
+ * cannot be polled from the loop instead). The traps of a wake-up are
+ * taken before the commands that came with them: a trap on a GPU whose
+ * mark a command not yet run replaces finds the slot's generation changed
+ * and is only reported, which is safe. Then the loop runs every source
+ * pending, as sd_event_loop() would; the worker is one thread, so a trap
+ * that comes meanwhile (during an attach, or a resume) waits for them.
  */
 static void *worker_main(void *userdata)
 {
