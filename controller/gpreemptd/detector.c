@@ -320,14 +320,15 @@ void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64
         struct gpu_activity *a = gpu_find(d, trap_key_gpu(key));
         struct watched_process *p = NULL;
         struct watched_queue *wq = find_watch(d, trap_key_serial(key), &p);
-        bool gone;
+        bool gone, stored = false;
 
         if (!a)
                 return;
-        gone = wq && write_watch_consume(wq->watch);
+        gone = wq && write_watch_consume(wq->watch, &stored);
         if (gone)
                 a->armed = false; /* its process exited: the next poll of this GPU finds it gone */
-        if (!(revents & EPOLLIN))
+        /* a hang-up's report whose consuming took a store's wake-up: the store is this report's */
+        if (!(revents & EPOLLIN) && !stored)
                 return;
         if (wq && !gone)
                 disarm_writer(d, p, a, writer_disarmed);
@@ -945,11 +946,14 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 return false;
         a->last_poll_us = a->look_started_us;
         a->trapped = false;
-        if (!busy && !a->armed && a->n_polled < a->n_queues) {
+        if (!busy && !a->armed && a->n_polled < a->n_queues && a->n_waiting == 0) {
                 /* idle: armed at once, so that the next store wakes the loop and a
                  * GPU whose queues all have breakpoints needs no looks until then;
                  * then look once more: a store between the read above and the
-                 * arming would otherwise wait for a poll that may never come */
+                 * arming would otherwise wait for a poll that may never come.
+                 * Not while a queue waits at a barrier: a store behind it is no
+                 * work, yet a trap would suspend on it at once, and the GPU is
+                 * on the busy cadence anyway, which sees the release */
                 gpu_set_armed(d, a, true);
                 busy = read_gpu(d, a, now_us, false, UINT64_MAX, &gave_way);
         }

@@ -215,8 +215,9 @@ static int listen_control_socket(struct varlink_server *server, const char *runt
 }
 
 /*
- * Each write breakpoint takes two fds per thread of the online process
- * (write-watch.c); 1024, the usual soft limit, is soon reached at scale.
+ * Each write breakpoint takes three fds per thread of the online process
+ * (write-watch.c's two, and the preemption worker's duplicate of the
+ * breakpoint's); 1024, the usual soft limit, is soon reached at scale.
  * Nothing here uses select(), so the soft limit can go up to the hard one.
  * (Under the shipped unit, LimitNOFILE= has done it and @resources is
  * filtered: the call fails harmlessly.)

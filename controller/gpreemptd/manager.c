@@ -601,6 +601,21 @@ static void gpu_suspension_made(struct manager *m, struct gpu *g, uint64_t now)
         policy_resume_not_before(&g->policy, gpu_backoff_next_suspend_us(&g->backoff, now));
 }
 
+/*
+ * Clears g's mark. Returns whether a trap took it, now or before: its
+ * suspension is made or under way (on_worker_trapped() comes), with the
+ * token the mark held, so no other suspension may start on that token.
+ */
+static bool gpu_unmark(struct manager *m, struct gpu *g)
+{
+        if (g->trap.active) {
+                g->trap.active = false;
+                if (worker_unmark_suspend_on_trap(m->worker, (size_t)(g - m->gpus)) == WORKER_UNMARK_TOO_LATE)
+                        g->trap.taken = true;
+        }
+        return g->trap.taken;
+}
+
 enum suspend_claim {
         SUSPEND_REFUSED,   /* given back to the policy: asked again later */
         SUSPEND_CLAIMED,   /* the loop makes it */
@@ -620,13 +635,8 @@ static enum suspend_claim gpu_claim_suspend(struct manager *m, struct gpu *g)
         uint64_t now = manager_now(m), retry_us = 0;
         int r;
 
-        if (g->trap.active) {
-                g->trap.active = false;
-                if (worker_unmark_suspend_on_trap(m->worker, (size_t)(g - m->gpus)) == WORKER_UNMARK_TOO_LATE) {
-                        g->trap.taken = true;
-                        return SUSPEND_ON_A_TRAP;
-                }
-        }
+        if (gpu_unmark(m, g))
+                return SUSPEND_ON_A_TRAP;
         r = gpu_take_token(m, g, now, &retry_us);
         if (r >= 0) {
                 gpu_suspension_made(m, g, now);
@@ -699,13 +709,8 @@ static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
         }
         if (want && g->trap.active && trap_mark_current(m, g))
                 return;
-        if (g->trap.active) {
-                g->trap.active = false;
-                if (worker_unmark_suspend_on_trap(m->worker, slot) == WORKER_UNMARK_TOO_LATE) {
-                        g->trap.taken = true;
-                        return;
-                }
-        }
+        if (gpu_unmark(m, g))
+                return;
         if (want) {
                 sessions = malloc((m->n_processes ? m->n_processes : 1) * sizeof(*sessions));
                 for (size_t i = 0; sessions && i < m->n_processes; i++)
@@ -715,7 +720,11 @@ static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
         }
         if (want && !g->trap.token && g->suspend_retry_us > now)
                 return; /* the bucket said when its next token comes: asking sooner only counts refusals */
-        if (want && !g->trap.token) {
+        if (want && !g->trap.token && gpu_backoff_next_suspend_us(&g->backoff, now) > now) {
+                /* no store asked for it: an empty bucket here is no refusal of a suspension (Status) */
+                retry_us = gpu_backoff_next_suspend_us(&g->backoff, now);
+                want = false;
+        } else if (want && !g->trap.token) {
                 r = gpu_take_token(m, g, now, &retry_us);
                 g->trap.token = r >= 0;
                 want = g->trap.token;
@@ -868,6 +877,8 @@ static void gpu_back_off(struct manager *m, struct gpu *g, enum gpu_fault_kind k
         gpu_backoff_describe(&g->backoff, g->gpu_id, now, line, sizeof(line));
         log_error("%s", line);
         gpu_apply(m, g, policy_resume_for_fault(&g->policy, now), 0);
+        /* a mark set before the back-off began (gpu_faulted() ends the session first) must not trap now */
+        update_trap_mark(m, g, now);
         for (size_t i = 0; i < m->n_processes; i++) {
                 struct tracked_process *p = m->processes[i];
 
@@ -1511,7 +1522,8 @@ static void suspend_unmarked(struct manager *m, struct gpu *g)
  * suspension as one the loop made, from the trap's time on (the calls'
  * results follow, a batch of their own: policy_call_done() gives it back
  * if none took; a session the mark missed is added to it), unless a
- * back-off began meanwhile, which resumes it at once. Then the detector
+ * back-off began meanwhile: then the trap's calls are resumed at once and
+ * nothing more is suspended there. Then the detector
  * takes the trap as its own: the GPU is busy (the policy, suspended now,
  * has nothing more to do), its breakpoints disarmed, polling follows.
  */
@@ -1527,20 +1539,23 @@ static void on_worker_trapped(const struct worker_trap *trap, void *userdata)
                 g->trap.taken = g->trap.active = g->trap.token = false;
                 g->batch = (struct gpu_batch){ .number = CALL_PURPOSE_VALUE(trap->purpose), .suspend = true,
                                                .pending = (unsigned)trap->n_calls };
-                if (!g->policy.suspended)
-                        policy_online_busy(&g->policy, trap_us);
-                if (g->policy.suspended) {
-                        gpu_suspension_made(m, g, now);
-                        suspend_unmarked(m, g);
-                }
                 log_debug("GPU %u: offline work suspended on a trap at %llu ns (%zu processes), seen by the loop at "
                           "%llu ns", g->gpu_id, (unsigned long long)trap->seen_ns, trap->n_calls,
                           (unsigned long long)monotonic_clock_ns());
                 gpu_check_backoff_end(m, g, now);
-                if (gpu_backoff_deadline(&g->backoff))
+                if (!g->policy.suspended && !gpu_backoff_deadline(&g->backoff))
+                        policy_online_busy(&g->policy, trap_us);
+                if (!g->policy.suspended) {
+                        /* it would not suspend after all, or may not during a back-off */
+                        gpu_apply(m, g, POLICY_ACTION_RESUME, 0);
+                } else if (gpu_backoff_deadline(&g->backoff)) {
                         gpu_apply(m, g, policy_resume_for_fault(&g->policy, now), 0);
-                else if (!g->policy.suspended)
-                        gpu_apply(m, g, POLICY_ACTION_RESUME, 0); /* it would not suspend after all */
+                } else {
+                        gpu_suspension_made(m, g, now);
+                        suspend_unmarked(m, g);
+                        if (g->batch.pending == 0) /* the marked sessions all ended: nothing here was stopped */
+                                policy_action_failed(&g->policy, POLICY_ACTION_SUSPEND, now);
+                }
         }
         detector_trapped(m->detector, trap->key, trap->revents, now, trap->writer_disarmed);
         rearm_policy(m);

@@ -298,6 +298,30 @@ static void do_attach(struct preemption_worker *w, struct message *msg)
         post_report(ws, msg, REPORT_ATTACHED);
 }
 
+/*
+ * A call that met a fault the owner takes for the GPU's (-ETIME, ERROR bits,
+ * -EIO: the owner's gpu_faulted()) leaves no trap free to suspend there
+ * before the owner, which learns of it only from the call's report, starts
+ * the GPU's back-off: the marks on the call's GPUs are dropped here. A mark
+ * a trap holds is left to it; the owner finds the others gone
+ * (WORKER_UNMARK_NONE).
+ */
+static void drop_marks_after_fault(struct preemption_worker *w, const struct worker_call *call)
+{
+        if (call->result != -ETIME && call->result != -EIO && !call->n_error)
+                return;
+        for (size_t i = 0; i < WORKER_TRAP_SLOTS; i++) {
+                struct trap_mark *mark = &w->marks[i];
+                uint64_t generation = mark->generation;
+
+                if (!generation || (call->gpu_id && mark->gpu_id != call->gpu_id) ||
+                    !atomic_compare_exchange_strong(&w->trap_marks[i], &generation, 0))
+                        continue;
+                free(mark->sessions);
+                *mark = (struct trap_mark){ 0 };
+        }
+}
+
 /* Makes msg's call on its session; the caller reports it. */
 static void run_call(struct preemption_worker *w, struct message *msg)
 {
@@ -319,6 +343,7 @@ static void run_call(struct preemption_worker *w, struct message *msg)
         if (call->result < 0 && call->result != -EIO)
                 call->why = explain_sentence(call->result, call->suspend ? GP_OP_SUSPEND : GP_OP_RESUME, ws->pid,
                                              (int)held_session_runtime_state(ws->session), w->gp);
+        drop_marks_after_fault(w, call);
 }
 
 static void do_set_suspended(struct preemption_worker *w, struct message *msg)
@@ -593,11 +618,12 @@ static int on_commands(sd_event_source *s, int fd, uint32_t revents, void *userd
 /*
  * The worker's wait is on the trap set itself, which holds its sd-event
  * loop's fd besides the breakpoints' (detector_trap_fd() says why the set
- * cannot be polled from the loop instead). Traps are taken first: a trap
- * on a GPU whose mark a command not yet run replaces finds the slot's
- * generation changed and is only reported, which is safe, so the
- * suspension does not wait for an attach or a resume under way. Then the
- * loop runs every source pending, as sd_event_loop() would.
+ * cannot be polled from the loop instead). The traps of a wake-up are
+ * taken before the commands that came with them: a trap on a GPU whose
+ * mark a command not yet run replaces finds the slot's generation changed
+ * and is only reported, which is safe. Then the loop runs every source
+ * pending, as sd_event_loop() would; the worker is one thread, so a trap
+ * that comes meanwhile (during an attach, or a resume) waits for them.
  */
 static void *worker_main(void *userdata)
 {

@@ -92,17 +92,22 @@ static void ring_drain(void *ring)
         __atomic_store_n(&control->data_tail, head, __ATOMIC_RELEASE);
 }
 
-bool write_watch_consume(struct write_watch *w)
+bool write_watch_consume(struct write_watch *w, bool *ret_stored)
 {
         size_t n_gone = 0;
+        bool stored = false;
 
         for (size_t i = 0; i < w->n_threads; i++) {
                 struct pollfd p = { .fd = w->threads[i].breakpoint_fd, .events = POLLIN };
 
                 ring_drain(w->threads[i].ring);
-                /* core.c perf_poll(): the hang-up is a state, read without taking a sample's wake-up */
-                n_gone += poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+                if (poll(&p, 1, 0) != 1)
+                        continue;
+                n_gone += (p.revents & (POLLHUP | POLLERR)) != 0;
+                /* core.c perf_poll() took the sample's wake-up (rb->poll is exchanged with 0): the waiter never sees it */
+                stored |= (p.revents & POLLIN) != 0;
         }
+        *ret_stored = stored;
         return n_gone == w->n_threads;
 }
 

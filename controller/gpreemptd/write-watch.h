@@ -69,9 +69,13 @@ void write_watch_disarmed_elsewhere(struct write_watch *w);
 /*
  * The owner's side of a wake-up with this watch's key: marks the samples
  * read, so that the ring buffers never fill and every later store wakes the
- * waiter again. Returns whether every thread covered has exited.
+ * waiter again. Returns whether every thread covered has exited. The
+ * hang-up is read by poll(), which also takes the wake-up of a store made
+ * since (perf_poll() reports a sample's EPOLLIN once, to whoever asks
+ * first): *ret_stored says whether it did, and the store is then the
+ * owner's to act on, as the waiter will not be woken for it.
  */
-bool write_watch_consume(struct write_watch *w);
+bool write_watch_consume(struct write_watch *w, bool *ret_stored);
 /* Takes its fds out of the epoll set and closes them. */
 void write_watch_free(struct write_watch *w);
 

@@ -8,7 +8,8 @@
  * polling sees the GPU idle; a refused breakpoint (the fifth queue of a process,
  * or no debug register left because another watcher holds them) leaves the
  * queue to polling, which still sees its work; a process that exits while
- * armed neither hangs nor spins the loop. Needs perf_event_open on another
+ * armed neither hangs nor spins the loop; a store whose wake-up the owner's
+ * reading of a hang-up took is seen all the same. Needs perf_event_open on another
  * process (root, or CAP_PERFMON), as the daemon does.
  */
 #include <errno.h>
@@ -415,6 +416,25 @@ static void test_process_exits_while_armed(void **state)
         assert_int_equal(detector_n_queues(f->detector), 0);
 }
 
+/*
+ * The owner consumes a hang-up's report (a thread of the process exited)
+ * while a store of another thread is pending: the poll that reads the
+ * hang-up takes the store's wake-up from the waiter, so the report is the
+ * store's too.
+ */
+static void test_store_whose_wake_up_a_hang_up_took(void **state)
+{
+        struct fixture *f = *state;
+
+        watch_and_arm_one(f);
+        fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_EARLY_THREAD);
+        detector_trapped(f->detector, f->seen.key, EPOLLHUP, monotonic_clock_us(), false);
+        assert_int_equal(f->seen.busy, 1);
+        assert_true(gpu_needs_poll(f->detector, 1)); /* the writer disarmed: polling follows the work */
+        assert_int_equal(take_traps(f, 50), 0); /* the waiter was not woken for it */
+        assert_int_equal(f->seen.busy, 1);
+}
+
 static void test_mode_poll_and_back(void **state)
 {
         struct fixture *f = *state;
@@ -449,15 +469,22 @@ static void test_waiting_queue_keeps_its_gpu_looked_at(void **state)
         watch_queues(f, 1);
         detector_poll(f->detector, 1);
         assert_int_equal(f->seen.busy, 1);
-        detector_poll(f->detector, 2); /* it waits: idle, and armed */
+        detector_poll(f->detector, 2); /* it waits: idle, and not armed */
         assert_int_equal(f->seen.idle, 1);
         assert_true(gpu_needs_poll(f->detector, 1));
         assert_true(detector_gpu_polled_recently_busy(f->detector, 1, 100000000, 1000));
 
+        /* work queued behind the barrier during the wait neither traps nor makes the GPU busy */
+        fake_write_dispatch(&f->online, 0, 2);
+        fake_child_store(&f->online, 0, 3, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 50), 0);
+        detector_poll(f->detector, 3);
+        assert_int_equal(f->seen.busy, 1);
+
         *fake_signal_value(&f->online, 0) = 0;
         *fake_read_index(&f->online, 0) = 1; /* the CP took the barrier: the kernel runs */
         assert_int_equal(take_traps(f, 50), 0); /* nothing stored, nothing trapped */
-        detector_poll(f->detector, 3);
+        detector_poll(f->detector, 4);
         assert_int_equal(f->seen.busy, 2);
 }
 
@@ -476,6 +503,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_only_polled_queues_keep_a_gpu_recently_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_breakpoint_falls_back_to_polling, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_process_exits_while_armed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_store_whose_wake_up_a_hang_up_took, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_mode_poll_and_back, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_waiting_queue_keeps_its_gpu_looked_at, setup, teardown),
         };

@@ -246,6 +246,30 @@ static int record_request(struct app_worker *w, int64_t scheduled, int64_t publi
         return r;
 }
 
+/* --queue-during-wait: one more kernel written and published behind the
+ * barrier, as an application does that keeps launching on a stream that
+ * waits on the host; it runs once the barrier is released, and is no
+ * request's (not in the kernels reported). A full ring cannot drain behind
+ * the barrier: nothing is queued then. */
+static int queue_behind_barrier(struct app_worker *w)
+{
+        struct emu_kernel_launch launch = {
+                .duration_ns = w->job->opts->kernel_ns,
+                .workgroups = w->job->opts->workgroups,
+                .workgroup_size = w->job->opts->workgroup_size,
+        };
+        struct emu_dispatch_record rec = {0};
+        int64_t published = 0;
+        int r = emu_aql_queue_write(w->queue, &launch, &rec);
+
+        if (r == -EAGAIN)
+                return 0;
+        if (r < 0)
+                return r;
+        publish(w, rec.index, rec.index + 1, &published);
+        return 0;
+}
+
 /* --host-wait-us: the host sets the barrier's dependency the given time
  * after the request's kernels are done, as a host callback or an event
  * the host records would, and the queue moves on once the GPU has taken
@@ -254,12 +278,23 @@ static int record_request(struct app_worker *w, int64_t scheduled, int64_t publi
  * behind a blocked stream. */
 static int release_host_barrier(struct app_worker *w, uint64_t barrier_index)
 {
-        bool waited = sleep_until(w, now_ns() + (int64_t)w->job->opts->host_wait_ns);
+        const struct app_options *o = w->job->opts;
+        int64_t end = now_ns() + (int64_t)o->host_wait_ns;
+        bool waited = true;
+        int r = 0;
 
+        if (o->queue_during_wait) {
+                waited = sleep_until(w, end - (int64_t)o->host_wait_ns / 2);
+                if (waited)
+                        r = queue_behind_barrier(w);
+        }
+        waited = waited && sleep_until(w, end);
         /* Set even when stopped: nothing else would release the barrier. */
         __atomic_store_n(&w->host_signal.value, 0, __ATOMIC_RELEASE);
         if (!waited)
                 return -ECANCELED;
+        if (r < 0)
+                return r;
         return wait_consumed(w, barrier_index, NULL);
 }
 

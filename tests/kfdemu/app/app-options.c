@@ -41,6 +41,7 @@ enum {
         OPT_LATENCY_LOG,
         OPT_DOORBELL_PER_REQUEST,
         OPT_HOST_WAIT_US,
+        OPT_QUEUE_DURING_WAIT,
 };
 
 static const struct option long_options[] = {
@@ -78,6 +79,7 @@ static const struct option long_options[] = {
         {"latency-log", required_argument, NULL, OPT_LATENCY_LOG},
         {"doorbell-per-request", no_argument, NULL, OPT_DOORBELL_PER_REQUEST},
         {"host-wait-us", required_argument, NULL, OPT_HOST_WAIT_US},
+        {"queue-during-wait", no_argument, NULL, OPT_QUEUE_DURING_WAIT},
         {NULL, 0, NULL, 0},
 };
 
@@ -361,6 +363,9 @@ int app_options_parse(struct app_options *o, int argc, char **argv, char *error,
                                             optarg, APP_MAX_HOST_WAIT_US);
                         o->host_wait_ns = (uint64_t)llround(d * 1000.0);
                         break;
+                case OPT_QUEUE_DURING_WAIT:
+                        o->queue_during_wait = true;
+                        break;
                 case OPT_KERNEL_NAME:
                         if (strlen(optarg) == 0 || strlen(optarg) > APP_MAX_NAME)
                                 return fail(error, error_size, "--kernel-name: give 1 to %u characters.", APP_MAX_NAME);
@@ -386,6 +391,8 @@ int app_options_parse(struct app_options *o, int argc, char **argv, char *error,
                 return fail(error, error_size, "--rate and --continuous exclude each other: pick open loop or closed loop.");
         if (poisson && !have_rate)
                 return fail(error, error_size, "--arrival poisson needs --rate.");
+        if (o->queue_during_wait && !o->host_wait_ns)
+                return fail(error, error_size, "--queue-during-wait needs --host-wait-us: it queues during the host wait.");
         o->arrival = !have_rate ? APP_ARRIVAL_CLOSED_LOOP : poisson ? APP_ARRIVAL_POISSON : APP_ARRIVAL_FIXED;
         if (o->destroy_queue_after_s >= 0 && o->queues + (o->late_queue_after_s >= 0) < 2)
                 return fail(error, error_size, "--destroy-queue-after needs at least two queues, so that one keeps running.");
@@ -409,6 +416,8 @@ void app_options_print_help(const char *program)
                "                              ring the doorbell once (default: after each packet)\n"
                "      --host-wait-us D        end each request with a barrier-AND on a signal the host\n"
                "                              sets D us after the request's kernels are done (default 0: none)\n"
+               "      --queue-during-wait     halfway through each host wait, queue one more kernel behind\n"
+               "                              the barrier; it runs once the barrier is released\n"
                "  -r, --rate R                open loop: R requests/s over all queues, latency from the scheduled time\n"
                "      --arrival fixed|poisson fixed intervals (default) or Poisson arrivals for --rate\n"
                "  -c, --continuous            closed loop: each queue runs requests back to back (default)\n"

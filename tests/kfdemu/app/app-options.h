@@ -53,6 +53,7 @@ struct app_options {
         unsigned kernels_per_request;
         bool doorbell_per_request;    /* write a request's packets, then ring once */
         uint64_t host_wait_ns;        /* --host-wait-us: 0 = requests end without a barrier */
+        bool queue_during_wait;       /* --queue-during-wait: a kernel queued behind the barrier mid-wait */
         enum app_arrival arrival;
         double rate;
         double duration_s;       /* 0 = until stopped */

@@ -48,7 +48,8 @@ static void test_open_loop_and_work(void **state)
                                "--workgroups", "128", "-k", "3", "--rate", "20", "--arrival", "poisson",
                                "--duration", "1.5", "--requests", "100", "-p", "2", "--no-runtime-enable",
                                "--json", "--ring-packets", "64", "--dispatch-times", "/tmp/t",
-                               "--latency-log", "/tmp/l", "--doorbell-per-request", "--host-wait-us", "2000.5"),
+                               "--latency-log", "/tmp/l", "--doorbell-per-request", "--host-wait-us", "2000.5",
+                               "--queue-during-wait"),
                          0);
         assert_int_equal(o.queues, 4);
         assert_int_equal(o.n_gpus, 2);
@@ -68,6 +69,7 @@ static void test_open_loop_and_work(void **state)
         assert_string_equal(o.latency_log, "/tmp/l");
         assert_true(o.doorbell_per_request);
         assert_int_equal(o.host_wait_ns, 2000500);
+        assert_true(o.queue_during_wait);
 }
 
 static void test_rejects_with_sentences(void **state)
@@ -93,6 +95,9 @@ static void test_rejects_with_sentences(void **state)
         assert_int_equal(PARSE(&o, "--host-wait-us", "-1"), -EINVAL);
         assert_int_equal(PARSE(&o, "--host-wait-us", "60000001"), -EINVAL);
         assert_int_equal(PARSE(&o, "--host-wait-us", "soon"), -EINVAL);
+        app_options_init(&o);
+        assert_int_equal(PARSE(&o, "--queue-during-wait"), -EINVAL);
+        assert_non_null(strstr(error, "needs --host-wait-us"));
         app_options_init(&o);
         assert_int_equal(PARSE(&o, "--queues", "3x"), -EINVAL);
         app_options_init(&o);

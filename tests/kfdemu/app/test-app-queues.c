@@ -464,6 +464,28 @@ static void test_app_host_wait(void **state)
         json_object_put(report);
 }
 
+/* --queue-during-wait: a kernel is written behind each barrier during the
+ * wait, to run after the release; the requests are as before. */
+static void test_app_queue_during_wait(void **state)
+{
+        struct app_run run;
+        json_object *report, *queues, *queue;
+
+        app_start(&run, (char *[]){"--continuous", "--requests", "3", "--kernel-us", "300", "--host-wait-us", "20000",
+                                   "--queue-during-wait", "--json", NULL});
+        assert_int_equal(app_wait_ready(&run), 1);
+        report = app_finish(&run, 0);
+        assert_non_null(report);
+        assert_int_equal(json_u64(report, "requests"), 3);
+        assert_true(json_object_object_get_ex(report, "queues", &queues));
+        queue = json_object_array_get_idx(queues, 0);
+        /* per request: its kernel, its barrier, the kernel queued behind it; every barrier consumed (the
+         * last kernel behind one may still run when the job ends) */
+        assert_int_equal(json_u64(queue, "write_dispatch_id"), 3 * 3);
+        assert_true(json_u64(queue, "read_dispatch_id") >= 3 * 3 - 1);
+        json_object_put(report);
+}
+
 static void test_app_bad_latency_log_path_is_explained(void **state)
 {
         struct app_run run;
@@ -697,6 +719,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_app_bad_latency_log_path_is_explained),
                 cmocka_unit_test(test_app_doorbell_per_request),
                 cmocka_unit_test(test_app_host_wait),
+                cmocka_unit_test(test_app_queue_during_wait),
                 cmocka_unit_test(test_app_sigterm_ends_cleanly),
                 cmocka_unit_test(test_app_idle_threads_and_a_queued_signal),
                 cmocka_unit_test(test_app_late_queue_then_destroy),
