@@ -231,6 +231,16 @@ const char *daemon_harness_log(struct daemon_harness *h)
         return buf;
 }
 
+size_t daemon_harness_log_count(struct daemon_harness *h, const char *text)
+{
+        const char *log = daemon_harness_log(h);
+        size_t n = 0;
+
+        for (const char *at = strstr(log, text); at; at = strstr(at + 1, text))
+                n++;
+        return n;
+}
+
 void daemon_harness_cleanup(struct daemon_harness *h)
 {
         if (!h->config.dir[0])

@@ -68,4 +68,6 @@ int daemon_harness_stop(struct daemon_harness *h, int signal);
 long long daemon_harness_now_ms(void);
 /* The daemon's stderr so far (static buffer). */
 const char *daemon_harness_log(struct daemon_harness *h);
+/* How many times text occurs in the daemon's stderr so far. */
+size_t daemon_harness_log_count(struct daemon_harness *h, const char *text);
 void daemon_harness_cleanup(struct daemon_harness *h);

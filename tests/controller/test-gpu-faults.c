@@ -78,14 +78,10 @@ static int teardown(void **state)
 {
         struct fixture *f = *state;
 
-        if (f->online.pid > 0)
-                emulated_app_stop(&f->online);
-        if (f->offline.pid > 0)
-                emulated_app_stop(&f->offline);
-        if (f->second_offline.pid > 0)
-                emulated_app_stop(&f->second_offline);
-        if (f->h.pid > 0)
-                daemon_harness_stop(&f->h, SIGTERM);
+        emulated_app_stop(&f->online);
+        emulated_app_stop(&f->offline);
+        emulated_app_stop(&f->second_offline);
+        daemon_harness_stop(&f->h, SIGTERM);
         daemon_harness_cleanup(&f->h);
         free(f);
         return 0;
@@ -155,16 +151,6 @@ static void backoff_reason(struct fixture *f, char *buf, size_t size)
         json_object_put(status);
 }
 
-static size_t count_in_log(struct fixture *f, const char *text)
-{
-        const char *log = daemon_harness_log(&f->h);
-        size_t n = 0;
-
-        for (const char *at = strstr(log, text); at; at = strstr(at + 1, text))
-                n++;
-        return n;
-}
-
 /* The daemon with settings, the offline app attached, then the online app asking at rate requests/s. */
 static void start(struct fixture *f, const char *settings, const char *rate)
 {
@@ -211,7 +197,7 @@ static void test_queue_error(void **state)
         assert_int_equal(backoff_int(f, "faults"), 1);
         backoff_reason(f, reason, sizeof(reason));
         assert_string_equal(reason, "queue-error");
-        if (count_in_log(f, "not preempting it for") != 1)
+        if (daemon_harness_log_count(&f->h, "not preempting it for") != 1)
                 fail_msg("expected one line saying the GPU backs off; daemon log:\n%s", daemon_harness_log(&f->h));
         check_status_shows_backoff(f, "queue-error");
 
@@ -231,7 +217,7 @@ static void test_queue_error(void **state)
         /* the fault was once: preemption comes back after FaultBackoffSec= */
         daemon_status_wait(&f->h, preempting_again, &f->offline.pid, "preempting again after the back-off", 10000,
                            50);
-        assert_int_equal(count_in_log(f, "back-off over"), 1);
+        assert_int_equal(daemon_harness_log_count(&f->h, "back-off over"), 1);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 

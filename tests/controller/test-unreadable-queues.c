@@ -53,27 +53,13 @@ static int teardown(void **state)
 {
         struct fixture *f = *state;
 
-        if (f->online.pid > 0)
-                emulated_app_stop(&f->online);
-        if (f->online_paged.pid > 0)
-                emulated_app_stop(&f->online_paged);
-        if (f->offline.pid > 0)
-                emulated_app_stop(&f->offline);
-        if (f->h.pid > 0)
-                daemon_harness_stop(&f->h, SIGTERM);
+        emulated_app_stop(&f->online);
+        emulated_app_stop(&f->online_paged);
+        emulated_app_stop(&f->offline);
+        daemon_harness_stop(&f->h, SIGTERM);
         daemon_harness_cleanup(&f->h);
         free(f);
         return 0;
-}
-
-static size_t count_in_log(struct fixture *f, const char *text)
-{
-        const char *log = daemon_harness_log(&f->h);
-        size_t n = 0;
-
-        for (const char *at = strstr(log, text); at; at = strstr(at + 1, text))
-                n++;
-        return n;
 }
 
 static bool has_suspended_gpus(struct json_object *p)
@@ -141,7 +127,7 @@ static void test_online_queues_in_gtt(void **state)
                                    "the online queues read through /proc/PID/mem", 10000);
         daemon_status_wait_process(&f->h, f->online_paged.pid, online_queues_read_via_process_vm_readv,
                                    "the paged online queues read with process_vm_readv", 10000);
-        if (count_in_log(f, FALLBACK_LINE) != 1)
+        if (daemon_harness_log_count(&f->h, FALLBACK_LINE) != 1)
                 fail_msg("expected one line on the /proc/PID/mem fallback; daemon log:\n%s",
                          daemon_harness_log(&f->h));
 
@@ -158,7 +144,7 @@ static void test_online_queues_in_gtt(void **state)
         if (emulated_app_kernels(&f->offline) <= before)
                 fail_msg("the offline app made no progress once the online app was gone; daemon log:\n%s",
                          daemon_harness_log(&f->h));
-        assert_int_equal(count_in_log(f, FALLBACK_LINE), 1);
+        assert_int_equal(daemon_harness_log_count(&f->h, FALLBACK_LINE), 1);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
