@@ -34,6 +34,14 @@ static uint64_t bucket_capacity(const struct gpu_backoff_settings *s)
         return (uint64_t)s->max_preemptions_per_second * TOKEN_UNITS;
 }
 
+/* What the bucket may hold now: its capacity less a kept token, which was taken from it. */
+static uint64_t bucket_room(const struct gpu_backoff *b)
+{
+        uint64_t capacity = bucket_capacity(&b->settings);
+
+        return b->token_kept && capacity >= TOKEN_UNITS ? capacity - TOKEN_UNITS : capacity;
+}
+
 void gpu_backoff_init(struct gpu_backoff *b, const struct gpu_backoff_settings *settings, uint64_t now_us)
 {
         *b = (struct gpu_backoff){
@@ -52,7 +60,7 @@ void gpu_backoff_update_settings(struct gpu_backoff *b, const struct gpu_backoff
                 b->delay_us = settings->max_us;
         if (b->delay_us < settings->base_us)
                 b->delay_us = settings->base_us;
-        b->tokens = bucket_capacity(settings);
+        b->tokens = bucket_room(b);
         b->refilled_us = now_us;
 }
 
@@ -92,12 +100,13 @@ uint64_t gpu_backoff_deadline(const struct gpu_backoff *b)
 
 static void refill(struct gpu_backoff *b, uint64_t now_us)
 {
-        uint64_t capacity = bucket_capacity(&b->settings);
+        uint64_t capacity = bucket_room(b);
         uint64_t elapsed = now_us > b->refilled_us ? now_us - b->refilled_us : 0;
 
         b->refilled_us = now_us;
         /* a whole second refills the bucket whatever the rate; avoids the product overflowing */
-        if (elapsed >= TOKEN_UNITS || capacity - b->tokens <= elapsed * b->settings.max_preemptions_per_second)
+        if (elapsed >= TOKEN_UNITS || b->tokens >= capacity ||
+            capacity - b->tokens <= elapsed * b->settings.max_preemptions_per_second)
                 b->tokens = capacity;
         else
                 b->tokens += elapsed * b->settings.max_preemptions_per_second;
@@ -151,6 +160,28 @@ int gpu_backoff_claim_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *
         if (r >= 0)
                 gpu_backoff_take_token(b);
         return r;
+}
+
+int gpu_backoff_keep_token(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us)
+{
+        int r = gpu_backoff_claim_suspend(b, now_us, ret_retry_us);
+
+        if (r >= 0)
+                b->token_kept = true;
+        return r;
+}
+
+bool gpu_backoff_spend_kept_token(struct gpu_backoff *b)
+{
+        bool spent = b->token_kept;
+
+        b->token_kept = false;
+        return spent;
+}
+
+bool gpu_backoff_token_kept(const struct gpu_backoff *b)
+{
+        return b->token_kept;
 }
 
 void gpu_backoff_status(const struct gpu_backoff *b, uint64_t now_us, struct gpu_backoff_status *ret)

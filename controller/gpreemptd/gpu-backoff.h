@@ -67,6 +67,7 @@ struct gpu_backoff {
         uint64_t faults;            /* every fault recorded, for Status */
         uint64_t rate_limited;      /* suspensions the bucket refused, for Status */
         uint64_t tokens;            /* in millionths of a token */
+        bool token_kept;            /* one taken and kept for the next suspension: the bucket refills around it */
         uint64_t refilled_us;       /* when tokens was last brought up to date */
 };
 
@@ -111,6 +112,20 @@ void gpu_backoff_take_token(struct gpu_backoff *b);
 
 /* gpu_backoff_check_suspend(), and on 0 gpu_backoff_take_token(). */
 int gpu_backoff_claim_suspend(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us);
+
+/*
+ * gpu_backoff_claim_suspend(), with the token kept for a suspension that may
+ * come later (a suspend-on-trap mark's) instead of spent now. While it is
+ * kept the bucket holds one token less, so the kept one still counts
+ * against MaxPreemptionsPerSecond=. Returns as gpu_backoff_claim_suspend().
+ */
+int gpu_backoff_keep_token(struct gpu_backoff *b, uint64_t now_us, uint64_t *ret_retry_us);
+
+/* Spends the kept token: true if one was kept. */
+bool gpu_backoff_spend_kept_token(struct gpu_backoff *b);
+
+/* Whether a token is kept (gpu_backoff_keep_token()). */
+bool gpu_backoff_token_kept(const struct gpu_backoff *b);
 
 /*
  * When the next suspension could take a token: now_us when one is there,

@@ -579,17 +579,15 @@ static void gpu_check_backoff_end(struct manager *m, struct gpu *g, uint64_t now
 }
 
 /*
- * A rate-limit token for g's next suspension (gpu-backoff.h): the one its
- * suspend-on-trap mark holds, or the bucket's. Returns 0, -EBUSY during a
+ * A rate-limit token for g's next suspension (gpu-backoff.h): the one kept
+ * for its suspend-on-trap mark, or the bucket's. Returns 0, -EBUSY during a
  * back-off, -EAGAIN past MaxPreemptionsPerSecond=, with *ret_retry_us.
  */
 static int gpu_take_token(struct manager *m, struct gpu *g, uint64_t now, uint64_t *ret_retry_us)
 {
         gpu_check_backoff_end(m, g, now);
-        if (g->trap.token && !gpu_backoff_deadline(&g->backoff)) {
-                g->trap.token = false;
+        if (!gpu_backoff_deadline(&g->backoff) && gpu_backoff_spend_kept_token(&g->backoff))
                 return 0;
-        }
         return gpu_backoff_claim_suspend(&g->backoff, now, ret_retry_us);
 }
 
@@ -681,8 +679,8 @@ static bool trap_mark_current(const struct manager *m, const struct gpu *g)
 
 /*
  * When a store on g would have its policy suspend now, and may (no back-off,
- * a token: taken here, where the suspension is decided, and held by the mark
- * until a suspension uses it), the worker is told to make that suspension on
+ * a token: taken here, where the suspension is decided, and kept in the
+ * bucket's reckoning until a suspension uses it, gpu_backoff_keep_token()), the worker is told to make that suspension on
  * a trap itself (preemption-worker.h), with the sessions gpu_apply() would
  * call. Otherwise, or when those sessions change, the mark is cleared at
  * once. When a token or the offline slice is what is missing, the policy
@@ -694,7 +692,7 @@ static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
         struct policy_gpu probe = g->policy;
         _cleanup_free_ struct worker_session **sessions = NULL;
         uint64_t retry_us = 0;
-        bool want;
+        bool want, kept;
         int r;
 
         if (g->trap.taken)
@@ -718,16 +716,15 @@ static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
                                 sessions[n++] = m->processes[i]->session;
                 want = n > 0; /* no offline work here, or no memory: the loop suspends on the trap's report */
         }
-        if (want && !g->trap.token && g->suspend_retry_us > now)
+        kept = gpu_backoff_token_kept(&g->backoff);
+        if (want && !kept && g->suspend_retry_us > now)
                 return; /* the bucket said when its next token comes: asking sooner only counts refusals */
-        if (want && !g->trap.token && gpu_backoff_next_suspend_us(&g->backoff, now) > now) {
+        if (want && !kept && gpu_backoff_next_suspend_us(&g->backoff, now) > now) {
                 /* no store asked for it: an empty bucket here is no refusal of a suspension (Status) */
                 retry_us = gpu_backoff_next_suspend_us(&g->backoff, now);
                 want = false;
-        } else if (want && !g->trap.token) {
-                r = gpu_take_token(m, g, now, &retry_us);
-                g->trap.token = r >= 0;
-                want = g->trap.token;
+        } else if (want && !kept) {
+                want = gpu_backoff_keep_token(&g->backoff, now, &retry_us) >= 0;
         }
         if (!want) {
                 if (retry_us && (!g->suspend_retry_us || retry_us < g->suspend_retry_us))
@@ -1536,7 +1533,8 @@ static void on_worker_trapped(const struct worker_trap *trap, void *userdata)
         uint64_t trap_us = trap->seen_ns / 1000 < now ? trap->seen_ns / 1000 : now;
 
         if (g) {
-                g->trap.taken = g->trap.active = g->trap.token = false;
+                g->trap.taken = g->trap.active = false;
+                gpu_backoff_spend_kept_token(&g->backoff); /* the trap's suspension took it */
                 g->batch = (struct gpu_batch){ .number = CALL_PURPOSE_VALUE(trap->purpose), .suspend = true,
                                                .pending = (unsigned)trap->n_calls };
                 log_debug("GPU %u: offline work suspended on a trap at %llu ns (%zu processes), seen by the loop at "

@@ -63,7 +63,6 @@ struct gpu_batch {
 struct gpu_trap_mark {
         bool active;  /* the worker holds a mark of ours that no trap was known to take */
         bool taken;   /* a trap took it: its report decides, no mark until then */
-        bool token;   /* a rate-limit token taken for the GPU's next suspension, not used yet */
         struct worker_session **sessions; /* the sessions marked, in order */
         size_t n_sessions;
 };

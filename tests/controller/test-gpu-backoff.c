@@ -189,6 +189,34 @@ static void test_rate_bounds_a_storm(void **state)
         assert_in_range(granted, 10 * 50, 10 * 50 + 50);
 }
 
+/*
+ * A token kept for a suspension that may come later (a suspend-on-trap
+ * mark's) still counts against the rate: the bucket refills around it, so
+ * a full second holds at most MaxPreemptionsPerSecond= suspensions, the
+ * kept one's included.
+ */
+static void test_kept_token_counts_against_the_rate(void **state)
+{
+        struct gpu_backoff b;
+        uint64_t retry = 0, granted = 0;
+
+        gpu_backoff_init(&b, &defaults, START_US);
+        assert_int_equal(gpu_backoff_keep_token(&b, START_US, &retry), 0);
+        assert_true(gpu_backoff_token_kept(&b));
+        /* a second later the bucket is as full as it may be with a token kept */
+        for (uint64_t t = START_US + SEC; gpu_backoff_claim_suspend(&b, t, &retry) == 0; )
+                granted++;
+        assert_int_equal(granted, 50 - 1);
+        assert_true(gpu_backoff_spend_kept_token(&b));
+        assert_false(gpu_backoff_token_kept(&b));
+        assert_false(gpu_backoff_spend_kept_token(&b));
+        /* spent, it leaves room for one more after a refill */
+        granted = 0;
+        for (uint64_t t = START_US + 3 * SEC; gpu_backoff_claim_suspend(&b, t, &retry) == 0; )
+                granted++;
+        assert_int_equal(granted, 50);
+}
+
 static void test_no_rate_limit(void **state)
 {
         struct gpu_backoff_settings s = defaults;
@@ -272,6 +300,7 @@ int main(void)
                 cmocka_unit_test(test_check_takes_nothing_until_every_gpu_agrees),
                 cmocka_unit_test(test_next_suspend_says_when_without_taking),
                 cmocka_unit_test(test_rate_bounds_a_storm),
+                cmocka_unit_test(test_kept_token_counts_against_the_rate),
                 cmocka_unit_test(test_no_rate_limit),
                 cmocka_unit_test(test_reload_keeps_a_backoff_and_clamps_the_delay),
                 cmocka_unit_test(test_status_and_messages),
