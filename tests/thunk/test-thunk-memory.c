@@ -7,12 +7,17 @@
  * memory (fmm.c; kfd-interface.md §13). Runs on the MI210 node of
  * tests/kfdemu/configs/mi210.conf.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <hsakmt.h>
@@ -85,6 +90,55 @@ static void vram_visible_to_the_cpu(void **state)
         round_trip(GPU_NODE, 1 << 20, (HsaMemFlags){ .ui32 = { .HostAccess = 1, .NonPaged = 1 } });
 }
 
+/* Whether process_vm_readv reads len bytes at addr (errno says why not). */
+static bool readable_by_process_vm_readv(const void *addr, size_t len)
+{
+        char copy[64];
+        struct iovec local = { .iov_base = copy, .iov_len = len };
+        struct iovec remote = { .iov_base = (void *)addr, .iov_len = len };
+
+        return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+/* Whether pread() of /proc/self/mem reads len bytes at addr. */
+static bool readable_by_proc_mem(const void *addr, size_t len)
+{
+        char copy[64];
+        int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+        bool ok = fd >= 0 && pread(fd, copy, len, (off_t)(uintptr_t)addr) == (ssize_t)len;
+
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+/*
+ * What a daemon reading another process's amd_queue_t meets, through the
+ * thunk ROCr uses (kfd-hazards.md §9): non-paged system memory is a GTT BO
+ * the thunk maps through the render node, which the kernel maps
+ * VM_IO|VM_PFNMAP, so process_vm_readv fails with EFAULT while
+ * /proc/PID/mem reads it; paged memory is plain anonymous memory.
+ */
+static void non_paged_memory_defeats_process_vm_readv(void **state)
+{
+        HsaMemFlags paged = { .ui32 = { .HostAccess = 1 } };
+        HsaMemFlags non_paged = { .ui32 = { .HostAccess = 1, .NonPaged = 1 } };
+        void *mem = NULL;
+
+        assert_int_equal(hsaKmtAllocMemory(CPU_NODE, 4096, non_paged, &mem), HSAKMT_STATUS_SUCCESS);
+        memset(mem, 0x5a, 64);
+        assert_false(readable_by_process_vm_readv(mem, 64));
+        assert_int_equal(errno, EFAULT);
+        assert_true(readable_by_proc_mem(mem, 64));
+        assert_int_equal(hsaKmtFreeMemory(mem, 4096), HSAKMT_STATUS_SUCCESS);
+
+        assert_int_equal(hsaKmtAllocMemory(CPU_NODE, 4096, paged, &mem), HSAKMT_STATUS_SUCCESS);
+        memset(mem, 0x5a, 64);
+        assert_true(readable_by_process_vm_readv(mem, 64));
+        assert_true(readable_by_proc_mem(mem, 64));
+        assert_int_equal(hsaKmtFreeMemory(mem, 4096), HSAKMT_STATUS_SUCCESS);
+}
+
 /* More VRAM than the GPU has: the kernel's -ENOMEM, the thunk's
  * HSAKMT_STATUS_NO_MEMORY, and the VRAM is still whole afterwards. */
 static void vram_runs_out(void **state)
@@ -121,6 +175,7 @@ int main(void)
                 cmocka_unit_test(system_memory_paged),
                 cmocka_unit_test(system_memory_non_paged),
                 cmocka_unit_test(vram_visible_to_the_cpu),
+                cmocka_unit_test(non_paged_memory_defeats_process_vm_readv),
                 cmocka_unit_test(vram_runs_out),
                 cmocka_unit_test(registered_user_memory),
         };
