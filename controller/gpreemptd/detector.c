@@ -802,6 +802,15 @@ static bool process_quiet(const struct detector *d, const struct watched_process
         return true;
 }
 
+/* Whether p's queues on a GPU, [first, end), had work outstanding at their last read. */
+static bool process_had_work(const struct watched_process *p, size_t first, size_t end)
+{
+        for (size_t q = first; q < end; q++)
+                if (p->queues[q].busy)
+                        return true;
+        return false;
+}
+
 /*
  * The quiet process on a GPU whose queues there were read longest ago: a
  * quick look's one read of the quiet ones. 0 if none. Judged by its queues
@@ -829,9 +838,10 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
 /*
  * Reads the processes' queues on a GPU; returns whether any has work (its
  * write index moved, or is ahead of the read index). A quick look reads the
- * processes that were active within the active window and, of the quiet ones,
- * only the one read longest ago; the others count as they were at their last
- * read. Reading them all at the busy cadence costs a process_vm_readv per
+ * processes that were active within the active window or had work at their
+ * last read and, of the quiet ones, on an idle GPU only the one read longest
+ * ago, on a busy GPU none (poll_gpu() reads them all before the GPU counts as
+ * idle); the others count as idle, as at their last read. Reading them all at the busy cadence costs a process_vm_readv per
  * online process on the GPU at every look, a large share of a core at scale
  * (docs/benchmarks/daemon-internals.md, "Looks at the online queues"), and a
  * write landing early in such a look waited for the whole of it.
@@ -849,7 +859,7 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
 static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us, bool quick,
                      uint64_t give_way_at_us, bool *ret_gave_way)
 {
-        pid_t turn = quick ? quiet_turn(d, a->gpu_id, now_us) : 0;
+        pid_t turn = quick && !a->busy ? quiet_turn(d, a->gpu_id, now_us) : 0;
         bool busy = false, read_one = false;
 
         *ret_gave_way = false;
@@ -869,10 +879,9 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                         *ret_gave_way = true;
                         return false;
                 }
-                if (quick && p->pid != turn && process_quiet(d, p, first, end, now_us)) {
-                        for (size_t q = first; q < end; q++)
-                                busy_here = busy_here || p->queues[q].busy;
-                        n = -EAGAIN; /* not read */
+                if (quick && p->pid != turn && process_quiet(d, p, first, end, now_us) &&
+                    !process_had_work(p, first, end)) {
+                        n = -EAGAIN; /* not read: idle at its last read */
                 } else {
                         n = read_process(p, first, end);
                         read_one = true;
@@ -940,7 +949,8 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 a->look_number++;
         }
         /* after a trap every process is quiet and the writer unknown: a quick look could miss it */
-        busy = read_gpu(d, a, now_us, quick && !a->trapped, give_way_at_us, &gave_way);
+        quick = quick && !a->trapped;
+        busy = read_gpu(d, a, now_us, quick, give_way_at_us, &gave_way);
         a->look_under_way = gave_way;
         if (gave_way)
                 return false;
@@ -955,6 +965,10 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                  * work, yet a trap would suspend on it at once, and the GPU is
                  * on the busy cadence anyway, which sees the release */
                 gpu_set_armed(d, a, true);
+                busy = read_gpu(d, a, now_us, false, UINT64_MAX, &gave_way);
+        } else if (!busy && a->busy && quick) {
+                /* the quick looks of a busy GPU passed over its quiet processes: whether
+                 * its work has ended is for all of them to tell */
                 busy = read_gpu(d, a, now_us, false, UINT64_MAX, &gave_way);
         }
         if (!busy && a->busy) {

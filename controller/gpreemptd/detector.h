@@ -152,11 +152,12 @@ void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us);
 /*
  * The same, for the busy cadence: reads only the processes whose queues
- * moved within the active window, and in turn one of the quiet ones (the one
- * read longest ago); the other quiet ones count as they were at their last
- * read. A quiet process that starts work on a GPU that is busy anyway is
- * seen when its turn comes: within as many looks as the GPU has quiet
- * processes.
+ * moved within the active window or had work outstanding at their last read,
+ * and, on a GPU that is idle, in turn one of the quiet ones (the one read
+ * longest ago); the other quiet ones count as idle, as at their last read.
+ * A quiet process that starts work there is seen when its turn comes: within
+ * as many looks as the GPU has quiet processes. On a busy GPU the look that
+ * finds the others done reads every process before reporting the GPU idle.
  */
 void detector_quick_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 /* Polls every GPU. */

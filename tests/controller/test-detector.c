@@ -204,9 +204,12 @@ static void test_unmapped_queue_counts_idle(void **state)
 
 /*
  * A quick look (the busy cadence) reads the processes active within the
- * active window every time and the quiet ones one per look, the one read longest ago
- * first: a quiet process's work is seen within as many looks as there are
- * quiet processes, and one not read counts as it was at its last read.
+ * active window every time, and those with work outstanding at their last
+ * read. On an idle GPU it reads the quiet ones one per look, the one read
+ * longest ago first: a quiet process's work is seen within as many looks as
+ * there are quiet processes. On a busy GPU it passes them over, and the look
+ * that finds the active ones done reads them all before the GPU counts as
+ * idle.
  */
 static void test_quick_look_reads_quiet_processes_in_turn(void **state)
 {
@@ -238,14 +241,13 @@ static void test_quick_look_reads_quiet_processes_in_turn(void **state)
         assert_int_equal(s.busy[1], 2);
         *fake_read_index(&f[0], 0) = 2;
 
-        /* C starts work: seen within two looks (B and C are quiet; the GPU goes
-         * idle in between if B's turn comes first) */
+        /* C starts work while A's ends: the look that finds A done reads B and C
+         * too, so the GPU stays busy, one burst, with no idle between */
         *fake_write_index(&f[2], 0) = 1;
-        detector_quick_look_gpu(d, 1, 70);
-        if (s.busy[1] == 2)
-                detector_quick_look_gpu(d, 1, 80);
-        assert_int_equal(s.busy[1], 3);
         idle = s.idle[1];
+        detector_quick_look_gpu(d, 1, 70);
+        assert_int_equal(s.busy[1], 2);
+        assert_int_equal(s.idle[1], idle);
         /* C is active now: its outstanding work is read at every look */
         detector_quick_look_gpu(d, 1, 90);
         detector_quick_look_gpu(d, 1, 100);
@@ -254,15 +256,20 @@ static void test_quick_look_reads_quiet_processes_in_turn(void **state)
         detector_quick_look_gpu(d, 1, 110);
         assert_int_equal(s.idle[1], idle + 1);
 
-        /* B's outstanding work, from its last read, keeps the GPU busy in looks that skip it */
+        /* B starts work on the idle GPU: seen in its turn */
         *fake_write_index(&f[1], 0) = 1;
-        for (uint64_t t = 120; s.busy[1] == 3 && t < 200; t += 10)
+        for (uint64_t t = 120; s.busy[1] == 2 && t < 200; t += 10)
                 detector_quick_look_gpu(d, 1, t);
-        assert_int_equal(s.busy[1], 4);
-        detector_set_active_window(d, 0); /* every process quiet: B is skipped unless its turn */
+        assert_int_equal(s.busy[1], 3);
+        /* every process quiet now: B, with work outstanding at its last read, is
+         * still read at every look, which tells its end at once */
+        detector_set_active_window(d, 0);
         for (uint64_t t = 200; t < 260; t += 10)
                 detector_quick_look_gpu(d, 1, t);
         assert_int_equal(s.idle[1], idle + 1);
+        *fake_read_index(&f[1], 0) = 1;
+        detector_quick_look_gpu(d, 1, 260);
+        assert_int_equal(s.idle[1], idle + 2);
 
         for (int i = 0; i < 3; i++)
                 fake_online_process_stop(&f[i]);
