@@ -33,6 +33,8 @@ uint64_t cadence_gpu_interval(const struct cadence *c, const struct cadence_gpu_
 
         if (!g->offline_running)
                 return cadence_idle_interval(c);
+        if (g->suspended && !g->online_busy)
+                return cadence_idle_interval(c);
         if (g->suspended)
                 want = g->hold_off_us / CADENCE_HOLD_OFF_LOOKS;
         else if (g->recently_busy)

@@ -9,7 +9,9 @@
  *   only a look sees it (a busy GPU, or a queue without a breakpoint).
  * - A suspended GPU only waits for the end of online work, which the
  *   hold-off makes a millisecond-scale question: CADENCE_HOLD_OFF_LOOKS
- *   looks per hold-off.
+ *   looks per hold-off while its online side is busy. Once that is idle,
+ *   the idle cadence: work starting during the hold-off changes nothing
+ *   until the resume, and the owner looks once more before resuming.
  * - Everything else IdlePollIntervalUs, stretched so that idle looks cost at
  *   most IdlePollCpuPercent of a core (each reads every polled online
  *   process), up to CADENCE_IDLE_STRETCH_MAX times the interval.
@@ -52,6 +54,7 @@ struct cadence_settings {
 struct cadence_gpu_state {
         bool offline_running; /* managed offline work attached there, not terminating */
         bool suspended;       /* its policy keeps offline work suspended */
+        bool online_busy;     /* its policy's view: online work seen and not yet ended */
         uint64_t hold_off_us; /* its policy's hold-off */
         bool recently_busy;   /* busy, or a polled queue moved within CADENCE_RECENT_BUSY_US */
 };

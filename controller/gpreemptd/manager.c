@@ -1046,6 +1046,18 @@ static void rearm_policy(struct manager *m)
         rearm_policy_timer(m);
 }
 
+/*
+ * A suspended GPU whose online side went idle is looked at on the idle
+ * cadence only (cadence.h): before its resume comes due, one more look, so
+ * that online work started during the hold-off on a queue without an armed
+ * breakpoint keeps offline work suspended.
+ */
+static void look_before_resume(struct manager *m, const struct gpu *g, uint64_t now)
+{
+        if (g->policy.suspended && !g->policy.online_busy && policy_next_deadline(&g->policy) <= now)
+                detector_poll_gpu(m->detector, g->gpu_id, now);
+}
+
 static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct manager *m = userdata;
@@ -1057,6 +1069,7 @@ static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
                 gpu_check_backoff_end(m, g, now);
                 if (g->suspend_retry_us <= now)
                         g->suspend_retry_us = 0;
+                look_before_resume(m, g, now);
                 gpu_apply(m, g, policy_tick(&g->policy, now), 0);
         }
         for (size_t i = 0; i < m->n_processes; i++) {
@@ -1106,6 +1119,7 @@ static void cadence_gpu_state(uint32_t gpu_id, uint64_t now, struct cadence_gpu_
         if (!ret->offline_running)
                 return;
         ret->suspended = g->policy.suspended;
+        ret->online_busy = g->policy.online_busy;
         ret->hold_off_us = g->policy.params.hold_off_us;
         ret->recently_busy = detector_gpu_polled_recently_busy(m->detector, gpu_id, now, CADENCE_RECENT_BUSY_US);
 }

@@ -143,18 +143,27 @@ static void test_intervals_follow_what_a_late_look_costs(void **state)
         assert_int_equal(cadence_gpu_interval(&c, &(struct cadence_gpu_state){ .recently_busy = true }), IDLE_US);
         /* offline running, online quiet for long: idle */
         assert_int_equal(cadence_gpu_interval(&c, &(struct cadence_gpu_state){ .offline_running = true }), IDLE_US);
-        /* suspended: looks per hold-off, within [busy, idle] */
+        /* suspended, online busy: looks per hold-off, within [busy, idle] */
         assert_int_equal(cadence_gpu_interval(&c, &(struct cadence_gpu_state){ .offline_running = true,
                                                                                  .suspended = true,
+                                                                                 .online_busy = true,
                                                                                  .hold_off_us = 2 * MS }),
                          2 * MS / CADENCE_HOLD_OFF_LOOKS);
         assert_int_equal(cadence_gpu_interval(&c, &(struct cadence_gpu_state){ .offline_running = true,
                                                                                  .suspended = true,
+                                                                                 .online_busy = true,
                                                                                  .hold_off_us = 50 }),
                          BUSY_US);
         assert_int_equal(cadence_gpu_interval(&c, &(struct cadence_gpu_state){ .offline_running = true,
                                                                                  .suspended = true,
+                                                                                 .online_busy = true,
                                                                                  .hold_off_us = 60 * MS }),
+                         IDLE_US);
+        /* suspended, online idle (the hold-off): idle, also when polled queues moved lately */
+        assert_int_equal(cadence_gpu_interval(&c, &(struct cadence_gpu_state){ .offline_running = true,
+                                                                                 .suspended = true,
+                                                                                 .recently_busy = true,
+                                                                                 .hold_off_us = 2 * MS }),
                          IDLE_US);
 }
 

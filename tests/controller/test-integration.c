@@ -665,6 +665,48 @@ static void first_request_after_idle_is_caught(struct fixture *f, const char *mo
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+/*
+ * Once its online side is idle, a suspended GPU is looked at on the idle
+ * cadence only (here a look a second); the look before the hold-off's resume
+ * sees the requests that came during the hold-off, by their moved write
+ * index, so requests 40 ms apart under a 100 ms hold-off stay one
+ * suspension, as with the looks of the busy side's cadence before.
+ */
+static void test_requests_within_the_hold_off_stay_one_suspension(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        static const char *const online0[] = { "--rate", "25", "--gpu", "0", "--kernel-us", "1000", "--duration",
+                                               "100000", NULL };
+        struct fixture *f = *state;
+        int64_t gpu, suspends = 0, resumes = 0;
+        struct json_object *s;
+
+        start_daemon_with(&f->h, "DetectorMode=poll\nIdlePollIntervalUs=1000000\nIdlePollCpuPercent=0\n"
+                                 "[Online]\nHoldOffMs=100\n[Offline]\nMaxSuspendMs=100000\n"
+                                 "MinOfflineSharePercent=0\n");
+        emulated_app_start(&f->a, app_path, offline0);
+        gpu = wait_attached(&f->h, f->a.pid);
+        emulated_app_start(&f->o, app_path, online0);
+        for (int i = 0; i < 300 && suspends < 1; i++) { /* the first request: seen by an idle look */
+                s = daemon_status(&f->h);
+                suspends = status_int(status_gpu(s, gpu), "suspends");
+                json_object_put(s);
+                usleep(10000);
+        }
+        assert_int_equal(suspends, 1);
+        usleep(1500000); /* some 37 requests, each within the hold-off of the one before */
+        s = daemon_status(&f->h);
+        suspends = status_int(status_gpu(s, gpu), "suspends");
+        resumes = status_int(status_gpu(s, gpu), "resumes_idle");
+        if (suspends != 1 || resumes != 0)
+                fail_msg("requests within the hold-off were not seen before resuming: %s; daemon log:\n%s",
+                         json_object_to_json_string(status_gpu(s, gpu)), daemon_harness_log(&f->h));
+        json_object_put(s);
+        emulated_app_stop(&f->o);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 static void test_first_request_caught_by_breakpoint(void **state)
 {
         first_request_after_idle_is_caught(*state, "breakpoint", "breakpoint");
@@ -750,6 +792,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_reload_reclassifies_and_keeps_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_churn, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_busy_detector_is_capped, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_requests_within_the_hold_off_stay_one_suspension, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_first_request_caught_by_breakpoint, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_first_request_caught_by_polling, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_trap_suspends_before_the_loop_hears_of_it, setup, teardown),
