@@ -16,6 +16,8 @@ FIGURES = [
     ("reaction_p99", "reaction p99 us"),
     ("p99_over_floor", "p99 / floor p99"),
     ("p50_above_floor", "p50 - floor p50 us"),
+    ("p99_over_trap_floor", "p99 / trap floor p99"),
+    ("p50_above_trap_floor", "p50 - trap floor p50 us"),
     ("wakeup_to_ioctl_p99", "wakeup->ioctl p99 us"),
     ("busy_cpu_percent", "CPU % serving"),
     ("cpu_percent", "CPU % idle"),
@@ -70,9 +72,9 @@ def main(argv=None):
     order = {key: i for i, key in enumerate(names)}
     rows = sorted(set(a) | set(b), key=lambda w: (w[0], w[1], order[w[2]]))
     print(f"A: {label_a}\nB: {label_b}\nmedian (min-max) over the rounds; each round alternates A and B")
-    print(f"{'case':10} {'detector':9} {'figure':22} {'A':32} {'B':32}")
+    print(f"{'case':10} {'detector':9} {'figure':24} {'A':32} {'B':32}")
     for case, detector, key in rows:
-        print(f"{case:10} {detector:9} {names[key]:22} {spread(a.get((case, detector, key), [])):32} "
+        print(f"{case:10} {detector:9} {names[key]:24} {spread(a.get((case, detector, key), [])):32} "
               f"{spread(b.get((case, detector, key), [])):32}")
     return 0
 

@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Two figures the reaction benchmark is judged against, measured on the
+ * The figures the reaction benchmark is judged against, measured on the
  * same machine in the same run (scripts/bench-reaction):
  *
  *   bench-floor wakeup N   the machine's cross-process wake-up floor: a
  *       process stamps the clock and writes an eventfd; another, asleep in
  *       poll(), stamps the clock when poll returns. No design that sleeps
- *       between events can react faster than this. N events, 1-2 ms apart.
+ *       between events can react faster than this.
+ *   bench-floor trap N     the write breakpoint's wake-up floor: a process
+ *       stamps the clock and stores to a word under a write breakpoint
+ *       (write_watch, armed as the daemon arms it); another, asleep in
+ *       epoll_wait() on the watch's epoll set as the daemon's preemption
+ *       worker is, stamps the clock when epoll_wait returns. No design that
+ *       learns of the store from a breakpoint can react faster than this.
  *   bench-floor store N    what a write breakpoint costs the online process:
  *       a child stores to a word N times, timed, without a breakpoint and
  *       with one armed (write_watch, as the daemon arms it), the parent's
@@ -14,11 +20,16 @@
  *       pays to arm and disarm that breakpoint (one thread, one queue: a
  *       perf ioctl each), the child waiting between rounds.
  *
+ * wakeup and trap run the same events: N of them, 1-2 ms apart, the child
+ * (the online process's side) signalling and the parent (the daemon's
+ * side) waiting, each event acknowledged before the next.
+ *
  * Output: one JSON object. Simulated or not, these are this machine's.
  */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +47,8 @@
 #define MAX_EVENTS 200000
 /* Arm/disarm pairs timed per store benchmark. */
 #define ARM_TOGGLES 1000
+/* How long the waiting side waits for one event: far beyond any wake-up, and no benchmark hangs. */
+#define WAKE_TIMEOUT_MS 10000
 
 static int64_t now_ns(void)
 {
@@ -45,9 +58,16 @@ static int64_t now_ns(void)
         return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void die(const char *what)
+static void die(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *format, ...)
 {
-        fprintf(stderr, "bench-floor: %s\n", what);
+        va_list ap;
+
+        fputs("bench-floor: ", stderr);
+        va_start(ap, format);
+        vfprintf(stderr, format, ap);
+        va_end(ap);
+        fputc('\n', stderr);
         exit(1);
 }
 
@@ -63,58 +83,256 @@ static pid_t fork_child(void)
         pid_t child = fork();
 
         if (child < 0)
-                die("fork failed");
+                die("fork failed: %s", strerror(errno));
         if (child == 0)
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
         return child;
 }
 
-/* Shared with the child: the writer's and the waker's stamps of each event. */
-struct wakeup_shared {
-        int64_t written[MAX_EVENTS], woken[MAX_EVENTS];
+/*
+ * Whether a wait whose answer is n (poll's or epoll_wait's) was woken:
+ * false when a signal interrupted it, so that the caller waits again.
+ */
+static bool woken(int n, const char *waiter)
+{
+        if (n < 0 && errno == EINTR)
+                return false;
+        if (n < 0)
+                die("%s failed: %s", waiter, strerror(errno));
+        if (n == 0)
+                die("no wake-up within %d s: the signalling process died, or the machine stalls",
+                    WAKE_TIMEOUT_MS / 1000);
+        return true;
+}
+
+/* A wake-up mechanism from the online process's side (the child) to the daemon's (the parent). */
+struct wake_mechanism {
+        const char *name; /* the JSON keys' prefix */
+        /* In the parent, once the child exists and before its first event; NULL: nothing to do. */
+        void (*attach)(void *ctx, pid_t child);
+        /* In the child, right after its stamp: wakes the parent. Returns 0 or -errno. */
+        int (*signal)(void *ctx, long event);
+        /* In the parent: returns once woken. */
+        void (*wait)(void *ctx);
+        /* In the parent, after its stamp: takes the wake-up, ready for the next event. */
+        void (*take)(void *ctx);
 };
+
+/* Shared with the child: both sides' stamps of each event. */
+struct event_stamps {
+        int64_t signalled[MAX_EVENTS], woken[MAX_EVENTS];
+};
+
+/* Prints {"NAME_events":n,"NAME_p50_us":..,"NAME_p99_us":..} of the n latencies in lat (sorted here). */
+static void print_percentiles(const char *name, int64_t *lat, long n)
+{
+        qsort(lat, (size_t)n, sizeof(int64_t), compare_i64);
+        printf("{\"%s_events\":%ld,\"%s_p50_us\":%.1f,\"%s_p99_us\":%.1f}\n", name, n, name, lat[n / 2] / 1e3, name,
+               lat[n * 99 / 100] / 1e3);
+}
+
+/* Lets the child start its next event, or exit after its last. */
+static void acknowledge(int ack)
+{
+        uint64_t one = 1;
+
+        if (write(ack, &one, sizeof(one)) != sizeof(one))
+                die("cannot write the acknowledging eventfd: %s", strerror(errno));
+}
+
+/* Times n events of m from the child's stamp to the parent's, and prints their percentiles. */
+static void measure_wakeups(const struct wake_mechanism *m, void *ctx, long n)
+{
+        struct event_stamps *stamps = mmap(NULL, sizeof(*stamps), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                                           -1, 0);
+        int ack = eventfd(0, EFD_CLOEXEC), status;
+        static int64_t lat[MAX_EVENTS];
+        uint64_t got;
+        pid_t child;
+
+        if (stamps == MAP_FAILED || ack < 0)
+                die("cannot set up the %s benchmark: %s", m->name, strerror(errno));
+        child = fork_child();
+        if (child == 0) {
+                /* the ack after the last event lets it exit: not before the parent took that event */
+                for (long i = 0;; i++) {
+                        if (read(ack, &got, sizeof(got)) != sizeof(got))
+                                _exit(1);
+                        if (i == n)
+                                _exit(0);
+                        /* 1-2 ms apart: the other side is properly asleep, as an idle daemon is */
+                        nanosleep(&(struct timespec){ 0, 1000000 + rand() % 1000000 }, NULL);
+                        stamps->signalled[i] = now_ns();
+                        if (m->signal(ctx, i) < 0)
+                                _exit(1);
+                }
+        }
+        if (m->attach)
+                m->attach(ctx, child);
+        for (long i = 0; i < n; i++) {
+                acknowledge(ack);
+                m->wait(ctx);
+                stamps->woken[i] = now_ns();
+                m->take(ctx);
+        }
+        acknowledge(ack);
+        if (waitpid(child, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                die("the %s benchmark's signalling process failed", m->name);
+        for (long i = 0; i < n; i++)
+                lat[i] = stamps->woken[i] - stamps->signalled[i];
+        print_percentiles(m->name, lat, n);
+        close(ack);
+        munmap(stamps, sizeof(*stamps));
+}
+
+/* ---- wakeup: an eventfd ping ---- */
+
+struct eventfd_ping {
+        int fd;
+};
+
+static int eventfd_ping_signal(void *ctx, long event)
+{
+        struct eventfd_ping *e = ctx;
+        uint64_t one = 1;
+
+        (void)event;
+        return write(e->fd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
+}
+
+static void eventfd_ping_wait(void *ctx)
+{
+        struct eventfd_ping *e = ctx;
+        struct pollfd p = { e->fd, POLLIN, 0 };
+
+        while (!woken(poll(&p, 1, WAKE_TIMEOUT_MS), "poll"))
+                ;
+}
+
+static void eventfd_ping_take(void *ctx)
+{
+        struct eventfd_ping *e = ctx;
+        uint64_t got;
+
+        if (read(e->fd, &got, sizeof(got)) != sizeof(got))
+                die("cannot read the eventfd: %s", strerror(errno));
+}
 
 static void wakeup_floor(long n)
 {
-        struct wakeup_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        int efd = eventfd(0, EFD_CLOEXEC), ack = eventfd(0, EFD_CLOEXEC);
-        static int64_t lat[MAX_EVENTS];
-        uint64_t v = 1;
-        pid_t child;
+        static const struct wake_mechanism eventfd_mechanism = {
+                .name = "wakeup",
+                .signal = eventfd_ping_signal,
+                .wait = eventfd_ping_wait,
+                .take = eventfd_ping_take,
+        };
+        struct eventfd_ping e = { eventfd(0, EFD_CLOEXEC) };
 
-        if (sh == MAP_FAILED || efd < 0 || ack < 0)
-                die("cannot set up the eventfd ping");
-        child = fork_child();
-        if (child == 0) {
-                for (long i = 0; i < n; i++) {
-                        struct pollfd p = { efd, POLLIN, 0 };
-                        uint64_t got;
-
-                        while (poll(&p, 1, -1) < 0 && errno == EINTR)
-                                ;
-                        sh->woken[i] = now_ns();
-                        if (read(efd, &got, sizeof(got)) < 0 || write(ack, &v, sizeof(v)) < 0)
-                                _exit(1);
-                }
-                _exit(0);
-        }
-        for (long i = 0; i < n; i++) {
-                uint64_t got;
-
-                /* 1-2 ms apart: the other side is properly asleep, as an idle daemon is */
-                nanosleep(&(struct timespec){ 0, 1000000 + rand() % 1000000 }, NULL);
-                sh->written[i] = now_ns();
-                if (write(efd, &v, sizeof(v)) < 0 || read(ack, &got, sizeof(got)) < 0)
-                        die("the eventfd ping failed");
-        }
-        waitpid(child, NULL, 0);
-        for (long i = 0; i < n; i++)
-                lat[i] = sh->woken[i] - sh->written[i];
-        qsort(lat, (size_t)n, sizeof(int64_t), compare_i64);
-        printf("{\"wakeup_events\":%ld,\"wakeup_p50_us\":%.1f,\"wakeup_p99_us\":%.1f}\n", n, lat[n / 2] / 1e3,
-               lat[n * 99 / 100] / 1e3);
-        munmap(sh, sizeof(*sh));
+        if (e.fd < 0)
+                die("cannot create an eventfd: %s", strerror(errno));
+        measure_wakeups(&eventfd_mechanism, &e, n);
+        close(e.fd);
 }
+
+/*
+ * ---- trap: a store under a write breakpoint ----
+ *
+ * What lies between the store and the waiter's wake-up (Linux, checked
+ * against 6.18): the store raises #DB, whose handler (arch/x86/kernel/
+ * traps.c exc_debug_user()) runs the DIE_DEBUG notifiers with interrupts
+ * off; hw_breakpoint_handler() (arch/x86/kernel/hw_breakpoint.c) hands the
+ * hit to perf_bp_event() (kernel/events/core.c), which writes the sample
+ * into the ring buffer. With wakeup_events = 1 that output asks for a
+ * wake-up, but perf_output_wakeup() (kernel/events/ring_buffer.c) cannot
+ * wake anyone from the exception: it queues the event's irq_work, on x86 a
+ * self-IPI (arch/x86/kernel/irq_work.c arch_irq_work_raise()), taken when
+ * interrupts come back on as the exception returns to user mode. Its
+ * handler, perf_pending_irq() -> perf_event_wakeup() -> ring_buffer_wakeup(),
+ * wakes the breakpoint fd's wait queue, whose epoll callback
+ * (fs/eventpoll.c ep_poll_callback()) wakes the sleeper in epoll_wait() as
+ * an eventfd write wakes its poller. So this floor is the eventfd floor's
+ * wake-up plus a debug exception and an interrupt on the storing CPU. In a
+ * KVM guest the #DB is intercepted besides (arch/x86/kvm/svm/svm.c
+ * init_vmcb(), since commit cbdb967af3d5 "KVM: svm: unconditionally
+ * intercept #DB"; arch/x86/kvm/vmx/vmx.c vmx_update_exception_bitmap()):
+ * each trap is also a VM exit and an injected exception.
+ */
+struct trap_ping {
+        volatile uint64_t word; /* the child's copy, at the same address, is the one stored to */
+        int epoll_fd;
+        struct write_watch *watch;
+};
+
+static void trap_ping_attach(void *ctx, pid_t child)
+{
+        struct trap_ping *t = ctx;
+        int r = write_watch_new(t->epoll_fd, 0, child, (uint64_t)(uintptr_t)&t->word, &t->watch);
+
+        if (r < 0)
+                die("no write breakpoint: %s", write_watch_strerror(r));
+        r = write_watch_set_enabled(t->watch, true);
+        if (r < 0)
+                die("cannot arm the breakpoint: %s", strerror(-r));
+}
+
+static int trap_ping_signal(void *ctx, long event)
+{
+        struct trap_ping *t = ctx;
+
+        t->word = (uint64_t)event;
+        return 0;
+}
+
+static void trap_ping_wait(void *ctx)
+{
+        struct trap_ping *t = ctx;
+        struct epoll_event e;
+
+        while (!woken(epoll_wait(t->epoll_fd, &e, 1, WAKE_TIMEOUT_MS), "epoll_wait"))
+                ;
+}
+
+/*
+ * As the daemon takes a trap: the samples marked read, the writer's
+ * breakpoint disarmed (preemption-worker.c disarm_writer(); the trap itself
+ * leaves it armed), and armed again as the detector does once the GPU is
+ * idle (detector.c gpu_set_armed()), so that every event starts from the
+ * daemon's state.
+ */
+static void trap_ping_take(void *ctx)
+{
+        struct trap_ping *t = ctx;
+        bool stored;
+        int r;
+
+        if (write_watch_consume(t->watch, &stored))
+                die("the storing process exited");
+        r = write_watch_set_enabled(t->watch, false);
+        if (r >= 0)
+                r = write_watch_set_enabled(t->watch, true);
+        if (r < 0)
+                die("cannot disarm and re-arm the breakpoint: %s", strerror(-r));
+}
+
+static void trap_floor(long n)
+{
+        static const struct wake_mechanism trap_mechanism = {
+                .name = "trap",
+                .attach = trap_ping_attach,
+                .signal = trap_ping_signal,
+                .wait = trap_ping_wait,
+                .take = trap_ping_take,
+        };
+        struct trap_ping t = { .epoll_fd = epoll_create1(EPOLL_CLOEXEC) };
+
+        if (t.epoll_fd < 0)
+                die("cannot create an epoll set: %s", strerror(errno));
+        measure_wakeups(&trap_mechanism, &t, n);
+        write_watch_free(t.watch);
+        close(t.epoll_fd);
+}
+
+/* ---- store: what an armed breakpoint costs a store, and arming it the daemon ---- */
 
 struct store_shared {
         volatile uint64_t word __attribute__((aligned(64)));
@@ -203,10 +421,8 @@ static void store_cost(long n)
         }
         plain = store_round(sh, epoll_fd, NULL, n, &samples);
         r = write_watch_new(epoll_fd, 0, child, (uint64_t)(uintptr_t)&sh->word, &w);
-        if (r < 0) {
-                fprintf(stderr, "bench-floor: no write breakpoint: %s\n", write_watch_strerror(r));
-                exit(1);
-        }
+        if (r < 0)
+                die("no write breakpoint: %s", write_watch_strerror(r));
         write_watch_set_enabled(w, true);
         armed = store_round(sh, epoll_fd, w, n, &samples);
         write_watch_set_enabled(w, false);
@@ -222,17 +438,26 @@ static void store_cost(long n)
         munmap(sh, sizeof(*sh));
 }
 
+static const struct {
+        const char *name;
+        void (*run)(long n);
+} benchmarks[] = {
+        { "wakeup", wakeup_floor },
+        { "trap", trap_floor },
+        { "store", store_cost },
+};
+
 int main(int argc, char **argv)
 {
-        long n = argc == 3 ? strtol(argv[2], NULL, 10) : 0;
+        char *end = NULL;
+        long n = argc == 3 ? strtol(argv[2], &end, 10) : 0;
 
-        if (argc != 3 || n < 1 || n > MAX_EVENTS || (strcmp(argv[1], "wakeup") != 0 && strcmp(argv[1], "store") != 0)) {
-                fprintf(stderr, "usage: bench-floor wakeup|store N   (N: 1..%d)\n", MAX_EVENTS);
-                return 2;
-        }
-        if (strcmp(argv[1], "wakeup") == 0)
-                wakeup_floor(n);
-        else
-                store_cost(n);
-        return 0;
+        if (argc == 3 && *end == '\0' && n >= 1 && n <= MAX_EVENTS)
+                for (size_t i = 0; i < sizeof(benchmarks) / sizeof(benchmarks[0]); i++)
+                        if (strcmp(argv[1], benchmarks[i].name) == 0) {
+                                benchmarks[i].run(n);
+                                return 0;
+                        }
+        fprintf(stderr, "usage: bench-floor wakeup|trap|store N   (N: 1..%d)\n", MAX_EVENTS);
+        return 2;
 }

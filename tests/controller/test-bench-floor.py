@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""tests/controller/bench-floor, the reaction benchmark's baselines, run
+briefly: each floor prints one JSON object with as many events as asked and
+p50 <= p99, and bad arguments get the usage (exit 2). TAP output.
+
+  tests/controller/test-bench-floor.py BUILD/tests/controller/bench-floor
+"""
+import json
+import subprocess
+import sys
+
+EVENTS = 50
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append((name, ok, detail))
+
+
+def run(*args):
+    return subprocess.run([sys.argv[1], *args], capture_output=True, text=True, timeout=60)
+
+
+for floor in ("wakeup", "trap"):
+    p = run(floor, str(EVENTS))
+    try:
+        figures = json.loads(p.stdout)
+    except ValueError:
+        figures = {}
+    detail = f"exit {p.returncode}, stdout {p.stdout.strip()!r}, stderr {p.stderr.strip()!r}"
+    check(f"{floor}: one JSON object", p.returncode == 0 and bool(figures), detail)
+    check(f"{floor}: {EVENTS} events", figures.get(f"{floor}_events") == EVENTS, detail)
+    p50, p99 = figures.get(f"{floor}_p50_us"), figures.get(f"{floor}_p99_us")
+    check(f"{floor}: 0 < p50 <= p99", isinstance(p50, float) and isinstance(p99, float) and 0 < p50 <= p99, detail)
+
+for args in ((), ("trap",), ("trap", "0"), ("trap", "5x"), ("trap", "200001"), ("tarp", "5")):
+    p = run(*args)
+    check(f"{' '.join(args) or 'no arguments'}: the usage, exit 2",
+          p.returncode == 2 and p.stderr.startswith("usage: bench-floor wakeup|trap|store N") and not p.stdout,
+          f"exit {p.returncode}, stderr {p.stderr.strip()!r}")
+
+print(f"1..{len(results)}")
+for i, (name, ok, detail) in enumerate(results, 1):
+    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
+    if not ok:
+        print(f"# {detail}")
+sys.exit(0 if all(ok for _, ok, _ in results) else 1)
