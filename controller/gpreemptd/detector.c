@@ -374,6 +374,36 @@ static int compare_gpu(const void *a, const void *b)
         return x->gpu_id < y->gpu_id ? -1 : x->gpu_id > y->gpu_id;
 }
 
+/*
+ * Puts each GPU's queues with a breakpoint last in its run, and plans the
+ * iovecs again: a look passes over the armed ones (read_end()), so that it
+ * reads a shorter run, one range less per armed queue. Order only: a queue
+ * whose breakpoint is lost later is read wherever it stands.
+ */
+static void order_reads(struct watched_process *p)
+{
+        size_t start = 0;
+
+        while (start < p->n_queues) {
+                size_t end = start, polled = start;
+
+                while (end < p->n_queues && p->queues[end].addr.gpu_id == p->queues[start].addr.gpu_id)
+                        end++;
+                /* a stable partition of [start, end): the queues without a breakpoint first */
+                for (size_t i = start; i < end; i++)
+                        if (!p->queues[i].watch) {
+                                struct watched_queue q = p->queues[i];
+
+                                memmove(&p->queues[polled + 1], &p->queues[polled], (i - polled) * sizeof(q));
+                                p->queues[polled++] = q;
+                        }
+                start = end;
+        }
+        p->n_remote = p->buffer_size = 0;
+        for (size_t i = 0; i < p->n_queues; i++)
+                plan_queue(p, i, &p->queues[i].addr);
+}
+
 static const char *poll_reason(const struct detector *d, const struct watched_queue *q)
 {
         if (q->watch)
@@ -563,6 +593,7 @@ int detector_watch(struct detector *d, pid_t pid, const struct detector_queue_ad
                 *p = fresh;
         }
         plan_breakpoints(d, p, was_watched, was_error);
+        order_reads(p);
         count_queues(d);
         return 0;
 }
@@ -586,6 +617,7 @@ int detector_set_mode(struct detector *d, enum detector_mode mode)
 
                 process_watch_summary(p, &was_watched, &was_error);
                 plan_breakpoints(d, p, was_watched, was_error);
+                order_reads(p);
         }
         count_queues(d);
         return 0;
@@ -835,6 +867,27 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
         return turn ? turn->pid : 0;
 }
 
+/* What a look reads of the processes on a GPU. */
+enum look {
+        LOOK_QUICK,       /* the busy cadence's: the active processes (read_gpu()) */
+        LOOK_FULL,        /* every process */
+        LOOK_EVERY_QUEUE, /* every process, the armed queues too */
+};
+
+/*
+ * The end of what a look reads of p's queues on a GPU, [first, end): past
+ * the last queue without an armed breakpoint, since a store to an armed one
+ * traps. order_reads() puts those last, so this is usually the polled
+ * queues' run; first when every queue is armed. An armed queue's state is
+ * what the look after its arming read (LOOK_EVERY_QUEUE), idle.
+ */
+static size_t read_end(const struct watched_process *p, size_t first, size_t end)
+{
+        while (end > first && p->queues[end - 1].watch && write_watch_enabled(p->queues[end - 1].watch))
+                end--;
+        return end;
+}
+
 /*
  * Reads the processes' queues on a GPU; returns whether any has work (its
  * write index moved, or is ahead of the read index). A quick look reads the
@@ -856,20 +909,21 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
  * processes it read already (their queues' read_in_look is its number) are
  * passed over.
  */
-static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us, bool quick,
+static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us, enum look look,
                      uint64_t give_way_at_us, bool *ret_gave_way)
 {
-        pid_t turn = quick && !a->busy ? quiet_turn(d, a->gpu_id, now_us) : 0;
+        pid_t turn = look == LOOK_QUICK && !a->busy ? quiet_turn(d, a->gpu_id, now_us) : 0;
         bool busy = false, read_one = false;
 
         *ret_gave_way = false;
         for (size_t i = 0; i < d->n_processes;) {
                 struct watched_process *p = &d->processes[i];
                 bool moved_here = false, busy_here = false;
-                size_t first, end;
+                size_t first, end, armed_from;
                 ssize_t n;
 
                 gpu_range(p, a->gpu_id, &first, &end);
+                armed_from = look == LOOK_EVERY_QUEUE ? end : read_end(p, first, end);
                 if (first == end || (a->look_under_way && p->queues[first].read_in_look == a->look_number)) {
                         i++; /* not on this GPU, or read by this look's earlier pieces */
                         continue;
@@ -879,11 +933,12 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                         *ret_gave_way = true;
                         return false;
                 }
-                if (quick && p->pid != turn && process_quiet(d, p, first, end, now_us) &&
-                    !process_had_work(p, first, end)) {
-                        n = -EAGAIN; /* not read: idle at its last read */
+                if ((look == LOOK_QUICK && p->pid != turn && process_quiet(d, p, first, end, now_us) &&
+                     !process_had_work(p, first, end)) ||
+                    armed_from == first) {
+                        n = -EAGAIN; /* not read: idle at its last read, or every queue armed */
                 } else {
-                        n = read_process(p, first, end);
+                        n = read_process(p, first, armed_from);
                         read_one = true;
                         for (size_t q = first; q < end; q++) {
                                 p->queues[q].last_read_us = now_us;
@@ -920,12 +975,12 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                  * refreshes them, if their memory was unmapped; if it could not be read,
                  * as busy: online work that cannot be seen must not be taken for none.
                  */
-                for (size_t q = n >= 0 ? (size_t)n : end; q < end; q++) {
+                for (size_t q = n >= 0 ? (size_t)n : armed_from; q < armed_from; q++) {
                         p->queues[q].busy = n >= 0 && p->read_error;
                         if (n >= 0)
                                 set_waiting(d, &p->queues[q], false, 0); /* not read: not known to wait */
                 }
-                busy_here = busy_here || (n >= 0 && (size_t)n < end && p->read_error);
+                busy_here = busy_here || (n >= 0 && (size_t)n < armed_from && p->read_error);
                 if (moved_here && i > 0)
                         move_to_front(d, i);
                 i++;
@@ -941,6 +996,7 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
 {
         struct gpu_activity *a = gpu_find(d, gpu_id);
         bool busy, gave_way;
+        enum look look;
 
         if (!a)
                 return true;
@@ -949,8 +1005,8 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 a->look_number++;
         }
         /* after a trap every process is quiet and the writer unknown: a quick look could miss it */
-        quick = quick && !a->trapped;
-        busy = read_gpu(d, a, now_us, quick, give_way_at_us, &gave_way);
+        look = a->trapped ? LOOK_EVERY_QUEUE : quick ? LOOK_QUICK : LOOK_FULL;
+        busy = read_gpu(d, a, now_us, look, give_way_at_us, &gave_way);
         a->look_under_way = gave_way;
         if (gave_way)
                 return false;
@@ -965,11 +1021,11 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                  * work, yet a trap would suspend on it at once, and the GPU is
                  * on the busy cadence anyway, which sees the release */
                 gpu_set_armed(d, a, true);
-                busy = read_gpu(d, a, now_us, false, UINT64_MAX, &gave_way);
-        } else if (!busy && a->busy && quick) {
+                busy = read_gpu(d, a, now_us, LOOK_EVERY_QUEUE, UINT64_MAX, &gave_way);
+        } else if (!busy && a->busy && look == LOOK_QUICK) {
                 /* the quick looks of a busy GPU passed over its quiet processes: whether
                  * its work has ended is for all of them to tell */
-                busy = read_gpu(d, a, now_us, false, UINT64_MAX, &gave_way);
+                busy = read_gpu(d, a, now_us, LOOK_FULL, UINT64_MAX, &gave_way);
         }
         if (!busy && a->busy) {
                 a->busy = false;

@@ -271,6 +271,11 @@ int write_watch_set_enabled(struct write_watch *w, bool enabled)
         return r;
 }
 
+bool write_watch_enabled(const struct write_watch *w)
+{
+        return w->enabled;
+}
+
 size_t write_watch_fds(const struct write_watch *w, int *out, size_t max)
 {
         for (size_t i = 0; i < w->n_threads && i < max; i++)

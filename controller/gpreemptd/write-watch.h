@@ -57,6 +57,8 @@ struct write_watch;
 int write_watch_new(int epoll_fd, uint64_t key, pid_t pid, uint64_t address, struct write_watch **ret_watch);
 /* Arms or disarms the breakpoint in every thread. Returns 0 or -errno. */
 int write_watch_set_enabled(struct write_watch *w, bool enabled);
+/* Whether it is armed, as far as its owner knows (write_watch_disarmed_elsewhere() included). */
+bool write_watch_enabled(const struct write_watch *w);
 /*
  * Its breakpoint fds, one per thread covered, up to max; returns how many
  * there are. A duplicate of them disarms it from another thread

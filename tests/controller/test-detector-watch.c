@@ -13,6 +13,7 @@
  * process (root, or CAP_PERFMON), as the daemon does.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -124,6 +125,16 @@ static void run_until_busy(struct fixture *f, int want)
         for (int i = 0; i < MAX_TURNS && f->seen.busy < want; i++)
                 take_traps(f, 100);
         assert_int_equal(f->seen.busy, want);
+}
+
+/* Which of f->online's queues a status is of: the detector lists each GPU's polled queues first. */
+static size_t online_queue_of(struct fixture *f, const struct detector_queue_status *q)
+{
+        for (size_t k = 0; k < 5; k++)
+                if (fake_queue_addr(&f->online, k, 1).write_pointer_address == q->write_pointer_address)
+                        return k;
+        fail_msg("no queue of the online process at 0x%" PRIx64, q->write_pointer_address);
+        return 0;
 }
 
 static void watch_queues(struct fixture *f, size_t n)
@@ -241,9 +252,16 @@ static void test_trap_during_a_look_starts_it_afresh(void **state)
 {
         struct fixture *f = *state;
         struct fake_online_process writer;
+        struct detector_queue_addr addr[5];
         uint64_t trap;
 
-        watch_writer_and_arm(f, &writer, true); /* read first */
+        /* five queues each: the fifth is polled, so that an idle look reads both processes */
+        fake_online_process_start(&writer, 5);
+        for (size_t q = 0; q < 5; q++)
+                addr[q] = fake_queue_addr(&writer, q, 1);
+        assert_int_equal(detector_watch(f->detector, writer.pid, addr, 5), 0); /* read first */
+        watch_queues(f, 5);
+        detector_poll(f->detector, 5000); /* armed, the first queue of each among the four */
         assert_false(detector_poll_gpu_until(f->detector, 1, 6000, 0)); /* read the writer, gave way */
         fake_child_store(&writer, 0, 1, FAKE_STORE_BY_MAIN); /* work the GPU has not done yet */
         run_until_busy(f, 1);
@@ -333,10 +351,35 @@ static void test_fifth_queue_is_polled(void **state)
                 if (!q[i].breakpoint) {
                         assert_non_null(strstr(q[i].poll_reason, "4 breakpoints already"));
                         /* its work is still seen, by polling */
-                        *fake_write_index(&f->online, i) = 1;
+                        *fake_write_index(&f->online, online_queue_of(f, &q[i])) = 1;
                         detector_poll(f->detector, 2);
                         assert_int_equal(f->seen.busy, 1);
                 }
+}
+
+/*
+ * A look passes over the queues under an armed breakpoint, since a store
+ * there traps: a write the process's threads did not make (the test's own,
+ * through the shared page), which no trap announces, goes unseen on an armed
+ * queue and is seen on the polled one.
+ */
+static void test_looks_pass_over_armed_queues(void **state)
+{
+        struct fixture *f = *state;
+        struct detector_queue_status q[5];
+        size_t armed = 5, polled = 5;
+
+        watch_queues(f, 5);
+        detector_poll(f->detector, 1000); /* armed, then every queue read once more */
+        assert_int_equal(detector_process_queues(f->detector, f->online.pid, q, 5), 5);
+        for (size_t i = 0; i < 5; i++)
+                *(q[i].breakpoint ? &armed : &polled) = online_queue_of(f, &q[i]);
+        *fake_write_index(&f->online, armed) = 1;
+        detector_poll(f->detector, 1100);
+        assert_int_equal(f->seen.busy, 0);
+        *fake_write_index(&f->online, polled) = 1;
+        detector_poll(f->detector, 1200);
+        assert_int_equal(f->seen.busy, 1);
 }
 
 /*
@@ -352,7 +395,7 @@ static void test_only_polled_queues_keep_a_gpu_recently_busy(void **state)
         watch_queues(f, 5);
         assert_int_equal(detector_process_queues(f->detector, f->online.pid, q, 5), 5);
         for (size_t i = 0; i < 5; i++)
-                *(q[i].breakpoint ? &armed : &polled) = i;
+                *(q[i].breakpoint ? &armed : &polled) = online_queue_of(f, &q[i]);
         detector_poll(f->detector, 1000);
         fake_child_store(&f->online, armed, 1, FAKE_STORE_BY_MAIN);
         run_until_busy(f, 1);
@@ -500,6 +543,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_writer_disarmed_by_the_waiter, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_work_outstanding_at_arming_is_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fifth_queue_is_polled, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_looks_pass_over_armed_queues, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_only_polled_queues_keep_a_gpu_recently_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_breakpoint_falls_back_to_polling, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_process_exits_while_armed, setup, teardown),
