@@ -315,6 +315,25 @@ static struct watched_queue *find_watch(struct detector *d, uint32_t serial, str
         return NULL;
 }
 
+/*
+ * The waiter disarmed a writer whose watch is closed here already (a queue
+ * watched anew since): it disabled every breakpoint of that process on the
+ * GPU, and which process that was is not known here. Every watch on the GPU
+ * counts as disarmed, so that looks read their queues and the next idle look
+ * arms them all again (enabling one still armed changes nothing).
+ */
+static void disarmed_unknown_writer(struct detector *d, struct gpu_activity *a)
+{
+        for (size_t i = 0; i < d->n_processes; i++)
+                for (size_t q = 0; q < d->processes[i].n_queues; q++) {
+                        struct watched_queue *wq = &d->processes[i].queues[q];
+
+                        if (wq->watch && wq->addr.gpu_id == a->gpu_id)
+                                write_watch_disarmed_elsewhere(wq->watch);
+                }
+        a->armed = false;
+}
+
 void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us, bool writer_disarmed)
 {
         struct gpu_activity *a = gpu_find(d, trap_key_gpu(key));
@@ -332,6 +351,8 @@ void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64
                 return;
         if (wq && !gone)
                 disarm_writer(d, p, a, writer_disarmed);
+        else if (!wq && writer_disarmed)
+                disarmed_unknown_writer(d, a);
         /* a store, also when its watch or its process has gone since (the owner may have acted on it,
          * a suspension on the trap): the GPU is busy until a look finds it idle */
         store_seen(d, a, now_us);
@@ -843,9 +864,34 @@ static bool process_had_work(const struct watched_process *p, size_t first, size
         return false;
 }
 
+/* What a look reads of the processes on a GPU. */
+enum look {
+        LOOK_QUICK,       /* the busy cadence's: the active processes (read_gpu()) */
+        LOOK_FULL,        /* every process */
+        LOOK_EVERY_QUEUE, /* every process, the armed queues too */
+};
+
+/*
+ * The end of what a look reads of p's queues on a GPU, [first, end): past
+ * the last queue that is not armed and idle. A store to an armed queue
+ * traps, so an idle one stays idle until a trap says otherwise; but work the
+ * read right after its arming found (stored before the arming) or a barrier
+ * wait it found (whose release no store announces) keeps it read until that
+ * is over. order_reads() puts the armed queues last, so this is usually the
+ * polled queues' run; first when every queue is armed and idle.
+ */
+static size_t read_end(const struct watched_process *p, size_t first, size_t end)
+{
+        while (end > first && p->queues[end - 1].watch && write_watch_enabled(p->queues[end - 1].watch) &&
+               !p->queues[end - 1].busy && !p->queues[end - 1].waiting)
+                end--;
+        return end;
+}
+
 /*
  * The quiet process on a GPU whose queues there were read longest ago: a
- * quick look's one read of the quiet ones. 0 if none. Judged by its queues
+ * quick look's one read of the quiet ones. 0 if none. A process with nothing
+ * to read there (every queue armed and idle) takes no turn. Judged by its queues
  * on this GPU: a process read every look on another GPU keeps its turn here.
  */
 static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_us)
@@ -858,34 +904,13 @@ static pid_t quiet_turn(const struct detector *d, uint32_t gpu_id, uint64_t now_
                 size_t first, end;
 
                 gpu_range(p, gpu_id, &first, &end);
-                if (first < end && process_quiet(d, p, first, end, now_us) &&
+                if (first < end && process_quiet(d, p, first, end, now_us) && read_end(p, first, end) > first &&
                     (!turn || p->queues[first].last_read_us < turn_read_us)) {
                         turn = p;
                         turn_read_us = p->queues[first].last_read_us;
                 }
         }
         return turn ? turn->pid : 0;
-}
-
-/* What a look reads of the processes on a GPU. */
-enum look {
-        LOOK_QUICK,       /* the busy cadence's: the active processes (read_gpu()) */
-        LOOK_FULL,        /* every process */
-        LOOK_EVERY_QUEUE, /* every process, the armed queues too */
-};
-
-/*
- * The end of what a look reads of p's queues on a GPU, [first, end): past
- * the last queue without an armed breakpoint, since a store to an armed one
- * traps. order_reads() puts those last, so this is usually the polled
- * queues' run; first when every queue is armed. An armed queue's state is
- * what the look after its arming read (LOOK_EVERY_QUEUE), idle.
- */
-static size_t read_end(const struct watched_process *p, size_t first, size_t end)
-{
-        while (end > first && p->queues[end - 1].watch && write_watch_enabled(p->queues[end - 1].watch))
-                end--;
-        return end;
 }
 
 /*
@@ -1042,6 +1067,15 @@ void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us)
 bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us)
 {
         return poll_gpu(d, gpu_id, now_us, false, give_way_at_us);
+}
+
+void detector_fresh_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us)
+{
+        struct gpu_activity *a = gpu_find(d, gpu_id);
+
+        if (a)
+                a->look_under_way = false;
+        poll_gpu(d, gpu_id, now_us, false, UINT64_MAX);
 }
 
 void detector_quick_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us)

@@ -7,16 +7,18 @@
  * index, means the process has work on that queue's GPU, unless the packet
  * at the read index is a barrier waiting for a signal (aql-barrier.h): such
  * a queue is *waiting*, and the GPU does nothing for it. A waiting queue is
- * read at every look, and keeps its GPU on the busy cadence: the signal
+ * read at every look, armed or not, and keeps its GPU on the busy cadence
+ * while offline work runs there (cadence.h): the signal
  * releases the packets after the barrier without a store, so no write index
  * moves and no breakpoint fires; its read index moving past the barrier
  * onto more packets is new work.
  *
  * The online process is only read, never attached: debug activation costs
  * the target a runlist refresh and, on GC 11.0.0-11.0.3, half its CUs
- * (kfd-interface.md §9.4, §9.6). Each poll reads all of a process's queues
- * with one process_vm_readv, or through /proc/PID/mem where that cannot
- * reach them (queue-memory.h); a queue neither can read counts as busy.
+ * (kfd-interface.md §9.4, §9.6). Each poll reads a process's queues on a
+ * GPU with one process_vm_readv, or through /proc/PID/mem where that cannot
+ * reach them (queue-memory.h), all but those under an armed breakpoint and
+ * idle (a store there traps); a queue neither can read counts as busy.
  *
  * Where the kernel grants it, a queue's write index also carries a hardware
  * write breakpoint (write-watch.h), armed only while its GPU's online side
@@ -146,10 +148,17 @@ void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
  * them returns true and reports the transitions. The GPU's last_poll_us is
  * when a look began, set once it is complete, so a GPU whose look gave way
  * stays due. A look that finds work does not give way. An idle GPU's look
- * reads every online process on it (8 at scale): a write on a busy GPU
- * landing in it waited for all of it (docs/benchmarks/daemon-internals.md).
+ * reads every online process on it (8 at scale), but for its queues under an
+ * armed breakpoint and idle: a write on a busy GPU landing in it waited for
+ * all of it (docs/benchmarks/daemon-internals.md).
  */
 bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us);
+/*
+ * The same in a look of its own: a look under way that gave way is given up
+ * (the next call begins afresh), so every process is read now; for a look
+ * whose answer must be current, the one before a resume.
+ */
+void detector_fresh_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 /*
  * The same, for the busy cadence: reads only the processes whose queues
  * moved within the active window or had work outstanding at their last read,

@@ -1055,7 +1055,7 @@ static void rearm_policy(struct manager *m)
 static void look_before_resume(struct manager *m, const struct gpu *g, uint64_t now)
 {
         if (g->policy.suspended && !g->policy.online_busy && policy_next_deadline(&g->policy) <= now)
-                detector_poll_gpu(m->detector, g->gpu_id, now);
+                detector_fresh_look_gpu(m->detector, g->gpu_id, now);
 }
 
 static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)

@@ -358,6 +358,35 @@ static void test_fifth_queue_is_polled(void **state)
 }
 
 /*
+ * A waiter that disarms a writer whose watch the detector has closed since
+ * (the process watched anew, another queue now under a breakpoint): it
+ * disabled every breakpoint of that process on the GPU, the new one too.
+ * The detector, not knowing the writer, counts every watch there disarmed
+ * and arms them again at the next idle look, so the new queue's store traps.
+ */
+static void test_waiter_disarmed_a_writer_watched_anew(void **state)
+{
+        struct fixture *f = *state;
+        struct detector_queue_addr addr;
+        struct epoll_event e;
+
+        watch_and_arm_one(f);
+        fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_MAIN);
+        assert_int_equal(epoll_wait(detector_trap_fd(f->detector), &e, 1, 5000), 1);
+        addr = fake_queue_addr(&f->online, 1, 1);
+        assert_int_equal(detector_watch(f->detector, f->online.pid, &addr, 1), 0);
+        detector_poll(f->detector, 10); /* armed: the new breakpoint */
+        for (size_t i = 0; i < f->seen.n_fds; i++)
+                assert_int_equal(ioctl(f->seen.fds[i], PERF_EVENT_IOC_DISABLE, 0), 0);
+        detector_trapped(f->detector, e.data.u64, e.events, monotonic_clock_us(), true);
+        assert_int_equal(f->seen.busy, 1);
+        detector_poll(f->detector, 20);
+        assert_int_equal(f->seen.idle, 1);
+        fake_child_store(&f->online, 1, 1, FAKE_STORE_BY_MAIN);
+        run_until_busy(f, 2);
+}
+
+/*
  * A look passes over the queues under an armed breakpoint, since a store
  * there traps: a write the process's threads did not make (the test's own,
  * through the shared page), which no trap announces, goes unseen on an armed
@@ -531,6 +560,134 @@ static void test_waiting_queue_keeps_its_gpu_looked_at(void **state)
         assert_int_equal(f->seen.busy, 2);
 }
 
+/*
+ * A write between a look's first read of a process and the arming of its
+ * breakpoint, which no trap announces: made by the process_gone callback of
+ * a dead process the look reads in between.
+ */
+static struct fake_online_process *inject_into;
+static bool inject_barrier;
+
+static void on_gone_inject(pid_t pid, void *userdata)
+{
+        ((struct seen *)userdata)->gone = pid;
+        if (inject_into && inject_barrier) {
+                uint64_t dep = fake_signal_handle(inject_into, 0);
+
+                *fake_signal_value(inject_into, 0) = 1;
+                fake_write_barrier(inject_into, 0, 0, 3, &dep, 1);
+                fake_write_dispatch(inject_into, 0, 1);
+                *fake_write_index(inject_into, 0) = 2;
+        } else if (inject_into) {
+                *fake_write_index(inject_into, 0) = 1; /* a store made just before the arming: no trap */
+        }
+}
+
+static struct detector *detector_with_injection(struct fixture *f, bool barrier)
+{
+        static const struct detector_callbacks cb = { .gpu_busy = on_busy, .gpu_idle = on_idle,
+                                                      .process_gone = on_gone_inject,
+                                                      .breakpoint_opened = on_opened };
+        struct fake_online_process z;
+        struct detector_queue_addr a;
+        struct detector *d;
+
+        assert_int_equal(detector_new(&cb, &f->seen, DETECTOR_MODE_BREAKPOINT, &d), 0);
+        a = fake_queue_addr(&f->online, 0, 1);
+        assert_int_equal(detector_watch(d, f->online.pid, &a, 1), 0);
+        fake_online_process_start(&z, 1);
+        a = fake_queue_addr(&z, 0, 1);
+        assert_int_equal(detector_watch(d, z.pid, &a, 1), 0);
+        fake_online_process_stop(&z);
+        inject_into = &f->online;
+        inject_barrier = barrier;
+        detector_poll(d, 1); /* reads online (idle), finds z gone (the write lands), arms, reads again */
+        inject_into = NULL;
+        return d;
+}
+
+/*
+ * Work the read right after the arming found (stored before the arming: no
+ * trap) keeps its queue read, though armed, until it is done.
+ */
+static void test_work_stored_before_arming_is_read_until_done(void **state)
+{
+        struct fixture *f = *state;
+        struct detector *d = detector_with_injection(f, false);
+
+        assert_int_equal(f->seen.busy, 1);
+        detector_poll(d, 2);
+        detector_poll(d, 3);
+        assert_int_equal(f->seen.idle, 0); /* write 1, read 0: the kernel has not run */
+        detector_free(d);
+}
+
+/* The same for a barrier wait found then: its release, which no store announces, is seen. */
+static void test_barrier_found_at_arming_is_read_until_released(void **state)
+{
+        struct fixture *f = *state;
+        struct detector *d = detector_with_injection(f, true);
+
+        detector_poll(d, 2);
+        assert_int_equal(f->seen.busy, 0);
+        *fake_signal_value(&f->online, 0) = 0;
+        *fake_read_index(&f->online, 0) = 1; /* released: the kernel runs, nothing stored */
+        detector_poll(d, 4);
+        assert_int_equal(f->seen.busy, 1);
+        detector_free(d);
+}
+
+/*
+ * A quiet process whose queues are all armed is not read, so it takes no
+ * turn of the quick looks: the quiet process with a polled queue gets them.
+ */
+static void test_quiet_turn_passes_over_armed_processes(void **state)
+{
+        struct fixture *f = *state;
+        struct fake_online_process z;
+        struct detector_queue_addr a;
+        struct detector_queue_status q[5];
+        size_t polled = 5;
+
+        fake_online_process_start(&z, 1);
+        a = fake_queue_addr(&z, 0, 1);
+        assert_int_equal(detector_watch(f->detector, z.pid, &a, 1), 0); /* every queue armed, first */
+        watch_queues(f, 5); /* 4 armed, 1 polled */
+        detector_poll(f->detector, 1000);
+        assert_int_equal(detector_process_queues(f->detector, f->online.pid, q, 5), 5);
+        for (size_t i = 0; i < 5; i++)
+                if (!q[i].breakpoint)
+                        polled = online_queue_of(f, &q[i]);
+        *fake_write_index(&f->online, polled) = 1; /* a request on the polled queue */
+        for (uint64_t t = 2000; t < 2100; t += 10)
+                detector_quick_look_gpu(f->detector, 1, t);
+        assert_int_equal(f->seen.busy, 1);
+        fake_online_process_stop(&z);
+}
+
+/*
+ * The look before a resume reads every process, also those a look that gave
+ * way had read already: work started since then is seen.
+ */
+static void test_look_before_resume_starts_afresh(void **state)
+{
+        struct fixture *f = *state;
+        struct fake_online_process w;
+        struct detector_queue_addr a;
+
+        assert_int_equal(detector_set_mode(f->detector, DETECTOR_MODE_POLL), 0);
+        fake_online_process_start(&w, 1);
+        a = fake_queue_addr(&w, 0, 1);
+        assert_int_equal(detector_watch(f->detector, w.pid, &a, 1), 0);
+        watch_queues(f, 1);
+        detector_poll(f->detector, 1000);
+        assert_false(detector_poll_gpu_until(f->detector, 1, 2000, 0)); /* read w, gave way */
+        *fake_write_index(&w, 0) = 1; /* a request after w was read */
+        detector_fresh_look_gpu(f->detector, 1, 30000); /* as look_before_resume() */
+        assert_int_equal(f->seen.busy, 1);
+        fake_online_process_stop(&w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -541,6 +698,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_trap_during_a_look_starts_it_afresh, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_trap_disarms_the_writer_only, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_writer_disarmed_by_the_waiter, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_waiter_disarmed_a_writer_watched_anew, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_work_outstanding_at_arming_is_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fifth_queue_is_polled, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_looks_pass_over_armed_queues, setup, teardown),
@@ -550,6 +708,10 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_store_whose_wake_up_a_hang_up_took, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_mode_poll_and_back, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_waiting_queue_keeps_its_gpu_looked_at, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_work_stored_before_arming_is_read_until_done, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_barrier_found_at_arming_is_read_until_released, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_quiet_turn_passes_over_armed_processes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_look_before_resume_starts_afresh, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
