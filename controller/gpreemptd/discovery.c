@@ -54,12 +54,14 @@ struct discovery {
         void *userdata;
         sd_event *event;
         char *kfd_root;
+        char *proc_dir;         /* <kfd_root>/proc */
         uint64_t interval_us;
         sd_event_source *timer; /* the next pass */
         sd_event_source *step;  /* a pass under way: a few listed processes per dispatch */
         pid_t own_pid;          /* the daemon's own KFD process, never reported */
         struct qf_sysfs_listed_process *listed; /* the listing the pass walks */
         size_t n_listed, next;
+        int proc_fd;            /* proc/ while a pass is under way: its processes are opened relative to it */
         bool under_way;
         bool listing_failed;    /* warned about it already */
         bool kfd_missing;       /* no KFD sysfs at the last listing; said so already */
@@ -120,20 +122,22 @@ void discovery_forget(struct discovery *d, pid_t pid)
  * directory lists them in does not matter. A pass reads this instead of
  * three files per queue and the GPUs' cu_occupancy. Read with getdents64
  * itself, not opendir(), which adds an fstat: open, getdents64 until it
- * returns 0, close. Never 0 (that is "not read yet"); -errno when the
- * directory cannot be read.
+ * returns 0, close. The open is relative to proc/, which spares the
+ * lookup of the rest of the path (/sys/class/kfd/kfd is a symlink) per
+ * process. Never 0 (that is "not read yet"); -errno when the directory
+ * cannot be read.
  */
-static int queue_dir_signature(const char *root, pid_t pid, uint64_t *ret_signature)
+static int queue_dir_signature(int proc_fd, pid_t pid, uint64_t *ret_signature)
 {
         /* eight queues' entries fit many times over; more take another call */
         _Alignas(struct dirent64) char buffer[4096];
         _cleanup_close_ int fd = -1;
-        char path[600];
+        char name[32];
         uint64_t sum = 0;
         ssize_t n;
 
-        snprintf(path, sizeof(path), "%s/proc/%d/queues", root, (int)pid);
-        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        snprintf(name, sizeof(name), "%d/queues", (int)pid);
+        fd = openat(proc_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         while ((n = getdents64(fd, buffer, sizeof(buffer))) > 0)
@@ -162,12 +166,12 @@ static int queue_dir_signature(const char *root, pid_t pid, uint64_t *ret_signat
  * kfd_process_remove_sysfs), so a process met between the two has no
  * queues/ and is not gone.
  */
-static bool kfd_entry_exists(const char *root, pid_t pid)
+static bool kfd_entry_exists(int proc_fd, pid_t pid)
 {
-        char path[600];
+        char name[16];
 
-        snprintf(path, sizeof(path), "%s/proc/%d", root, (int)pid);
-        return faccessat(AT_FDCWD, path, F_OK, AT_EACCESS) == 0;
+        snprintf(name, sizeof(name), "%d", (int)pid);
+        return faccessat(proc_fd, name, F_OK, AT_EACCESS) == 0;
 }
 
 /*
@@ -253,7 +257,7 @@ static void look_at_listed(struct discovery *d, const struct qf_sysfs_listed_pro
                 return;
         k = find_known(d, pid);
         if (!k || k->kfd_identity != listed->dir_ino) {
-                if (!kfd_entry_exists(d->kfd_root, pid))
+                if (!kfd_entry_exists(d->proc_fd, pid))
                         return; /* gone since the listing: the next pass forgets it */
                 if (k) {
                         remove_known(d, k);
@@ -263,8 +267,8 @@ static void look_at_listed(struct discovery *d, const struct qf_sysfs_listed_pro
                         log_warning("Process %d: out of memory; it is found again by the next pass", (int)pid);
                 return;
         }
-        r = queue_dir_signature(d->kfd_root, pid, &signature);
-        if (r == -ENOENT && !kfd_entry_exists(d->kfd_root, pid))
+        r = queue_dir_signature(d->proc_fd, pid, &signature);
+        if (r == -ENOENT && !kfd_entry_exists(d->proc_fd, pid))
                 return; /* gone since the listing, as above */
         relisted = signature != k->queue_dir_signature;
         k->queue_dir_signature = signature;
@@ -282,6 +286,23 @@ static void schedule_next_pass(struct discovery *d)
         sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
 }
 
+/*
+ * Lists the processes, forgets those no longer listed, and opens proc/ for
+ * looking at the rest. false when there is nothing to look at: no listing,
+ * or proc/ gone since (amdgpu unloaded), and with it every process listed,
+ * which the next pass forgets.
+ */
+static bool pass_begin(struct discovery *d)
+{
+        if (list_processes(d, &d->listed, &d->n_listed) < 0)
+                return false;
+        forget_unlisted(d, d->listed, d->n_listed);
+        if (d->n_listed == 0)
+                return false;
+        d->proc_fd = open(d->proc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return d->proc_fd >= 0;
+}
+
 /* Ends the pass under way, if any. */
 static void pass_end(struct discovery *d)
 {
@@ -289,6 +310,8 @@ static void pass_end(struct discovery *d)
         free(d->listed);
         d->listed = NULL;
         d->n_listed = d->next = 0;
+        closep(&d->proc_fd);
+        d->proc_fd = -1;
         d->under_way = false;
 }
 
@@ -308,16 +331,16 @@ static int on_step(sd_event_source *s, void *userdata)
         return 0;
 }
 
-/* Lists the processes and starts a pass over them; the next timer is set when it ends. */
+/* Starts a pass; the next timer is set when it ends. */
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct discovery *d = userdata;
 
-        if (list_processes(d, &d->listed, &d->n_listed) < 0) {
+        if (!pass_begin(d)) {
+                pass_end(d);
                 schedule_next_pass(d);
                 return 0;
         }
-        forget_unlisted(d, d->listed, d->n_listed);
         d->under_way = true;
         sd_event_source_set_enabled(d->step, SD_EVENT_ON);
         return 0;
@@ -341,8 +364,12 @@ int discovery_new(sd_event *event, const char *sysfs_root, uint64_t interval_us,
         d->event = sd_event_ref(event);
         d->interval_us = interval_us;
         d->own_pid = getpid();
-        if (asprintf(&d->kfd_root, "%s/class/kfd/kfd", sysfs_root) < 0) {
+        d->proc_fd = -1;
+        if (asprintf(&d->kfd_root, "%s/class/kfd/kfd", sysfs_root) < 0)
                 d->kfd_root = NULL;
+        else if (asprintf(&d->proc_dir, "%s/proc", d->kfd_root) < 0)
+                d->proc_dir = NULL;
+        if (!d->proc_dir) {
                 discovery_free(d);
                 return -ENOMEM;
         }
@@ -368,14 +395,10 @@ int discovery_new(sd_event *event, const char *sysfs_root, uint64_t interval_us,
 
 void discovery_start(struct discovery *d)
 {
-        _cleanup_free_ struct qf_sysfs_listed_process *listed = NULL;
-        size_t n;
-
-        if (list_processes(d, &listed, &n) >= 0) {
-                forget_unlisted(d, listed, n);
-                for (size_t i = 0; i < n; i++)
-                        look_at_listed(d, &listed[i]);
-        }
+        if (pass_begin(d))
+                while (d->next < d->n_listed)
+                        look_at_listed(d, &d->listed[d->next++]);
+        pass_end(d);
         schedule_next_pass(d);
 }
 
@@ -395,6 +418,7 @@ struct discovery *discovery_free(struct discovery *d)
         sd_event_unref(d->event);
         free(d->known);
         free(d->kfd_root);
+        free(d->proc_dir);
         free(d);
         return NULL;
 }
