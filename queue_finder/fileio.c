@@ -32,7 +32,7 @@ int qf_for_each_numbered_entry(const char *dir, uint64_t max, qf_numbered_entry_
                 uint64_t number;
                 if (!qf_parse_entry_name(de->d_name, max, &number))
                         continue;
-                int r = fn(dir, number, userdata);
+                int r = fn(dir, number, (uint64_t) de->d_ino, userdata);
                 if (r != 0)
                         return r < 0 ? r : 0;
         }

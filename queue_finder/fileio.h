@@ -27,10 +27,11 @@ bool qf_parse_decimal_name(const char *name, uint64_t max, uint64_t *ret);
 bool qf_parse_entry_name(const char *name, uint64_t max, uint64_t *ret);
 
 /* Calls fn for each entry of dir named by a decimal number of at most max
- * (qf_parse_entry_name), in readdir order. fn returns 0 to go on, > 0 to
- * stop (the walk then returns 0), or -errno, which the walk returns. -errno
- * from opendir when dir cannot be listed. */
-typedef int (*qf_numbered_entry_fn)(const char *dir, uint64_t number, void *userdata);
+ * (qf_parse_entry_name), in readdir order, with the inode number the listing
+ * gave for it (d_ino). fn returns 0 to go on, > 0 to stop (the walk then
+ * returns 0), or -errno, which the walk returns. -errno from opendir when
+ * dir cannot be listed. */
+typedef int (*qf_numbered_entry_fn)(const char *dir, uint64_t number, uint64_t ino, void *userdata);
 int qf_for_each_numbered_entry(const char *dir, uint64_t max, qf_numbered_entry_fn fn, void *userdata);
 
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */

@@ -88,7 +88,7 @@ struct level_search {
         size_t level;
 };
 
-static int match_level(const char *proc_root, uint64_t pid, void *userdata)
+static int match_level(const char *proc_root, uint64_t pid, uint64_t ino, void *userdata)
 {
         struct level_search *s = userdata;
         struct qf_pid_ns its;
@@ -148,7 +148,7 @@ struct host_pid_search {
         int error;      /* why the first candidate could not be checked */
 };
 
-static int match_host_pid(const char *proc_root, uint64_t pid, void *userdata)
+static int match_host_pid(const char *proc_root, uint64_t pid, uint64_t ino, void *userdata)
 {
         struct host_pid_search *s = userdata;
         pid_t chain[QF_NSPID_MAX_LEVELS];

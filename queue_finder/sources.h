@@ -64,6 +64,17 @@ struct qf_sysfs_process {
  * /sys/class/kfd/kfd. -ENOENT when the process has no KFD directory. */
 int qf_sysfs_read_process(const char *kfd_root, pid_t pid, struct qf_diags *diags,
                           struct qf_sysfs_process *ret);
+/* A directory under proc/ as the listing names it. */
+struct qf_sysfs_listed_process {
+        pid_t pid;
+        /* The inode number of proc/<pid>/ (d_ino; stat's st_ino on sysfs):
+         * which KFD process it is, since an exec'd process that opens
+         * /dev/kfd again gets a new directory under the same pid. */
+        uint64_t dir_ino;
+};
+
+/* Every directory under proc/, sorted by pid. */
+int qf_sysfs_list_processes(const char *kfd_root, struct qf_sysfs_listed_process **ret_listed, size_t *ret_n);
 /* Every pid with a directory under proc/, sorted. */
 int qf_sysfs_list_pids(const char *kfd_root, pid_t **ret_pids, size_t *ret_n);
 void qf_sysfs_process_clear(struct qf_sysfs_process *p);

@@ -54,7 +54,7 @@ struct queue_walk {
         struct qf_sysfs_process *p;
 };
 
-static int add_queue(const char *queues_dir, uint64_t id, void *userdata)
+static int add_queue(const char *queues_dir, uint64_t id, uint64_t ino, void *userdata)
 {
         struct queue_walk *w = userdata;
         struct qf_sysfs_process *p = w->p;
@@ -149,49 +149,67 @@ int qf_sysfs_read_process(const char *kfd_root, pid_t pid, struct qf_diags *diag
         return 0;
 }
 
-static int compare_pids(const void *a, const void *b)
+static int compare_listed_pids(const void *a, const void *b)
 {
-        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
-        return (x > y) - (x < y);
+        const struct qf_sysfs_listed_process *x = a, *y = b;
+        return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-struct pid_list {
-        pid_t *pids;
+struct process_listing {
+        struct qf_sysfs_listed_process *listed;
         size_t n;
 };
 
-static int add_pid(const char *dir, uint64_t pid, void *userdata)
+static int add_listed_process(const char *dir, uint64_t pid, uint64_t ino, void *userdata)
 {
-        struct pid_list *l = userdata;
+        struct process_listing *l = userdata;
 
         if (pid == 0)
                 return 0;
         if (l->n >= QF_MAX_PROCESSES)
                 return 1;
-        pid_t *slot = QF_APPEND(l->pids, l->n);
+        struct qf_sysfs_listed_process *slot = QF_APPEND(l->listed, l->n);
         if (!slot)
                 return -ENOMEM;
-        *slot = (pid_t) pid;
+        *slot = (struct qf_sysfs_listed_process){ .pid = (pid_t) pid, .dir_ino = ino };
         return 0;
 }
 
-int qf_sysfs_list_pids(const char *kfd_root, pid_t **ret_pids, size_t *ret_n)
+int qf_sysfs_list_processes(const char *kfd_root, struct qf_sysfs_listed_process **ret_listed, size_t *ret_n)
 {
         char dir[PATH_MAX];
         int r = qf_pathf(dir, sizeof(dir), "%s/proc", kfd_root);
         if (r < 0)
                 return r;
 
-        struct pid_list l = { 0 };
-        r = qf_for_each_numbered_entry(dir, INT32_MAX, add_pid, &l);
+        struct process_listing l = { 0 };
+        r = qf_for_each_numbered_entry(dir, INT32_MAX, add_listed_process, &l);
         if (r < 0) {
-                free(l.pids);
+                free(l.listed);
                 return r;
         }
         if (l.n > 1)
-                qsort(l.pids, l.n, sizeof(*l.pids), compare_pids);
-        *ret_pids = l.pids;
+                qsort(l.listed, l.n, sizeof(*l.listed), compare_listed_pids);
+        *ret_listed = l.listed;
         *ret_n = l.n;
+        return 0;
+}
+
+int qf_sysfs_list_pids(const char *kfd_root, pid_t **ret_pids, size_t *ret_n)
+{
+        _cleanup_free_ struct qf_sysfs_listed_process *listed = NULL;
+        size_t n;
+        int r = qf_sysfs_list_processes(kfd_root, &listed, &n);
+        if (r < 0)
+                return r;
+
+        pid_t *pids = malloc((n ? n : 1) * sizeof(*pids));
+        if (!pids)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                pids[i] = listed[i].pid;
+        *ret_pids = pids;
+        *ret_n = n;
         return 0;
 }
 

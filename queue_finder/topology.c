@@ -141,7 +141,7 @@ struct gpu_list {
         size_t n;
 };
 
-static int add_node(const char *nodes_dir, uint64_t node, void *userdata)
+static int add_node(const char *nodes_dir, uint64_t node, uint64_t ino, void *userdata)
 {
         struct gpu_list *l = userdata;
         struct qf_gpu g;

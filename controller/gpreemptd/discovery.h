@@ -5,8 +5,9 @@
  * by its host pid, so container processes are covered). sysfs has no change
  * notification, so the directory is listed every DiscoveryIntervalMs.
  *
- * Each listed process then costs a stat and a read of its queue directory,
- * and an online write landing in a long scan would wait for the rest of it.
+ * Each listed process then costs a read of its queue directory (its KFD
+ * identity comes with the listing), and an online write landing in a long
+ * scan would wait for the rest of it.
  * So a pass after the first goes over the listing in steps at the lowest
  * priority: one process a step while the owner says a GPU is watched
  * closely, up to DISCOVERY_IDLE_STEP_US otherwise. The detector's looks and

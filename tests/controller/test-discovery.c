@@ -231,6 +231,86 @@ static void test_refused_process_is_offered_again(void **state)
         assert_string_equal(f->log, "relisted 700001");
 }
 
+/* Runs the loop until something is reported: with busy set, one step of a pass, one process. */
+static void next_report(struct fixture *f)
+{
+        f->log[0] = '\0';
+        for (int i = 0; i < 100 && !f->log[0]; i++)
+                assert_true(sd_event_run(f->event, 2 * INTERVAL_US) >= 0);
+        if (!f->log[0])
+                fail_msg("nothing was reported");
+}
+
+/* Its entry was listed, then removed (the process closed /dev/kfd) before the pass came to it. */
+static void test_gone_since_listing_is_not_seen(void **state)
+{
+        struct fixture *f = *state;
+
+        add_process(f, PID_A);
+        add_process(f, PID_B);
+        discovery_start(f->discovery);
+        next_pass(f);
+        f->busy = true;
+        next_report(f);
+        assert_string_equal(f->log, "seen 700001");
+        run("rm -rf %s/%d", f->proc, PID_B);
+        next_pass(f);
+        assert_string_equal(f->log, "vanished 700002, seen 700001");
+}
+
+/* The same for a process new to discovery: the owner is not told of it. */
+static void test_new_process_gone_since_listing_is_not_offered(void **state)
+{
+        struct fixture *f = *state;
+
+        add_process(f, PID_A);
+        discovery_start(f->discovery);
+        next_pass(f);
+        add_process(f, PID_B);
+        f->busy = true;
+        next_report(f);
+        assert_string_equal(f->log, "seen 700001");
+        run("rm -rf %s/%d", f->proc, PID_B);
+        /* nothing for the rest of this pass; the next one lists A alone */
+        next_pass(f);
+        assert_string_equal(f->log, "seen 700001");
+}
+
+/* amdkfd makes proc/<pid>/ before its queues/ (kfd_create_process): a process met in between is there. */
+static void test_listed_before_its_queue_directory(void **state)
+{
+        struct fixture *f = *state;
+
+        run("mkdir -p %s/%d", f->proc, PID_A);
+        discovery_start(f->discovery);
+        assert_string_equal(f->log, "appeared 700001");
+        next_pass(f);
+        assert_string_equal(f->log, "seen 700001");
+        add_process(f, PID_A);
+        next_pass(f);
+        assert_string_equal(f->log, "relisted 700001");
+}
+
+/* More queue directories than one getdents64 call returns: a change among any of them counts. */
+static void test_long_queue_directory_is_read_whole(void **state)
+{
+        struct fixture *f = *state;
+
+        add_process(f, PID_A);
+        run("cd %s/%d/queues && seq 1 1000 | xargs mkdir", f->proc, PID_A);
+        discovery_start(f->discovery);
+        next_pass(f);
+        assert_string_equal(f->log, "relisted 700001");
+        next_pass(f);
+        assert_string_equal(f->log, "seen 700001");
+        /* spread over the directory, whatever order it lists them in: most come past the first call */
+        for (unsigned id = 50; id <= 1000; id += 50) {
+                run("rmdir %s/%d/queues/%u", f->proc, PID_A, id);
+                next_pass(f);
+                assert_string_equal(f->log, "relisted 700001");
+        }
+}
+
 /* proc/ exists from amdkfd's load on (kfd-interface.md §8.1): without it there is no KFD at all. */
 static void test_kfd_gone_and_back(void **state)
 {
@@ -260,6 +340,11 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_unlisted_vanishes_and_forgotten_appears_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_process_is_offered_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_kfd_gone_and_back, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_gone_since_listing_is_not_seen, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_new_process_gone_since_listing_is_not_offered, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_listed_before_its_queue_directory, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_long_queue_directory_is_read_whole, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,6 +111,43 @@ static void test_process(void **state)
         free(pids);
 }
 
+/* The listing names each process's directory by its inode number, the one stat gives: a new
+ * directory under the same pid (an exec'd process that opened /dev/kfd again) has another. */
+static void test_listing_identity(void **state)
+{
+        char path[PATH_MAX + 32];
+        struct qf_sysfs_listed_process *listed;
+        struct stat st;
+        size_t n;
+
+        assert_int_equal(qf_sysfs_list_processes(root, &listed, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(listed[0].pid, 99);
+        assert_int_equal(listed[1].pid, 1234);
+        for (size_t i = 0; i < n; i++) {
+                snprintf(path, sizeof(path), "%s/proc/%d", root, (int)listed[i].pid);
+                assert_int_equal(stat(path, &st), 0);
+                assert_true(listed[i].dir_ino == (uint64_t)st.st_ino);
+        }
+
+        /* made before the old one goes, so that the file system cannot hand the old number out again */
+        uint64_t before = listed[0].dir_ino;
+        char fresh[PATH_MAX + 32];
+        free(listed);
+        put("proc/99.new/pasid", "32771\n");
+        snprintf(path, sizeof(path), "%s/proc/99/pasid", root);
+        assert_int_equal(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/proc/99", root);
+        assert_int_equal(rmdir(path), 0);
+        snprintf(fresh, sizeof(fresh), "%s/proc/99.new", root);
+        assert_int_equal(rename(fresh, path), 0);
+        assert_int_equal(qf_sysfs_list_processes(root, &listed, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(listed[0].pid, 99);
+        assert_true(listed[0].dir_ino != before);
+        free(listed);
+}
+
 static void test_topology(void **state)
 {
         struct qf_diags d = { 0 };
@@ -228,6 +265,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_process),
+                cmocka_unit_test(test_listing_identity),
                 cmocka_unit_test(test_topology),
                 cmocka_unit_test(test_leading_zeros),
                 cmocka_unit_test(test_long_name),
