@@ -81,12 +81,12 @@ static int compare_last_poll(const void *a, const void *b)
 
 /*
  * The budget is for idle looks (a busy GPU's looks buy online latency): what
- * the thread spent from the end of the last idle look to the end of this
- * one, the look itself, the wakeup and whatever else ran between, so that it
- * bounds the daemon's idle CPU, not only the reads. A series that gave way
+ * the daemon spent, all its threads, from the end of the last idle look to
+ * the end of this one, the look itself, the wakeup and whatever else ran
+ * between, so that it bounds the daemon's idle CPU, not only the reads. A series that gave way
  * is one look: it is sampled where it ends, unless a busy GPU was looked at
  * on the way, which makes the next sample start afresh (the busy looks' CPU
- * is not the idle looks' cost). The thread's CPU clock is a system call: not
+ * is not the idle looks' cost). The daemon's CPU clock is a system call: not
  * read at the busy cadence, where nothing uses it.
  */
 static void account_idle_looks(struct cadence *c, const struct cadence_ops *ops, void *userdata, bool polled,
@@ -94,7 +94,7 @@ static void account_idle_looks(struct cadence *c, const struct cadence_ops *ops,
 {
         if (polled && !cut) {
                 if (only_idle) {
-                        uint64_t cpu_now = ops->thread_cpu_ns(userdata);
+                        uint64_t cpu_now = ops->daemon_cpu_ns(userdata);
 
                         if (c->last_look_idle) {
                                 uint64_t cost = cpu_now - c->last_look_cpu_ns;

@@ -40,7 +40,7 @@
 /* While suspended, the end of online work is looked for this many times per hold-off. */
 #define CADENCE_HOLD_OFF_LOOKS 10u
 /* IdlePollCpuPercent may stretch the idle cadence to this many IdlePollIntervalUs at most. */
-#define CADENCE_IDLE_STRETCH_MAX 20u
+#define CADENCE_IDLE_STRETCH_MAX 50u
 /* More GPUs than any node has (the detector's limit). */
 #define CADENCE_MAX_GPUS 64
 
@@ -75,12 +75,13 @@ struct cadence_ops {
         /* An idle GPU's look, giving way at give_way_at_us; false if it did (what is left stays due). */
         bool (*look_until)(uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us, void *userdata);
         uint64_t (*clock_us)(void *userdata);      /* CLOCK_MONOTONIC, read while looking */
-        uint64_t (*thread_cpu_ns)(void *userdata); /* the loop thread's CPU time: a system call */
+        /* the daemon's CPU time, all its threads (the budget is the daemon's): a system call */
+        uint64_t (*daemon_cpu_ns)(void *userdata);
 };
 
 struct cadence {
         struct cadence_settings settings;
-        uint64_t idle_look_cpu_ns; /* the loop's CPU per idle look, wakeup and all, smoothed */
+        uint64_t idle_look_cpu_ns; /* the daemon's CPU per idle look, wakeup and all, smoothed */
         uint64_t last_look_cpu_ns; /* the loop's CPU time when the last idle look ended */
         bool last_look_idle;       /* the last wakeup looked at idle GPUs only */
 };

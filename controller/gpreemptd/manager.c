@@ -1143,9 +1143,12 @@ static uint64_t cadence_clock_us(void *userdata)
         return monotonic_clock_us();
 }
 
-static uint64_t cadence_thread_cpu_ns(void *userdata)
+static uint64_t cadence_daemon_cpu_ns(void *userdata)
 {
-        return loop_thread_cpu_ns();
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static const struct cadence_ops cadence_ops = {
@@ -1154,7 +1157,7 @@ static const struct cadence_ops cadence_ops = {
         .quick_look = cadence_quick_look,
         .look_until = cadence_look_until,
         .clock_us = cadence_clock_us,
-        .thread_cpu_ns = cadence_thread_cpu_ns,
+        .daemon_cpu_ns = cadence_daemon_cpu_ns,
 };
 
 /* One timer, set for the earliest look due; no wakeups at all when no GPU needs looking at. */

@@ -93,7 +93,7 @@ static uint64_t fake_clock_us(void *userdata)
         return ((struct world *)userdata)->clock_us;
 }
 
-static uint64_t fake_thread_cpu_ns(void *userdata)
+static uint64_t fake_daemon_cpu_ns(void *userdata)
 {
         struct world *w = userdata;
 
@@ -107,7 +107,7 @@ static const struct cadence_ops ops = {
         .quick_look = fake_quick_look,
         .look_until = fake_look_until,
         .clock_us = fake_clock_us,
-        .thread_cpu_ns = fake_thread_cpu_ns,
+        .daemon_cpu_ns = fake_daemon_cpu_ns,
 };
 
 static struct cadence make(unsigned idle_cpu_percent)
