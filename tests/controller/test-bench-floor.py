@@ -4,18 +4,15 @@
 briefly: each floor prints one JSON object with as many events as asked and
 p50 <= p99, and bad arguments get the usage (exit 2). TAP output.
 
-  tests/controller/test-bench-floor.py BUILD/tests/controller/bench-floor
+  PYTHONPATH=tests/python tests/controller/test-bench-floor.py BUILD/tests/controller/bench-floor
 """
 import json
 import subprocess
 import sys
 
+from tap import check, finish
+
 EVENTS = 50
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
 
 
 def run(*args):
@@ -40,9 +37,4 @@ for args in ((), ("trap",), ("trap", "0"), ("trap", "5x"), ("trap", "200001"), (
           p.returncode == 2 and p.stderr.startswith("usage: bench-floor wakeup|trap|store N") and not p.stdout,
           f"exit {p.returncode}, stderr {p.stderr.strip()!r}")
 
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok:
-        print(f"# {detail}")
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+finish()

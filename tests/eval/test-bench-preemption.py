@@ -4,18 +4,13 @@
 the modelled values and the kfdemu keys they stand for, and refuses what it
 cannot measure with a message that says what to do. TAP output.
 
-  tests/eval/test-bench-preemption.py SOURCE_ROOT BUILD_DIR
+  PYTHONPATH=scripts:tests/python tests/eval/test-bench-preemption.py SOURCE_ROOT BUILD_DIR
 """
 import json
 import os
 import subprocess
 import sys
-
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
+from tap import check, finish
 
 
 source_root, build = sys.argv[1], sys.argv[2]
@@ -78,9 +73,4 @@ check("bad --queues: a usage error", p.returncode == 2 and "--queues" in p.stder
 p = run("--help")
 check("--help", p.returncode == 0 and "PreemptMicroseconds" not in p.stderr and "--kfdemu" in p.stdout, p.stdout[:300])
 
-print("1..%d" % len(results))
-for i, (name, ok, detail) in enumerate(results, 1):
-    print("%s %d - %s" % ("ok" if ok else "not ok", i, name))
-    if not ok and detail:
-        print("# " + detail.replace("\n", "\n# "))
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+finish()

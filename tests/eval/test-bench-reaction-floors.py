@@ -6,21 +6,15 @@ run by run (the trap floor only where breakpoints are used), the lines
 that report it, and scripts/bench-compare's rows of both. TAP output. The
 package comes from PYTHONPATH (meson test sets it):
 
-  PYTHONPATH=scripts tests/eval/test-bench-reaction-floors.py
+  PYTHONPATH=scripts:tests/python tests/eval/test-bench-reaction-floors.py
 """
 import argparse
 import json
 import os
-import sys
 import tempfile
 
 from gpreempt_eval import bench_compare, bench_reaction
-
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
+from tap import check, finish
 
 
 def reaction_run(run, p50, p99):
@@ -80,9 +74,4 @@ check("bench-compare: the trap floor's rows for the breakpoint case",
 check("bench-compare: none for the poll-only case",
       ("small", "poll", "p99_over_trap_floor") not in collected and ("small", "poll", "p99_over_floor") in collected)
 
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok:
-        print(f"# {detail}")
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+finish()

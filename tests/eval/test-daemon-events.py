@@ -6,20 +6,14 @@ clipped to the measured window; process_cpu_s, the daemon's CPU time, against
 this process's own clock. TAP output. The package comes from
 PYTHONPATH (meson test sets it):
 
-  PYTHONPATH=scripts tests/eval/test-daemon-events.py
+  PYTHONPATH=scripts:tests/python tests/eval/test-daemon-events.py
 """
 import os
-import sys
 import time
 import types
 
 from gpreempt_eval import node_pass
-
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
+from tap import check, finish
 
 
 def log(*events):
@@ -42,9 +36,4 @@ spent = node_pass.process_cpu_s(os.getpid()) - cpu0
 check("a process's CPU time is what it spent, to the clock tick", abs(spent - (time.process_time() - own0)) < 0.05,
       "%.3f s" % spent)
 
-print("1..%d" % len(results))
-for i, (name, ok, detail) in enumerate(results, 1):
-    print("%s %d - %s" % ("ok" if ok else "not ok", i, name))
-    if not ok and detail:
-        print("# " + detail.replace("\n", "\n# "))
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+finish()

@@ -4,19 +4,13 @@
 /proc/stat-style text, and from this host's. TAP output. The package comes
 from PYTHONPATH (meson test sets it):
 
-  PYTHONPATH=scripts tests/eval/test-host-steal.py
+  PYTHONPATH=scripts:tests/python tests/eval/test-host-steal.py
 """
 import os
-import sys
 import tempfile
 
 from gpreempt_eval import host_steal
-
-results = []
-
-
-def check(name, ok):
-    results.append((name, ok))
+from tap import check, finish
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -32,7 +26,4 @@ with tempfile.TemporaryDirectory() as tmp:
 before = host_steal.steal_ms()
 check("this host's steal is a count", before >= 0 and host_steal.steal_ms() >= before)
 
-print("1..%d" % len(results))
-for i, (name, ok) in enumerate(results, 1):
-    print("%s %d - %s" % ("ok" if ok else "not ok", i, name))
-sys.exit(0 if all(ok for _, ok in results) else 1)
+finish()

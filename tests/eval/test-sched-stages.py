@@ -5,17 +5,11 @@ daemon's threads found through its forks, and a reaction split into stages,
 on made-up events. TAP output. The package comes from PYTHONPATH (meson test
 sets it):
 
-  PYTHONPATH=scripts tests/eval/test-sched-stages.py
+  PYTHONPATH=scripts:tests/python tests/eval/test-sched-stages.py
 """
-import sys
 
 from gpreempt_eval import sched_stages
-
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
+from tap import check, finish
 
 
 DAEMON, WORKER, ONLINE, OTHER_DAEMON = 100, 101, 200, 300
@@ -88,9 +82,4 @@ argv = sched_stages.record_argv("out.data", ("ctl", "ack"))
 check("with control FIFOs, perf starts disabled and takes its orders through them",
       argv[argv.index("--delay") + 1] == "-1" and argv[argv.index("--control") + 1] == "fifo:ctl,ack", repr(argv))
 
-print("1..%d" % len(results))
-for i, (name, ok, detail) in enumerate(results, 1):
-    print("%s %d - %s" % ("ok" if ok else "not ok", i, name))
-    if not ok and detail:
-        print("# " + detail.replace("\n", "\n# "))
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+finish()
