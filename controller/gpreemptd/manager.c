@@ -1046,6 +1046,8 @@ static void rearm_policy(struct manager *m)
         rearm_policy_timer(m);
 }
 
+static void arm_detector(struct manager *m, uint64_t now);
+
 /*
  * A suspended GPU whose online side went idle is looked at on the idle
  * cadence only (cadence.h): before its resume comes due, one more look, so
@@ -1082,6 +1084,8 @@ static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
                 hold_apply(m, p, policy_tick(&p->hold_policy, now));
         }
         rearm_policy(m);
+        /* a resume puts its GPU back on the busy cadence: the look due may be an idle interval away */
+        arm_detector(m, now);
         return 0;
 }
 

@@ -707,6 +707,44 @@ static void test_requests_within_the_hold_off_stay_one_suspension(void **state)
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+/*
+ * After a resume the GPU is back on the busy cadence at once: requests 100
+ * ms apart, polled only, with idle looks a second apart, are each seen and
+ * each suspend offline work (the hold-off, 2 ms, ends between them). A look
+ * left due at the idle interval from the hold-off saw one a second.
+ */
+static void test_polled_requests_after_resumes(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        static const char *const online0[] = { "--rate", "10", "--gpu", "0", "--kernel-us", "1000", "--duration",
+                                               "100000", NULL };
+        struct fixture *f = *state;
+        int64_t gpu, first = 0, later;
+        struct json_object *s;
+
+        start_daemon_with(&f->h, "DetectorMode=poll\nIdlePollIntervalUs=1000000\nIdlePollCpuPercent=0\n");
+        emulated_app_start(&f->a, app_path, offline0);
+        gpu = wait_attached(&f->h, f->a.pid);
+        emulated_app_start(&f->o, app_path, online0);
+        for (int i = 0; i < 300 && first < 1; i++) { /* the first request: seen by an idle look */
+                s = daemon_status(&f->h);
+                first = status_int(status_gpu(s, gpu), "suspends");
+                json_object_put(s);
+                usleep(10000);
+        }
+        assert_true(first >= 1);
+        usleep(2000000); /* some 20 requests */
+        s = daemon_status(&f->h);
+        later = status_int(status_gpu(s, gpu), "suspends") - first;
+        if (later < 12)
+                fail_msg("%" PRId64 " suspensions for some 20 requests in 2 s: %s", later,
+                         json_object_to_json_string(status_gpu(s, gpu)));
+        json_object_put(s);
+        emulated_app_stop(&f->o);
+        emulated_app_stop(&f->a);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
 static void test_first_request_caught_by_breakpoint(void **state)
 {
         first_request_after_idle_is_caught(*state, "breakpoint", "breakpoint");
@@ -794,6 +832,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_busy_detector_is_capped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_requests_within_the_hold_off_stay_one_suspension, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_polled_requests_after_resumes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_first_request_caught_by_breakpoint, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_first_request_caught_by_polling, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_trap_suspends_before_the_loop_hears_of_it, setup, teardown),
