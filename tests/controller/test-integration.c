@@ -665,6 +665,42 @@ static void first_request_after_idle_is_caught(struct fixture *f, const char *mo
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
 }
 
+/* A status figure of the GPU with that id. */
+static int64_t gpu_figure(struct fixture *f, int64_t gpu, const char *name)
+{
+        struct json_object *s = daemon_status(&f->h);
+        int64_t value = status_int(status_gpu(s, gpu), name);
+
+        json_object_put(s);
+        return value;
+}
+
+/*
+ * An offline process and an online service of `rate` requests a second on
+ * GPU 0, watched by polling alone with idle looks a second apart (and the
+ * [Online]/[Offline] `policy`); returns the GPU once the first request,
+ * seen by an idle look, suspended offline work.
+ */
+static int64_t start_polled_service(struct fixture *f, const char *rate, const char *policy)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
+        const char *const online0[] = { "--rate", rate, "--gpu", "0", "--kernel-us", "1000", "--duration", "100000",
+                                        NULL };
+        char settings[256];
+        int64_t gpu;
+
+        snprintf(settings, sizeof(settings), "DetectorMode=poll\nIdlePollIntervalUs=1000000\nIdlePollCpuPercent=0\n%s",
+                 policy);
+        start_daemon_with(&f->h, settings);
+        emulated_app_start(&f->a, app_path, offline0);
+        gpu = wait_attached(&f->h, f->a.pid);
+        emulated_app_start(&f->o, app_path, online0);
+        for (int i = 0; i < 300 && gpu_figure(f, gpu, "suspends") < 1; i++)
+                usleep(10000);
+        assert_true(gpu_figure(f, gpu, "suspends") >= 1);
+        return gpu;
+}
+
 /*
  * Once its online side is idle, a suspended GPU is looked at on the idle
  * cadence only (here a look a second); the look before the hold-off's resume
@@ -674,34 +710,15 @@ static void first_request_after_idle_is_caught(struct fixture *f, const char *mo
  */
 static void test_requests_within_the_hold_off_stay_one_suspension(void **state)
 {
-        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
-        static const char *const online0[] = { "--rate", "25", "--gpu", "0", "--kernel-us", "1000", "--duration",
-                                               "100000", NULL };
         struct fixture *f = *state;
-        int64_t gpu, suspends = 0, resumes = 0;
-        struct json_object *s;
+        int64_t gpu = start_polled_service(f, "25", "[Online]\nHoldOffMs=100\n[Offline]\nMaxSuspendMs=100000\n"
+                                                    "MinOfflineSharePercent=0\n");
 
-        start_daemon_with(&f->h, "DetectorMode=poll\nIdlePollIntervalUs=1000000\nIdlePollCpuPercent=0\n"
-                                 "[Online]\nHoldOffMs=100\n[Offline]\nMaxSuspendMs=100000\n"
-                                 "MinOfflineSharePercent=0\n");
-        emulated_app_start(&f->a, app_path, offline0);
-        gpu = wait_attached(&f->h, f->a.pid);
-        emulated_app_start(&f->o, app_path, online0);
-        for (int i = 0; i < 300 && suspends < 1; i++) { /* the first request: seen by an idle look */
-                s = daemon_status(&f->h);
-                suspends = status_int(status_gpu(s, gpu), "suspends");
-                json_object_put(s);
-                usleep(10000);
-        }
-        assert_int_equal(suspends, 1);
         usleep(1500000); /* some 37 requests, each within the hold-off of the one before */
-        s = daemon_status(&f->h);
-        suspends = status_int(status_gpu(s, gpu), "suspends");
-        resumes = status_int(status_gpu(s, gpu), "resumes_idle");
-        if (suspends != 1 || resumes != 0)
-                fail_msg("requests within the hold-off were not seen before resuming: %s; daemon log:\n%s",
-                         json_object_to_json_string(status_gpu(s, gpu)), daemon_harness_log(&f->h));
-        json_object_put(s);
+        if (gpu_figure(f, gpu, "suspends") != 1 || gpu_figure(f, gpu, "resumes_idle") != 0)
+                fail_msg("requests within the hold-off were not seen before resuming: %" PRId64 " suspensions, %" PRId64
+                         " resumptions; daemon log:\n%s", gpu_figure(f, gpu, "suspends"),
+                         gpu_figure(f, gpu, "resumes_idle"), daemon_harness_log(&f->h));
         emulated_app_stop(&f->o);
         emulated_app_stop(&f->a);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
@@ -715,31 +732,13 @@ static void test_requests_within_the_hold_off_stay_one_suspension(void **state)
  */
 static void test_polled_requests_after_resumes(void **state)
 {
-        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
-        static const char *const online0[] = { "--rate", "10", "--gpu", "0", "--kernel-us", "1000", "--duration",
-                                               "100000", NULL };
         struct fixture *f = *state;
-        int64_t gpu, first = 0, later;
-        struct json_object *s;
+        int64_t gpu = start_polled_service(f, "10", ""), first = gpu_figure(f, gpu, "suspends"), later;
 
-        start_daemon_with(&f->h, "DetectorMode=poll\nIdlePollIntervalUs=1000000\nIdlePollCpuPercent=0\n");
-        emulated_app_start(&f->a, app_path, offline0);
-        gpu = wait_attached(&f->h, f->a.pid);
-        emulated_app_start(&f->o, app_path, online0);
-        for (int i = 0; i < 300 && first < 1; i++) { /* the first request: seen by an idle look */
-                s = daemon_status(&f->h);
-                first = status_int(status_gpu(s, gpu), "suspends");
-                json_object_put(s);
-                usleep(10000);
-        }
-        assert_true(first >= 1);
         usleep(2000000); /* some 20 requests */
-        s = daemon_status(&f->h);
-        later = status_int(status_gpu(s, gpu), "suspends") - first;
+        later = gpu_figure(f, gpu, "suspends") - first;
         if (later < 12)
-                fail_msg("%" PRId64 " suspensions for some 20 requests in 2 s: %s", later,
-                         json_object_to_json_string(status_gpu(s, gpu)));
-        json_object_put(s);
+                fail_msg("%" PRId64 " suspensions for some 20 requests in 2 s", later);
         emulated_app_stop(&f->o);
         emulated_app_stop(&f->a);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
