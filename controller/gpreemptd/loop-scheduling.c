@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "monotonic-clock.h"
 
 void loop_cpu_cap_reset(struct loop_cpu_cap *c, unsigned percent, uint64_t now_us, uint64_t cpu_ns)
 {
@@ -58,10 +59,7 @@ enum loop_cpu_cap_verdict loop_cpu_cap_account(struct loop_cpu_cap *c, bool demo
 
 uint64_t loop_thread_cpu_ns(void)
 {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static int set_scheduling(unsigned priority)

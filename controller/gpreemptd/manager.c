@@ -1149,10 +1149,7 @@ static uint64_t cadence_clock_us(void *userdata)
 
 static uint64_t cadence_daemon_cpu_ns(void *userdata)
 {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 static const struct cadence_ops cadence_ops = {
