@@ -84,8 +84,9 @@ def test_sandbox_suspends(c, node):
     check("the sandboxed daemon attaches an offline process of another user", attached,
           json.dumps(status_process(c, off)) + c.journal("gpreemptd"))
     on = node.start_app("online", "sd-online", "--continuous --kernel-us 1000")
-    online = wait_for(lambda: status_process(c, on), 10) or {}
-    watches = [q.get("watch") for q in online.get("online_queues", [])]
+    # listed before its queues are watched: online_queues is null until then
+    online = wait_for(lambda: (status_process(c, on) or {}).get("online_queues") and status_process(c, on), 10) or {}
+    watches = [q.get("watch") for q in online.get("online_queues") or []]
     check("... watches the online queue with a hardware breakpoint (CAP_PERFMON, perf_event_open)",
           watches == ["breakpoint"], json.dumps(online))
     suspended = wait_for(lambda: (status_gpu(c) or {}).get("offline_suspended"), 10)
