@@ -6,7 +6,9 @@
  *
  * - BusyPollIntervalUs only where it buys online latency: a GPU with offline
  *   work running and online work seen within CADENCE_RECENT_BUSY_US where
- *   only a look sees it (a busy GPU, or a queue without a breakpoint).
+ *   only a look sees it (a busy GPU, or a queue without a breakpoint), and
+ *   the preemption worker does not poll it itself (the owner's
+ *   recently_busy says so: poll-watch.h).
  * - A suspended GPU only waits for the end of online work, which the
  *   hold-off makes a millisecond-scale question: CADENCE_HOLD_OFF_LOOKS
  *   looks per hold-off while its online side is busy. Once that is idle,

@@ -13,6 +13,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "monotonic-clock.h"
+#include "poll-watch.h"
 #include "queue-memory.h"
 #include "trap-key.h"
 
@@ -72,6 +73,7 @@ struct gpu_activity {
         bool look_under_way;   /* a look gave way: the next call goes on with it */
         uint64_t look_started_us;
         uint64_t look_number;  /* counts the looks begun: which processes this one has read */
+        uint64_t watch_serial; /* changes with anything a poll watch of it rests on (detector_poll_watch()) */
 };
 
 struct detector {
@@ -200,8 +202,10 @@ static struct gpu_activity *gpu_get(struct detector *d, uint32_t gpu_id)
 /* Recounts each GPU's queues and polled queues after a change of what is watched. */
 static void count_queues(struct detector *d)
 {
-        for (size_t g = 0; g < d->n_gpus; g++)
+        for (size_t g = 0; g < d->n_gpus; g++) {
                 d->gpus[g].n_queues = d->gpus[g].n_polled = d->gpus[g].n_waiting = 0;
+                d->gpus[g].watch_serial++;
+        }
         for (size_t i = 0; i < d->n_processes; i++)
                 for (size_t q = 0; q < d->processes[i].n_queues; q++) {
                         const struct watched_queue *wq = &d->processes[i].queues[q];
@@ -248,6 +252,7 @@ static void gpu_set_armed(struct detector *d, struct gpu_activity *a, bool armed
         if (lost)
                 count_queues(d);
         a->armed = armed;
+        a->watch_serial++;
 }
 
 /*
@@ -277,6 +282,7 @@ static void disarm_writer(struct detector *d, struct watched_process *p, struct 
         if (lost)
                 count_queues(d);
         a->armed = false;
+        a->watch_serial++;
 }
 
 /*
@@ -289,6 +295,7 @@ static void gpu_saw_work(struct detector *d, struct gpu_activity *a, uint64_t no
         a->last_busy_us = now_us;
         if (!a->busy) {
                 a->busy = true;
+                a->watch_serial++;
                 d->cb.gpu_busy(a->gpu_id, now_us, d->userdata);
         }
 }
@@ -332,6 +339,7 @@ static void disarmed_unknown_writer(struct detector *d, struct gpu_activity *a)
                                 write_watch_disarmed_elsewhere(wq->watch);
                 }
         a->armed = false;
+        a->watch_serial++;
 }
 
 void detector_trapped(struct detector *d, uint64_t key, uint32_t revents, uint64_t now_us, bool writer_disarmed)
@@ -747,6 +755,7 @@ static void set_waiting(struct detector *d, struct watched_queue *wq, bool waiti
                         a->n_waiting++;
                 else
                         a->n_waiting--;
+                a->watch_serial++;
         }
         wq->waiting = waiting;
         wq->waiting_at = read;
@@ -963,8 +972,12 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                     armed_from == first) {
                         n = -EAGAIN; /* not read: idle at its last read, or every queue armed */
                 } else {
+                        bool was_proc_mem = queue_memory_uses_proc_mem(p->memory);
+
                         n = read_process(p, first, armed_from);
                         read_one = true;
+                        if (queue_memory_uses_proc_mem(p->memory) != was_proc_mem)
+                                a->watch_serial++; /* the worker's process_vm_readv cannot read it */
                         for (size_t q = first; q < end; q++) {
                                 p->queues[q].last_read_us = now_us;
                                 p->queues[q].read_in_look = a->look_number;
@@ -1054,6 +1067,7 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
         }
         if (!busy && a->busy) {
                 a->busy = false;
+                a->watch_serial++;
                 d->cb.gpu_idle(a->gpu_id, a->last_busy_us, now_us, d->userdata);
         }
         return true;
@@ -1145,4 +1159,103 @@ bool detector_gpu_polled_recently_busy(const struct detector *d, uint32_t gpu_id
                                 return true;
         }
         return false;
+}
+
+uint64_t detector_gpu_watch_serial(const struct detector *d, uint32_t gpu_id)
+{
+        const struct gpu_activity *a = gpu_find((struct detector *)d, gpu_id);
+
+        return a ? a->watch_serial : 0;
+}
+
+void detector_work_seen(struct detector *d, uint32_t gpu_id, uint64_t now_us)
+{
+        struct gpu_activity *a = gpu_find(d, gpu_id);
+
+        if (a)
+                store_seen(d, a, now_us);
+}
+
+/* The remote iovecs of p's queues [first, end), which one read_process() call reads. */
+static size_t range_iovs(const struct watched_process *p, size_t first, size_t end)
+{
+        return p->queues[end - 1].first_iov + p->queues[end - 1].n_iov - p->queues[first].first_iov;
+}
+
+/*
+ * Whether a's processes can be watched by another thread, and when the last
+ * of their polled queues moved (0: none). Every queue a look would read must
+ * be idle as last read, and its process read with process_vm_readv in one
+ * call.
+ */
+static bool gpu_watchable(const struct detector *d, const struct gpu_activity *a, uint64_t *ret_last_moved_us)
+{
+        *ret_last_moved_us = 0;
+        if (a->busy || a->trapped || a->n_waiting > 0 || a->n_polled == 0)
+                return false;
+        for (size_t i = 0; i < d->n_processes; i++) {
+                const struct watched_process *p = &d->processes[i];
+                size_t first, end, read_to;
+
+                gpu_range(p, a->gpu_id, &first, &end);
+                read_to = read_end(p, first, end);
+                if (first == read_to)
+                        continue;
+                if (p->read_error || queue_memory_uses_proc_mem(p->memory) ||
+                    range_iovs(p, first, read_to) > 2 * DETECTOR_QUEUES_PER_READ)
+                        return false;
+                for (size_t q = first; q < read_to; q++) {
+                        const struct watched_queue *wq = &p->queues[q];
+
+                        if (!wq->seen || wq->busy)
+                                return false;
+                        if (!wq->watch && wq->last_moved_us > *ret_last_moved_us)
+                                *ret_last_moved_us = wq->last_moved_us;
+                }
+        }
+        return true;
+}
+
+/* Adds p's queues on a GPU that a look reads, [first, read_to), with their indices as last read. */
+static int watch_process(const struct detector *d, const struct watched_process *p, size_t first, size_t end,
+                         size_t read_to, uint64_t now_us, struct poll_watch *w)
+{
+        _cleanup_free_ struct poll_watch_index *indices = malloc(2 * (read_to - first) * sizeof(*indices));
+        size_t base = queue_buffer_start(&p->queues[first]), n = 0;
+
+        if (!indices)
+                return -ENOMEM;
+        for (size_t q = first; q < read_to; q++) {
+                indices[n++] = (struct poll_watch_index){ p->queues[q].write_off - base, p->queues[q].last_write };
+                indices[n++] = (struct poll_watch_index){ p->queues[q].read_off - base, p->queues[q].last_read };
+        }
+        return poll_watch_add_process(w, p->pid, !process_quiet(d, p, first, end, now_us),
+                                      p->remote + p->queues[first].first_iov, range_iovs(p, first, read_to), indices, n);
+}
+
+int detector_poll_watch(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us,
+                        uint64_t interval_us, struct poll_watch **ret_watch)
+{
+        const struct gpu_activity *a = gpu_find((struct detector *)d, gpu_id);
+        _cleanup_(poll_watch_freep) struct poll_watch *w = NULL;
+        uint64_t last_moved_us;
+        int r;
+
+        *ret_watch = NULL;
+        if (!a || !gpu_watchable(d, a, &last_moved_us) || !last_moved_us || now_us - last_moved_us >= recent_us)
+                return 0;
+        r = poll_watch_new(interval_us * 1000, (last_moved_us + recent_us) * 1000, &w);
+        for (size_t i = 0; r >= 0 && i < d->n_processes; i++) {
+                const struct watched_process *p = &d->processes[i];
+                size_t first, end, read_to;
+
+                gpu_range(p, gpu_id, &first, &end);
+                read_to = read_end(p, first, end);
+                if (first < read_to)
+                        r = watch_process(d, p, first, end, read_to, now_us, w);
+        }
+        if (r < 0)
+                return r;
+        *ret_watch = TAKE_PTR(w);
+        return 0;
 }

@@ -44,6 +44,7 @@
 #include <sys/types.h>
 
 #include "detector-mode.h"
+#include "poll-watch.h"
 #include "write-watch.h"
 
 /* process_vm_readv takes at most IOV_MAX (1024) remote iovecs: two per queue. */
@@ -185,3 +186,23 @@ size_t detector_process_queues(const struct detector *d, pid_t pid, struct detec
  */
 bool detector_gpu_polled_recently_busy(const struct detector *d, uint32_t gpu_id, uint64_t now_us,
                                        uint64_t recent_us);
+
+/*
+ * A watch of gpu_id's polled queues for another thread (poll-watch.h): its
+ * processes' reads, and their indices as the last look found them, polled
+ * every interval_us until recent_us after the last of them moved. *ret is
+ * NULL (and 0 returned) where only the loop's looks will do: a GPU that is
+ * busy, waits at a barrier, has no polled queue that moved within recent_us
+ * (the busy cadence would not look at it either), or a process read
+ * through /proc/PID/mem or with its read failing. Returns 0 or -ENOMEM.
+ */
+int detector_poll_watch(const struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t recent_us,
+                        uint64_t interval_us, struct poll_watch **ret_watch);
+/* Changes whenever a watch of gpu_id made now would differ from one made before, but by the time. */
+uint64_t detector_gpu_watch_serial(const struct detector *d, uint32_t gpu_id);
+/*
+ * Another thread's poll saw gpu_id's queues move (a watch's change): the GPU
+ * is busy, as after a trap, until a look that reads every process finds it
+ * idle.
+ */
+void detector_work_seen(struct detector *d, uint32_t gpu_id, uint64_t now_us);

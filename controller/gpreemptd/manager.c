@@ -608,6 +608,7 @@ static bool gpu_unmark(struct manager *m, struct gpu *g)
 {
         if (g->trap.active) {
                 g->trap.active = false;
+                g->trap.watch_until_us = 0;
                 if (worker_unmark_suspend_on_trap(m->worker, (size_t)(g - m->gpus)) == WORKER_UNMARK_TOO_LATE)
                         g->trap.taken = true;
         }
@@ -678,21 +679,55 @@ static bool trap_mark_current(const struct manager *m, const struct gpu *g)
 }
 
 /*
+ * The watch of g's polled queues that a mark carries (preemption-worker.h),
+ * or NULL: while its online side is idle and they moved lately, the worker
+ * polls them at the busy cadence in the loop's stead.
+ */
+static struct poll_watch *gpu_poll_watch(struct manager *m, const struct gpu *g, uint64_t now)
+{
+        struct poll_watch *watch = NULL;
+
+        if (detector_poll_watch(m->detector, g->gpu_id, now, CADENCE_RECENT_BUSY_US,
+                                m->cadence.settings.busy_poll_interval_us, &watch) < 0)
+                log_debug("GPU %u: out of memory; its polled queues are looked at by the loop", g->gpu_id);
+        return watch;
+}
+
+/*
+ * Whether g's standing mark still fits the detector: nothing a watch rests
+ * on changed since it was made, or it had no watch and would have none now
+ * (*ret_watch: the one it would have, made here).
+ */
+static bool trap_mark_watch_current(struct manager *m, struct gpu *g, uint64_t now, struct poll_watch **ret_watch)
+{
+        uint64_t serial = detector_gpu_watch_serial(m->detector, g->gpu_id);
+
+        *ret_watch = NULL;
+        if (serial == g->trap.watch_serial)
+                return true;
+        g->trap.watch_serial = serial;
+        *ret_watch = gpu_poll_watch(m, g, now);
+        return !*ret_watch && !g->trap.watch_until_us;
+}
+
+/*
  * When a store on g would have its policy suspend now, and may (no back-off,
  * a token: taken here, where the suspension is decided, and kept in the
  * bucket's reckoning until a suspension uses it, gpu_backoff_keep_token()), the worker is told to make that suspension on
- * a trap itself (preemption-worker.h), with the sessions gpu_apply() would
- * call. Otherwise, or when those sessions change, the mark is cleared at
- * once. When a token or the offline slice is what is missing, the policy
- * timer comes back for it (suspend_retry_us).
+ * a trap, or on its poll of g's polled queues, itself (preemption-worker.h),
+ * with the sessions gpu_apply() would call. Otherwise, or when those
+ * sessions or what the watch rests on change, the mark is cleared at once
+ * (and made again). When a token or the offline slice is what is missing,
+ * the policy timer comes back for it (suspend_retry_us).
  */
 static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
 {
         size_t slot = (size_t)(g - m->gpus), n = 0;
         struct policy_gpu probe = g->policy;
         _cleanup_free_ struct worker_session **sessions = NULL;
-        uint64_t retry_us = 0;
-        bool want, kept;
+        _cleanup_(poll_watch_freep) struct poll_watch *watch = NULL;
+        uint64_t retry_us = 0, serial;
+        bool want, kept, watch_made = false;
         int r;
 
         if (g->trap.taken)
@@ -705,8 +740,11 @@ static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
                                                             : g->policy.window_start + g->policy.params.share_window_us;
                 want = false;
         }
-        if (want && g->trap.active && trap_mark_current(m, g))
-                return;
+        if (want && g->trap.active && trap_mark_current(m, g)) {
+                if (trap_mark_watch_current(m, g, now, &watch))
+                        return;
+                watch_made = true;
+        }
         if (gpu_unmark(m, g))
                 return;
         if (want) {
@@ -731,10 +769,16 @@ static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
                         g->suspend_retry_us = retry_us;
                 return;
         }
+        serial = detector_gpu_watch_serial(m->detector, g->gpu_id);
+        if (!watch_made)
+                watch = gpu_poll_watch(m, g, now);
+        g->trap.watch_serial = serial;
+        g->trap.watch_until_us = watch ? poll_watch_until(watch) / 1000 : 0;
         /* the batch number gpu_apply() would give it: no batch is issued while the mark stands */
         r = worker_mark_suspend_on_trap(m->worker, slot, g->gpu_id, CALL_PURPOSE(CALL_FOR_POLICY, g->batch.number + 1),
-                                        sessions, n);
+                                        sessions, n, TAKE_PTR(watch));
         if (r < 0) {
+                g->trap.watch_until_us = 0;
                 log_debug("GPU %u: cannot mark it to suspend on a trap: %s", g->gpu_id, strerror(-r));
                 return;
         }
@@ -742,6 +786,19 @@ static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
         g->trap.sessions = TAKE_PTR(sessions);
         g->trap.n_sessions = n;
         g->trap.active = true;
+}
+
+/* A GPU whose mark's watch no longer fits what the detector watches gets a new mark (discovery, arming, a look). */
+static void refresh_trap_mark_watches(struct manager *m)
+{
+        uint64_t now = manager_now(m);
+
+        for (size_t i = 0; i < m->n_gpus; i++) {
+                struct gpu *g = &m->gpus[i];
+
+                if (g->trap.active && g->trap.watch_serial != detector_gpu_watch_serial(m->detector, g->gpu_id))
+                        update_trap_mark(m, g, now);
+        }
 }
 
 static void update_trap_marks(struct manager *m)
@@ -1125,7 +1182,9 @@ static void cadence_gpu_state(uint32_t gpu_id, uint64_t now, struct cadence_gpu_
         ret->suspended = g->policy.suspended;
         ret->online_busy = g->policy.online_busy;
         ret->hold_off_us = g->policy.params.hold_off_us;
-        ret->recently_busy = detector_gpu_polled_recently_busy(m->detector, gpu_id, now, CADENCE_RECENT_BUSY_US);
+        /* the worker polls a marked GPU's polled queues at the busy cadence itself, while the watch lasts */
+        ret->recently_busy = !(g->trap.active && g->trap.watch_until_us > now) &&
+                             detector_gpu_polled_recently_busy(m->detector, gpu_id, now, CADENCE_RECENT_BUSY_US);
 }
 
 static void cadence_quick_look(uint32_t gpu_id, uint64_t now, void *userdata)
@@ -1181,7 +1240,9 @@ static int on_detector_timer(sd_event_source *s, uint64_t usec, void *userdata)
         uint64_t now = manager_now(m);
 
         cadence_wakeup(&m->cadence, &cadence_ops, m, now);
-        /* the looks' decisions updated their GPUs' marks (gpu_apply()): at the busy cadence, the timer alone */
+        /* the looks' decisions updated their GPUs' marks (gpu_apply()): at the busy cadence, the timer alone, and
+         * the watches a look made stale */
+        refresh_trap_mark_watches(m);
         rearm_policy_timer(m);
         arm_detector(m, now);
         return 0;
@@ -1262,6 +1323,7 @@ static void watch_queues(struct manager *m, struct tracked_process *p, int error
                 log_info("Process %d: watching %zu online queues", (int)p->pid, n);
         p->n_watched_queues = n;
         count_online_queues(m);
+        refresh_trap_mark_watches(m);
         arm_detector(m, manager_now(m));
 }
 
@@ -1555,9 +1617,9 @@ static void on_worker_trapped(const struct worker_trap *trap, void *userdata)
                 gpu_backoff_spend_kept_token(&g->backoff); /* the trap's suspension took it */
                 g->batch = (struct gpu_batch){ .number = CALL_PURPOSE_VALUE(trap->purpose), .suspend = true,
                                                .pending = (unsigned)trap->n_calls };
-                log_debug("GPU %u: offline work suspended on a trap at %llu ns (%zu processes), seen by the loop at "
-                          "%llu ns", g->gpu_id, (unsigned long long)trap->seen_ns, trap->n_calls,
-                          (unsigned long long)monotonic_clock_ns());
+                log_debug("GPU %u: offline work suspended on a %s at %llu ns (%zu processes), seen by the loop at "
+                          "%llu ns", g->gpu_id, trap->polled_pid ? "poll" : "trap", (unsigned long long)trap->seen_ns,
+                          trap->n_calls, (unsigned long long)monotonic_clock_ns());
                 gpu_check_backoff_end(m, g, now);
                 if (!g->policy.suspended && !gpu_backoff_deadline(&g->backoff))
                         policy_online_busy(&g->policy, trap_us);
@@ -1573,7 +1635,10 @@ static void on_worker_trapped(const struct worker_trap *trap, void *userdata)
                                 policy_action_failed(&g->policy, POLICY_ACTION_SUSPEND, now);
                 }
         }
-        detector_trapped(m->detector, trap->key, trap->revents, now, trap->writer_disarmed);
+        if (trap->polled_pid && g)
+                detector_work_seen(m->detector, g->gpu_id, now);
+        else
+                detector_trapped(m->detector, trap->key, trap->revents, now, trap->writer_disarmed);
         rearm_policy(m);
 }
 
@@ -2192,6 +2257,10 @@ int manager_reload(struct manager *m, struct diag *diag)
         log_set_level(fresh->daemon.log_level);
         loop_scheduling_apply(&m->scheduling, fresh->daemon.realtime_priority, fresh->daemon.realtime_cpu_percent);
         detector_set_mode(m->detector, fresh->daemon.detector_mode);
+        /* a watch is polled every BusyPollIntervalUs: the marks' are made again, with the new one */
+        for (size_t i = 0; i < m->n_gpus; i++)
+                m->gpus[i].trap.watch_serial = UINT64_MAX;
+        refresh_trap_mark_watches(m);
         for (size_t i = 0; i < m->n_gpus; i++) {
                 struct gpu_backoff_settings backoff = backoff_settings(fresh);
 

@@ -65,6 +65,8 @@ struct gpu_trap_mark {
         bool taken;   /* a trap took it: its report decides, no mark until then */
         struct worker_session **sessions; /* the sessions marked, in order */
         size_t n_sessions;
+        uint64_t watch_serial;   /* the detector's watch serial of the GPU when the mark was made */
+        uint64_t watch_until_us; /* the mark's watch of the polled queues is polled until then; 0: none */
 };
 
 struct gpu {

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -19,6 +21,7 @@
 #include "log.h"
 #include "mailbox.h"
 #include "monotonic-clock.h"
+#include "poll-watch.h"
 #include "trap-key.h"
 
 /* A slot's atomic: 0 no mark, a mark's generation, or taken by a trap. */
@@ -58,6 +61,7 @@ struct trap_mark {
         uint64_t purpose;
         struct worker_session **sessions;
         size_t n_sessions;
+        struct poll_watch *watch; /* its GPU's polled queues, read here while the mark is valid, or NULL */
 };
 
 /* A breakpoint as the worker keeps it: its own duplicates of the fds. */
@@ -80,7 +84,7 @@ struct message {
         uint32_t grace_period;
         struct worker_call call;
         struct worker_trap trap;
-        struct trap_mark mark; /* COMMAND_MARK's, its sessions owned until the worker takes them */
+        struct trap_mark mark; /* COMMAND_MARK's, its sessions and watch owned until the worker takes them */
         size_t slot;
         struct breakpoint_copy breakpoint; /* COMMAND_*_BREAKPOINT's, its fds owned until the worker takes them */
         union {
@@ -139,6 +143,13 @@ struct preemption_worker {
         size_t n_live;
 };
 
+static void trap_mark_done(struct trap_mark *mark)
+{
+        free(mark->sessions);
+        poll_watch_free(mark->watch);
+        *mark = (struct trap_mark){ 0 };
+}
+
 static void breakpoint_copy_done(struct breakpoint_copy *b)
 {
         for (size_t i = 0; i < b->n_fds; i++)
@@ -154,7 +165,7 @@ static void free_message(struct mailbox_item *item)
         breakpoint_copy_done(&msg->breakpoint);
         free(msg->why);
         free(msg->call.why);
-        free(msg->mark.sessions);
+        trap_mark_done(&msg->mark);
         free(msg);
 }
 
@@ -317,8 +328,7 @@ static void drop_marks_after_fault(struct preemption_worker *w, const struct wor
                 if (!generation || (call->gpu_id && mark->gpu_id != call->gpu_id) ||
                     !atomic_compare_exchange_strong(&w->trap_marks[i], &generation, 0))
                         continue;
-                free(mark->sessions);
-                *mark = (struct trap_mark){ 0 };
+                trap_mark_done(mark);
         }
 }
 
@@ -379,37 +389,24 @@ static struct trap_mark *find_mark(struct preemption_worker *w, uint32_t gpu_id,
 
 static bool disarm_writer(struct preemption_worker *w, uint64_t key);
 
-/*
- * One event of the trap set. A store on a marked GPU whose mark this trap
- * takes (the slot still holds the mark's generation: the owner has not
- * cleared or replaced it) suspends the mark's sessions there, in order, the
- * first call timed from seen_ns; the report and the calls' go to chain.
- */
-static void take_trap(struct preemption_worker *w, const struct epoll_event *e, uint64_t seen_ns,
-                      struct report_chain *chain)
+/* Takes the mark in slot if it is still valid (the owner has not cleared or replaced it). */
+static bool take_mark(struct preemption_worker *w, size_t slot)
 {
-        struct message *report = calloc(1, sizeof(*report));
-        struct trap_mark *mark;
-        uint64_t generation;
-        size_t slot = 0;
+        uint64_t generation = w->marks[slot].generation;
 
-        if (!report) {
-                /* the breakpoint stays armed: the next store traps again */
-                log_error("Out of memory; a trap of an online queue is lost");
-                return;
-        }
-        report->kind = REPORT_TRAP;
-        report->trap = (struct worker_trap){ .key = e->data.u64, .revents = e->events, .seen_ns = seen_ns };
-        chain_append(chain, report);
-        if (!(e->events & EPOLLIN))
-                return; /* a thread gone */
-        mark = find_mark(w, trap_key_gpu(e->data.u64), &slot);
-        generation = mark ? mark->generation : 0;
-        if (!mark || !atomic_compare_exchange_strong(&w->trap_marks[slot], &generation, TRAP_MARK_TAKEN)) {
-                /* not marked, or no longer: the owner judges it */
-                report->trap.writer_disarmed = disarm_writer(w, e->data.u64);
-                return;
-        }
+        return generation && atomic_compare_exchange_strong(&w->trap_marks[slot], &generation, TRAP_MARK_TAKEN);
+}
+
+/*
+ * A mark just taken: its sessions are suspended on its GPU, in order, the
+ * first call timed from the report's seen_ns; the calls' reports go to
+ * chain after the report's.
+ */
+static void suspend_marked(struct preemption_worker *w, size_t slot, struct message *report,
+                           struct report_chain *chain)
+{
+        const struct trap_mark *mark = &w->marks[slot];
+
         report->trap.suspended = true;
         report->trap.slot = slot;
         report->trap.purpose = mark->purpose;
@@ -425,14 +422,111 @@ static void take_trap(struct preemption_worker *w, const struct epoll_event *e, 
                 atomic_fetch_add(&msg->ws->trap_calls_in_flight, 1);
                 msg->call = (struct worker_call){ .gpu_id = mark->gpu_id, .suspend = true, .on_trap = true,
                                                   .purpose = mark->purpose,
-                                                  .seen_ns = report->trap.n_calls ? 0 : seen_ns };
+                                                  .seen_ns = report->trap.n_calls ? 0 : report->trap.seen_ns };
                 run_call(w, msg);
                 stamp_report(msg->ws, msg, REPORT_CALL_DONE);
                 chain_append(chain, msg);
                 report->trap.n_calls++;
         }
-        /* after the suspension, which the online request waits for */
+}
+
+static struct message *new_trap_report(const struct worker_trap *trap)
+{
+        struct message *report = calloc(1, sizeof(*report));
+
+        if (!report)
+                return NULL;
+        report->kind = REPORT_TRAP;
+        report->trap = *trap;
+        return report;
+}
+
+/*
+ * One event of the trap set. A store on a marked GPU whose mark this trap
+ * takes suspends the mark's sessions there; the report and the calls' go to
+ * chain.
+ */
+static void take_trap(struct preemption_worker *w, const struct epoll_event *e, uint64_t seen_ns,
+                      struct report_chain *chain)
+{
+        struct message *report = new_trap_report(
+                &(struct worker_trap){ .key = e->data.u64, .revents = e->events, .seen_ns = seen_ns });
+        size_t slot = 0;
+
+        if (!report) {
+                /* the breakpoint stays armed: the next store traps again */
+                log_error("Out of memory; a trap of an online queue is lost");
+                return;
+        }
+        chain_append(chain, report);
+        if (!(e->events & EPOLLIN))
+                return; /* a thread gone */
+        if (find_mark(w, trap_key_gpu(e->data.u64), &slot) && take_mark(w, slot))
+                suspend_marked(w, slot, report, chain);
+        /* after the suspension, which the online request waits for; not marked, or no longer: the owner judges it */
         report->trap.writer_disarmed = disarm_writer(w, e->data.u64);
+}
+
+/* Whether the mark in slot is valid and has a watch to poll. */
+static bool mark_watched(struct preemption_worker *w, size_t slot)
+{
+        const struct trap_mark *mark = &w->marks[slot];
+
+        return mark->watch && mark->generation && atomic_load(&w->trap_marks[slot]) == mark->generation;
+}
+
+/* When the next poll of a marked GPU's watch is due; UINT64_MAX when none is. */
+static uint64_t next_poll_due(struct preemption_worker *w)
+{
+        uint64_t next = UINT64_MAX;
+
+        for (size_t i = 0; i < WORKER_TRAP_SLOTS; i++)
+                if (mark_watched(w, i)) {
+                        uint64_t due = poll_watch_next_due(w->marks[i].watch);
+
+                        if (due < next)
+                                next = due;
+                }
+        return next;
+}
+
+/*
+ * The watches due at now_ns are polled: one that finds its queues moved
+ * takes its mark, as a trap does, and suspends there; its report says it
+ * was a poll's. A change found after the owner cleared the mark is the
+ * owner's to see at its own looks.
+ */
+static void poll_marked(struct preemption_worker *w, uint64_t now_ns, struct report_chain *chain)
+{
+        for (size_t i = 0; i < WORKER_TRAP_SLOTS; i++) {
+                _cleanup_free_ struct message *report = NULL;
+                pid_t pid;
+
+                if (!mark_watched(w, i) || poll_watch_next_due(w->marks[i].watch) > now_ns ||
+                    !poll_watch_poll(w->marks[i].watch, now_ns, &pid))
+                        continue;
+                report = new_trap_report(&(struct worker_trap){ .polled_pid = pid, .seen_ns = now_ns });
+                if (!report) {
+                        /* the next poll finds the change again */
+                        log_error("Out of memory; offline work is not suspended on a poll yet");
+                        continue;
+                }
+                if (!take_mark(w, i))
+                        continue;
+                chain_append(chain, report);
+                suspend_marked(w, i, TAKE_PTR(report), chain);
+        }
+}
+
+/* epoll_pwait2()'s timeout for a poll due at due_ns (CLOCK_MONOTONIC); NULL: none due, wait for an event. */
+static struct timespec *poll_timeout(uint64_t due_ns, uint64_t now_ns, struct timespec *ts)
+{
+        uint64_t wait_ns = due_ns > now_ns ? due_ns - now_ns : 0;
+
+        if (due_ns == UINT64_MAX)
+                return NULL;
+        *ts = (struct timespec){ .tv_sec = (time_t)(wait_ns / 1000000000), .tv_nsec = (long)(wait_ns % 1000000000) };
+        return ts;
 }
 
 static struct breakpoint_copy *find_breakpoint(struct preemption_worker *w, uint64_t key)
@@ -499,9 +593,9 @@ static void do_mark(struct preemption_worker *w, struct message *msg)
 {
         struct trap_mark *mark = &w->marks[msg->slot];
 
-        free(mark->sessions);
+        trap_mark_done(mark);
         *mark = msg->mark;
-        msg->mark.sessions = NULL;
+        msg->mark = (struct trap_mark){ 0 };
         free_message(&msg->item);
 }
 
@@ -621,20 +715,28 @@ static int on_commands(sd_event_source *s, int fd, uint32_t revents, void *userd
  * cannot be polled from the loop instead). The traps of a wake-up are
  * taken before the commands that came with them: a trap on a GPU whose
  * mark a command not yet run replaces finds the slot's generation changed
- * and is only reported, which is safe. Then the loop runs every source
- * pending, as sd_event_loop() would; the worker is one thread, so a trap
- * that comes meanwhile (during an attach, or a resume) waits for them.
+ * and is only reported, which is safe. Then the marks' watches due are
+ * polled, and, when its fd was ready, the loop runs every source pending, as
+ * sd_event_loop() would (its sources are all io sources, level-triggered: a
+ * wake-up for a poll alone leaves it be, which saves a system call a poll);
+ * the worker is one thread, so a trap that comes meanwhile (during an
+ * attach, or a resume) waits for them.
  */
 static void *worker_main(void *userdata)
 {
         struct preemption_worker *w = userdata;
         int r = 0;
 
+        /* a poll's timeout is BusyPollIntervalUs: the default timer slack (50 µs) would be most of it */
+        prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
         while (sd_event_get_state(w->event) != SD_EVENT_FINISHED) {
                 struct epoll_event events[TRAP_EVENTS];
                 struct report_chain chain = { 0 };
-                uint64_t seen_ns;
-                int n = epoll_wait(w->trap_fd, events, TRAP_EVENTS, -1);
+                struct timespec ts;
+                bool loop_ready = false;
+                uint64_t seen_ns = monotonic_clock_ns();
+                int n = epoll_pwait2(w->trap_fd, events, TRAP_EVENTS,
+                                     poll_timeout(next_poll_due(w), seen_ns, &ts), NULL);
 
                 if (n < 0 && errno != EINTR) {
                         r = -errno;
@@ -644,8 +746,12 @@ static void *worker_main(void *userdata)
                 for (int i = 0; i < n; i++)
                         if (events[i].data.u64 != TRAP_KEY_NONE)
                                 take_trap(w, &events[i], seen_ns, &chain);
+                        else
+                                loop_ready = true;
+                poll_marked(w, seen_ns, &chain);
                 mailbox_post_chain(&w->reports, chain.first, chain.last);
-                while (sd_event_get_state(w->event) != SD_EVENT_FINISHED && (r = sd_event_run(w->event, 0)) > 0)
+                while (loop_ready && sd_event_get_state(w->event) != SD_EVENT_FINISHED &&
+                       (r = sd_event_run(w->event, 0)) > 0)
                         ;
                 if (r < 0)
                         break;
@@ -842,7 +948,7 @@ void preemption_worker_free(struct preemption_worker *w)
         sd_event_source_disable_unref(w->report_source);
         sd_event_source_disable_unref(w->command_source);
         for (size_t i = 0; i < WORKER_TRAP_SLOTS; i++)
-                free(w->marks[i].sessions);
+                trap_mark_done(&w->marks[i]);
         for (size_t i = 0; i < w->n_breakpoints; i++)
                 breakpoint_copy_done(&w->breakpoints[i]);
         free(w->breakpoints);
@@ -915,8 +1021,9 @@ int worker_session_set_grace_period(struct worker_session *ws, uint32_t grace_pe
 }
 
 int worker_mark_suspend_on_trap(struct preemption_worker *w, size_t slot, uint32_t gpu_id, uint64_t purpose,
-                                struct worker_session *const *sessions, size_t n_sessions)
+                                struct worker_session *const *sessions, size_t n_sessions, struct poll_watch *watch)
 {
+        _cleanup_(poll_watch_freep) struct poll_watch *owned = watch;
         struct message *msg;
         uint64_t was = atomic_load(&w->trap_marks[slot]);
 
@@ -927,7 +1034,7 @@ int worker_mark_suspend_on_trap(struct preemption_worker *w, size_t slot, uint32
                 return -ENOMEM;
         msg->slot = slot;
         msg->mark = (struct trap_mark){ .gpu_id = gpu_id, .generation = ++w->mark_generation, .purpose = purpose,
-                                        .n_sessions = n_sessions };
+                                        .n_sessions = n_sessions, .watch = TAKE_PTR(owned) };
         msg->mark.sessions = malloc((n_sessions ? n_sessions : 1) * sizeof(*msg->mark.sessions));
         if (!msg->mark.sessions) {
                 free(msg);

@@ -34,6 +34,15 @@
  * the owner clears at once (worker_unmark_suspend_on_trap()) when its policy
  * changes its mind, so a trap never races a decision of the owner's.
  *
+ * Suspend on a poll. A mark may carry a watch of its GPU's polled queues
+ * (poll-watch.h): while the mark is valid the worker's wait times out at the
+ * watch's interval, and a poll that finds the queues moved takes the mark and
+ * suspends as a trap does, reported the same way (polled_pid set). Without
+ * breakpoints the loop saw such a store and handed the suspension over, a
+ * cross-thread wake-up more; so the loop leaves the busy cadence's looks for
+ * new work on a watched GPU to the worker. The worker's timer slack is 1 ns:
+ * the default 50 µs would be more than the interval.
+ *
  * The worker also disarms the writer: the owner hands it a duplicate of
  * each breakpoint's fds (worker_watch_breakpoint()), and a store disarms
  * the writer process's breakpoints on that GPU, after the suspension and
@@ -49,6 +58,7 @@
 #include <gpreempt/gpreempt.h>
 
 #include "held-session.h"
+#include "poll-watch.h"
 
 struct preemption_worker;
 struct worker_session;
@@ -71,10 +81,11 @@ struct worker_call {
         char *why;              /* result < 0: the failure as a sentence (explain_sentence), or NULL */
 };
 
-/* A wake-up of the trap set, as the worker took it. */
+/* A wake-up of the trap set, or a poll of a mark's watch that found work, as the worker took it. */
 struct worker_trap {
-        uint64_t key;     /* the breakpoint fd's epoll data (trap-key.h) */
-        uint32_t revents; /* its epoll events: EPOLLIN a store, EPOLLHUP a thread gone */
+        uint64_t key;     /* the breakpoint fd's epoll data (trap-key.h); TRAP_KEY_NONE for a poll */
+        uint32_t revents; /* its epoll events: EPOLLIN a store, EPOLLHUP a thread gone; 0 for a poll */
+        pid_t polled_pid; /* a poll's: the process whose queues moved; 0 for a trap */
         uint64_t seen_ns; /* when the worker woke for it (CLOCK_MONOTONIC) */
         /* The GPU was marked and this trap took the mark: the calls below were made, each reported after this. */
         bool suspended;
@@ -149,14 +160,15 @@ int worker_session_set_suspended(struct worker_session *ws, uint32_t gpu_id, boo
 int worker_session_set_grace_period(struct worker_session *ws, uint32_t grace_period);
 /*
  * Marks gpu_id, in slot (< WORKER_TRAP_SLOTS, the same for a GPU each
- * time): the next store the trap set reports there suspends sessions on
- * gpu_id, in that order, with purpose, on the worker. The mark replaces the
- * slot's last; it takes effect once the commands sent before it have run.
- * Returns 0, -ENOMEM, or -EBUSY while a trap has taken the slot's last mark
- * and its trapped() is not yet dispatched.
+ * time): the next store the trap set reports there, or the first poll of
+ * watch (taken in every case; may be NULL) that finds its queues moved,
+ * suspends sessions on gpu_id, in that order, with purpose, on the worker.
+ * The mark replaces the slot's last; it takes effect once the commands sent
+ * before it have run. Returns 0, -ENOMEM, or -EBUSY while a trap has taken
+ * the slot's last mark and its trapped() is not yet dispatched.
  */
 int worker_mark_suspend_on_trap(struct preemption_worker *w, size_t slot, uint32_t gpu_id, uint64_t purpose,
-                                struct worker_session *const *sessions, size_t n_sessions);
+                                struct worker_session *const *sessions, size_t n_sessions, struct poll_watch *watch);
 enum worker_unmark {
         WORKER_UNMARKED,         /* the slot had a mark, and no trap can take it from now on */
         WORKER_UNMARK_NONE,      /* the slot had none */

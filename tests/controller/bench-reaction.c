@@ -627,10 +627,12 @@ int main(int argc, char **argv)
                 /* the loop's clock at the wakeup that saw the work, logged in ms. It is
                  * taken when the loop wakes, so a write landing during that poll is
                  * stamped later than it: only wakeup -> ioctl is measured from it. A
-                 * suspension the worker made on a trap has its own wakeup, logged in ns
-                 * (the loop's line for that trap comes after the ioctl) */
+                 * suspension the worker made on a trap or on its own poll has its own
+                 * wakeup, logged in ns (the loop's line for it comes after the ioctl) */
                 n_seen = read_numbers(log_path, "online work seen at ", 1e6, seen, MAX_EVENTS);
                 n_seen += read_numbers(log_path, "offline work suspended on a trap at ", 1, seen + n_seen,
+                                       MAX_EVENTS - n_seen);
+                n_seen += read_numbers(log_path, "offline work suspended on a poll at ", 1, seen + n_seen,
                                        MAX_EVENTS - n_seen);
                 qsort(seen, n_seen, sizeof(int64_t), compare_i64);
                 qsort(writes, n_writes, sizeof(int64_t), compare_i64);

@@ -642,6 +642,97 @@ static void test_quick_look_reads_waiting_processes_every_time(void **state)
                 fake_online_process_stop(&f[i]);
 }
 
+/*
+ * A watch for the worker (detector_poll_watch()): only of an idle GPU whose
+ * polled queues moved within the window, with their indices as last read,
+ * so that the worker's poll sees the next store; the serial changes with
+ * what it rests on, and work the worker saw makes the GPU busy.
+ */
+static void test_poll_watch_of_an_idle_gpu(void **state)
+{
+        struct fake_online_process f;
+        struct detector_queue_addr addr[2];
+        struct poll_watch *w;
+        struct detector *d;
+        struct seen s = { 0 };
+        uint64_t serial;
+        pid_t pid = 0;
+
+        fake_online_process_start(&f, 2);
+        addr[0] = fake_queue_addr(&f, 0, 1);
+        addr[1] = fake_queue_addr(&f, 1, 1);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_watch(d, f.pid, addr, 2), 0);
+        detector_poll(d, 100);
+        assert_int_equal(detector_poll_watch(d, 1, 200, 1000, 20, &w), 0);
+        assert_null(w); /* nothing moved yet: the idle cadence's */
+        *fake_write_index(&f, 0) = *fake_read_index(&f, 0) = 1; /* a request, done by the next look */
+        serial = detector_gpu_watch_serial(d, 1);
+        detector_poll(d, 300);
+        assert_int_equal(s.busy[1], 1);
+        assert_int_not_equal(detector_gpu_watch_serial(d, 1), serial);
+        assert_int_equal(detector_poll_watch(d, 1, 300, 1000, 20, &w), 0);
+        assert_null(w); /* busy: the loop follows it */
+        detector_poll(d, 400);
+        assert_int_equal(s.idle[1], 1);
+        serial = detector_gpu_watch_serial(d, 1);
+        assert_int_equal(detector_poll_watch(d, 1, 400, 1000, 20, &w), 0);
+        assert_non_null(w);
+        assert_int_equal(poll_watch_until(w), (300 + 1000) * 1000);
+        assert_int_equal(poll_watch_n_processes(w), 1);
+        assert_false(poll_watch_poll(w, 400000, &pid));
+        detector_poll(d, 500); /* a look that finds nothing new changes nothing */
+        assert_int_equal(detector_gpu_watch_serial(d, 1), serial);
+        *fake_write_index(&f, 1) = 1;
+        assert_true(poll_watch_poll(w, 420000, &pid));
+        assert_int_equal(pid, f.pid);
+        poll_watch_free(w);
+
+        /* the worker saw it: busy as after a trap, until a look finds it idle */
+        detector_work_seen(d, 1, 600);
+        assert_int_equal(s.busy[1], 2);
+        *fake_read_index(&f, 1) = 1;
+        detector_poll(d, 700); /* the look sees the store too: moved */
+        detector_poll(d, 800);
+        assert_int_equal(s.idle[1], 2);
+        assert_int_equal(detector_poll_watch(d, 1, 2000, 1000, 20, &w), 0);
+        assert_null(w); /* the window is over */
+        assert_int_equal(detector_poll_watch(d, 2, 700, 1000, 20, &w), 0);
+        assert_null(w); /* no queue there */
+        detector_free(d);
+        fake_online_process_stop(&f);
+}
+
+/* A queue waiting at a barrier keeps its GPU with the loop: its release moves no write index. */
+static void test_no_poll_watch_while_a_queue_waits(void **state)
+{
+        struct fake_online_process f;
+        struct detector_queue_addr addr;
+        struct poll_watch *w;
+        struct detector *d;
+        struct seen s = { 0 };
+        uint64_t dep;
+
+        fake_online_process_start(&f, 1);
+        dep = fake_signal_handle(&f, 0);
+        *fake_signal_value(&f, 0) = 1;
+        fake_write_dispatch(&f, 0, 0);
+        fake_write_barrier(&f, 0, 1, 3, &dep, 1);
+        addr = fake_queue_addr(&f, 0, 1);
+        assert_int_equal(detector_new(&callbacks, &s, DETECTOR_MODE_POLL, &d), 0);
+        assert_int_equal(detector_watch(d, f.pid, &addr, 1), 0);
+        detector_poll(d, 100);
+        *fake_write_index(&f, 0) = 2;
+        *fake_read_index(&f, 0) = 1; /* at the barrier */
+        detector_poll(d, 200);
+        detector_poll(d, 300);
+        assert_int_equal(s.idle[1], 1);
+        assert_int_equal(detector_poll_watch(d, 1, 300, 1000, 20, &w), 0);
+        assert_null(w);
+        detector_free(d);
+        fake_online_process_stop(&f);
+}
+
 static void test_limits(void **state)
 {
         static struct detector_queue_addr many[DETECTOR_MAX_QUEUES_PER_PROCESS + 1];
@@ -671,6 +762,8 @@ int main(void)
                 cmocka_unit_test(test_barrier_or_and_barriers_without_dependencies),
                 cmocka_unit_test(test_unknown_ring_counts_busy),
                 cmocka_unit_test(test_quick_look_reads_waiting_processes_every_time),
+                cmocka_unit_test(test_poll_watch_of_an_idle_gpu),
+                cmocka_unit_test(test_no_poll_watch_while_a_queue_waits),
                 cmocka_unit_test(test_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

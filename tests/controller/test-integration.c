@@ -533,25 +533,27 @@ static bool loop_demoted_again(struct json_object *status, void *userdata)
 }
 
 /*
- * RealtimeCpuPercent=: requests that leave the online queues idle between
- * them keep a polling detector (DetectorMode=poll: with breakpoints the
- * loop sleeps between requests) on the busy cadence, a look every
- * BusyPollIntervalUs while its polled queues moved recently, which costs
- * the loop far more than the cap here; above the cap the loop runs at
- * normal priority.
+ * RealtimeCpuPercent=: online work that never pauses, watched by polling
+ * (DetectorMode=poll), keeps the loop looking for its end every hold-off/10,
+ * here every BusyPollIntervalUs (HoldOffMs=0), which costs the loop far
+ * more than the cap; above the cap the loop runs at normal priority. (The
+ * busy cadence between requests is the preemption worker's, at normal
+ * priority: preemption-worker.h.)
  * Before the online work, the same daemon watching an offline process alone
  * stays within it.
  */
 static void test_busy_detector_is_capped(void **state)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
-        static const char *const online0[] = { "--rate", "100", "--gpu", "0", "--kernel-us", "1000", "--duration",
+        /* more requests than the GPU serves: its online side never idle */
+        static const char *const online0[] = { "--rate", "2000", "--gpu", "0", "--kernel-us", "1000", "--duration",
                                                "60", NULL };
         struct fixture *f = *state;
         struct json_object *s;
         int64_t demotions;
 
-        start_daemon_with(&f->h, "RealtimePriority=1\nRealtimeCpuPercent=" BUSY_TEST_CAP_PERCENT "\nDetectorMode=poll\n");
+        start_daemon_with(&f->h, "RealtimePriority=1\nRealtimeCpuPercent=" BUSY_TEST_CAP_PERCENT
+                                 "\nDetectorMode=poll\n[Online]\nHoldOffMs=0\n");
         emulated_app_start(&f->a, app_path, offline0);
         wait_attached(&f->h, f->a.pid);
         /* attaching has a cost of its own, which may take a window over the cap: idle is what follows */
@@ -779,40 +781,57 @@ static unsigned long long suspend_entered_between(pid_t caller, unsigned long lo
 }
 
 /*
- * A store on a GPU whose offline work runs is suspended by the preemption
- * worker alone, on the breakpoint's trap: kfdemu stamps the SUSPEND_QUEUES
- * ioctl's entry after the worker woke for the trap and before the loop
- * heard of it (the daemon's debug line gives both stamps, CLOCK_MONOTONIC
- * as kfdemu's).
+ * A store seen by the preemption worker is suspended by it alone: kfdemu
+ * stamps the SUSPEND_QUEUES ioctl's entry after the worker woke for it and
+ * before the loop heard of it (the daemon's debug line "offline work
+ * suspended on a <how> at" gives both stamps, CLOCK_MONOTONIC as kfdemu's).
+ * The online service sends `rate` requests a second.
  */
-static void test_trap_suspends_before_the_loop_hears_of_it(void **state)
+static void worker_suspends_before_the_loop_hears(struct fixture *f, const char *settings, const char *rate,
+                                                  const char *how)
 {
         static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "2000", NULL };
-        static const char *const online0[] = { "--rate", "2", "--gpu", "0", "--kernel-us", "1000", "--duration",
-                                               "100000", NULL };
-        static const char needle[] = "offline work suspended on a trap at ";
-        struct fixture *f = *state;
-        unsigned long long trap_ns = 0, loop_ns = 0;
+        const char *const online0[] = { "--rate", rate, "--gpu", "0", "--kernel-us", "1000", "--duration", "100000",
+                                        NULL };
+        char needle[64];
+        unsigned long long seen_ns = 0, loop_ns = 0;
         const char *line = NULL;
 
-        start_daemon_with(&f->h, "DetectorMode=breakpoint\nLogLevel=debug\n");
+        snprintf(needle, sizeof(needle), "offline work suspended on a %s at ", how);
+        start_daemon_with(&f->h, settings);
         emulated_app_start(&f->a, app_path, offline0);
         wait_attached(&f->h, f->a.pid);
         emulated_app_start(&f->o, app_path, online0);
         for (long long deadline = daemon_harness_now_ms() + 10000; !line; usleep(20000)) {
                 line = strstr(daemon_harness_log(&f->h), needle);
                 if (!line && daemon_harness_now_ms() > deadline)
-                        fail_msg("no suspension on a trap in 10 s; daemon log:\n%s", daemon_harness_log(&f->h));
+                        fail_msg("no suspension on a %s in 10 s; daemon log:\n%s", how, daemon_harness_log(&f->h));
         }
-        if (sscanf(line + strlen(needle), "%llu ns (%*[^)]), seen by the loop at %llu ns", &trap_ns, &loop_ns) != 2)
+        if (sscanf(line + strlen(needle), "%llu ns (%*[^)]), seen by the loop at %llu ns", &seen_ns, &loop_ns) != 2)
                 fail_msg("cannot read the stamps of: %.200s", line);
         assert_true(trace_lines_within("SUSPEND_QUEUES", 2000) >= 1);
-        if (!suspend_entered_between(f->h.pid, trap_ns, loop_ns))
-                fail_msg("no SUSPEND_QUEUES entered between the trap (%llu ns) and the loop hearing of it "
-                         "(%llu ns)", trap_ns, loop_ns);
+        if (!suspend_entered_between(f->h.pid, seen_ns, loop_ns))
+                fail_msg("no SUSPEND_QUEUES entered between the worker seeing the store (%llu ns) and the loop "
+                         "hearing of it (%llu ns)", seen_ns, loop_ns);
         emulated_app_stop(&f->o);
         emulated_app_stop(&f->a);
         assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/* On a breakpoint's trap. */
+static void test_trap_suspends_before_the_loop_hears_of_it(void **state)
+{
+        worker_suspends_before_the_loop_hears(*state, "DetectorMode=breakpoint\nLogLevel=debug\n", "2", "trap");
+}
+
+/*
+ * With polling only, on the worker's own poll of the GPU's polled queues:
+ * requests 100 ms apart come within the busy cadence's window of the one
+ * before, which the worker watches once offline work runs again.
+ */
+static void test_worker_poll_suspends_before_the_loop_hears_of_it(void **state)
+{
+        worker_suspends_before_the_loop_hears(*state, "DetectorMode=poll\nLogLevel=debug\n", "10", "poll");
 }
 
 int main(int argc, char **argv)
@@ -839,6 +858,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_first_request_caught_by_breakpoint, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_first_request_caught_by_polling, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_trap_suspends_before_the_loop_hears_of_it, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_worker_poll_suspends_before_the_loop_hears_of_it, setup,
+                                                teardown),
         };
 
         if (argc != 4) {
