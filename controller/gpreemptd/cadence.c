@@ -37,7 +37,7 @@ uint64_t cadence_gpu_interval(const struct cadence *c, const struct cadence_gpu_
                 return cadence_idle_interval(c);
         if (g->suspended)
                 want = g->hold_off_us / CADENCE_HOLD_OFF_LOOKS;
-        else if (g->recently_busy)
+        else if (g->recently_busy && !g->watched_elsewhere)
                 want = s->busy_poll_interval_us;
         else
                 return cadence_idle_interval(c);
@@ -46,12 +46,15 @@ uint64_t cadence_gpu_interval(const struct cadence *c, const struct cadence_gpu_
         return want < s->idle_poll_interval_us ? want : s->idle_poll_interval_us;
 }
 
+/* gpu_id's interval; *ret_watched_elsewhere (may be NULL): whether the worker polls it. */
 static uint64_t gpu_interval(const struct cadence *c, const struct cadence_ops *ops, void *userdata,
-                             uint32_t gpu_id, uint64_t now_us)
+                             uint32_t gpu_id, uint64_t now_us, bool *ret_watched_elsewhere)
 {
         struct cadence_gpu_state state = { 0 };
 
         ops->gpu_state(gpu_id, now_us, &state, userdata);
+        if (ret_watched_elsewhere)
+                *ret_watched_elsewhere = state.watched_elsewhere;
         return cadence_gpu_interval(c, &state);
 }
 
@@ -63,7 +66,8 @@ uint64_t cadence_next_due(const struct cadence *c, const struct cadence_ops *ops
 
         for (size_t i = 0; i < n; i++)
                 if (gpus[i].needs_poll) {
-                        uint64_t due = gpus[i].last_poll_us + gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us);
+                        uint64_t due = gpus[i].last_poll_us +
+                                       gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us, NULL);
 
                         if (due < next)
                                 next = due;
@@ -120,8 +124,12 @@ void cadence_wakeup(struct cadence *c, const struct cadence_ops *ops, void *user
         qsort(gpus, n, sizeof(*gpus), compare_last_poll);
         /* each GPU's cadence as this wakeup found it: a GPU that a fast look
          * turns idle is not looked at again as an idle one */
-        for (size_t i = 0; i < n; i++)
-                interval[i] = gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us);
+        for (size_t i = 0; i < n; i++) {
+                bool watched_elsewhere;
+
+                interval[i] = gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us, &watched_elsewhere);
+                only_idle = only_idle && !watched_elsewhere;
+        }
         /* GPUs on the fast cadence first, with a quick look: they are what online work waits for */
         for (size_t i = 0; i < n; i++) {
                 uint64_t due = gpus[i].last_poll_us + interval[i];
@@ -153,7 +161,7 @@ void cadence_wakeup(struct cadence *c, const struct cadence_ops *ops, void *user
                         break;
                 }
                 /* idle after the look too: a look that found work also paid for the suspend */
-                only_idle = only_idle && gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us) >= idle;
+                only_idle = only_idle && gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us, NULL) >= idle;
         }
         account_idle_looks(c, ops, userdata, polled, cut, only_idle);
 }

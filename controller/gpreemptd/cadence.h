@@ -6,9 +6,10 @@
  *
  * - BusyPollIntervalUs only where it buys online latency: a GPU with offline
  *   work running and online work seen within CADENCE_RECENT_BUSY_US where
- *   only a look sees it (a busy GPU, or a queue without a breakpoint), and
- *   the preemption worker does not poll it itself (the owner's
- *   recently_busy says so: poll-watch.h).
+ *   only a look sees it (a busy GPU, or a queue without a breakpoint). Not
+ *   where the preemption worker polls it itself (watched_elsewhere: the
+ *   idle cadence, and a wakeup while one is is no idle look for the budget,
+ *   which the worker's polls would stretch).
  * - A suspended GPU only waits for the end of online work, which the
  *   hold-off makes a millisecond-scale question: CADENCE_HOLD_OFF_LOOKS
  *   looks per hold-off while its online side is busy. Once that is idle,
@@ -59,6 +60,8 @@ struct cadence_gpu_state {
         bool online_busy;     /* its policy's view: online work seen and not yet ended */
         uint64_t hold_off_us; /* its policy's hold-off */
         bool recently_busy;   /* busy, or a polled queue moved within CADENCE_RECENT_BUSY_US */
+        /* the preemption worker polls its polled queues at the busy cadence itself (poll-watch.h) */
+        bool watched_elsewhere;
 };
 
 /* A GPU with watched queues, as the detector reports it. */

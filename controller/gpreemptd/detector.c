@@ -998,6 +998,8 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
 
                         memcpy(&write, p->buffer + wq->write_off, sizeof(write));
                         memcpy(&read, p->buffer + wq->read_off, sizeof(read));
+                        if (!wq->seen)
+                                a->watch_serial++; /* a watch waits for every queue's first read */
                         moved = wq->seen && write != wq->last_write;
                         if (moved)
                                 wq->last_moved_us = now_us;

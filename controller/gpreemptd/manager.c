@@ -707,7 +707,7 @@ static bool trap_mark_watch_current(struct manager *m, struct gpu *g, uint64_t n
                 return true;
         g->trap.watch_serial = serial;
         *ret_watch = gpu_poll_watch(m, g, now);
-        return !*ret_watch && !g->trap.watch_until_us;
+        return !*ret_watch && g->trap.watch_until_us <= now;
 }
 
 /*
@@ -1182,9 +1182,9 @@ static void cadence_gpu_state(uint32_t gpu_id, uint64_t now, struct cadence_gpu_
         ret->suspended = g->policy.suspended;
         ret->online_busy = g->policy.online_busy;
         ret->hold_off_us = g->policy.params.hold_off_us;
+        ret->recently_busy = detector_gpu_polled_recently_busy(m->detector, gpu_id, now, CADENCE_RECENT_BUSY_US);
         /* the worker polls a marked GPU's polled queues at the busy cadence itself, while the watch lasts */
-        ret->recently_busy = !(g->trap.active && g->trap.watch_until_us > now) &&
-                             detector_gpu_polled_recently_busy(m->detector, gpu_id, now, CADENCE_RECENT_BUSY_US);
+        ret->watched_elsewhere = g->trap.active && g->trap.watch_until_us > now;
 }
 
 static void cadence_quick_look(uint32_t gpu_id, uint64_t now, void *userdata)
@@ -1642,6 +1642,20 @@ static void on_worker_trapped(const struct worker_trap *trap, void *userdata)
         rearm_policy(m);
 }
 
+/* The worker's watch of g's polled queues ended before its time: the loop's cadence takes the GPU back. */
+static void on_worker_watch_lost(size_t slot, void *userdata)
+{
+        struct manager *m = userdata;
+        struct gpu *g = &m->gpus[slot];
+
+        if (!g->trap.active)
+                return;
+        log_debug("GPU %u: a process's online queues could not be read by the preemption thread; the loop looks "
+                  "at them", g->gpu_id);
+        g->trap.watch_until_us = 0;
+        arm_detector(m, manager_now(m));
+}
+
 static const struct worker_session_callbacks session_callbacks = {
         .attached = on_session_attached,
         .call_done = on_session_call_done,
@@ -1654,6 +1668,7 @@ static const struct worker_session_callbacks session_callbacks = {
         .error = on_session_error,
         .detached = on_session_detached,
         .trapped = on_worker_trapped,
+        .watch_lost = on_worker_watch_lost,
 };
 
 static void log_from_library(enum gp_log_level level, const char *message, void *userdata)

@@ -95,12 +95,12 @@ size_t poll_watch_n_processes(const struct poll_watch *w)
         return w->n_reads;
 }
 
-static bool anything_to_read(const struct poll_watch *w)
+bool poll_watch_complete(const struct poll_watch *w)
 {
         for (size_t i = 0; i < w->n_reads; i++)
-                if (!w->reads[i].dropped)
-                        return true;
-        return false;
+                if (w->reads[i].dropped)
+                        return false;
+        return true;
 }
 
 uint64_t poll_watch_until(const struct poll_watch *w)
@@ -108,9 +108,10 @@ uint64_t poll_watch_until(const struct poll_watch *w)
         return w->until_ns;
 }
 
+/* An incomplete watch ends: its owner hands the GPU back to the loop. */
 uint64_t poll_watch_next_due(const struct poll_watch *w)
 {
-        if (w->next_due_ns >= w->until_ns || !anything_to_read(w))
+        if (w->next_due_ns >= w->until_ns || w->n_reads == 0 || !poll_watch_complete(w))
                 return UINT64_MAX;
         return w->next_due_ns;
 }

@@ -52,6 +52,7 @@ enum message_kind {
         REPORT_ERROR,
         REPORT_DETACHED,
         REPORT_TRAP,
+        REPORT_WATCH_LOST,
 };
 
 /* A mark as the worker keeps it. */
@@ -86,6 +87,7 @@ struct message {
         struct worker_trap trap;
         struct trap_mark mark; /* COMMAND_MARK's, its sessions and watch owned until the worker takes them */
         size_t slot;
+        uint64_t mark_generation; /* REPORT_WATCH_LOST's: the mark whose watch it was */
         struct breakpoint_copy breakpoint; /* COMMAND_*_BREAKPOINT's, its fds owned until the worker takes them */
         union {
                 struct {
@@ -490,22 +492,46 @@ static uint64_t next_poll_due(struct preemption_worker *w)
         return next;
 }
 
+/* A poll left slot's watch incomplete: the owner's loop looks at its GPU again (watch_lost()). */
+static void report_watch_lost(struct preemption_worker *w, size_t slot, struct report_chain *chain)
+{
+        struct message *report = calloc(1, sizeof(*report));
+
+        if (!report) {
+                /* the owner's idle looks see the GPU still, and discovery remakes the mark */
+                log_error("Out of memory; online queues the preemption thread can no longer read wait for idle looks");
+                return;
+        }
+        report->kind = REPORT_WATCH_LOST;
+        report->slot = slot;
+        report->mark_generation = w->marks[slot].generation;
+        chain_append(chain, report);
+}
+
 /*
  * The watches due at now_ns are polled: one that finds its queues moved
  * takes its mark, as a trap does, and suspends there; its report says it
- * was a poll's. A change found after the owner cleared the mark is the
- * owner's to see at its own looks.
+ * was a poll's, seen when the poll began. A change found after the owner
+ * cleared the mark is the owner's to see at its own looks. A poll that
+ * could not read a process ends the watch, and says so.
  */
 static void poll_marked(struct preemption_worker *w, uint64_t now_ns, struct report_chain *chain)
 {
         for (size_t i = 0; i < WORKER_TRAP_SLOTS; i++) {
                 _cleanup_free_ struct message *report = NULL;
+                uint64_t seen_ns;
                 pid_t pid;
 
-                if (!mark_watched(w, i) || poll_watch_next_due(w->marks[i].watch) > now_ns ||
-                    !poll_watch_poll(w->marks[i].watch, now_ns, &pid))
+                if (!mark_watched(w, i) || poll_watch_next_due(w->marks[i].watch) > now_ns)
                         continue;
-                report = new_trap_report(&(struct worker_trap){ .polled_pid = pid, .seen_ns = now_ns });
+                /* the traps taken before may have made calls: the poll is now, not at the wake-up */
+                seen_ns = monotonic_clock_ns();
+                if (!poll_watch_poll(w->marks[i].watch, seen_ns, &pid)) {
+                        if (!poll_watch_complete(w->marks[i].watch))
+                                report_watch_lost(w, i, chain);
+                        continue;
+                }
+                report = new_trap_report(&(struct worker_trap){ .polled_pid = pid, .seen_ns = seen_ns });
                 if (!report) {
                         /* the next poll finds the change again */
                         log_error("Out of memory; offline work is not suspended on a poll yet");
@@ -769,6 +795,12 @@ static void dispatch(struct preemption_worker *w, struct message *msg)
         const struct worker_session_callbacks *cb = w->callbacks;
         struct worker_session *ws = msg->ws;
 
+        if (msg->kind == REPORT_WATCH_LOST) {
+                /* of the mark that still stands: a newer one has a watch of its own */
+                if (!w->stopping && atomic_load(&w->trap_marks[msg->slot]) == msg->mark_generation)
+                        cb->watch_lost(msg->slot, w->userdata);
+                return;
+        }
         if (msg->kind == REPORT_TRAP) {
                 uint64_t taken = TRAP_MARK_TAKEN;
 
@@ -1037,7 +1069,7 @@ int worker_mark_suspend_on_trap(struct preemption_worker *w, size_t slot, uint32
                                         .n_sessions = n_sessions, .watch = TAKE_PTR(owned) };
         msg->mark.sessions = malloc((n_sessions ? n_sessions : 1) * sizeof(*msg->mark.sessions));
         if (!msg->mark.sessions) {
-                free(msg);
+                free_message(&msg->item);
                 return -ENOMEM;
         }
         if (n_sessions)

@@ -118,6 +118,12 @@ struct worker_session_callbacks {
         void (*detached)(pid_t pid, int error, void *worker_userdata);
         /* A trap, with worker_userdata: the owner handles it as if its own loop had woken for it. */
         void (*trapped)(const struct worker_trap *trap, void *worker_userdata);
+        /*
+         * The watch of slot's mark, which still stands, could not read a
+         * process (poll-watch.h): the worker polls it no more, and the owner's
+         * looks are all that see new work on its GPU now.
+         */
+        void (*watch_lost)(size_t slot, void *worker_userdata);
 };
 
 /*

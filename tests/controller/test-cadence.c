@@ -292,6 +292,33 @@ static void test_idle_budget_learns_the_cost_of_idle_looks_only(void **state)
         assert_in_range(cadence_idle_interval(&c), 3900, 4000);
 }
 
+/*
+ * A GPU the preemption worker polls itself gets the idle interval, and the
+ * daemon's CPU while it does (the worker's polls) is no idle look's cost:
+ * counted, it would stretch every GPU's idle cadence.
+ */
+static void test_gpu_watched_elsewhere(void **state)
+{
+        struct cadence c = make(1);
+        struct world w = { .cpu_per_look_ns = 40000 };
+        struct cadence_gpu_state watched = busy_gpu;
+        uint64_t t = 0;
+
+        watched.watched_elsewhere = true;
+        assert_int_equal(cadence_gpu_interval(&c, &watched), IDLE_US);
+        add_gpu(&w, 1, true, 0, idle_gpu);
+        add_gpu(&w, 2, true, 0, watched);
+        for (int i = 0; i < 20; i++) {
+                t += IDLE_US;
+                w.cpu_ns += 1000000; /* the worker's polls between two looks */
+                cadence_wakeup(&c, &ops, &w, t);
+        }
+        assert_int_equal(w.gpus[1].quick_looks, 0);
+        assert_int_equal(w.gpus[1].idle_looks, 20);
+        assert_int_equal(w.cpu_reads, 0);
+        assert_int_equal(cadence_idle_interval(&c), IDLE_US);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -302,6 +329,7 @@ int main(void)
                 cmocka_unit_test(test_fast_gpus_first_and_idle_ones_in_step),
                 cmocka_unit_test(test_idle_series_gives_way_to_a_busy_gpu),
                 cmocka_unit_test(test_idle_budget_learns_the_cost_of_idle_looks_only),
+                cmocka_unit_test(test_gpu_watched_elsewhere),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -94,7 +94,7 @@ static void test_quiet_processes_in_turn(void **state)
         fake_online_process_stop(&active);
 }
 
-/* A process that cannot be read any more is dropped, never taken for work; with none left the watch ends. */
+/* A process that cannot be read any more is dropped, never taken for work, and the watch ends incomplete. */
 static void test_unreadable_process_is_dropped(void **state)
 {
         struct fake_online_process f;
@@ -104,8 +104,10 @@ static void test_unreadable_process_is_dropped(void **state)
         fake_online_process_start(&f, 1);
         assert_int_equal(poll_watch_new(10, UINT64_MAX, &w), 0);
         assert_int_equal(add_queue(w, &f, 0, true), 0);
+        assert_true(poll_watch_complete(w));
         fake_online_process_stop(&f);
         assert_false(poll_watch_poll(w, 10, &pid));
+        assert_false(poll_watch_complete(w));
         assert_int_equal(poll_watch_next_due(w), UINT64_MAX);
         poll_watch_free(w);
 }
