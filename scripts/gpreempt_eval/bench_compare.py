@@ -18,6 +18,7 @@ FIGURES = [
     ("p50_above_floor", "p50 - floor p50 us"),
     ("p99_over_trap_floor", "p99 / trap floor p99"),
     ("p50_above_trap_floor", "p50 - trap floor p50 us"),
+    ("p99_over_poll_floor", "p99 / poll floor p99"),
     ("wakeup_to_ioctl_p99", "wakeup->ioctl p99 us"),
     ("busy_cpu_percent", "CPU % serving"),
     ("cpu_percent", "CPU % idle"),

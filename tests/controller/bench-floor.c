@@ -13,6 +13,14 @@
  *       epoll_wait() on the watch's epoll set as the daemon's preemption
  *       worker is, stamps the clock when epoll_wait returns. No design that
  *       learns of the store from a breakpoint can react faster than this.
+ *   bench-floor poll N [US]  the polling detector's floor: a thread waits
+ *       US µs (default 20, BusyPollIntervalUs) N times in epoll_pwait2() on
+ *       an empty epoll set, its timer slack 1 ns, as the preemption worker
+ *       waits between polls: how long each wait took (the period of polls at
+ *       that cadence: no design that sleeps between polls looks sooner) and
+ *       what the waits cost the process's CPU, as a share of a core. On a VM
+ *       each timer wake-up is an exit to the hypervisor and an injected
+ *       interrupt, which a bare-metal run does not pay.
  *   bench-floor store N    what a write breakpoint costs the online process:
  *       a child stores to a word N times, timed, without a breakpoint and
  *       with one armed (write_watch, as the daemon arms it), the parent's
@@ -50,12 +58,17 @@
 /* How long the waiting side waits for one event: far beyond any wake-up, and no benchmark hangs. */
 #define WAKE_TIMEOUT_MS 10000
 
-static int64_t now_ns(void)
+static int64_t read_clock_ns(clockid_t clock)
 {
         struct timespec ts;
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
+        clock_gettime(clock, &ts);
         return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t now_ns(void)
+{
+        return read_clock_ns(CLOCK_MONOTONIC);
 }
 
 static void die(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -438,6 +451,36 @@ static void store_cost(long n)
         munmap(sh, sizeof(*sh));
 }
 
+static void poll_floor(long n, long interval_us)
+{
+        static int64_t period[MAX_EVENTS];
+        struct timespec wait = { .tv_sec = interval_us / 1000000, .tv_nsec = interval_us % 1000000 * 1000 };
+        struct epoll_event event;
+        int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        int64_t start, cpu_start, last;
+        double cpu_percent;
+
+        if (epoll_fd < 0 || prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) < 0)
+                die("cannot make an epoll set or set the timer slack: %s", strerror(errno));
+        cpu_start = read_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+        start = last = now_ns();
+        for (long i = 0; i < n; i++) {
+                int64_t now;
+
+                if (epoll_pwait2(epoll_fd, &event, 1, &wait, NULL) < 0 && errno != EINTR)
+                        die("epoll_pwait2: %s", strerror(errno));
+                now = now_ns();
+                period[i] = now - last;
+                last = now;
+        }
+        cpu_percent = 100.0 * (double)(read_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start) / (double)(last - start);
+        close(epoll_fd);
+        qsort(period, (size_t)n, sizeof(int64_t), compare_i64);
+        printf("{\"poll_events\":%ld,\"poll_interval_us\":%ld,\"poll_p50_us\":%.1f,\"poll_p99_us\":%.1f,"
+               "\"poll_cpu_percent\":%.1f}\n",
+               n, interval_us, period[n / 2] / 1e3, period[n * 99 / 100] / 1e3, cpu_percent);
+}
+
 static const struct {
         const char *name;
         void (*run)(long n);
@@ -447,17 +490,35 @@ static const struct {
         { "store", store_cost },
 };
 
-int main(int argc, char **argv)
+/* A positive number up to max, all of text; 0 if not. */
+static long parse_count(const char *text, long max)
 {
         char *end = NULL;
-        long n = argc == 3 ? strtol(argv[2], &end, 10) : 0;
+        long n = strtol(text, &end, 10);
 
-        if (argc == 3 && *end == '\0' && n >= 1 && n <= MAX_EVENTS)
+        return *end == '\0' && n >= 1 && n <= max ? n : 0;
+}
+
+int main(int argc, char **argv)
+{
+        long n = argc >= 3 ? parse_count(argv[2], MAX_EVENTS) : 0;
+
+        if (argc >= 3 && argc <= 4 && n && strcmp(argv[1], "poll") == 0) {
+                long interval_us = argc == 4 ? parse_count(argv[3], 1000000) : 20;
+
+                if (interval_us) {
+                        poll_floor(n, interval_us);
+                        return 0;
+                }
+        }
+        if (argc == 3 && n)
                 for (size_t i = 0; i < sizeof(benchmarks) / sizeof(benchmarks[0]); i++)
                         if (strcmp(argv[1], benchmarks[i].name) == 0) {
                                 benchmarks[i].run(n);
                                 return 0;
                         }
-        fprintf(stderr, "usage: bench-floor wakeup|trap|store N   (N: 1..%d)\n", MAX_EVENTS);
+        fprintf(stderr, "usage: bench-floor wakeup|trap|store N   (N: 1..%d)\n"
+                        "       bench-floor poll N [INTERVAL_US]   (INTERVAL_US: 1..1000000, default 20)\n",
+                MAX_EVENTS);
         return 2;
 }

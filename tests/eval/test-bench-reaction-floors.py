@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""scripts/gpreempt_eval/bench_reaction.py against its two floors, on
-made-up runs: the reaction over the eventfd floor and over the trap floor,
-run by run (the trap floor only where breakpoints are used), the lines
-that report it, and scripts/bench-compare's rows of both. TAP output. The
+"""scripts/gpreempt_eval/bench_reaction.py against its floors, on made-up
+runs: the reaction over the eventfd floor, and over the trap floor where
+breakpoints are used or the poll floor with polling only, run by run, the
+lines that report it, and scripts/bench-compare's rows of them. TAP output. The
 package comes from PYTHONPATH (meson test sets it):
 
   PYTHONPATH=scripts:tests/python tests/eval/test-bench-reaction-floors.py
@@ -32,6 +32,8 @@ floors = {"wakeup": {0: {"wakeup_p50_us": 5.0, "wakeup_p99_us": 20.0},
                      2: {"wakeup_p50_us": 7.0, "wakeup_p99_us": 40.0}},
           "trap": {0: {"trap_p50_us": 30.0, "trap_p99_us": 50.0},
                    1: {"trap_p50_us": 32.0, "trap_p99_us": 60.0}},  # run 2 without a trap floor (it failed)
+          "poll": {0: {"poll_p50_us": 40.0, "poll_p99_us": 50.0},
+                   2: {"poll_p50_us": 45.0, "poll_p99_us": 40.0}},  # run 1 without a poll floor
           "store": []}
 runs = [reaction_run(0, 40.0, 100.0), reaction_run(1, 44.0, 90.0), reaction_run(2, 50.0, 80.0)]
 args = argparse.Namespace(seconds=60)
@@ -50,11 +52,16 @@ check("trap floor: p50 difference over the runs that have one, median of 10, 12"
       auto.get("p50_above_trap_floor"))
 check("poll-only: judged against the eventfd floor, not the trap floor",
       "p99_over_floor" in poll and "p99_over_trap_floor" not in poll and "p50_above_trap_floor" not in poll)
+check("poll floor: p99 ratio over the runs that have one, median of 2.0, 2.0",
+      poll.get("p99_over_poll_floor") == {"median": 2.0, "min": 2.0, "max": 2.0, "runs": 2},
+      poll.get("p99_over_poll_floor"))
+check("poll floor: no p50 figure (a store lands anywhere in a wait)", "p50_above_poll_floor" not in poll)
+check("breakpoints: no poll floor", "p99_over_poll_floor" not in auto)
 
 summary = {"cases": [auto, poll]}
-lines = bench_reaction.above_trap_floor_lines(summary)
-check("one line above the trap floor per breakpoint case", len(lines) == 1 and lines[0].startswith("small auto: "),
-      lines)
+lines = bench_reaction.above_own_floor_lines(summary)
+check("one line above its own floor per case", len(lines) == 2 and lines[0].startswith("small auto: ")
+      and lines[1].startswith("small poll: ") and "p99 / poll floor p99 2.00x (2.00-2.00)" in lines[1], lines)
 check("the line gives both figures with their spread",
       "p50 - trap floor p50 11.0 us (10.0-12.0)" in lines[0] and "p99 / trap floor p99 1.75x (1.50-2.00)" in lines[0],
       lines)
@@ -71,7 +78,8 @@ with tempfile.TemporaryDirectory() as tmp:
 check("bench-compare: the trap floor's rows for the breakpoint case",
       collected.get(("small", "auto", "p99_over_trap_floor")) == [1.75]
       and collected.get(("small", "auto", "p50_above_trap_floor")) == [11.0], collected)
-check("bench-compare: none for the poll-only case",
-      ("small", "poll", "p99_over_trap_floor") not in collected and ("small", "poll", "p99_over_floor") in collected)
+check("bench-compare: none for the poll-only case, which has the poll floor's",
+      ("small", "poll", "p99_over_trap_floor") not in collected and ("small", "poll", "p99_over_floor") in collected
+      and collected.get(("small", "poll", "p99_over_poll_floor")) == [2.0])
 
 finish()
