@@ -66,9 +66,12 @@ uint64_t cadence_next_due(const struct cadence *c, const struct cadence_ops *ops
 
         for (size_t i = 0; i < n; i++)
                 if (gpus[i].needs_poll) {
-                        uint64_t due = gpus[i].last_poll_us +
-                                       gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us, NULL);
+                        uint64_t interval = gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us, NULL);
+                        uint64_t due = gpus[i].last_poll_us + interval;
 
+                        /* an idle series that gave way to the worker's polls: not before its resumption */
+                        if (interval >= cadence_idle_interval(c) && due < c->idle_resume_us)
+                                due = c->idle_resume_us;
                         if (due < next)
                                 next = due;
                 }
@@ -119,7 +122,7 @@ void cadence_wakeup(struct cadence *c, const struct cadence_ops *ops, void *user
         size_t n = ops->gpus(gpus, CADENCE_MAX_GPUS, userdata);
         uint64_t idle = cadence_idle_interval(c), fast_due = UINT64_MAX;
         uint64_t interval[CADENCE_MAX_GPUS];
-        bool only_idle = true, polled = false, idle_looked = false, cut = false;
+        bool only_idle = true, polled = false, idle_looked = false, cut = false, watched = false;
 
         qsort(gpus, n, sizeof(*gpus), compare_last_poll);
         /* each GPU's cadence as this wakeup found it: a GPU that a fast look
@@ -128,8 +131,11 @@ void cadence_wakeup(struct cadence *c, const struct cadence_ops *ops, void *user
                 bool watched_elsewhere;
 
                 interval[i] = gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us, &watched_elsewhere);
-                only_idle = only_idle && !watched_elsewhere;
+                watched = watched || watched_elsewhere;
         }
+        only_idle = !watched;
+        if (watched)
+                fast_due = now_us + c->settings.busy_poll_interval_us;
         /* GPUs on the fast cadence first, with a quick look: they are what online work waits for */
         for (size_t i = 0; i < n; i++) {
                 uint64_t due = gpus[i].last_poll_us + interval[i];
@@ -146,7 +152,7 @@ void cadence_wakeup(struct cadence *c, const struct cadence_ops *ops, void *user
                         fast_due = due;
         }
         /* then the idle GPUs due within half their interval, giving way once a fast GPU is due */
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && now_us >= c->idle_resume_us; i++) {
                 if (interval[i] < idle || !gpus[i].needs_poll ||
                     gpus[i].last_poll_us + interval[i] > now_us + interval[i] / 2)
                         continue;
@@ -163,5 +169,7 @@ void cadence_wakeup(struct cadence *c, const struct cadence_ops *ops, void *user
                 /* idle after the look too: a look that found work also paid for the suspend */
                 only_idle = only_idle && gpu_interval(c, ops, userdata, gpus[i].gpu_id, now_us, NULL) >= idle;
         }
+        if (cut && watched)
+                c->idle_resume_us = ops->clock_us(userdata) + c->settings.busy_poll_interval_us;
         account_idle_looks(c, ops, userdata, polled, cut, only_idle);
 }

@@ -27,7 +27,12 @@
  * The idle series gives way once a fast GPU is due again, between two GPUs
  * and, within a GPU's look, between two processes; what is left stays due
  * and the next wakeup goes on with it, longest-waiting first. A write on a
- * busy GPU landing in a series would otherwise wait for all of it.
+ * busy GPU landing in a series would otherwise wait for all of it. While the
+ * worker polls a GPU (watched_elsewhere), the series gives way every
+ * BusyPollIntervalUs too, and goes on no sooner than one more later: the
+ * loop sleeps meanwhile, and the worker's polls, which a loop at real-time
+ * priority keeps off its CPU, get their turn (on a small host the other CPUs
+ * may all be busy with the online and offline work).
  *
  * Pure logic: the looks, the GPUs' states and the clocks are the caller's
  * (struct cadence_ops), so tests drive it with fakes.
@@ -89,6 +94,7 @@ struct cadence {
         uint64_t idle_look_cpu_ns; /* the daemon's CPU per idle look, wakeup and all, smoothed */
         uint64_t last_look_cpu_ns; /* the loop's CPU time when the last idle look ended */
         bool last_look_idle;       /* the last wakeup looked at idle GPUs only */
+        uint64_t idle_resume_us;   /* an idle series that gave way to a GPU watched elsewhere goes on then */
 };
 
 void cadence_init(struct cadence *c, const struct cadence_settings *settings);

@@ -786,6 +786,8 @@ static void update_trap_mark(struct manager *m, struct gpu *g, uint64_t now)
         g->trap.sessions = TAKE_PTR(sessions);
         g->trap.n_sessions = n;
         g->trap.active = true;
+        log_debug("GPU %u: marked to suspend on a trap%s", g->gpu_id,
+                  g->trap.watch_until_us ? " or on the preemption thread's poll" : "");
 }
 
 /* A GPU whose mark's watch no longer fits what the detector watches gets a new mark (discovery, arming, a look). */

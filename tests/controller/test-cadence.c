@@ -319,6 +319,32 @@ static void test_gpu_watched_elsewhere(void **state)
         assert_int_equal(cadence_idle_interval(&c), IDLE_US);
 }
 
+/*
+ * While the worker polls a GPU, an idle series gives way every busy interval
+ * and goes on one later, so that the loop sleeps and the worker, which it
+ * would keep off its CPU, polls in between.
+ */
+static void test_idle_series_gives_way_to_the_worker(void **state)
+{
+        struct cadence c = make(0);
+        struct world w = { .clock_us = 10 * MS, .look_cost_us = 30 };
+        struct cadence_gpu_state watched = busy_gpu;
+
+        watched.watched_elsewhere = true;
+        add_gpu(&w, 1, true, 10 * MS - BUSY_US, watched);
+        add_gpu(&w, 2, true, 8 * MS, idle_gpu);
+        add_gpu(&w, 3, true, 8 * MS + 1, idle_gpu);
+        cadence_wakeup(&c, &ops, &w, 10 * MS);
+        assert_string_equal(w.order, "i1");
+        /* the rest waits a busy interval after the piece: no wakeup before */
+        assert_int_equal(cadence_next_due(&c, &ops, &w, w.clock_us), 10 * MS + 30 + BUSY_US);
+        cadence_wakeup(&c, &ops, &w, 10 * MS + 40);
+        assert_string_equal(w.order, "i1");
+        cadence_wakeup(&c, &ops, &w, 10 * MS + 30 + BUSY_US);
+        assert_string_equal(w.order, "i1i2");
+        assert_int_equal(w.gpus[0].quick_looks + w.gpus[0].idle_looks, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -330,6 +356,7 @@ int main(void)
                 cmocka_unit_test(test_idle_series_gives_way_to_a_busy_gpu),
                 cmocka_unit_test(test_idle_budget_learns_the_cost_of_idle_looks_only),
                 cmocka_unit_test(test_gpu_watched_elsewhere),
+                cmocka_unit_test(test_idle_series_gives_way_to_the_worker),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
