@@ -1000,7 +1000,9 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
                         memcpy(&read, p->buffer + wq->read_off, sizeof(read));
                         if (!wq->seen)
                                 a->watch_serial++; /* a watch waits for every queue's first read */
-                        moved = wq->seen && write != wq->last_write;
+                        /* work outstanding at the first read (a process watched as it starts a request)
+                         * is as recent as a move: its GPU is recently busy */
+                        moved = wq->seen ? write != wq->last_write : write != read;
                         if (moved)
                                 wq->last_moved_us = now_us;
                         wq->busy = queue_has_work(d, p, wq, write, read, moved);

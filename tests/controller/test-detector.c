@@ -68,6 +68,9 @@ static void test_write_index_and_outstanding_work(void **state)
         detector_poll(d, 200);
         assert_int_equal(s.idle[1], 1);
         assert_int_equal(s.idle_since, 100);
+        /* work found at a queue's first read is as recent as a move: the busy cadence follows it */
+        assert_true(detector_gpu_polled_recently_busy(d, 1, 300, 1000));
+        assert_false(detector_gpu_polled_recently_busy(d, 1, 1100, 1000));
 
         /* a write that completed between two polls still counts: the index moved */
         *fake_write_index(&f, 2) = 1;
