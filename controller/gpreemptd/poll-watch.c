@@ -8,7 +8,6 @@
 struct watched_read {
         pid_t pid;
         bool active;
-        bool dropped; /* its read failed: the loop's looks take it from here */
         struct iovec *remote;
         size_t n_remote;
         size_t size; /* the bytes of the remote iovecs */
@@ -22,6 +21,7 @@ struct poll_watch {
         struct watched_read *reads;
         size_t n_reads;
         size_t quiet_turn; /* where the search for the next quiet process to read starts */
+        bool incomplete;   /* a read failed: the watch has ended, the loop's looks take it from here */
         unsigned char *buffer;
         size_t buffer_size;
 };
@@ -97,10 +97,7 @@ size_t poll_watch_n_processes(const struct poll_watch *w)
 
 bool poll_watch_complete(const struct poll_watch *w)
 {
-        for (size_t i = 0; i < w->n_reads; i++)
-                if (w->reads[i].dropped)
-                        return false;
-        return true;
+        return !w->incomplete;
 }
 
 uint64_t poll_watch_until(const struct poll_watch *w)
@@ -111,19 +108,19 @@ uint64_t poll_watch_until(const struct poll_watch *w)
 /* An incomplete watch ends: its owner hands the GPU back to the loop. */
 uint64_t poll_watch_next_due(const struct poll_watch *w)
 {
-        if (w->next_due_ns >= w->until_ns || w->n_reads == 0 || !poll_watch_complete(w))
+        if (w->next_due_ns >= w->until_ns || w->n_reads == 0 || w->incomplete)
                 return UINT64_MAX;
         return w->next_due_ns;
 }
 
-/* Reads r; returns whether an index changed. A read that fails or comes short drops r. */
+/* Reads r; returns whether an index changed. A read that fails or comes short ends the watch. */
 static bool read_changed(struct poll_watch *w, struct watched_read *r)
 {
         struct iovec local = { w->buffer, r->size };
         ssize_t got = process_vm_readv(r->pid, &local, 1, r->remote, r->n_remote, 0);
 
         if (got != (ssize_t)r->size) {
-                r->dropped = true;
+                w->incomplete = true;
                 return false;
         }
         for (size_t i = 0; i < r->n_indices; i++) {
@@ -142,7 +139,7 @@ static struct watched_read *next_quiet(struct poll_watch *w)
         for (size_t k = 0; k < w->n_reads; k++) {
                 struct watched_read *r = &w->reads[(w->quiet_turn + k) % w->n_reads];
 
-                if (!r->active && !r->dropped) {
+                if (!r->active) {
                         w->quiet_turn = (size_t)(r - w->reads) + 1;
                         return r;
                 }
@@ -155,10 +152,10 @@ bool poll_watch_poll(struct poll_watch *w, uint64_t now_ns, pid_t *ret_pid)
         struct watched_read *quiet = next_quiet(w);
 
         w->next_due_ns = now_ns + w->interval_ns;
-        for (size_t i = 0; i < w->n_reads; i++) {
+        for (size_t i = 0; i < w->n_reads && !w->incomplete; i++) {
                 struct watched_read *r = &w->reads[i];
 
-                if ((r->active || r == quiet) && !r->dropped && read_changed(w, r)) {
+                if ((r->active || r == quiet) && read_changed(w, r)) {
                         *ret_pid = r->pid;
                         return true;
                 }

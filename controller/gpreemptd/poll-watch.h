@@ -18,9 +18,9 @@
  * queues moved within the active window every time and the quiet ones one
  * at a time, in turn. Reads use process_vm_readv only: the detector hands
  * out no watch for a process it reads through /proc/PID/mem. A process that
- * can no longer be read (exited, or a queue unmapped) is dropped from the
- * watch, which is then incomplete: its owner hands its GPU back to the
- * loop's looks, which find out why.
+ * can no longer be read (exited, or a queue unmapped) ends the watch, which
+ * is then incomplete: its owner hands its GPU back to the loop's looks,
+ * which find out why.
  *
  * Owned by one thread at a time (the detector builds it, the worker polls it).
  */
@@ -58,7 +58,7 @@ size_t poll_watch_n_processes(const struct poll_watch *w);
 
 /* When the polls end (CLOCK_MONOTONIC), as given. */
 uint64_t poll_watch_until(const struct poll_watch *w);
-/* Whether every process added is still read: false once a read failed (the watch no longer covers it). */
+/* Whether the watch still covers every process added: false once a read failed. */
 bool poll_watch_complete(const struct poll_watch *w);
 /* When the next poll is due; UINT64_MAX once the watch has ended (until_ns, nothing to read, or incomplete). */
 uint64_t poll_watch_next_due(const struct poll_watch *w);

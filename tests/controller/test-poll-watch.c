@@ -94,7 +94,7 @@ static void test_quiet_processes_in_turn(void **state)
         fake_online_process_stop(&active);
 }
 
-/* A process that cannot be read any more is dropped, never taken for work, and the watch ends incomplete. */
+/* A process that cannot be read any more is never taken for work: the watch ends, incomplete. */
 static void test_unreadable_process_is_dropped(void **state)
 {
         struct fake_online_process f;
