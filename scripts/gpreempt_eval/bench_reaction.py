@@ -289,12 +289,13 @@ def above_own_floor_lines(summary):
     breakpoints, above the trap floor: the daemon's own share (the eventfd floor's verdicts include the trap's
     cost, which no breakpoint design avoids). With polling only, over the poll floor's p99, a wait of the busy
     cadence as this machine keeps it (on a VM far longer than asked): the issue's 2 x the busy cadence, taken
-    for the cadence kept, is a ratio of 2. A store lands anywhere in a wait, so the p50 has no such floor."""
-    lines = [f"{c['case']} {c['detector']}: p50 - trap floor p50 {fmt(c['p50_above_trap_floor'], ' us')}, "
-             f"p99 / trap floor p99 {fmt2(c['p99_over_trap_floor'], 'x')}: the daemon's own share"
+    for the cadence kept, is a ratio of 2. A store lands anywhere in a wait, so the p50 has no such floor.
+    Each line with the floor it is against."""
+    lines = [("trap", f"{c['case']} {c['detector']}: p50 - trap floor p50 {fmt(c['p50_above_trap_floor'], ' us')}, "
+                      f"p99 / trap floor p99 {fmt2(c['p99_over_trap_floor'], 'x')}: the daemon's own share")
              for c in summary["cases"] if "p50_above_trap_floor" in c]
-    lines += [f"{c['case']} {c['detector']}: p99 / poll floor p99 {fmt2(c['p99_over_poll_floor'], 'x')} "
-              f"(2x: twice the busy cadence as this machine keeps it)"
+    lines += [("poll", f"{c['case']} {c['detector']}: p99 / poll floor p99 {fmt2(c['p99_over_poll_floor'], 'x')} "
+                       f"(2x: twice the busy cadence as this machine keeps it)")
               for c in summary["cases"] if "p99_over_poll_floor" in c]
     return lines
 
@@ -409,8 +410,8 @@ def print_table(summary, mode, args):
             print(f"  {stage:18} p50 {fmt(q['p50_us'], ' us'):>22}  p99 {fmt(q['p99_us'], ' us'):>22}")
     for line in summary["verdicts"]:
         print(f"verdict: {line}")
-    for line in above_own_floor_lines(summary):
-        print(f"above the {'poll' if ' poll: ' in line else 'trap'} floor: {line}")
+    for floor, line in above_own_floor_lines(summary):
+        print(f"above the {floor} floor: {line}")
     for f in summary["failures"]:
         print(f"failed: {f}")
 

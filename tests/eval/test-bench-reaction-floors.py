@@ -59,7 +59,10 @@ check("poll floor: no p50 figure (a store lands anywhere in a wait)", "p50_above
 check("breakpoints: no poll floor", "p99_over_poll_floor" not in auto)
 
 summary = {"cases": [auto, poll]}
-lines = bench_reaction.above_own_floor_lines(summary)
+floors_and_lines = bench_reaction.above_own_floor_lines(summary)
+check("one line above its own floor per case, with the floor",
+      [floor for floor, _ in floors_and_lines] == ["trap", "poll"], floors_and_lines)
+lines = [line for _, line in floors_and_lines]
 check("one line above its own floor per case", len(lines) == 2 and lines[0].startswith("small auto: ")
       and lines[1].startswith("small poll: ") and "p99 / poll floor p99 2.00x (2.00-2.00)" in lines[1], lines)
 check("the line gives both figures with their spread",
