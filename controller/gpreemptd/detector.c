@@ -64,6 +64,7 @@ struct gpu_activity {
         bool busy;
         bool busy_this_poll;
         bool armed;         /* every breakpoint of its queues is enabled */
+        bool arming_held;   /* detector_hold_arming(): an idle look leaves it disarmed */
         bool trapped;       /* a trap made it busy: the next look reads every process, the writer unknown */
         size_t n_queues;    /* watched queues on this GPU */
         size_t n_polled;    /* of which without a breakpoint */
@@ -1054,7 +1055,7 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 return false;
         a->last_poll_us = a->look_started_us;
         a->trapped = false;
-        if (!busy && !a->armed && a->n_polled < a->n_queues && a->n_waiting == 0) {
+        if (!busy && !a->armed && !a->arming_held && a->n_polled < a->n_queues && a->n_waiting == 0) {
                 /* idle: armed at once, so that the next store wakes the loop and a
                  * GPU whose queues all have breakpoints needs no looks until then;
                  * then look once more: a store between the read above and the
@@ -1107,6 +1108,15 @@ void detector_poll(struct detector *d, uint64_t now_us)
                 detector_poll_gpu(d, d->gpus[g].gpu_id, now_us);
 }
 
+void detector_hold_arming(struct detector *d, uint32_t gpu_id, bool hold)
+{
+        /* kept for a GPU with nothing watched yet, whose queues may come while the hold lasts */
+        struct gpu_activity *a = hold ? gpu_get(d, gpu_id) : gpu_find(d, gpu_id);
+
+        if (a)
+                a->arming_held = hold;
+}
+
 size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, size_t max)
 {
         size_t n = 0;
@@ -1118,7 +1128,8 @@ size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, 
                         continue; /* a busy one is polled once more to tell its end */
                 out[n++] = (struct detector_gpu_status){
                         .gpu_id = a->gpu_id,
-                        .needs_poll = a->busy || a->n_polled > 0 || !a->armed || a->n_waiting > 0,
+                        .needs_poll = a->busy || a->n_polled > 0 || (!a->armed && !a->arming_held) ||
+                                      a->n_waiting > 0,
                         .last_poll_us = a->last_poll_us,
                 };
         }

@@ -22,13 +22,16 @@
  *
  * Where the kernel grants it, a queue's write index also carries a hardware
  * write breakpoint (write-watch.h), armed only while its GPU's online side
- * is idle: the store that starts new work wakes the loop at once, and a GPU
- * whose every queue is armed needs no polling at all until then. On a trap
+ * is idle and the owner does not hold the arming (detector_hold_arming():
+ * offline work suspended there): the store that starts new work wakes the
+ * loop at once, and a GPU whose every queue is armed needs no polling at all
+ * until then. On a trap
  * the writer's breakpoints on that GPU are disarmed (it would otherwise pay a
  * debug trap per store), the other processes' staying armed, so a quiet
  * process on a busy GPU traps once when it starts work; polling follows the
- * work until the queues drain; then they are armed again at once and read
- * once more, so a store between the last poll and the arming is not missed.
+ * work until the queues drain; then they are armed again at once (at the
+ * end of the hold, if held) and read once more, so a store between the last
+ * poll and the arming is not missed.
  * At most four queues of
  * a process are watched so (the debug registers of x86); the others, and any
  * queue the kernel refuses a breakpoint for, are polled.
@@ -93,7 +96,8 @@ struct detector_queue_status {
 /* A GPU's polling needs, for the caller's cadence. */
 struct detector_gpu_status {
         uint32_t gpu_id;
-        bool needs_poll;       /* false: nothing watched, or every queue under an armed breakpoint and none waiting */
+        /* false: nothing watched, or every queue under an armed breakpoint (or its arming held, idle) and none waiting */
+        bool needs_poll;
         uint64_t last_poll_us; /* 0: never polled */
 };
 
@@ -172,6 +176,17 @@ void detector_fresh_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_u
 void detector_quick_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 /* Polls every GPU. */
 void detector_poll(struct detector *d, uint64_t now_us);
+/*
+ * Holds off (hold) or allows arming gpu_id's breakpoints when a look finds
+ * it idle: the owner holds it while its offline work there is suspended. A
+ * store then changes nothing until the resume, before which the owner looks
+ * once more; armed, each online request would trap (a wake-up, a report,
+ * the writer disarmed) and each drain arm again, all for nothing. An idle
+ * GPU whose arming is held needs no looks (detector_gpus()). Breakpoints
+ * armed already stay armed; the first look after the hold ends arms the
+ * others and reads once more.
+ */
+void detector_hold_arming(struct detector *d, uint32_t gpu_id, bool hold);
 /* The GPUs that have watched queues, up to max; returns how many were written. */
 size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, size_t max);
 /* How pid's queues are watched, up to max; returns how many were written. */

@@ -872,12 +872,8 @@ static int hold_claim_suspend(struct manager *m, const struct tracked_process *p
         return 0;
 }
 
-/*
- * Carries out what the policy decided for one GPU on every offline process
- * there. seen_ns: when the detector saw the online work this answers
- * (CLOCK_MONOTONIC), 0 for a decision of the clock (a bound, the hold-off).
- */
-static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action, uint64_t seen_ns)
+/* What gpu_apply() does, but for the breakpoints' hold. */
+static void gpu_issue(struct manager *m, struct gpu *g, enum policy_action action, uint64_t seen_ns)
 {
         bool suspend = action == POLICY_ACTION_SUSPEND;
         size_t issued = 0;
@@ -905,6 +901,19 @@ static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action actio
         log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id,
                   suspend ? "being suspended" : "being resumed", issued, manager_now(m) / 1000.0);
         update_trap_mark(m, g, manager_now(m));
+}
+
+/*
+ * Carries out what the policy decided for one GPU on every offline process
+ * there. seen_ns: when the detector saw the online work this answers
+ * (CLOCK_MONOTONIC), 0 for a decision of the clock (a bound, the hold-off).
+ * The GPU's breakpoints are armed only while it is not suspended
+ * (hold_arming_while_suspended()), from the next look that finds it idle.
+ */
+static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action, uint64_t seen_ns)
+{
+        gpu_issue(m, g, action, seen_ns);
+        detector_hold_arming(m->detector, g->gpu_id, g->policy.suspended);
 }
 
 /* g backs off: nothing stays suspended there, held or not. */
@@ -1098,9 +1107,21 @@ static void rearm_policy_timer(struct manager *m)
         sd_event_source_set_enabled(m->policy_timer, SD_EVENT_ONESHOT);
 }
 
+/*
+ * A GPU's breakpoints are not armed while its offline work is suspended
+ * (detector_hold_arming()): a store there changes nothing before the
+ * resume, and look_before_resume() lets them be armed.
+ */
+static void hold_arming_while_suspended(struct manager *m)
+{
+        for (size_t i = 0; i < m->n_gpus; i++)
+                detector_hold_arming(m->detector, m->gpus[i].gpu_id, m->gpus[i].policy.suspended);
+}
+
 /* After a change of the policies' or the processes' state: the marks (which may set a retry), then the timer. */
 static void rearm_policy(struct manager *m)
 {
+        hold_arming_while_suspended(m);
         update_trap_marks(m);
         rearm_policy_timer(m);
 }
@@ -1109,14 +1130,18 @@ static void arm_detector(struct manager *m, uint64_t now);
 
 /*
  * A suspended GPU whose online side went idle is looked at on the idle
- * cadence only (cadence.h): before its resume comes due, one more look, so
- * that online work started during the hold-off on a queue without an armed
- * breakpoint keeps offline work suspended.
+ * cadence only, and not at all where its queues have breakpoints, which
+ * are not armed while it is suspended (cadence.h, detector_hold_arming()):
+ * before its resume comes due, one more look, so that online work started
+ * during the hold-off keeps offline work suspended. That look arms the
+ * breakpoints, and reads once more after arming: a store from then on traps.
  */
 static void look_before_resume(struct manager *m, const struct gpu *g, uint64_t now)
 {
-        if (g->policy.suspended && !g->policy.online_busy && policy_next_deadline(&g->policy) <= now)
+        if (g->policy.suspended && !g->policy.online_busy && policy_next_deadline(&g->policy) <= now) {
+                detector_hold_arming(m->detector, g->gpu_id, false);
                 detector_fresh_look_gpu(m->detector, g->gpu_id, now);
+        }
 }
 
 static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)

@@ -5,7 +5,8 @@
  * wait on the trap set with no poll; the writer is disarmed on that trap (by
  * the detector, or by the waiter with the fds it was given), another
  * process on the GPU keeps its breakpoint, and all are armed again when
- * polling sees the GPU idle; a refused breakpoint (the fifth queue of a process,
+ * polling sees the GPU idle, but not while the owner holds its arming (its
+ * offline work suspended); a refused breakpoint (the fifth queue of a process,
  * or no debug register left because another watcher holds them) leaves the
  * queue to polling, which still sees its work; a process that exits while
  * armed neither hangs nor spins the loop; a store whose wake-up the owner's
@@ -688,6 +689,36 @@ static void test_look_before_resume_starts_afresh(void **state)
         fake_online_process_stop(&w);
 }
 
+/*
+ * While the owner holds a GPU's arming (its offline work suspended), an idle
+ * look arms nothing and the GPU needs no looks; a store then does not trap,
+ * and the look before the resume, the hold ended, sees it. Once that work
+ * drains, the breakpoint is armed and traps again.
+ */
+static void test_arming_held_while_suspended(void **state)
+{
+        struct fixture *f = *state;
+
+        watch_queues(f, 1);
+        detector_hold_arming(f->detector, 1, true);
+        detector_poll(f->detector, 1);
+        assert_false(gpu_needs_poll(f->detector, 1)); /* idle, held: no looks until the owner's */
+        fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_MAIN);
+        assert_int_equal(take_traps(f, 50), 0); /* not armed */
+        assert_int_equal(f->seen.busy, 0);
+
+        detector_hold_arming(f->detector, 1, false);
+        assert_true(gpu_needs_poll(f->detector, 1));
+        detector_fresh_look_gpu(f->detector, 1, 10); /* as look_before_resume() */
+        assert_int_equal(f->seen.busy, 1);
+        *fake_read_index(&f->online, 0) = 1;
+        detector_poll(f->detector, 20);
+        assert_int_equal(f->seen.idle, 1);
+        assert_false(gpu_needs_poll(f->detector, 1)); /* armed */
+        fake_child_store(&f->online, 0, 2, FAKE_STORE_BY_MAIN);
+        run_until_busy(f, 2);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -712,6 +743,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_barrier_found_at_arming_is_read_until_released, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_quiet_turn_passes_over_armed_processes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_look_before_resume_starts_afresh, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_arming_held_while_suspended, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
