@@ -877,6 +877,7 @@ static void gpu_issue(struct manager *m, struct gpu *g, enum policy_action actio
 {
         bool suspend = action == POLICY_ACTION_SUSPEND;
         size_t issued = 0;
+        uint64_t decided_us = manager_now(m); /* before the first call: bench-reaction pairs the line with it */
 
         if (action == POLICY_ACTION_NONE || (suspend && gpu_claim_suspend(m, g) != SUSPEND_CLAIMED))
                 return;
@@ -898,8 +899,11 @@ static void gpu_issue(struct manager *m, struct gpu *g, enum policy_action actio
                 policy_action_failed(&g->policy, action, manager_now(m));
                 return;
         }
-        log_debug("GPU %u: offline work %s (%zu processes) at %.3f ms", g->gpu_id,
-                  suspend ? "being suspended" : "being resumed", issued, manager_now(m) / 1000.0);
+        /* a suspension of the policy's clock answers online work that waited for it (the offline slice after
+         * a bound, the share's window, the rate limit or a back-off), not work just seen: no reaction */
+        log_debug("GPU %u: offline work %s (%zu processes) %sat %.3f ms", g->gpu_id,
+                  suspend ? "being suspended" : "being resumed", issued,
+                  suspend && !seen_ns ? "on the policy's clock " : "", decided_us / 1000.0);
         update_trap_mark(m, g, manager_now(m));
 }
 

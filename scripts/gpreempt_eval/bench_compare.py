@@ -23,6 +23,7 @@ FIGURES = [
     ("busy_cpu_percent", "CPU % serving"),
     ("cpu_percent", "CPU % idle"),
     ("suspensions_per_request", "suspensions/request"),
+    ("deferred_suspensions", "on the policy's clock"),
     ("steal_percent", "steal %"),
 ]
 

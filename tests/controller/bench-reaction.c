@@ -25,6 +25,10 @@
  * suspensions reached the emulator (0: skipped), or for S seconds with
  * --request-seconds; each request is K kernels of US microseconds (more than
  * one kernel: one doorbell per request, as the evaluation's online service).
+ * A suspension the daemon made on its policy's clock (its log says so: the
+ * offline slice after a bound, the share's window, the rate limit or a
+ * back-off ended) answers a request that waited for the policy, not one just
+ * seen: it is counted apart ("deferred"), not as a reaction.
  * --policy default runs the shipped policy ([Online] and [Offline] left out),
  * worst-case (the default) one suspension per request (HoldOffMs=1,
  * CoalesceMs=0, no bounds) to collect many events. The output counts the
@@ -351,6 +355,32 @@ static size_t reactions_outside_resumes(const int64_t *writes, size_t n_writes, 
         return n_out;
 }
 
+/*
+ * Leaves out of the sorted calls (entered, received and ended belong
+ * together) the first one entered at or after each of the sorted decided
+ * times (less a microsecond: the daemon logs them in whole µs). Returns how
+ * many are left.
+ */
+static size_t drop_decided(int64_t *entered, int64_t *received, int64_t *ended, size_t n, const int64_t *decided,
+                           size_t n_decided)
+{
+        size_t kept = 0;
+
+        for (size_t i = 0, d = 0; i < n; i++) {
+                /* a decision whose call never entered (its session ended first) takes none */
+                while (d < n_decided && entered[i] - (decided[d] - 1000) > 5000000)
+                        d++;
+                if (d < n_decided && decided[d] - 1000 <= entered[i]) {
+                        d++;
+                        continue;
+                }
+                entered[kept] = entered[i];
+                received[kept] = received[i];
+                ended[kept++] = ended[i];
+        }
+        return kept;
+}
+
 /* The p-th percentile of n sorted nanosecond values, in microseconds; -1 if none. */
 static double percentile(const int64_t *sorted, size_t n, unsigned p)
 {
@@ -377,7 +407,7 @@ int main(int argc, char **argv)
         static int64_t writes[MAX_EVENTS * 2], entered[MAX_EVENTS], received[MAX_EVENTS], ended[MAX_EVENTS],
                 seen[MAX_EVENTS], reaction[MAX_EVENTS], to_server[MAX_EVENTS], to_issue[MAX_EVENTS],
                 resume_start[MAX_EVENTS * 2], resume_received[MAX_EVENTS * 2], resume_end[MAX_EVENTS * 2],
-                outside[MAX_EVENTS];
+                outside[MAX_EVENTS], decided[MAX_EVENTS];
         char log_path[128], offline_out[128], online_out[128], times_path[128], env_dir[160], env_run[160];
         char duration[32], rate[32], config[1024], suspend_marker[64], resume_marker[64], daemon_settings[512] = "";
         char kernels_arg[16], kernel_us_arg[32];
@@ -398,7 +428,7 @@ int main(int argc, char **argv)
         long n_watched = 0, n_breakpoint = 0;
         size_t demotions;
         size_t n_writes, n_issued, n_seen, n = 0, n_to_server = 0, n_to_issue = 0, n_resumes, n_outside = 0,
-               n_waited = 0;
+               n_waited = 0, n_decided, n_deferred = 0;
         pid_t daemon, online;
         double cpu0 = 0, cpu1 = 0, busy_cpu = 0, busy_seconds = 0;
         struct timespec t0, t1;
@@ -622,6 +652,11 @@ int main(int argc, char **argv)
         if (requests) {
                 n_writes = read_numbers(times_path, NULL, 1, writes, MAX_EVENTS * 2);
                 n_issued = read_matching_times(trace_path, suspend_marker, entered, received, ended, MAX_EVENTS);
+                n_decided = read_numbers(log_path, "on the policy's clock at ", 1e6, decided, MAX_EVENTS);
+                qsort(decided, n_decided, sizeof(int64_t), compare_i64);
+                n_deferred = n_issued;
+                n_issued = drop_decided(entered, received, ended, n_issued, decided, n_decided);
+                n_deferred -= n_issued;
                 n_resumes = read_matching_times(trace_path, resume_marker, resume_start, resume_received, resume_end,
                                                 MAX_EVENTS * 2);
                 /* the loop's clock at the wakeup that saw the work, logged in ms. It is
@@ -684,9 +719,9 @@ int main(int argc, char **argv)
                                "\"wakeup_to_ioctl_p50_us\":%.1f,\"wakeup_to_ioctl_p99_us\":%.1f,"
                                "\"during_resume_events\":%zu,\"outside_resume_p50_us\":%.1f,"
                                "\"outside_resume_p99_us\":%.1f,\"busy_cpu_percent\":%.2f,\"request_seconds\":%.1f,"
-                               "\"requests\":%zu,\"suspensions\":%zu,\"daemon_pid\":%d",
+                               "\"requests\":%zu,\"suspensions\":%zu,\"deferred_suspensions\":%zu,\"daemon_pid\":%d",
                                n, r50, r99, rmax, s50, s99, w50, w99, n_waited, o50, o99, cpu, busy_seconds,
-                               n_requests, issued_so_far, (int)daemon);
+                               n_requests, issued_so_far, n_deferred, (int)daemon);
                 printf(",\"realtime_demotions\":%zu", demotions);
                 if (idle_seconds > 0)
                         printf(",\"idle_seconds\":%ld,\"idle_cpu_percent\":%.3f", idle_seconds,
@@ -702,9 +737,10 @@ int main(int argc, char **argv)
                                "p99 %.1f us\n  loop wakeup that saw it -> ioctl: p50 %.1f us, p99 %.1f us\n"
                                "  %zu writes landed during the daemon's RESUME_QUEUES call; the other %zu: p50 %.1f us, "
                                "p99 %.1f us\n  the daemon's CPU meanwhile: %.2f%% of a core\n"
-                               "  %zu requests in %.1f s, %zu suspensions\n",
+                               "  %zu requests in %.1f s, %zu suspensions, of which %zu on the policy's clock (online "
+                               "work waited for a bound, the rate limit or a back-off: no reaction, not counted above)\n",
                                n, r50, r99, rmax, s50, s99, w50, w99, n_waited, n_outside, o50, o99, cpu, n_requests,
-                               busy_seconds, issued_so_far);
+                               busy_seconds, issued_so_far, n_deferred);
                 if (idle_seconds > 0)
                         printf("idle CPU over %ld s: %.3f%% of a core\n", idle_seconds,
                                (cpu1 - cpu0) / (double)idle_seconds * 100.0);

@@ -21,7 +21,8 @@ def reaction_run(run, p50, p99):
     """One run's figures as bench-reaction --json prints them, those the summary does not judge made up."""
     r = {"run": run, "reaction_p50_us": p50, "reaction_p99_us": p99, "idle_queues": 8, "idle_queues_watched": 8,
          "idle_queues_breakpoint": 8, "steal_percent": 0.0, "realtime_demotions": 0, "reaction_events": 300,
-         "during_resume_events": 0, "busy_cpu_percent": 1.0, "requests": 300, "suspensions": 300}
+         "during_resume_events": 0, "busy_cpu_percent": 1.0, "requests": 300, "suspensions": 300,
+         "deferred_suspensions": 0}
     for k in ("to_server", "wakeup_to_ioctl", "outside_resume"):
         r[f"{k}_p50_us"], r[f"{k}_p99_us"] = p50, p99
     return r
