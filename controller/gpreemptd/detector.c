@@ -1035,6 +1035,31 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
         return busy;
 }
 
+/*
+ * Whether an idle GPU's breakpoints are to be armed: not all armed, not
+ * held, and no queue waiting at a barrier (a store behind it is no work,
+ * yet a trap would suspend on it at once, and the GPU is on the busy
+ * cadence anyway, which sees the release).
+ */
+static bool may_arm(const struct gpu_activity *a)
+{
+        return !a->armed && !a->arming_held && a->n_polled < a->n_queues && a->n_waiting == 0;
+}
+
+/*
+ * Arms an idle GPU at once, so that the next store wakes the waiter and a GPU
+ * whose queues all have breakpoints needs no looks until then; then looks
+ * once more: a store between the last read and the arming would otherwise
+ * wait for a poll that may never come. Returns whether that look found work.
+ */
+static bool arm_and_read_again(struct detector *d, struct gpu_activity *a, uint64_t now_us)
+{
+        bool gave_way;
+
+        gpu_set_armed(d, a, true);
+        return read_gpu(d, a, now_us, LOOK_EVERY_QUEUE, UINT64_MAX, &gave_way);
+}
+
 static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool quick, uint64_t give_way_at_us)
 {
         struct gpu_activity *a = gpu_find(d, gpu_id);
@@ -1055,25 +1080,22 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 return false;
         a->last_poll_us = a->look_started_us;
         a->trapped = false;
-        if (!busy && !a->armed && !a->arming_held && a->n_polled < a->n_queues && a->n_waiting == 0) {
-                /* idle: armed at once, so that the next store wakes the loop and a
-                 * GPU whose queues all have breakpoints needs no looks until then;
-                 * then look once more: a store between the read above and the
-                 * arming would otherwise wait for a poll that may never come.
-                 * Not while a queue waits at a barrier: a store behind it is no
-                 * work, yet a trap would suspend on it at once, and the GPU is
-                 * on the busy cadence anyway, which sees the release */
-                gpu_set_armed(d, a, true);
-                busy = read_gpu(d, a, now_us, LOOK_EVERY_QUEUE, UINT64_MAX, &gave_way);
+        if (!busy && may_arm(a)) {
+                busy = arm_and_read_again(d, a, now_us);
         } else if (!busy && a->busy && look == LOOK_QUICK) {
                 /* the quick looks of a busy GPU passed over its quiet processes: whether
                  * its work has ended is for all of them to tell */
                 busy = read_gpu(d, a, now_us, LOOK_FULL, UINT64_MAX, &gave_way);
         }
         if (!busy && a->busy) {
+                bool held = a->arming_held;
+
                 a->busy = false;
                 a->watch_serial++;
                 d->cb.gpu_idle(a->gpu_id, a->last_busy_us, now_us, d->userdata);
+                /* the owner resumed on hearing of it (its hold-off was over already), and ended the hold */
+                if (held && !a->busy && may_arm(a))
+                        arm_and_read_again(d, a, now_us);
         }
         return true;
 }

@@ -180,11 +180,12 @@ void detector_poll(struct detector *d, uint64_t now_us);
  * Holds off (hold) or allows arming gpu_id's breakpoints when a look finds
  * it idle: the owner holds it while its offline work there is suspended. A
  * store then changes nothing until the resume, before which the owner looks
- * once more; armed, each online request would trap (a wake-up, a report,
- * the writer disarmed) and each drain arm again, all for nothing. An idle
- * GPU whose arming is held needs no looks (detector_gpus()). Breakpoints
- * armed already stay armed; the first look after the hold ends arms the
- * others and reads once more.
+ * once more (work that started and ended meanwhile is seen as a move, and
+ * delays the resume); armed, each online request would trap (a wake-up, a
+ * report, the writer disarmed) and each drain arm again. An idle GPU whose
+ * arming is held needs no looks (detector_gpus()). Breakpoints armed
+ * already stay armed; the first look after the hold ends arms the others
+ * and reads once more, also when the hold ends within that look's gpu_idle().
  */
 void detector_hold_arming(struct detector *d, uint32_t gpu_id, bool hold);
 /* The GPUs that have watched queues, up to max; returns how many were written. */

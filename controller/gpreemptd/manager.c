@@ -877,7 +877,9 @@ static void gpu_issue(struct manager *m, struct gpu *g, enum policy_action actio
 {
         bool suspend = action == POLICY_ACTION_SUSPEND;
         size_t issued = 0;
-        uint64_t decided_us = manager_now(m); /* before the first call: bench-reaction pairs the line with it */
+        /* the loop's time at this wake-up (sd_event_now()), before the first call: bench-reaction pairs the
+         * line with the call that enters next */
+        uint64_t decided_us = manager_now(m);
 
         if (action == POLICY_ACTION_NONE || (suspend && gpu_claim_suspend(m, g) != SUSPEND_CLAIMED))
                 return;
@@ -911,8 +913,8 @@ static void gpu_issue(struct manager *m, struct gpu *g, enum policy_action actio
  * Carries out what the policy decided for one GPU on every offline process
  * there. seen_ns: when the detector saw the online work this answers
  * (CLOCK_MONOTONIC), 0 for a decision of the clock (a bound, the hold-off).
- * The GPU's breakpoints are armed only while it is not suspended
- * (hold_arming_while_suspended()), from the next look that finds it idle.
+ * While the GPU is suspended its breakpoints are not armed again
+ * (hold_arming_while_suspended()); those armed already stay so.
  */
 static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action, uint64_t seen_ns)
 {
@@ -1142,7 +1144,9 @@ static void arm_detector(struct manager *m, uint64_t now);
  */
 static void look_before_resume(struct manager *m, const struct gpu *g, uint64_t now)
 {
-        if (g->policy.suspended && !g->policy.online_busy && policy_next_deadline(&g->policy) <= now) {
+        struct policy_gpu probe = g->policy; /* a deadline may be the share window's end, which resumes nothing */
+
+        if (g->policy.suspended && !g->policy.online_busy && policy_tick(&probe, now) == POLICY_ACTION_RESUME) {
                 detector_hold_arming(m->detector, g->gpu_id, false);
                 detector_fresh_look_gpu(m->detector, g->gpu_id, now);
         }

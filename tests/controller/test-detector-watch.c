@@ -36,6 +36,7 @@
 
 struct seen {
         int busy, idle;
+        struct detector *release_hold_on_idle; /* set: on_idle() ends the hold, as the owner's resume does */
         pid_t gone;
         uint64_t key;  /* the last breakpoint opened */
         int fds[16];
@@ -49,7 +50,11 @@ static void on_busy(uint32_t gpu_id, uint64_t now, void *userdata)
 
 static void on_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *userdata)
 {
-        ((struct seen *)userdata)->idle++;
+        struct seen *seen = userdata;
+
+        seen->idle++;
+        if (seen->release_hold_on_idle)
+                detector_hold_arming(seen->release_hold_on_idle, gpu_id, false);
 }
 
 static void on_gone(pid_t pid, void *userdata)
@@ -692,8 +697,9 @@ static void test_look_before_resume_starts_afresh(void **state)
 /*
  * While the owner holds a GPU's arming (its offline work suspended), an idle
  * look arms nothing and the GPU needs no looks; a store then does not trap,
- * and the look before the resume, the hold ended, sees it. Once that work
- * drains, the breakpoint is armed and traps again.
+ * and a look once the hold has ended (in the daemon, the look before the
+ * resume) sees it. Once that work drains, the breakpoint is armed and traps
+ * again (the detector's part: the manager holds it again while suspended).
  */
 static void test_arming_held_while_suspended(void **state)
 {
@@ -715,6 +721,31 @@ static void test_arming_held_while_suspended(void **state)
         detector_poll(f->detector, 20);
         assert_int_equal(f->seen.idle, 1);
         assert_false(gpu_needs_poll(f->detector, 1)); /* armed */
+        fake_child_store(&f->online, 0, 2, FAKE_STORE_BY_MAIN);
+        run_until_busy(f, 2);
+}
+
+/*
+ * The owner may resume on hearing that the GPU went idle (its hold-off over
+ * already, the drain seen late), ending the hold within that report: the
+ * same look arms the breakpoints and reads once more, or offline work would
+ * run with them disarmed until an idle look.
+ */
+static void test_hold_ended_by_the_idle_report_arms(void **state)
+{
+        struct fixture *f = *state;
+
+        watch_queues(f, 1);
+        detector_hold_arming(f->detector, 1, true);
+        detector_poll(f->detector, 1);
+        *fake_write_index(&f->online, 0) = 1; /* a request, seen by a look: nothing is armed */
+        detector_poll(f->detector, 10);
+        assert_int_equal(f->seen.busy, 1);
+        f->seen.release_hold_on_idle = f->detector;
+        *fake_read_index(&f->online, 0) = 1;
+        detector_poll(f->detector, 20);
+        assert_int_equal(f->seen.idle, 1);
+        assert_false(gpu_needs_poll(f->detector, 1)); /* armed by the look that reported the drain */
         fake_child_store(&f->online, 0, 2, FAKE_STORE_BY_MAIN);
         run_until_busy(f, 2);
 }
@@ -744,6 +775,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_quiet_turn_passes_over_armed_processes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_look_before_resume_starts_afresh, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_arming_held_while_suspended, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hold_ended_by_the_idle_report_arms, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
