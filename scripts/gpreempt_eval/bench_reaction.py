@@ -410,7 +410,8 @@ def print_table(summary, mode, args):
     for s in summary.get("stages", []):
         print(f"stages of the reaction, {s['case']} {s['detector']} ({s['runs']} runs under perf record; "
               f"wake-ups in the online process's context (a trap, or a timer interrupt there) "
-              f"{s['woken_by']['online_process']}, elsewhere {s['woken_by']['other']}, daemon already running "
+              f"{s['woken_by']['online_process']}, elsewhere {s['woken_by']['other']}, switched in with no wake-up "
+              f"recorded (a trap's, made inside perf's handler) {s['woken_by']['unrecorded']}, daemon already running "
               f"{s['woken_by']['already_running']}):")
         for stage, q in s["stages"].items():
             print(f"  {stage:18} p50 {fmt(q['p50_us'], ' us'):>22}  p99 {fmt(q['p99_us'], ' us'):>22}")

@@ -42,23 +42,31 @@ text = "\n".join([
     switch(S + 21000, DAEMON),
     waking(S + 30000, DAEMON, WORKER),
     switch(S + 40000, WORKER),
+    # a trap wakes the worker inside perf's handler: switched in, no wake-up recorded
+    switch(3 * S + 32000, WORKER),
 ])
 events = sched_stages.parse_events(text)
 wakings, switches, forks = events
 check("parses wakings with their waker, switch-ins and forks",
-      len(wakings) == 3 and wakings[1] == (S + 13000, ONLINE, DAEMON) and len(switches) == 3 and
+      len(wakings) == 3 and wakings[1] == (S + 13000, ONLINE, DAEMON) and len(switches) == 4 and
       switches[0] == (S + 6000, OTHER_DAEMON) and forks == [(DAEMON, WORKER)], repr(events))
 check("the daemon's threads: its own and those it started",
       sched_stages.daemon_threads(DAEMON, forks) == {DAEMON, WORKER})
 
-# the second suspension's daemon was already running at the store: no wake-up between
+# the second suspension's daemon was already running at the store: no wake-up or switch-in between
 r = sched_stages.split(events, ([S, 2 * S], ONLINE), [S + 48000, 2 * S + 9000], DAEMON)
 stages = {k: v and v["p50_us"] for k, v in r["stages"].items()}
 check("store -> wake -> running -> issuer -> ioctl",
-      stages == {"store_to_wake": 13.0, "wake_to_running": 8.0, "running_to_issuer": 19.0, "issuer_to_ioctl": 8.0},
-      repr(stages))
+      stages == {"store_to_wake": 13.0, "wake_to_running": 8.0, "running_to_issuer": 19.0, "issuer_to_ioctl": 8.0,
+                 "store_to_running": 21.0}, repr(stages))
 check("woken by the online process once, already running once",
-      r["woken_by"] == {"online_process": 1, "other": 0, "already_running": 1}, repr(r["woken_by"]))
+      r["woken_by"] == {"online_process": 1, "other": 0, "unrecorded": 0, "already_running": 1}, repr(r["woken_by"]))
+# the trap's wake-up of the worker is not recorded: store -> running and what follows it only
+r3 = sched_stages.split(events, ([3 * S], ONLINE), [3 * S + 42000], DAEMON)
+stages3 = {k: v and v["p50_us"] for k, v in r3["stages"].items()}
+check("a switch-in with no wake-up recorded: store -> running, running -> issuer -> ioctl",
+      stages3 == {"store_to_wake": None, "wake_to_running": None, "running_to_issuer": 0.0, "issuer_to_ioctl": 10.0,
+                  "store_to_running": 32.0} and r3["woken_by"]["unrecorded"] == 1, repr((stages3, r3["woken_by"])))
 check("two daemon threads", r["daemon_threads"] == 2)
 
 try:
