@@ -25,16 +25,14 @@
  * is idle and the owner does not hold the arming (detector_hold_arming():
  * offline work suspended there): the store that starts new work wakes the
  * loop at once, and a GPU whose every queue is armed needs no polling at all
- * until then. On a trap
- * the writer's breakpoints on that GPU are disarmed (it would otherwise pay a
- * debug trap per store), the other processes' staying armed, so a quiet
- * process on a busy GPU traps once when it starts work; polling follows the
- * work until the queues drain; then they are armed again at once (at the
- * end of the hold, if held) and read once more, so a store between the last
- * poll and the arming is not missed.
- * At most four queues of
- * a process are watched so (the debug registers of x86); the others, and any
- * queue the kernel refuses a breakpoint for, are polled.
+ * until then. On a trap the writer's breakpoints on that GPU are disarmed
+ * (it would otherwise pay a debug trap per store), the other processes'
+ * staying armed, so a quiet process on a busy GPU traps once when it starts
+ * work; polling follows the work until the queues drain; then they are
+ * armed again at once (at the end of the hold, if held) and read once more,
+ * so a store between the last poll and the arming is not missed. At most
+ * four queues of a process are watched so (the debug registers of x86); the
+ * others, and any queue the kernel refuses a breakpoint for, are polled.
  *
  * Polls are per GPU (detector_poll_gpu): the caller decides each GPU's
  * cadence (cadence.c: cadence_gpu_interval()).
