@@ -35,18 +35,33 @@ struct result {
         char output[4096];               /* stdout and stderr together */
 };
 
-/* Runs `argv` (NULL-terminated, argv[0] a path), capturing its output. */
+/*
+ * Runs `argv` (NULL-terminated, argv[0] a path), capturing its output. The
+ * signals the tests send take their default action there even when this
+ * test was started with them ignored: nohup ignores SIGHUP, an ignored
+ * signal stays ignored across exec, and a run told to end by one would wait
+ * for good.
+ */
 static void spawn(struct result *r, const char *const *argv)
 {
         int out[2], status;
         posix_spawn_file_actions_t actions;
+        posix_spawnattr_t attr;
+        sigset_t defaults;
         pid_t pid;
 
         assert_int_equal(pipe2(out, O_CLOEXEC), 0);
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
         posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
-        assert_int_equal(posix_spawn(&pid, argv[0], &actions, NULL, (char **)argv, environ), 0);
+        posix_spawnattr_init(&attr);
+        sigemptyset(&defaults);
+        sigaddset(&defaults, SIGHUP);
+        sigaddset(&defaults, SIGTERM);
+        posix_spawnattr_setsigdefault(&attr, &defaults);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+        assert_int_equal(posix_spawn(&pid, argv[0], &actions, &attr, (char **)argv, environ), 0);
+        posix_spawnattr_destroy(&attr);
         posix_spawn_file_actions_destroy(&actions);
         close(out[1]);
 
