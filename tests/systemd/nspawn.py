@@ -72,6 +72,7 @@ class Container:
 
     def __init__(self, root, name, log_path, extra=(), kernel_args=()):
         self.log = open(log_path, "w")
+        self.pid1_fd = None
         cmd = ["systemd-nspawn", "-D", root, "--register=no", "--keep-unit", "--private-network",
                "-M", name, "--console=passive"]
         if root == "/":
@@ -84,6 +85,8 @@ class Container:
             self.pid1 = wait_for(self._find_pid1, 20, step=0.05)
             if not self.pid1:
                 raise RuntimeError("systemd-nspawn started no systemd (see %s)" % log_path)
+            # held from now on: stop() signals this process, never a later one given the same pid
+            self.pid1_fd = os.pidfd_open(self.pid1)
             booted = wait_for(lambda: self.run("systemctl is-system-running")[1].strip()
                               in ("running", "degraded"), 30)
             if not booted:
@@ -135,6 +138,15 @@ class Container:
             except subprocess.TimeoutExpired:
                 os.killpg(self.nspawn.pid, signal.SIGKILL)
                 self.nspawn.wait()
+        if self.pid1_fd is not None:
+            # the container's systemd outlives an nspawn that did not power it off (each run left one
+            # behind, reparented to the host's init); killing a PID namespace's init ends the namespace
+            try:
+                signal.pidfd_send_signal(self.pid1_fd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(self.pid1_fd)
+            self.pid1_fd = None
         self.log.close()
 
 
