@@ -1088,13 +1088,12 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 busy = read_gpu(d, a, now_us, LOOK_FULL, UINT64_MAX, &gave_way);
         }
         if (!busy && a->busy) {
-                bool held = a->arming_held;
-
                 a->busy = false;
                 a->watch_serial++;
                 d->cb.gpu_idle(a->gpu_id, a->last_busy_us, now_us, d->userdata);
-                /* the owner resumed on hearing of it (its hold-off was over already), and ended the hold */
-                if (held && !a->busy && may_arm(a))
+                /* the owner resumed on hearing of it (its hold-off was over already) and ended the hold,
+                 * which kept the arming above from happening */
+                if (!a->busy && may_arm(a))
                         arm_and_read_again(d, a, now_us);
         }
         return true;
