@@ -106,6 +106,27 @@ def debian_mirror():
     return "http://deb.debian.org/debian"
 
 
+def mount_points_under(path):
+    """The mount points at or below path in this namespace, deepest first."""
+    path = os.path.realpath(path)
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            # field 5 is the mount point, with space, tab, newline and backslash written as octal escapes
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            if point == path or point.startswith(path + "/"):
+                points.append(point)
+    return sorted(points, key=lambda p: p.count("/"), reverse=True)
+
+
+def unmount_under(path):
+    """Lazily unmounts what is mounted below path, so that the tree can be
+    removed and copied (debootstrap mounts /proc and /sys in the root it
+    makes, and one killed on the way leaves them behind)."""
+    for point in mount_points_under(path):
+        subprocess.run(["umount", "-l", point], capture_output=True)
+
+
 def fresh_root(build, work):
     """A copy of a debootstrapped Debian 12 root (made once per build dir and
     ROOT_PACKAGES: the marker holds the list it was made with)."""
@@ -118,10 +139,14 @@ def fresh_root(build, work):
     except OSError:
         made = None
     if made != wanted:
+        unmount_under(cache)  # a debootstrap killed earlier leaves its /proc and /sys mounted there
         shutil.rmtree(cache, ignore_errors=True)
         os.makedirs(cache)
-        p = subprocess.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(ROOT_PACKAGES),
-                            "bookworm", cache, debian_mirror()], capture_output=True, text=True)
+        try:
+            p = subprocess.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(ROOT_PACKAGES),
+                                "bookworm", cache, debian_mirror()], capture_output=True, text=True)
+        finally:
+            unmount_under(cache)
         if p.returncode != 0:
             raise RuntimeError("debootstrap failed:\n" + (p.stdout + p.stderr)[-3000:])
         with open(marker, "w") as f:
