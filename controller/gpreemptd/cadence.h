@@ -20,7 +20,7 @@
  *   process), up to CADENCE_IDLE_STRETCH_MAX times the interval.
  * - A GPU whose queues are all under armed write breakpoints is not looked
  *   at at all until a trap; nor, while suspended and idle, one whose queues
- *   all have breakpoints, not armed then (detector_hold_arming()): the
+ *   all have breakpoints, not armed then (detector.h, arming_held()): the
  *   owner's look before the resume is the one that counts.
  *
  * One wakeup serves every GPU that is due: the fast ones first, with a

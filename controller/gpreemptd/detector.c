@@ -64,7 +64,6 @@ struct gpu_activity {
         bool busy;
         bool busy_this_poll;
         bool armed;         /* every breakpoint of its queues is enabled */
-        bool arming_held;   /* detector_hold_arming(): an idle look leaves it disarmed */
         bool trapped;       /* a trap made it busy: the next look reads every process, the writer unknown */
         size_t n_queues;    /* watched queues on this GPU */
         size_t n_polled;    /* of which without a breakpoint */
@@ -1035,15 +1034,21 @@ static bool read_gpu(struct detector *d, struct gpu_activity *a, uint64_t now_us
         return busy;
 }
 
-/*
- * Whether an idle GPU's breakpoints are to be armed: not all armed, not
- * held, and no queue waiting at a barrier (a store behind it is no work,
- * yet a trap would suspend on it at once, and the GPU is on the busy
- * cadence anyway, which sees the release).
- */
-static bool may_arm(const struct gpu_activity *a)
+static bool arming_held(const struct detector *d, const struct gpu_activity *a)
 {
-        return !a->armed && !a->arming_held && a->n_polled < a->n_queues && a->n_waiting == 0;
+        return d->cb.arming_held && d->cb.arming_held(a->gpu_id, d->userdata);
+}
+
+/*
+ * Whether an idle GPU's breakpoints are to be armed: not all armed, no queue
+ * waiting at a barrier (a store behind it is no work, yet a trap would
+ * suspend on it at once, and the GPU is on the busy cadence anyway, which
+ * sees the release), and not held by the owner, unless this is the look
+ * before its resume (held_too).
+ */
+static bool may_arm(const struct detector *d, const struct gpu_activity *a, bool held_too)
+{
+        return !a->armed && a->n_polled < a->n_queues && a->n_waiting == 0 && (held_too || !arming_held(d, a));
 }
 
 /*
@@ -1060,7 +1065,13 @@ static bool arm_and_read_again(struct detector *d, struct gpu_activity *a, uint6
         return read_gpu(d, a, now_us, LOOK_EVERY_QUEUE, UINT64_MAX, &gave_way);
 }
 
-static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool quick, uint64_t give_way_at_us)
+/*
+ * A look at gpu_id: quick, or going on with one that gave way, or (fresh) a
+ * look of its own whose answer must be current, the one before a resume,
+ * which arms an idle GPU's breakpoints also where the owner holds them.
+ */
+static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool quick, bool fresh,
+                     uint64_t give_way_at_us)
 {
         struct gpu_activity *a = gpu_find(d, gpu_id);
         bool busy, gave_way;
@@ -1068,6 +1079,8 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
 
         if (!a)
                 return true;
+        if (fresh)
+                a->look_under_way = false;
         if (!a->look_under_way || quick) {
                 a->look_started_us = now_us;
                 a->look_number++;
@@ -1080,7 +1093,7 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 return false;
         a->last_poll_us = a->look_started_us;
         a->trapped = false;
-        if (!busy && may_arm(a)) {
+        if (!busy && may_arm(d, a, fresh)) {
                 busy = arm_and_read_again(d, a, now_us);
         } else if (!busy && a->busy && look == LOOK_QUICK) {
                 /* the quick looks of a busy GPU passed over its quiet processes: whether
@@ -1093,7 +1106,7 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
                 d->cb.gpu_idle(a->gpu_id, a->last_busy_us, now_us, d->userdata);
                 /* the owner resumed on hearing of it (its hold-off was over already) and ended the hold,
                  * which kept the arming above from happening */
-                if (!a->busy && may_arm(a))
+                if (!a->busy && may_arm(d, a, fresh))
                         arm_and_read_again(d, a, now_us);
         }
         return true;
@@ -1101,41 +1114,28 @@ static bool poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us, bool 
 
 void detector_poll_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us)
 {
-        poll_gpu(d, gpu_id, now_us, false, UINT64_MAX);
+        poll_gpu(d, gpu_id, now_us, false, false, UINT64_MAX);
 }
 
 bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_us, uint64_t give_way_at_us)
 {
-        return poll_gpu(d, gpu_id, now_us, false, give_way_at_us);
+        return poll_gpu(d, gpu_id, now_us, false, false, give_way_at_us);
 }
 
 void detector_fresh_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us)
 {
-        struct gpu_activity *a = gpu_find(d, gpu_id);
-
-        if (a)
-                a->look_under_way = false;
-        poll_gpu(d, gpu_id, now_us, false, UINT64_MAX);
+        poll_gpu(d, gpu_id, now_us, false, true, UINT64_MAX);
 }
 
 void detector_quick_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us)
 {
-        poll_gpu(d, gpu_id, now_us, true, UINT64_MAX);
+        poll_gpu(d, gpu_id, now_us, true, false, UINT64_MAX);
 }
 
 void detector_poll(struct detector *d, uint64_t now_us)
 {
         for (size_t g = 0; g < d->n_gpus; g++)
                 detector_poll_gpu(d, d->gpus[g].gpu_id, now_us);
-}
-
-void detector_hold_arming(struct detector *d, uint32_t gpu_id, bool hold)
-{
-        /* kept for a GPU with nothing watched yet, whose queues may come while the hold lasts */
-        struct gpu_activity *a = hold ? gpu_get(d, gpu_id) : gpu_find(d, gpu_id);
-
-        if (a)
-                a->arming_held = hold;
 }
 
 size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, size_t max)
@@ -1149,7 +1149,7 @@ size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, 
                         continue; /* a busy one is polled once more to tell its end */
                 out[n++] = (struct detector_gpu_status){
                         .gpu_id = a->gpu_id,
-                        .needs_poll = a->busy || a->n_polled > 0 || (!a->armed && !a->arming_held) ||
+                        .needs_poll = a->busy || a->n_polled > 0 || (!a->armed && !arming_held(d, a)) ||
                                       a->n_waiting > 0,
                         .last_poll_us = a->last_poll_us,
                 };

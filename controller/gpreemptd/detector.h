@@ -22,8 +22,8 @@
  *
  * Where the kernel grants it, a queue's write index also carries a hardware
  * write breakpoint (write-watch.h), armed only while its GPU's online side
- * is idle and the owner does not hold the arming (detector_hold_arming():
- * offline work suspended there): the store that starts new work wakes the
+ * is idle and the owner does not hold the arming (arming_held(): offline
+ * work suspended there): the store that starts new work wakes the
  * loop at once, and a GPU whose every queue is armed needs no polling at all
  * until then. On a trap the writer's breakpoints on that GPU are disarmed
  * (it would otherwise pay a debug trap per store), the other processes'
@@ -79,6 +79,21 @@ struct detector_callbacks {
          */
         void (*breakpoint_opened)(uint64_t key, pid_t pid, const int *fds, size_t n_fds, void *userdata);
         void (*breakpoint_closed)(uint64_t key, void *userdata);
+        /*
+         * Whether gpu_id's breakpoints are to stay disarmed when a look finds
+         * it idle: the owner holds them while its offline work there is
+         * suspended. A store then changes nothing until the resume, before
+         * which the owner looks once more (detector_fresh_look_gpu(), which
+         * arms them whatever this says; work that started and ended meanwhile
+         * is seen as a move, and delays the resume); armed, each online
+         * request would trap (a wake-up, a report, the writer disarmed) and
+         * each drain arm again. An idle GPU whose arming is held needs no
+         * looks (detector_gpus()). Breakpoints armed already stay armed; the
+         * first look after the hold ends arms the others and reads once more,
+         * also when it ends within that look's gpu_idle(). Asked at each idle
+         * look and by detector_gpus(), so cheap; NULL: never held.
+         */
+        bool (*arming_held)(uint32_t gpu_id, void *userdata);
 };
 
 /* How one queue is watched, for gpreemptctl status. */
@@ -159,7 +174,8 @@ bool detector_poll_gpu_until(struct detector *d, uint32_t gpu_id, uint64_t now_u
 /*
  * The same in a look of its own: a look under way that gave way is given up
  * (the next call begins afresh), so every process is read now; for a look
- * whose answer must be current, the one before a resume.
+ * whose answer must be current, the one before a resume, which arms an idle
+ * GPU's breakpoints whatever arming_held() says.
  */
 void detector_fresh_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 /*
@@ -174,18 +190,6 @@ void detector_fresh_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_u
 void detector_quick_look_gpu(struct detector *d, uint32_t gpu_id, uint64_t now_us);
 /* Polls every GPU. */
 void detector_poll(struct detector *d, uint64_t now_us);
-/*
- * Holds off (hold) or allows arming gpu_id's breakpoints when a look finds
- * it idle: the owner holds it while its offline work there is suspended. A
- * store then changes nothing until the resume, before which the owner looks
- * once more (work that started and ended meanwhile is seen as a move, and
- * delays the resume); armed, each online request would trap (a wake-up, a
- * report, the writer disarmed) and each drain arm again. An idle GPU whose
- * arming is held needs no looks (detector_gpus()). Breakpoints armed
- * already stay armed; the first look after the hold ends arms the others
- * and reads once more, also when the hold ends within that look's gpu_idle().
- */
-void detector_hold_arming(struct detector *d, uint32_t gpu_id, bool hold);
 /* The GPUs that have watched queues, up to max; returns how many were written. */
 size_t detector_gpus(const struct detector *d, struct detector_gpu_status *out, size_t max);
 /* How pid's queues are watched, up to max; returns how many were written. */

@@ -872,8 +872,12 @@ static int hold_claim_suspend(struct manager *m, const struct tracked_process *p
         return 0;
 }
 
-/* What gpu_apply() does, but for the breakpoints' hold. */
-static void gpu_issue(struct manager *m, struct gpu *g, enum policy_action action, uint64_t seen_ns)
+/*
+ * Carries out what the policy decided for one GPU on every offline process
+ * there. seen_ns: when the detector saw the online work this answers
+ * (CLOCK_MONOTONIC), 0 for a decision of the clock (a bound, the hold-off).
+ */
+static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action, uint64_t seen_ns)
 {
         bool suspend = action == POLICY_ACTION_SUSPEND;
         size_t issued = 0;
@@ -907,19 +911,6 @@ static void gpu_issue(struct manager *m, struct gpu *g, enum policy_action actio
                   suspend ? "being suspended" : "being resumed", issued,
                   suspend && !seen_ns ? "on the policy's clock " : "", decided_us / 1000.0);
         update_trap_mark(m, g, manager_now(m));
-}
-
-/*
- * Carries out what the policy decided for one GPU on every offline process
- * there. seen_ns: when the detector saw the online work this answers
- * (CLOCK_MONOTONIC), 0 for a decision of the clock (a bound, the hold-off).
- * While the GPU is suspended its breakpoints are not armed again
- * (hold_arming_while_suspended()); those armed already stay so.
- */
-static void gpu_apply(struct manager *m, struct gpu *g, enum policy_action action, uint64_t seen_ns)
-{
-        gpu_issue(m, g, action, seen_ns);
-        detector_hold_arming(m->detector, g->gpu_id, g->policy.suspended);
 }
 
 /* g backs off: nothing stays suspended there, held or not. */
@@ -1113,21 +1104,9 @@ static void rearm_policy_timer(struct manager *m)
         sd_event_source_set_enabled(m->policy_timer, SD_EVENT_ONESHOT);
 }
 
-/*
- * A GPU's breakpoints are not armed while its offline work is suspended
- * (detector_hold_arming()): a store there changes nothing before the
- * resume, and look_before_resume() lets them be armed.
- */
-static void hold_arming_while_suspended(struct manager *m)
-{
-        for (size_t i = 0; i < m->n_gpus; i++)
-                detector_hold_arming(m->detector, m->gpus[i].gpu_id, m->gpus[i].policy.suspended);
-}
-
 /* After a change of the policies' or the processes' state: the marks (which may set a retry), then the timer. */
 static void rearm_policy(struct manager *m)
 {
-        hold_arming_while_suspended(m);
         update_trap_marks(m);
         rearm_policy_timer(m);
 }
@@ -1137,7 +1116,7 @@ static void arm_detector(struct manager *m, uint64_t now);
 /*
  * A suspended GPU whose online side went idle is looked at on the idle
  * cadence only, and not at all where its queues have breakpoints, which
- * are not armed while it is suspended (cadence.h, detector_hold_arming()):
+ * are not armed while it is suspended (cadence.h, on_arming_held()):
  * before its resume comes due, one more look, so that online work started
  * during the hold-off keeps offline work suspended. That look arms the
  * breakpoints, and reads once more after arming: a store from then on traps.
@@ -1146,10 +1125,8 @@ static void look_before_resume(struct manager *m, const struct gpu *g, uint64_t 
 {
         struct policy_gpu probe = g->policy; /* a deadline may be the share window's end, which resumes nothing */
 
-        if (g->policy.suspended && !g->policy.online_busy && policy_tick(&probe, now) == POLICY_ACTION_RESUME) {
-                detector_hold_arming(m->detector, g->gpu_id, false);
+        if (g->policy.suspended && !g->policy.online_busy && policy_tick(&probe, now) == POLICY_ACTION_RESUME)
                 detector_fresh_look_gpu(m->detector, g->gpu_id, now);
-        }
 }
 
 static int on_policy_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -1306,6 +1283,19 @@ static void on_gpu_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *use
         log_debug("GPU %u: online idle since %.3f ms (now %.3f ms)", gpu_id, since / 1000.0, now / 1000.0);
         if (g)
                 gpu_apply(m, g, policy_online_idle(&g->policy, since, now), 0);
+}
+
+/*
+ * A suspended GPU's breakpoints are not armed again (those armed stay so): a
+ * store there changes nothing before the resume, and look_before_resume()
+ * arms them. Armed, each request made during a hold-off would trap for
+ * nothing, and each drain arm them again.
+ */
+static bool on_arming_held(uint32_t gpu_id, void *userdata)
+{
+        const struct gpu *g = find_gpu(userdata, gpu_id);
+
+        return g && g->policy.suspended;
 }
 
 /* The worker disarms a trap's writer itself (preemption-worker.h): it gets its own copy of each breakpoint's fds. */
@@ -2206,6 +2196,7 @@ int manager_new(sd_event *event, struct paths *paths, struct config *config, str
                 .process_gone = on_online_gone,
                 .breakpoint_opened = on_breakpoint_opened,
                 .breakpoint_closed = on_breakpoint_closed,
+                .arming_held = on_arming_held,
         };
         struct cadence_settings settings = cadence_settings(config);
         struct gp_context_opts gp_opts = {

@@ -36,7 +36,8 @@
 
 struct seen {
         int busy, idle;
-        struct detector *release_hold_on_idle; /* set: on_idle() ends the hold, as the owner's resume does */
+        bool arming_held;     /* the owner's answer to arming_held() */
+        bool resume_on_idle;  /* on_idle() ends the hold, as the owner's resume does */
         pid_t gone;
         uint64_t key;  /* the last breakpoint opened */
         int fds[16];
@@ -53,8 +54,13 @@ static void on_idle(uint32_t gpu_id, uint64_t since, uint64_t now, void *userdat
         struct seen *seen = userdata;
 
         seen->idle++;
-        if (seen->release_hold_on_idle)
-                detector_hold_arming(seen->release_hold_on_idle, gpu_id, false);
+        if (seen->resume_on_idle)
+                seen->arming_held = false;
+}
+
+static bool on_arming_held(uint32_t gpu_id, void *userdata)
+{
+        return ((struct seen *)userdata)->arming_held;
 }
 
 static void on_gone(pid_t pid, void *userdata)
@@ -77,6 +83,7 @@ static const struct detector_callbacks callbacks = {
         .gpu_idle = on_idle,
         .process_gone = on_gone,
         .breakpoint_opened = on_opened,
+        .arming_held = on_arming_held,
 };
 
 struct fixture {
@@ -697,30 +704,32 @@ static void test_look_before_resume_starts_afresh(void **state)
 /*
  * While the owner holds a GPU's arming (its offline work suspended), an idle
  * look arms nothing and the GPU needs no looks; a store then does not trap,
- * and a look once the hold has ended (in the daemon, the look before the
- * resume) sees it. Once that work drains, the breakpoint is armed and traps
- * again (the detector's part: the manager holds it again while suspended).
+ * and the look before the resume sees it. Once that work drains, still held,
+ * the GPU is left disarmed; the next look before the resume arms it, held or
+ * not, and a store after the resume traps.
  */
 static void test_arming_held_while_suspended(void **state)
 {
         struct fixture *f = *state;
 
         watch_queues(f, 1);
-        detector_hold_arming(f->detector, 1, true);
+        f->seen.arming_held = true;
         detector_poll(f->detector, 1);
         assert_false(gpu_needs_poll(f->detector, 1)); /* idle, held: no looks until the owner's */
         fake_child_store(&f->online, 0, 1, FAKE_STORE_BY_MAIN);
         assert_int_equal(take_traps(f, 50), 0); /* not armed */
         assert_int_equal(f->seen.busy, 0);
 
-        detector_hold_arming(f->detector, 1, false);
-        assert_true(gpu_needs_poll(f->detector, 1));
-        detector_fresh_look_gpu(f->detector, 1, 10); /* as look_before_resume() */
+        detector_fresh_look_gpu(f->detector, 1, 10); /* as look_before_resume(): no resume, the work seen */
         assert_int_equal(f->seen.busy, 1);
         *fake_read_index(&f->online, 0) = 1;
         detector_poll(f->detector, 20);
         assert_int_equal(f->seen.idle, 1);
+        assert_false(gpu_needs_poll(f->detector, 1)); /* drained, held: disarmed, no looks */
+        detector_fresh_look_gpu(f->detector, 1, 30); /* the look before the resume: idle, arms, held or not */
+        assert_int_equal(f->seen.busy, 1);
         assert_false(gpu_needs_poll(f->detector, 1)); /* armed */
+        f->seen.arming_held = false; /* resumed */
         fake_child_store(&f->online, 0, 2, FAKE_STORE_BY_MAIN);
         run_until_busy(f, 2);
 }
@@ -736,12 +745,12 @@ static void test_hold_ended_by_the_idle_report_arms(void **state)
         struct fixture *f = *state;
 
         watch_queues(f, 1);
-        detector_hold_arming(f->detector, 1, true);
+        f->seen.arming_held = true;
         detector_poll(f->detector, 1);
         *fake_write_index(&f->online, 0) = 1; /* a request, seen by a look: nothing is armed */
         detector_poll(f->detector, 10);
         assert_int_equal(f->seen.busy, 1);
-        f->seen.release_hold_on_idle = f->detector;
+        f->seen.resume_on_idle = true;
         *fake_read_index(&f->online, 0) = 1;
         detector_poll(f->detector, 20);
         assert_int_equal(f->seen.idle, 1);
