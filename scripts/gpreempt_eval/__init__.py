@@ -9,6 +9,7 @@ scripts/README.md lists the entry points and the rule they follow (bash
 orchestrates, Python measures).
 """
 import os
+import signal
 import sys
 
 # The directory that holds this package: what PYTHONPATH must name.
@@ -34,3 +35,36 @@ def child_env(env=None):
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != SCRIPTS_DIR]
     env["PYTHONPATH"] = os.pathsep.join([SCRIPTS_DIR] + rest)
     return env
+
+
+class Interrupted(BaseException):
+    """SIGTERM, as raise_on_sigterm() turns it into an exception: what was
+    started is ended on the way out, as on Ctrl-C (KeyboardInterrupt). A
+    BaseException, so that no handler of ordinary errors takes it."""
+
+
+def raise_on_sigterm():
+    """Python's default for SIGTERM ends the process at once: no finally
+    runs, so the processes it started (a daemon that suspended offline work,
+    the jobs of a pass) would be left running."""
+    def interrupted(signum, frame):
+        raise Interrupted("interrupted by SIGTERM")
+    signal.signal(signal.SIGTERM, interrupted)
+
+
+def run_interruptible(main):
+    """An entry point that starts passes: SIGTERM ends it as Ctrl-C does,
+    the pass under way ended on the way out (runner.run_to_the_end() says
+    how); either exits 1."""
+    raise_on_sigterm()
+    try:
+        return main()
+    except (Interrupted, KeyboardInterrupt):
+        return 1
+
+
+def ignore_interruptions():
+    """For the clean-up an interruption started: a second signal would
+    interrupt it half-way."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)

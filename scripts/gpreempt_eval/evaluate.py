@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-from . import report
+from . import report, run_interruptible
 from . import runner
 
 # Seconds of online service per pass. The high-load scenario has an offline
@@ -182,4 +182,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_interruptible(main))

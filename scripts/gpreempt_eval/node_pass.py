@@ -22,6 +22,8 @@ import tempfile
 import threading
 import time
 
+from . import Interrupted, ignore_interruptions, raise_on_sigterm
+
 READY_TIMEOUT_S = 30.0
 # The daemon logs "Process PID: N queues suspended|resumed on ..." per transition.
 DAEMON_EVENT = re.compile(r"Process (\d+): \d+ queues (suspended|resumed) on")
@@ -204,7 +206,7 @@ def daemon_events(err, pid, t0, t1):
 
 def run(spec):
     result = {"window_s": None, "online": None, "offline": None, "gpreempt": None}
-    offline = daemon = None
+    offline = daemon = online = None
     try:
         if spec.get("gpreemptd"):
             daemon = start_daemon(spec)
@@ -240,6 +242,10 @@ def run(spec):
         if daemon and offline:
             result["gpreempt"] = daemon_events(daemon[1], offline[0].pid, t0, t1)
     finally:
+        ignore_interruptions()
+        if online and online[0].poll() is None:
+            online[0].terminate()  # interrupted: it would go on for the rest of its --duration
+            online[0].wait()
         # The daemon first: its SIGTERM resumes what it suspended, so the
         # offline job can then destroy its queues without blocking.
         if daemon:
@@ -259,10 +265,14 @@ def run(spec):
 def main():
     with open(sys.argv[1]) as f:
         spec = json.load(f)
+    raise_on_sigterm()
     try:
         result = run(spec)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
         result = {"error": str(e)}
+    except (Interrupted, KeyboardInterrupt) as e:
+        why = str(e) or "interrupted by SIGINT"
+        result = {"error": why + "; the pass's processes were ended, the daemon first"}
     with open(sys.argv[2], "w") as f:
         json.dump(result, f)
     return 1 if "error" in result else 0

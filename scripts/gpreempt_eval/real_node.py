@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-from . import SCRIPTS_DIR
+from . import SCRIPTS_DIR, run_interruptible
 from . import report
 from . import runner
 
@@ -70,4 +70,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_interruptible(main))

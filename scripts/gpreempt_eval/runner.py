@@ -13,18 +13,21 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from . import child_env, module_argv
+from . import child_env, ignore_interruptions, module_argv
 from . import host_steal
 from . import request_log
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
 RT_PRIORITY = 10
+# An interrupted pass ends its daemon (30 s at most) and its offline job (60 s) before it exits.
+PASS_END_TIMEOUT_S = 120
 
 # The modelled preemption: the defaults of tests/kfdemu/gpu/config-default.c,
 # split in the same proportions when the sweep scales the total.
@@ -270,6 +273,39 @@ def run_pass(node, workloads, scenario, variant, duration_s, preempt=None, polic
     return row
 
 
+def run_to_the_end(argv, timeout_s, result_path):
+    """Runs a pass's command; returns its exit status and standard error.
+    On a timeout, or when this process is interrupted, the pass is told to
+    end (SIGTERM: it stops its daemon, which resumes what it suspended, then
+    its jobs) and waited for; subprocess.run() would SIGKILL it, and on a
+    real node leave its daemon and jobs running."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=child_env())
+    try:
+        _, stderr = proc.communicate(timeout=timeout_s)
+    except BaseException as e:
+        ignore_interruptions()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=PASS_END_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+        if not isinstance(e, subprocess.TimeoutExpired):
+            print("evaluate: %s; the pass under way %s" % (str(e) or "interrupted by SIGINT", pass_end(result_path)),
+                  file=sys.stderr, flush=True)
+        raise
+    return proc.returncode, stderr
+
+
+def pass_end(result_path):
+    """How an interrupted pass ended, from the result it wrote."""
+    try:
+        with open(result_path) as f:
+            return "ended: " + json.load(f)["error"]
+    except (OSError, ValueError, KeyError):
+        return "did not say how it ended (killed %d s after SIGTERM?)" % PASS_END_TIMEOUT_S
+
+
 def run_pass_once(node, workloads, scenario, variant, duration_s, preempt, policy, realtime, log_copy, node_keys):
     preempt = preempt or (dict(DEFAULT_PREEMPT) if node.emulated else {k: 0 for k in DEFAULT_PREEMPT})
     policy = policy or dict(DEFAULT_POLICY)
@@ -303,13 +339,17 @@ def run_pass_once(node, workloads, scenario, variant, duration_s, preempt, polic
         if realtime:
             argv = ["chrt", "-f", str(RT_PRIORITY)] + argv
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 180, env=child_env())
-            with open(result_path) as f:
-                result = json.load(f)
+            returncode, stderr = run_to_the_end(argv, duration_s + 180, result_path)
         except subprocess.TimeoutExpired:
             result = {"error": "the pass did not end within %d s of its planned length" % 180}
-        except (OSError, ValueError):
-            result = {"error": "%s exited with status %d: %s" % (argv[0], proc.returncode, proc.stderr.strip()[-500:])}
+        except OSError as e:
+            result = {"error": "%s could not be started: %s" % (argv[0], e)}
+        else:
+            try:
+                with open(result_path) as f:
+                    result = json.load(f)
+            except (OSError, ValueError):
+                result = {"error": "%s exited with status %d: %s" % (argv[0], returncode, stderr.strip()[-500:])}
         if scenario["online"] and "error" not in result:
             keep_logs(row, latency_log, spec.get("daemon_log"), log_copy)
     return flatten(row, result)
