@@ -298,12 +298,30 @@ static bool parse_creation_tail(struct qf_scan *s, struct qf_log_queue *q)
         return true;
 }
 
+/*
+ * Whether a creation line's last address is followed by the space that
+ * begins its tail (" with size "): a line cut right after it (the last
+ * line of a truncated file, or a paste run into the next line) may have
+ * cut the address too, which then names no queue ("HWq=0x7f1654" of
+ * "HWq=0x7f1654e00000"). A tail cut further on leaves the address whole.
+ */
+static bool address_complete(struct log_parser *lp, struct qf_scan s, const char *what)
+{
+        if (QF_SCAN_LIT(&s, " "))
+                return true;
+        qf_diag_add(lp->diags, lp->name, lp->lineno,
+                    "%s line cut or run together after its address: the address may be cut too; no queue taken", what);
+        return false;
+}
+
 static void parse_created_62(struct log_parser *lp, struct qf_scan s)
 {
         uint64_t swq, hwq;
         struct qf_scan t = s;
         if (!scan_percent_p(&t, &swq) || !QF_SCAN_LIT(&t, " to map on HWq=") || !scan_percent_p(&t, &hwq))
                 return malformed(lp, "\"Created SWq\"");
+        if (!address_complete(lp, t, "\"Created SWq\""))
+                return;
         struct qf_log_queue *q = queue_by_pair(lp, swq, hwq);
         if (!q)
                 return;
@@ -319,6 +337,8 @@ static void parse_created_old(struct log_parser *lp, struct qf_scan s)
         uint64_t amdq;
         if (!scan_percent_p(&s, &amdq))
                 return malformed(lp, "\"created hardware queue\"");
+        if (!address_complete(lp, s, "\"created hardware queue\""))
+                return;
         struct qf_log_queue *q = lookup(lp, amdq, ADDR_AMD_QUEUE);
         if (!q) {
                 if (!(q = new_queue(lp)))

@@ -36,9 +36,28 @@ static void format_xcc(char *buf, size_t size, const struct qf_queue *q)
         }
 }
 
+/*
+ * The address a log gave a queue whose ring base no source knows, after
+ * the sources: else its row would show none. Before ROCm 6.2 "created
+ * hardware queue" names the hsa_queue_t; a dispatch's "HWq=", or a refCount
+ * line of a log that shows no creation, an address whose meaning the log
+ * did not establish (JSON: legacy_hwq).
+ */
+static void format_log_address(char *buf, size_t size, const struct qf_queue *q)
+{
+        if (q->ring_base.sources || !q->log)
+                snprintf(buf, size, "%s", "");
+        else if (q->log->has_amd_queue)
+                snprintf(buf, size, " (hsa_queue_t 0x%" PRIx64 ")", q->log->amd_queue);
+        else if (q->log->has_legacy_hwq)
+                snprintf(buf, size, " (address 0x%" PRIx64 ")", q->log->legacy_hwq);
+        else
+                snprintf(buf, size, "%s", "");
+}
+
 static void print_queue(FILE *f, const struct qf_queue *q)
 {
-        char id[24], gpu[16], size[24], ring[24], rptr[24], wptr[24], xcc[16], src[64], dispatches[24];
+        char id[24], gpu[16], size[24], ring[24], rptr[24], wptr[24], xcc[16], src[64], dispatches[24], addr[40];
         format_value(id, sizeof(id), &q->queue_id, false);
         if (q->gpu_id.sources)
                 snprintf(gpu, sizeof(gpu), "%" PRIx64, q->gpu_id.v);
@@ -50,12 +69,13 @@ static void print_queue(FILE *f, const struct qf_queue *q)
         format_value(wptr, sizeof(wptr), &q->wptr_addr, true);
         format_xcc(xcc, sizeof(xcc), q);
         qf_sources_format(q->sources, ",", src, sizeof(src));
+        format_log_address(addr, sizeof(addr), q);
         if (q->log)
                 snprintf(dispatches, sizeof(dispatches), "%" PRIu64, q->log->dispatches);
         else
                 snprintf(dispatches, sizeof(dispatches), "-");
-        fprintf(f, "  %-5s %-5s %-8s %-15s %-15s %-15s %-5s %-10s %s\n", id, gpu, size, ring, rptr, wptr, xcc,
-                dispatches, src);
+        fprintf(f, "  %-5s %-5s %-8s %-15s %-15s %-15s %-5s %-10s %s%s\n", id, gpu, size, ring, rptr, wptr, xcc,
+                dispatches, src, addr);
 }
 
 static void print_diags(FILE *f, const struct qf_diags *d, const char *indent)

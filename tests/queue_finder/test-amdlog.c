@@ -372,6 +372,38 @@ static void test_damaged_log(void **state)
         qf_diags_clear(&d);
 }
 
+/*
+ * A creation line cut right after its address, run into the next line or
+ * the last of a truncated file, takes no queue: the address may be cut
+ * ("HWq=0x7f1654" of "HWq=0x7f1654e00000"). The whole line names it.
+ */
+static void test_creation_line_cut_after_its_address(void **state)
+{
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        parse_string(/* 1: run into the next line (a paste) */
+                     ":3:rocdevice.cpp :3140: 1d us:  Created SWq=0x7f1650000000 to map on HWq=0x7f1654"
+                     ":3:rocdevice.cpp :3140: 2d us:  Selected queue refCount: 0x7f1654e00000 (2)\n"
+                     /* 2: whole; 3: its tail cut, its address whole */
+                     ":3:rocdevice.cpp :3140: 3d us:  Created SWq=0x7f1650000000 to map on HWq=0x7f1654e00000 "
+                     "with size 16384 with priority 1, cooperative: 0\n"
+                     ":3:rocdevice.cpp :3140: 4d us:  Created SWq=0x7f1660000000 to map on HWq=0x7f1664e00000 with s\n"
+                     /* 4: the old form, whole; 5: cut, the last line */
+                     ":3:rocdevice.cpp :2927: 5 us: 7: [tid:0x1] created hardware queue 0x7f1670000000 with size 64 "
+                     "with priority 1, cooperative: 0\n"
+                     ":3:rocdevice.cpp :2927: 6 us: 7: [tid:0x1] created hardware queue 0x7f16800",
+                     &d, &l);
+        assert_true(test_has_warning(&d, 1, "cut or run together after its address"));
+        assert_true(test_has_warning(&d, 3, "malformed \"Created SWq\""));
+        assert_true(test_has_warning(&d, 5, "cut or run together after its address"));
+        assert_int_equal(l.n, 3);
+        assert_non_null(find_by_ring(&l, 0x7f1654e00000));
+        assert_non_null(find_by_ring(&l, 0x7f1664e00000));
+        assert_null(find_by_ring(&l, 0x7f1654));
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
 static void test_not_a_log(void **state)
 {
         struct qf_diags d = { 0 };
@@ -607,6 +639,7 @@ int main(void)
                 cmocka_unit_test(test_unmarked_pid),
                 cmocka_unit_test(test_damaged_log),
                 cmocka_unit_test(test_journald_api_lines_only),
+                cmocka_unit_test(test_creation_line_cut_after_its_address),
                 cmocka_unit_test(test_not_a_log),
                 cmocka_unit_test(test_pipe_input),
                 cmocka_unit_test(test_large_file),

@@ -172,6 +172,24 @@ static void test_log_from_stdin_and_config(void **state)
         cli_output_free(&o);
 }
 
+/*
+ * A log queue whose ring base the log does not give (the forms before ROCm
+ * 6.2) shows the address the log has for it in the table, which would
+ * otherwise show no address at all.
+ */
+static void test_table_shows_the_log_address(void **state)
+{
+        const char *log = ":3:rocdevice.cpp :2896: 1 us: 5: [tid:0x1] created hardware queue 0x7fcc3566a000 with size "
+                          "16384 with priority 1, cooperative: 0\n"
+                          ":4:rocvirtual.cpp :1083: 2 us: 5: [tid:0x1] HWq=0x7fcc33b08000, Dispatch Header = 0xb02\n";
+        const char *table[] = { exe, "--no-live", "--log", "-", NULL };
+        struct cli_output o;
+        assert_int_equal(cli_run(table, log, &o), 0);
+        assert_non_null(strstr(o.out, " log (hsa_queue_t 0x7fcc3566a000)\n"));
+        assert_non_null(strstr(o.out, " log (address 0x7fcc33b08000)\n"));
+        cli_output_free(&o);
+}
+
 /* The pid of the only process in a --json document, NULL for a JSON null;
  * the document is kept in *doc for the caller to free. */
 static struct json_object *only_process(const char *out, struct json_object **doc)
@@ -307,6 +325,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_json_real_dumps),
                 cmocka_unit_test(test_snapshot_failure_is_a_warning),
                 cmocka_unit_test(test_log_from_stdin_and_config),
+                cmocka_unit_test(test_table_shows_the_log_address),
                 cmocka_unit_test(test_log_without_pid),
                 cmocka_unit_test(test_log_pid_errors),
                 cmocka_unit_test(test_log_pid_unused),
