@@ -306,5 +306,7 @@ int qf_line_reader_next(struct qf_line_reader *r, struct qf_line *ret)
                 if (k <= 0)
                         return k;
         }
+        if (ret->len > 0 && ret->p[ret->len - 1] == '\r' && !ret->truncated)
+                ret->len--;
         return 1;
 }

@@ -78,7 +78,9 @@ static inline bool qf_line_block_next(struct qf_line_block *b, struct qf_line *r
         return true;
 }
 
-/* 1 and *ret filled for a line, 0 at end of input, -errno on a read error. */
+/* 1 and *ret filled for a line, 0 at end of input, -errno on a read error.
+ * A carriage return before the newline is left out: a dump copied through
+ * Windows ends its lines with CRLF, and the parsers match line ends. */
 int qf_line_reader_next(struct qf_line_reader *r, struct qf_line *ret);
 
 static inline void qf_line_reader_freep(struct qf_line_reader **r)

@@ -28,11 +28,22 @@ static const struct {
         { 0x7f61c15a6000, 0x7f61c15a8080, 0x7f61c15a8038, 4096 },
 };
 
+/* How a test of a real dump opens it (its prestate): as it is, or with CRLF line endings. */
+struct opening {
+        int (*open)(const char *name);
+};
+static struct opening as_is = { test_open_shared }, with_crlf = { test_open_shared_crlf };
+
+static int open_dump(void **state, const char *name)
+{
+        return ((const struct opening *) *state)->open(name);
+}
+
 static void test_real_mqds(void **state)
 {
         struct qf_diags d = { 0 };
         struct qf_mqds m;
-        int fd = test_open_shared("mi308x-mqds-5queues.txt");
+        int fd = open_dump(state, "mi308x-mqds-5queues.txt");
         assert_int_equal(qf_mqds_parse(fd, "mqds", &d, &m), 0);
         close(fd);
 
@@ -106,7 +117,7 @@ static void test_real_hqds_busy(void **state)
 {
         struct qf_diags d = { 0 };
         struct qf_hqds h;
-        int fd = test_open_shared("mi308x-hqds-5queues.txt");
+        int fd = open_dump(state, "mi308x-hqds-5queues.txt");
         assert_int_equal(qf_hqds_parse(fd, "hqds", &d, &h), 0);
         close(fd);
 
@@ -393,9 +404,11 @@ static void test_hqds_stopped(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_real_mqds),
+                cmocka_unit_test_prestate(test_real_mqds, &as_is),
+                cmocka_unit_test_prestate(test_real_mqds, &with_crlf),
                 cmocka_unit_test(test_mqds_upstream_variants),
-                cmocka_unit_test(test_real_hqds_busy),
+                cmocka_unit_test_prestate(test_real_hqds_busy, &as_is),
+                cmocka_unit_test_prestate(test_real_hqds_busy, &with_crlf),
                 cmocka_unit_test(test_real_hqds_idle),
                 cmocka_unit_test(test_real_hqds_sdma),
                 cmocka_unit_test(test_sdma_fields),

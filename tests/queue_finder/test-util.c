@@ -51,6 +51,29 @@ int test_open_shared(const char *name)
         return fd;
 }
 
+int test_open_shared_crlf(const char *name)
+{
+        FILE *in = fopen(test_shared_path(name), "re");
+        char *crlf = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&crlf, &len);
+        int c;
+
+        if (!in)
+                fail_msg("cannot open %s", test_shared_path(name));
+        assert_non_null(out);
+        while ((c = getc(in)) != EOF) {
+                if (c == '\n')
+                        putc('\r', out);
+                putc(c, out);
+        }
+        fclose(in);
+        assert_int_equal(fclose(out), 0);
+        int fd = test_fd_from_bytes(crlf, len);
+        free(crlf);
+        return fd;
+}
+
 void test_tmpdir_create(const char *prefix, char *buf, size_t size)
 {
         const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
