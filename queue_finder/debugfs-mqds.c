@@ -53,6 +53,7 @@ struct mqd_parser {
         bool have_process;
         pid_t pid;
         struct qf_mqd_queue *queue; /* being dumped, NULL between queues */
+        unsigned addresses_copy;    /* the copy the queue's addresses came from, once it has them */
         struct mqd_copy copy;
 };
 
@@ -111,8 +112,11 @@ static struct mqd_fields decode_sdma(const struct mqd_copy *c)
         return f;
 }
 
-/* Folds the copy just completed into its queue: the first copy defines the
- * queue, later ones (one per XCC) must agree with it. */
+/*
+ * Folds the copy just completed into its queue. The first copy with the
+ * ring and pointer addresses gives them (a damaged row may have cost an
+ * earlier one its own); the others (one per XCC) must agree with it.
+ */
 static void finish_copy(struct mqd_parser *m, unsigned long lineno)
 {
         struct qf_mqd_queue *q = m->queue;
@@ -140,26 +144,31 @@ static void finish_copy(struct mqd_parser *m, unsigned long lineno)
         } else {
                 if (f.active)
                         q->active_mask |= 1U << x;
-                if (x == 0) {
-                        q->has_addresses = f.has_addresses;
+                if (!q->ring_size)
+                        q->ring_size = f.ring_size;
+                if (!f.has_addresses) {
+                        if (q->kind != QF_MQD_DIQ)
+                                qf_diag_add(m->diags, m->name, lineno,
+                                            "MQD copy %u of the queue at line %lu lacks its ring and pointer addresses "
+                                            "(cut or damaged rows)",
+                                            x, q->line);
+                } else if (!q->has_addresses) {
+                        if (x > 0)
+                                qf_diag_add(m->diags, m->name, lineno,
+                                            "the queue at line %lu takes its addresses from MQD copy %u", q->line, x);
+                        q->has_addresses = true;
                         q->ring_base = f.ring_base;
                         q->rptr_addr = f.rptr_addr;
                         q->wptr_addr = f.wptr_addr;
                         q->doorbell_offset = f.doorbell_offset;
-                        q->ring_size = f.ring_size;
-                        if (!f.has_addresses && q->kind != QF_MQD_DIQ)
-                                qf_diag_add(m->diags, m->name, lineno,
-                                            "MQD dump of the queue at line %lu ends before its ring and pointer addresses",
-                                            q->line);
-                } else if (f.has_addresses &&
-                           (f.ring_base != q->ring_base || f.rptr_addr != q->rptr_addr ||
-                            f.wptr_addr != q->wptr_addr)) {
+                        m->addresses_copy = x;
+                } else if (f.ring_base != q->ring_base || f.rptr_addr != q->rptr_addr || f.wptr_addr != q->wptr_addr) {
                         qf_diag_add(m->diags, m->name, lineno,
-                                    "MQD copy %u of the queue at line %lu has ring base 0x%llx, rptr 0x%llx, wptr 0x%llx; copy 0 has 0x%llx, 0x%llx, 0x%llx",
+                                    "MQD copy %u of the queue at line %lu has ring base 0x%llx, rptr 0x%llx, wptr 0x%llx; copy %u has 0x%llx, 0x%llx, 0x%llx",
                                     x, q->line, (unsigned long long) f.ring_base,
                                     (unsigned long long) f.rptr_addr, (unsigned long long) f.wptr_addr,
-                                    (unsigned long long) q->ring_base, (unsigned long long) q->rptr_addr,
-                                    (unsigned long long) q->wptr_addr);
+                                    m->addresses_copy, (unsigned long long) q->ring_base,
+                                    (unsigned long long) q->rptr_addr, (unsigned long long) q->wptr_addr);
                 }
                 q->n_xcc = x + 1;
         }
@@ -238,11 +247,16 @@ static void parse_row(struct mqd_parser *m, const struct qf_line *l)
         /* seq_hex_dump restarts at offset 0 for each XCC's MQD. */
         if (row.address == 0 && c->any)
                 finish_copy(m, l->lineno);
-        if (row.address % 4 != 0 || row.address != c->next_offset) {
+        if (row.address % 4 != 0 || row.address < c->next_offset) {
                 qf_diag_add(m->diags, m->name, l->lineno, "MQD dump row at offset 0x%x, expected 0x%x",
                             row.address, c->next_offset);
                 return;
         }
+        /* a row cut short, or rows missing: what follows still lies where its offset says */
+        if (row.address > c->next_offset)
+                qf_diag_add(m->diags, m->name, l->lineno,
+                            "MQD dump row at offset 0x%x, expected 0x%x: the dwords between are missing", row.address,
+                            c->next_offset);
         unsigned first = row.address / 4;
         if (first + row.n_values > MQD_MAX_DWORDS) {
                 qf_diag_add(m->diags, m->name, l->lineno, "MQD larger than %d bytes", MQD_MAX_DWORDS * 4);

@@ -30,7 +30,9 @@ bool qf_hexdump_parse_row(const char *p, size_t len, struct qf_hexdump_row *ret)
                 /* seq_file rows may end in a space before the newline. */
                 if (qf_scan_at_end(&s))
                         break;
-                if (row.n_values == QF_HEXDUMP_MAX_VALUES || !qf_scan_hex(&s, 8, &v))
+                /* both print each value as %08x: fewer digits are a row cut short */
+                const char *value = s.p;
+                if (row.n_values == QF_HEXDUMP_MAX_VALUES || !qf_scan_hex(&s, 8, &v) || s.p - value != 8)
                         return false;
                 row.values[row.n_values++] = (uint32_t) v;
         }

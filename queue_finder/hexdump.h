@@ -19,7 +19,8 @@ struct qf_hexdump_row {
 };
 
 /* true for a well-formed row; false for anything else, including a row with
- * more than QF_HEXDUMP_MAX_VALUES values or a value wider than 32 bits. */
+ * more than QF_HEXDUMP_MAX_VALUES values, a value wider than 32 bits, or one
+ * of fewer than 8 digits (a row cut short: the last of a truncated file). */
 bool qf_hexdump_parse_row(const char *p, size_t len, struct qf_hexdump_row *ret);
 
 /* true when the line looks like a dump row at all (indented, hex, colon), so

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -64,6 +65,42 @@ static void test_real_mqds(void **state)
         }
         assert_int_equal(m.queues[0].line, 2);
         assert_int_equal(m.queues[0].doorbell_offset, 0x4022 >> 2);
+        qf_mqds_clear(&m);
+        qf_diags_clear(&d);
+}
+
+/*
+ * Copy 0's row with the ring base and pointer addresses (offset 0x220) cut
+ * short costs that copy its addresses only: the queue takes them from copy
+ * 1, and the rows after the cut one are still read.
+ */
+static void test_real_mqds_damaged_row(void **state)
+{
+        char *dump = test_read_shared("mi308x-mqds-5queues.txt");
+        char *row = strstr(dump, "    00000220: ");
+        assert_non_null(row);
+        char *end = strchr(row, '\n');
+        memmove(row + strlen("    00000220: 01234567"), end, strlen(end) + 1);
+
+        struct qf_diags d = { 0 };
+        struct qf_mqds m;
+        int fd = test_fd_from_string(dump);
+        free(dump);
+        assert_int_equal(qf_mqds_parse(fd, "mqds", &d, &m), 0);
+        close(fd);
+        assert_int_equal(m.n, 5);
+        for (size_t i = 0; i < m.n; i++) {
+                assert_true(m.queues[i].has_addresses);
+                assert_int_equal(m.queues[i].ring_base, real_queues[i].ring_base);
+                assert_int_equal(m.queues[i].rptr_addr, real_queues[i].rptr);
+                assert_int_equal(m.queues[i].wptr_addr, real_queues[i].wptr);
+                assert_int_equal(m.queues[i].n_xcc, 4);
+        }
+        /* the gap after the cut row, copy 0 without addresses, and copy 1's */
+        assert_int_equal(d.n, 3);
+        assert_true(strstr(d.items[0].message, "the dwords between are missing"));
+        assert_true(strstr(d.items[1].message, "MQD copy 0 of the queue at line 2 lacks its ring and pointer addresses"));
+        assert_true(strstr(d.items[2].message, "the queue at line 2 takes its addresses from MQD copy 1"));
         qf_mqds_clear(&m);
         qf_diags_clear(&d);
 }
@@ -406,6 +443,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_prestate(test_real_mqds, &as_is),
                 cmocka_unit_test_prestate(test_real_mqds, &with_crlf),
+                cmocka_unit_test(test_real_mqds_damaged_row),
                 cmocka_unit_test(test_mqds_upstream_variants),
                 cmocka_unit_test_prestate(test_real_hqds_busy, &as_is),
                 cmocka_unit_test_prestate(test_real_hqds_busy, &with_crlf),

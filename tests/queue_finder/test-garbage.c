@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "hexdump.h"
 #include "line-reader.h"
 #include "sources.h"
 #include "test-util.h"
@@ -30,7 +31,7 @@ static void test_mqds_garbage(void **state)
                 "  Compute queue on device 12\n"                               /* 6 */
                 "    00000000: 1 2 3 4 5 6 7 8 9\n"                            /* 7: nine values */
                 "    00000000: 00000001 xyz\n"                                 /* 8: not hex */
-                "    00000040: 00000001\n"                                     /* 9: gap */
+                "    00000040: 00000001\n"                                     /* 9: gap, kept */
                 "    00000000: 123456789\n"                                    /* 10: wider than 32 bits */
                 "something else entirely\n"                                    /* 11 */
                 "  SDMA queue on device 12\n"                                  /* 12 */
@@ -52,9 +53,29 @@ static void test_mqds_garbage(void **state)
         /* queues at lines 6 and 12 exist, without addresses */
         assert_int_equal(m.n, 2);
         assert_false(m.queues[0].has_addresses);
-        assert_true(test_has_warning(&d, 6, "without an MQD dump"));
+        assert_true(test_has_warning(&d, 9, "the dwords between are missing"));
+        assert_true(test_has_warning(&d, 11, "MQD copy 0 of the queue at line 6 lacks its ring and pointer addresses"));
         qf_mqds_clear(&m);
         qf_diags_clear(&d);
+}
+
+/* Rows as both debugfs files print them (%08x values), and rows cut short. */
+static void test_hexdump_rows(void **state)
+{
+        struct qf_hexdump_row row;
+        static const char *const good[] = { "    00000220: 0000c000 00000007 ", "    0000c914: 00000001" };
+        static const char *const cut[] = {
+                "    00000220: 0000c000 00",     /* the last line of a truncated file */
+                "    00000220: 0000c000 0000007", /* a digit lost */
+                "    00000220: ",
+        };
+        for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+                assert_true(qf_hexdump_parse_row(good[i], strlen(good[i]), &row));
+        assert_int_equal(row.address, 0xc914);
+        assert_int_equal(row.n_values, 1);
+        for (size_t i = 0; i < sizeof(cut) / sizeof(*cut); i++)
+                if (qf_hexdump_parse_row(cut[i], strlen(cut[i]), &row))
+                        fail_msg("\"%s\" read as a row", cut[i]);
 }
 
 static void test_hqds_garbage(void **state)
@@ -151,6 +172,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_mqds_garbage),
+                cmocka_unit_test(test_hexdump_rows),
                 cmocka_unit_test(test_hqds_garbage),
                 cmocka_unit_test(test_endless_junk),
                 cmocka_unit_test(test_empty_inputs),

@@ -51,23 +51,38 @@ int test_open_shared(const char *name)
         return fd;
 }
 
-int test_open_shared_crlf(const char *name)
+char *test_read_shared(const char *name)
 {
         FILE *in = fopen(test_shared_path(name), "re");
-        char *crlf = NULL;
+        char *text = NULL;
         size_t len = 0;
-        FILE *out = open_memstream(&crlf, &len);
+        FILE *out = open_memstream(&text, &len);
         int c;
 
         if (!in)
                 fail_msg("cannot open %s", test_shared_path(name));
         assert_non_null(out);
-        while ((c = getc(in)) != EOF) {
-                if (c == '\n')
-                        putc('\r', out);
+        while ((c = getc(in)) != EOF)
                 putc(c, out);
-        }
         fclose(in);
+        assert_int_equal(fclose(out), 0);
+        return text;
+}
+
+int test_open_shared_crlf(const char *name)
+{
+        char *text = test_read_shared(name);
+        char *crlf = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&crlf, &len);
+
+        assert_non_null(out);
+        for (const char *p = text; *p; p++) {
+                if (*p == '\n')
+                        putc('\r', out);
+                putc(*p, out);
+        }
+        free(text);
         assert_int_equal(fclose(out), 0);
         int fd = test_fd_from_bytes(crlf, len);
         free(crlf);

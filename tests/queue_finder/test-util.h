@@ -14,6 +14,8 @@ int test_fd_from_string(const char *s);
 /* Opens a file of tests/data/real/ (GPREEMPT_REAL_DATA); fails the test
  * when it is missing. */
 int test_open_shared(const char *name);
+/* Its bytes, NUL-terminated, to free(). */
+char *test_read_shared(const char *name);
 /* The same file's bytes with every "\n" made "\r\n" (as copied through
  * Windows), in a memfd. */
 int test_open_shared_crlf(const char *name);
