@@ -261,6 +261,11 @@ static int explain_error(const char *error, struct json_object *params, enum dae
                             "process %d has no registration of its own (one of a parent or of its Slurm step "
                             "may cover it: unregister that process), so nothing changed",
                             (int)pid);
+        if (strcmp(name, "NotHeld") == 0)
+                return fail(f, CTL_EXIT_PRECONDITION, error,
+                            "process %d is not held (gpreemptctl suspend holds a process), so nothing changed: "
+                            "its GPUs' online work decides when it runs",
+                            (int)pid);
         if (strcmp(name, "NotAttached") == 0)
                 return fail(f, CTL_EXIT_PRECONDITION, error,
                             "gpreemptd has no debug session on process %d: %s", (int)pid,

@@ -157,6 +157,8 @@ static const char description[] =
         "error NoSuchProcess (pid: int)\n"
         "error NotOffline (pid: int)\n"
         "error NotRegistered (pid: int)\n"
+        "# Resume of a process no operator holds: nothing changed, its GPUs' policies decide.\n"
+        "error NotHeld (pid: int)\n"
         "error NotAttached (pid: int, reason: string)\n"
         "error OperationFailed (pid: int, reason: string)\n"
         "error GpuBackingOff (pid: int, gpu_id: int, reason: string, remaining_usec: int)\n"
@@ -482,6 +484,10 @@ static void hold(struct varlink_call *call, struct json_object *params, struct m
         if (on && backing_off(call, m, p))
                 return;
         r = manager_hold(m, p, on, &made);
+        if (r == -EALREADY) {
+                error_with_pid(call, "NotHeld", p->pid, NULL);
+                return;
+        }
         if (r < 0) {
                 error_with_pid(call, "OperationFailed", p->pid, strerror(-r));
                 return;

@@ -408,6 +408,12 @@ static void end_session(struct tracked_process *p)
         /* its stops and freezes are no longer seen, nor its queues held for them */
         p->stop_signal = 0;
         p->frozen = false;
+        /* an operator's hold is of this session: a process managed again later (registered offline again, a
+         * reload) starts unheld, as one that runs another program does */
+        if (p->held)
+                log_notice("Process %d: its hold ends with its session", (int)p->pid);
+        p->held = false;
+        p->hold_retry_us = 0;
         update_trap_marks(p->manager);
 }
 
@@ -470,7 +476,6 @@ static void gpu_faulted(struct manager *m, struct tracked_process *p, uint32_t g
         else
                 faulted[n_faulted++] = gpu_id;
         end_session(p);
-        p->held = false;
         free(p->session_error);
         p->session_error = strdup(!gpus_fault ? "a resume failed; detached so that its queues run (reload to manage "
                                                 "it again)"
@@ -1989,6 +1994,13 @@ int manager_hold(struct manager *m, struct tracked_process *p, bool hold, uint64
                 }
                 rearm_policy(m);
                 goto out;
+        }
+        if (!p->held) {
+                /* nothing to release: its GPUs' policies decide, and a resume now would only run offline work
+                 * beside online work, outside the rate limit's count */
+                if (ret_call)
+                        *ret_call = 0;
+                return -EALREADY;
         }
         p->held = false;
         p->hold_retry_us = 0;

@@ -183,8 +183,8 @@ int manager_register(struct manager *m, pid_t pid, enum workload_class class, co
  */
 int manager_unregister(struct manager *m, pid_t pid);
 /*
- * Holds p suspended on all its GPUs (gpreemptctl suspend) or releases it.
- * A hold is refused with -EBUSY while one of p's GPUs backs off
+ * Holds p suspended on all its GPUs (gpreemptctl suspend) or releases it
+ * (-EALREADY: it was not held, and nothing is done). A hold is refused with -EBUSY while one of p's GPUs backs off
  * (manager_gpu_backing_off()); its suspensions take MaxPreemptionsPerSecond=
  * tokens as the GPUs' own do, so the first may come later than the call.
  */

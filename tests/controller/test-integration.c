@@ -250,10 +250,10 @@ static void test_hold_register_and_sigkill_failsafe(void **state)
                          (long long)k1, (long long)k2);
         daemon_harness_cleanup(&f->h);
 
-        /* and a new daemon takes over */
+        /* and a new daemon takes over, without the dead one's hold */
         start_daemon(&f->again);
         wait_attached(&f->again, f->a.pid);
-        daemon_call_pid(&f->again, "io.gpreempt.Resume", f->a.pid, NULL, NULL);
+        daemon_call_pid(&f->again, "io.gpreempt.Resume", f->a.pid, NULL, "io.gpreempt.NotHeld");
         emulated_app_stop(&f->a);
         assert_int_equal(daemon_harness_stop(&f->again, SIGTERM), 0);
         daemon_harness_cleanup(&f->again);

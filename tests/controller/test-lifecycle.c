@@ -827,6 +827,56 @@ static bool is_online_and_let_go(struct json_object *p)
 }
 
 /*
+ * Resume of a process no one holds changes nothing: NotHeld, and no
+ * debugger call (a resume there would run offline work beside online work
+ * outside the rate limit, and each call's suspension again after it).
+ */
+static void test_resume_of_a_process_not_held(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        struct fixture *f = *state;
+        char released[64];
+
+        start_daemon(&f->h, no_slices, two_classes);
+        emulated_app_start(&f->offline, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        for (int i = 0; i < 3; i++)
+                daemon_call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid, NULL, "io.gpreempt.NotHeld");
+        snprintf(released, sizeof(released), "Process %d: released", (int)f->offline.pid);
+        if (strstr(daemon_harness_log(&f->h), released) || strstr(daemon_harness_log(&f->h), "being resumed"))
+                fail_msg("a Resume of a process not held did something; daemon log:\n%s", daemon_harness_log(&f->h));
+        assert_running(f, &f->offline, "was never held");
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/*
+ * An operator's hold ends with the session it was made in: a held process
+ * made online (Register) and then handed back to the configuration
+ * (Unregister) is attached again unheld, and runs.
+ */
+static void test_hold_ends_when_the_process_stops_being_offline(void **state)
+{
+        static const char *const offline0[] = { "--continuous", "--gpu", "0", "--kernel-us", "1000", NULL };
+        struct fixture *f = *state;
+
+        start_daemon(&f->h, no_slices, two_classes);
+        emulated_app_start(&f->offline, app_path, offline0);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "attached", 5000);
+        daemon_call_pid(&f->h, "io.gpreempt.Suspend", f->offline.pid, NULL, NULL);
+        assert_still(f, &f->offline, "is held");
+        daemon_call_pid(&f->h, "io.gpreempt.Register", f->offline.pid, ",\"class\":\"online\"", NULL);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_online_and_let_go, "online, let go", 5000);
+        daemon_call_pid(&f->h, "io.gpreempt.Unregister", f->offline.pid, NULL, NULL);
+        daemon_status_wait_process(&f->h, f->offline.pid, is_attached_offline, "offline again, attached", 5000);
+        wait_log(&f->h, "its hold ends with its session");
+        assert_running(f, &f->offline, "is offline again, no longer held");
+        daemon_call_pid(&f->h, "io.gpreempt.Resume", f->offline.pid, NULL, "io.gpreempt.NotHeld");
+        emulated_app_stop(&f->offline);
+        assert_int_equal(daemon_harness_stop(&f->h, SIGTERM), 0);
+}
+
+/*
  * A task the cgroup v1 freezer holds cannot be brought to a ptrace-stop,
  * and a tracer detaches only from one: a process that stops being offline
  * while frozen (Unregister, a reload, a class change) is let go at the thaw,
@@ -1198,6 +1248,8 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_late_queue_on_a_suspended_gpu_is_suspended, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_queue_of_a_held_process_is_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_keeps_a_held_session, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_resume_of_a_process_not_held, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hold_ends_when_the_process_stops_being_offline, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_bound_beside_busy_online, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_suspension_bound_of_a_hold_beside_busy_online, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_group_stop_holds_the_gpu_until_sigcont, setup, teardown),

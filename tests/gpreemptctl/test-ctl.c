@@ -390,6 +390,7 @@ static void test_verbs_against_the_daemon(void **state)
         p = status_process(f, f->offline.pid);
         assert_false(get_bool(p, "held"));
         json_object_put(p);
+        assert_contains(ctl(f, 2, "resume", pid)->err, "is not held");
 
         assert_contains(ctl(f, 0, "register", "--online", pid)->out, "registered as online");
         assert_contains(ctl(f, 2, "suspend", pid)->err, "not an offline workload");
