@@ -5,9 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "process-facts.h"
+
+static bool proc_dir_exists(const char *proc_root, pid_t pid)
+{
+        _cleanup_free_ char *dir = NULL;
+
+        return asprintf(&dir, "%s/%d", proc_root, (int)pid) >= 0 && access(dir, F_OK) == 0;
+}
 
 int process_environ_read(const char *proc_root, pid_t pid, struct process_environ *ret)
 {
@@ -19,6 +27,12 @@ int process_environ_read(const char *proc_root, pid_t pid, struct process_enviro
                 return -ENOMEM;
         /* one byte more than the bound, to tell a full environment from a cut one */
         r = process_facts_read_file(path, PROCESS_ENVIRON_MAX + 1, &e.data, &e.len);
+        if (r == -ESRCH && proc_dir_exists(proc_root, pid)) {
+                /* a process without memory, a kernel thread or a zombie: environ_open() says ESRCH
+                 * (fs/proc/base.c, proc_mem_open()), and the environment is empty */
+                *ret = (struct process_environ){ .data = strdup("") };
+                return ret->data ? 0 : -ENOMEM;
+        }
         if (r == -ESRCH || r == -ENOMEM)
                 return r;
         if (r < 0) {

@@ -29,7 +29,8 @@ struct process_environ {
 
 /*
  * Reads /proc/<pid>/environ. A file that cannot be read is not a failure:
- * ret->error says why, and no variable is found in it. Returns 0, -ESRCH if
+ * ret->error says why, and no variable is found in it. A process without
+ * memory (a kernel thread, a zombie) has an empty one. Returns 0, -ESRCH if
  * the process is gone, or -ENOMEM.
  */
 int process_environ_read(const char *proc_root, pid_t pid, struct process_environ *ret);

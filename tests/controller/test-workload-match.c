@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -278,6 +279,33 @@ static void test_environ_untrusted(void **state)
         config_fixture_cleanup(&f);
 }
 
+/*
+ * A process without memory, here a real zombie (a kernel thread is the
+ * other kind; it may not be in this pid namespace): /proc/PID/environ
+ * cannot even be opened (ESRCH), yet the process is there and its facts
+ * read, its environment empty. gpreemptctl verify-config --pid 2 said "no
+ * such process".
+ */
+static void test_process_without_memory(void **state)
+{
+        struct process_facts facts;
+        pid_t zombie = fork();
+        siginfo_t info;
+
+        assert_true(zombie >= 0);
+        if (zombie == 0)
+                _exit(0);
+        /* exited, not reaped: WNOWAIT leaves the zombie */
+        assert_int_equal(waitid(P_PID, (id_t)zombie, &info, WEXITED | WNOWAIT), 0);
+        assert_int_equal(process_facts_read("/proc", "/nonexistent", zombie, &facts), 0);
+        assert_non_null(facts.environment.data);
+        assert_int_equal(facts.environment.len, 0);
+        assert_int_equal(facts.environment.error, 0);
+        process_facts_done(&facts);
+        assert_int_equal(waitpid(zombie, NULL, 0), zombie);
+        assert_int_equal(process_facts_read("/proc", "/nonexistent", zombie, &facts), -ESRCH); /* reaped: gone */
+}
+
 static void test_unit_of_cgroup(void **state)
 {
         char *u;
@@ -299,6 +327,7 @@ int main(void)
                 cmocka_unit_test(test_unit_of_cgroup),
                 cmocka_unit_test(test_cluster_keys),
                 cmocka_unit_test(test_environ_untrusted),
+                cmocka_unit_test(test_process_without_memory),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
