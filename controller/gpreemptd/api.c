@@ -536,7 +536,9 @@ static void method_register(struct varlink_call *call, struct json_object *param
                 return;
         /* init: every process descends from it, so no lookup ever stops there (registrations.h) */
         if (pid == 1) {
-                invalid_parameter(call, "pid");
+                error_with_pid(call, "OperationFailed", pid,
+                               "PID 1 is every process's ancestor: its class would be every process's; register "
+                               "the service's own process instead");
                 return;
         }
         r = manager_register(m, pid, class, name);

@@ -478,7 +478,7 @@ static void test_api_errors(void **state)
         expect_error(&h, "io.gpreempt.Resume", "{\"pid\":4000000}", "io.gpreempt.NoSuchProcess");
         expect_error(&h, "io.gpreempt.Register", "{\"pid\":4000000,\"class\":\"online\"}", "io.gpreempt.NoSuchProcess");
         expect_error(&h, "io.gpreempt.Register", "{\"pid\":1,\"class\":\"urgent\"}", "org.varlink.service.InvalidParameter");
-        expect_error(&h, "io.gpreempt.Register", "{\"pid\":1,\"class\":\"online\"}", "org.varlink.service.InvalidParameter");
+        expect_error(&h, "io.gpreempt.Register", "{\"pid\":1,\"class\":\"online\"}", "io.gpreempt.OperationFailed");
         expect_error(&h, "io.gpreempt.Register", "{\"pid\":0,\"class\":\"online\"}", "org.varlink.service.InvalidParameter");
         expect_error(&h, "io.gpreempt.Unregister", "{\"pid\":4000000}", "io.gpreempt.NoSuchProcess");
         expect_error(&h, "io.gpreempt.VerifyConfig", "{\"pid\":4000000}", "io.gpreempt.NoSuchProcess");
