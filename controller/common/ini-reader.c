@@ -106,14 +106,18 @@ int ini_read(FILE *f, const char *file, const struct ini_handler *handler, void 
         bool too_long, has_nul;
         unsigned line = 0;
 
+        static const char byte_order_mark[] = "\xef\xbb\xbf";
+
         while (read_line(f, buf, &too_long, &has_nul)) {
-                line++;
+                /* an editor's UTF-8 byte order mark (Notepad writes one) is no part of the first line */
+                bool marked = ++line == 1 && strncmp(buf, byte_order_mark, strlen(byte_order_mark)) == 0;
+
                 if (too_long)
                         diag_add(diag, file, line, "line is longer than %d bytes", INI_LINE_MAX);
                 else if (has_nul)
                         diag_add(diag, file, line, "line contains a NUL byte");
                 else
-                        parse_line(buf, file, line, handler, userdata, diag);
+                        parse_line(buf + (marked ? strlen(byte_order_mark) : 0), file, line, handler, userdata, diag);
         }
         if (ferror(f))
                 return errno > 0 ? -errno : -EIO;

@@ -40,6 +40,34 @@ static void test_missing_files_give_defaults(void **state)
         config_fixture_cleanup(&f);
 }
 
+/*
+ * A file an editor began with a UTF-8 byte order mark (Notepad does) reads
+ * as without it; the mark anywhere else is still an error, as any byte
+ * that is not a key is.
+ */
+static void test_byte_order_mark(void **state)
+{
+        struct config_fixture f;
+        struct config *c = NULL;
+        struct diag d = { 0 };
+
+        config_fixture_init(&f);
+        config_fixture_write(&f, "gpreemptd.conf", "\xef\xbb\xbf[Daemon]\nMaxPreemptionsPerSecond=7\n");
+        config_fixture_write(&f, "workloads.d/a.conf", "\xef\xbb\xbf[Workload]\nName=a\nClass=online\nMatchPID=9\n");
+        assert_int_equal(config_load(f.dir, &c, &d), 0);
+        assert_int_equal(diag_count(&d), 0);
+        assert_int_equal(c->daemon.max_preemptions_per_second, 7);
+        assert_int_equal(c->n_workloads, 1);
+        config_free(c);
+        c = NULL;
+
+        config_fixture_write(&f, "gpreemptd.conf", "[Daemon]\n\xef\xbb\xbfMaxPreemptionsPerSecond=7\n");
+        assert_true(config_load(f.dir, &c, &d) < 0 || diag_count(&d) > 0);
+        config_free(c);
+        diag_clear(&d);
+        config_fixture_cleanup(&f);
+}
+
 static void test_full_configuration(void **state)
 {
         struct config_fixture f;
@@ -450,6 +478,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_missing_files_give_defaults),
                 cmocka_unit_test(test_full_configuration),
+                cmocka_unit_test(test_byte_order_mark),
                 cmocka_unit_test(test_malformed),
                 cmocka_unit_test(test_long_line_is_refused_and_counted),
                 cmocka_unit_test(test_all_errors_reported_at_once),
