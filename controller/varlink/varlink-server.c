@@ -361,7 +361,9 @@ static int handle_message(struct connection *c, const char *text, size_t len)
         }
         if (varlink_parse_message(text, len, &msg) < 0)
                 return invalid_parameter(c, "message");
-        if (!json_object_object_get_ex(msg, "method", &m) || !json_object_is_type(m, json_type_string)) {
+        /* a name with a NUL in it ("\u0000") would be compared up to the NUL only, as another method */
+        if (!json_object_object_get_ex(msg, "method", &m) || !json_object_is_type(m, json_type_string) ||
+            strlen(json_object_get_string(m)) != (size_t)json_object_get_string_len(m)) {
                 r = invalid_parameter(c, "method");
                 goto out;
         }

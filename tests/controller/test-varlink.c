@@ -610,6 +610,7 @@ static void test_garbage_gets_errors_and_connection_survives(void **state)
                 "{\"method\":\"io.gpreempt.Test.Echo\",\"parameters\":{\"\xed\xa0\x80\":1}}", /* a surrogate */
                 "{\"method\":\"io.gpreempt.Test.\xc0\xaf\"}",                                    /* overlong '/' */
                 "{\"method\":\"io.gpreempt.Test.\xf4\x90\x80\x80\"}",                           /* above U+10FFFF */
+                "{\"method\":\"io.gpreempt.Test.Echo\\u0000x\"}", /* not Echo: the name goes on after the NUL */
         };
         int fd = raw_connect();
 
