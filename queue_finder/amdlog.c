@@ -27,7 +27,9 @@
  * Messages used (everything else is skipped after a few byte compares):
  *   created hardware queue %p with size %d with priority %d, cooperative: %i   <= 6.1, %p = amd_queue_t
  *   Created SWq=%p to map on HWq=%p with size ..., cooperative: %i            >= 6.2, HWq = ring base
- *   acquireQueue refCount: %p (%d), [Ss]elected queue [with least ]refCount: %p (%d)
+ *   acquireQueue refCount: %p (%d), [Ss]elected queue [with least ]refCount: %p (%d),
+ *   releaseQueue refCount:%p (%d)
+ *   Deleting hardware queue %p with refCount %d                               the queue destroyed
  *   HWq=0x%zx, Dispatch|BarrierAND|BarrierValue Header = ...                  <= 6.1
  *   SWq=0x%zx, HWq=0x%zx, id=%d, ... Header = ..., rptr=%u, wptr=%u           >= 6.2
  *   ShaderName : %s
@@ -222,12 +224,30 @@ static void set_ring_base(struct log_parser *lp, struct qf_log_queue *q, uint64_
         index_queue(lp, q, addr, ADDR_RING_BASE);
 }
 
+/*
+ * A queue that refCount or "Deleting hardware queue" lines named before a
+ * line that says what their address is (a log cut at its start, or put
+ * together out of order): that line's queue. Those lines print the address
+ * the creation line gives first, the ring base from ROCm 6.2 and the
+ * amd_queue_t before, which is the meaning it now takes.
+ */
+static struct qf_log_queue *adopt_legacy(struct log_parser *lp, uint64_t addr)
+{
+        struct qf_log_queue *q = lookup(lp, addr, ADDR_LEGACY_HWQ);
+        if (!q || q->has_ring_base || q->has_amd_queue)
+                return NULL;
+        q->has_legacy_hwq = false;
+        return q;
+}
+
 /* The queue a (SWq, HWq) pair from a >= 6.2 line belongs to. */
 static struct qf_log_queue *queue_by_pair(struct log_parser *lp, uint64_t swq, uint64_t hwq)
 {
         struct qf_log_queue *q = lookup(lp, hwq, ADDR_RING_BASE);
         if (!q)
                 q = lookup(lp, swq, ADDR_AMD_QUEUE);
+        if (!q)
+                q = adopt_legacy(lp, hwq);
         if (!q && !(q = new_queue(lp)))
                 return NULL;
         set_ring_base(lp, q, hwq);
@@ -329,6 +349,7 @@ static void parse_created_62(struct log_parser *lp, struct qf_scan s)
                 malformed(lp, "\"Created SWq\"");
         q->created_62 = true;
         q->created_line = lp->lineno;
+        q->deleted_line = 0; /* a new queue at a destroyed one's address */
         touch(lp, q);
 }
 
@@ -340,14 +361,15 @@ static void parse_created_old(struct log_parser *lp, struct qf_scan s)
         if (!address_complete(lp, s, "\"created hardware queue\""))
                 return;
         struct qf_log_queue *q = lookup(lp, amdq, ADDR_AMD_QUEUE);
-        if (!q) {
-                if (!(q = new_queue(lp)))
-                        return;
-                set_amd_queue(lp, q, amdq);
-        }
+        if (!q)
+                q = adopt_legacy(lp, amdq);
+        if (!q && !(q = new_queue(lp)))
+                return;
+        set_amd_queue(lp, q, amdq);
         if (!parse_creation_tail(&s, q))
                 malformed(lp, "\"created hardware queue\"");
         q->created_line = lp->lineno;
+        q->deleted_line = 0; /* a new queue at a destroyed one's address */
         touch(lp, q);
 }
 
@@ -364,6 +386,23 @@ static void parse_refcount(struct log_parser *lp, struct qf_scan s)
                 return;
         if (count > q->max_refcount)
                 q->max_refcount = count;
+        touch(lp, q);
+}
+
+/*
+ * "%p with refCount %d": the runtime destroys the queue (its pool lets go of
+ * it at the device's end), so the KFD queue is gone from here on; its
+ * address, as a refCount line's, names a known queue.
+ */
+static void parse_deleted(struct log_parser *lp, struct qf_scan s)
+{
+        uint64_t addr, count;
+        if (!scan_percent_p(&s, &addr) || !QF_SCAN_LIT(&s, " with refCount ") || !qf_scan_dec(&s, UINT32_MAX, &count))
+                return malformed(lp, "\"Deleting hardware queue\"");
+        struct qf_log_queue *q = queue_by_legacy_hwq(lp, addr);
+        if (!q)
+                return;
+        q->deleted_line = lp->lineno;
         touch(lp, q);
 }
 
@@ -521,6 +560,16 @@ static void parse_message(struct log_parser *lp, struct qf_scan s)
         case 'a':
                 if (QF_SCAN_LIT(&s, "acquireQueue refCount: "))
                         return parse_refcount(lp, s);
+                return;
+        case 'r':
+                if (QF_SCAN_LIT(&s, "releaseQueue refCount:")) {
+                        qf_scan_spaces(&s);
+                        return parse_refcount(lp, s);
+                }
+                return;
+        case 'D':
+                if (QF_SCAN_LIT(&s, "Deleting hardware queue "))
+                        return parse_deleted(lp, s);
                 return;
         case 's':
                 if (QF_SCAN_LIT(&s, "selected queue refCount: ") ||

@@ -165,6 +165,7 @@ static struct json_object *log_json(struct builder *b, const struct qf_log_queue
         add(b, o, "priority", l->priority >= 0 ? json_object_new_int64(l->priority) : NULL);
         add(b, o, "cooperative", l->cooperative >= 0 ? json_object_new_boolean(l->cooperative) : NULL);
         add(b, o, "created_line", l->created_line ? json_object_new_uint64(l->created_line) : NULL);
+        add(b, o, "deleted_line", l->deleted_line ? json_object_new_uint64(l->deleted_line) : NULL);
         add(b, o, "first_line", json_object_new_uint64(l->first_line));
         add(b, o, "last_line", json_object_new_uint64(l->last_line));
         add(b, o, "dispatches", json_object_new_uint64(l->dispatches));

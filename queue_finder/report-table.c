@@ -74,8 +74,11 @@ static void print_queue(FILE *f, const struct qf_queue *q)
                 snprintf(dispatches, sizeof(dispatches), "%" PRIu64, q->log->dispatches);
         else
                 snprintf(dispatches, sizeof(dispatches), "-");
-        fprintf(f, "  %-5s %-5s %-8s %-15s %-15s %-15s %-5s %-10s %s%s\n", id, gpu, size, ring, rptr, wptr, xcc,
+        fprintf(f, "  %-5s %-5s %-8s %-15s %-15s %-15s %-5s %-10s %s%s", id, gpu, size, ring, rptr, wptr, xcc,
                 dispatches, src, addr);
+        if (q->log && q->log->deleted_line)
+                fprintf(f, ", deleted at line %lu", q->log->deleted_line);
+        fputc('\n', f);
 }
 
 static void print_diags(FILE *f, const struct qf_diags *d, const char *indent)

@@ -224,6 +224,7 @@ struct qf_log_queue {
         int cooperative;             /* -1 unknown */
         bool created_62;             /* "Created SWq=.. HWq=.." (ROCm >= 6.2) */
         unsigned long created_line;  /* 0 when the log does not show the creation */
+        unsigned long deleted_line;  /* "Deleting hardware queue" after the last creation: gone; 0 if not */
         uint64_t dispatches;         /* kernel dispatch packets */
         uint64_t barriers;           /* barrier packets */
         unsigned long first_line, last_line;

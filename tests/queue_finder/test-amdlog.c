@@ -404,6 +404,39 @@ static void test_creation_line_cut_after_its_address(void **state)
         qf_diags_clear(&d);
 }
 
+/*
+ * A queue's end: "Deleting hardware queue" marks it gone; a new queue
+ * created at that address later is another, live one. RefCount lines read
+ * before the creation line (a log put together out of order) are of the
+ * queue it creates, not a queue of their own.
+ */
+static void test_deleted_queues(void **state)
+{
+        struct qf_diags d = { 0 };
+        struct qf_log l;
+        parse_string(":3:rocdevice.cpp :3173: 1 us:  releaseQueue refCount:0x7f1654e00000 (0)\n"
+                     ":3:rocdevice.cpp :3048: 2 us:  Created SWq=0x7f36633c4000 to map on HWq=0x7f1654e00000 "
+                     "with size 16384 with priority 1, cooperative: 0\n"
+                     ":3:rocdevice.cpp :286 : 3 us:  Deleting hardware queue 0x7f1654e00000 with refCount 0\n"
+                     ":3:rocdevice.cpp :3048: 4 us:  Created SWq=0x7f36633a4000 to map on HWq=0x7f1649800000 "
+                     "with size 16384 with priority 1, cooperative: 0\n"
+                     ":3:rocdevice.cpp :286 : 5 us:  Deleting hardware queue 0x7f1649800000 with refCount 0\n"
+                     ":3:rocdevice.cpp :3048: 6 us:  Created SWq=0x7f36633a4000 to map on HWq=0x7f1649800000 "
+                     "with size 16384 with priority 1, cooperative: 0\n"
+                     ":3:rocdevice.cpp :286 : 7 us:  Deleting hardware queue 0x7f1640000000 with\n",
+                     &d, &l);
+        assert_int_equal(l.n, 2);
+        const struct qf_log_queue *gone = find_by_ring(&l, 0x7f1654e00000);
+        assert_non_null(gone);
+        assert_int_equal(gone->amd_queue, 0x7f36633c4000);
+        assert_false(gone->has_legacy_hwq);
+        assert_int_equal(gone->deleted_line, 3);
+        assert_int_equal(find_by_ring(&l, 0x7f1649800000)->deleted_line, 0); /* created again at line 6 */
+        assert_true(test_has_warning(&d, 7, "malformed \"Deleting hardware queue\""));
+        qf_log_clear(&l);
+        qf_diags_clear(&d);
+}
+
 static void test_not_a_log(void **state)
 {
         struct qf_diags d = { 0 };
@@ -640,6 +673,7 @@ int main(void)
                 cmocka_unit_test(test_damaged_log),
                 cmocka_unit_test(test_journald_api_lines_only),
                 cmocka_unit_test(test_creation_line_cut_after_its_address),
+                cmocka_unit_test(test_deleted_queues),
                 cmocka_unit_test(test_not_a_log),
                 cmocka_unit_test(test_pipe_input),
                 cmocka_unit_test(test_large_file),

@@ -42,6 +42,8 @@ static const char *const messages[] = {
         "Selected queue refCount: 0x7f8acd200000 (2)",
         "selected queue refCount: 0x7f8acd200000 (2)",
         "selected queue with least refCount: 0x7f8acd200000 (2)",
+        "releaseQueue refCount:0x7f8acd200000 (0)",
+        "Deleting hardware queue 0x7f8acd200000 with refCount 0",
 };
 
 /* Each message placed at every offset of a window, after spaces. */

@@ -31,6 +31,7 @@ struct seen_queue {
         uint64_t legacy_hwq;   /* "<= 6.1 HWq=", refCount lines with no creation line */
         uint64_t dispatches, barriers;
         uint64_t max_refcount;
+        unsigned long deleted_line; /* "Deleting hardware queue" */
         const char *kernel;    /* ShaderName before the last dispatch; NULL: not checked */
 };
 
@@ -80,7 +81,9 @@ static const struct excerpt excerpts[] = {
         { "lumi-ai-workshop-04.log", 1, { { .pid = 8088, .legacy_hwq = 0x14b30ee00000, .dispatches = 1 } } },
         { "p1sin-demo.log", 1, { { .pid = 145680, .swq = 0x7fffed28e000, .max_refcount = 1 } } },
         { "rocm-4208.log", 1, { { .pid = 19349, .swq = 0x14dd04c94000, .hwq = 0x14dbfb600000, .max_refcount = 1 } } },
-        { "rocm-4208-teardown.log", 1, { { .pid = 3785, .swq = 0x154535a96000, .hwq = 0x154430400000, .barriers = 1 } } },
+        { "rocm-4208-teardown.log",
+          1,
+          { { .pid = 3785, .swq = 0x154535a96000, .hwq = 0x154430400000, .barriers = 1, .deleted_line = 15 } } },
         { "rocm-4198.log", 1, { { .swq = 0x7f20902c0000, .hwq = 0x7f20902d0000, .dispatches = 1 } } },
         { "rocm-4394.log", 1, { { .pid = 21983, .swq = 0x7f3342202000, .hwq = 0x7f316c300000, .dispatches = 1 } } },
         { "rocm-4519.log", 1, { { .pid = 461, .swq = 0x7f1072cba000, .hwq = 0x7f0f70600000, .dispatches = 1 } } },
@@ -89,13 +92,21 @@ static const struct excerpt excerpts[] = {
           1,
           { { .pid = 92169, .swq = 0x7fcf2a564000, .hwq = 0x7fcbe4200000, .dispatches = 1, .barriers = 1 } } },
         { "rocm-5180-good.log", 1, { { .pid = 77513, .swq = 0x7f0bd1848000, .hwq = 0x7f0ab9c00000, .barriers = 1 } } },
-        { "rocm-5180-fail.log", 1, { { .pid = 77544, .swq = 0x7fd5bfa36000, .hwq = 0x7fc6a5000000, .barriers = 1 } } },
+        { "rocm-5180-fail.log",
+          1,
+          { { .pid = 77544, .swq = 0x7fd5bfa36000, .hwq = 0x7fc6a5000000, .barriers = 1, .deleted_line = 17 } } },
         { "rocm-5952.log", 1, { { .pid = 309675, .swq = 0x73e376a26000, .hwq = 0x73e2c8300000, .dispatches = 2 } } },
         { "rocm-5952-copy.log", 1, { { .pid = 309675, .swq = 0x73e376a26000, .hwq = 0x73e2c8300000, .barriers = 1 } } },
         { "rocm-5952-sync.log", 1, { { .pid = 309675, .swq = 0x73e376a26000, .hwq = 0x73e2c8300000, .barriers = 1 } } },
         { "rocm-5952-dep.log",
           1,
           { { .pid = 309675, .swq = 0x73e376a26000, .hwq = 0x73e2c8300000, .dispatches = 1, .barriers = 1 } } },
+        { "mi308x-16streams-lifetime.log",
+          4,
+          { { .swq = 0x7f36633ca000, .hwq = 0x7f3660c00000, .max_refcount = 1, .deleted_line = 64 },
+            { .swq = 0x7f36633c4000, .hwq = 0x7f1654e00000, .max_refcount = 1, .deleted_line = 63 },
+            { .swq = 0x7f36633b4000, .hwq = 0x7f1654200000, .max_refcount = 1, .deleted_line = 62 },
+            { .swq = 0x7f36633a4000, .hwq = 0x7f1649800000, .max_refcount = 1, .deleted_line = 61 } } },
 };
 
 static bool same_queue(const struct qf_log_queue *q, const struct seen_queue *e)
@@ -133,6 +144,7 @@ static void check_excerpt(const struct excerpt *x)
                 assert_int_equal(q->dispatches, e->dispatches);
                 assert_int_equal(q->barriers, e->barriers);
                 assert_int_equal(q->max_refcount, e->max_refcount);
+                assert_int_equal(q->deleted_line, e->deleted_line);
                 if (e->kernel)
                         assert_string_equal(q->last_kernel, e->kernel);
         }
