@@ -75,10 +75,21 @@ static int parse_args(int argc, char **argv, struct options *o)
                         printf("gpreemptd %s\n", GPREEMPT_VERSION);
                         return 0;
                 case 'c':
+                        /* an empty directory would put the configuration at /gpreemptd.conf */
+                        if (!*optarg) {
+                                fprintf(stderr, "gpreemptd: --config-dir needs a directory; see --help.\n");
+                                return -EINVAL;
+                        }
                         free(o->paths.config_dir);
                         o->paths.config_dir = strdup(optarg);
                         break;
                 case 'r':
+                        /* a relative one would follow whatever directory the daemon was started in */
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "gpreemptd: --runtime-dir=%s: expected an absolute path, "
+                                        "such as /run/gpreempt.\n", optarg);
+                                return -EINVAL;
+                        }
                         free(o->paths.runtime_dir);
                         o->paths.runtime_dir = strdup(optarg);
                         break;
@@ -94,6 +105,11 @@ static int parse_args(int argc, char **argv, struct options *o)
                 }
         if (optind < argc) {
                 fprintf(stderr, "gpreemptd: unexpected argument \"%s\"; see --help.\n", argv[optind]);
+                return -EINVAL;
+        }
+        /* the daemon itself logs text for the journal: --json without --check-config would be ignored */
+        if (o->json && !o->check_config) {
+                fprintf(stderr, "gpreemptd: --json goes with --check-config; the daemon logs as text.\n");
                 return -EINVAL;
         }
         return 1;

@@ -221,21 +221,33 @@ static void read_all(int fd, char *buf, size_t size)
         buf[n] = '\0';
 }
 
-/* Runs gpreemptd --check-config --config-dir dir [--json]; returns its exit status, *out and *err what it printed. */
-static int check_config(const char *dir, bool json, char *out, size_t out_size, char *err, size_t err_size)
+/*
+ * Runs gpreemptd with args (ending in NULL) until it exits; returns its exit
+ * status, *out and *err what it printed. One that runs on is killed after
+ * 20 s (a pending alarm survives exec) and fails the test.
+ */
+static int run_to_exit(const char *const *args, char *out, size_t out_size, char *err, size_t err_size)
 {
-        int out_fd = memfd_create("check-config-out", MFD_CLOEXEC);
-        int err_fd = memfd_create("check-config-err", MFD_CLOEXEC);
+        int out_fd = memfd_create("gpreemptd-out", MFD_CLOEXEC);
+        int err_fd = memfd_create("gpreemptd-err", MFD_CLOEXEC);
+        const char *argv[16] = { binary };
+        size_t n = 1;
         int status;
         pid_t pid;
 
         assert_true(out_fd >= 0 && err_fd >= 0);
+        for (; args[n - 1]; n++) {
+                assert_true(n < ELEMENTSOF(argv) - 1);
+                argv[n] = args[n - 1];
+        }
         pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                alarm(20);
                 if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
                         _exit(127);
-                execl(binary, binary, "--check-config", "--config-dir", dir, json ? "--json" : NULL, (char *)NULL);
+                execv(binary, (char **)argv);
                 _exit(127);
         }
         assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -244,8 +256,16 @@ static int check_config(const char *dir, bool json, char *out, size_t out_size, 
         close(out_fd);
         close(err_fd);
         if (!WIFEXITED(status))
-                fail_msg("gpreemptd --check-config: wait status %#x\nstderr:\n%s", status, err);
+                fail_msg("gpreemptd: wait status %#x\nstderr:\n%s", status, err);
         return WEXITSTATUS(status);
+}
+
+/* Runs gpreemptd --check-config --config-dir dir [--json]; returns its exit status, *out and *err what it printed. */
+static int check_config(const char *dir, bool json, char *out, size_t out_size, char *err, size_t err_size)
+{
+        const char *args[] = { "--check-config", "--config-dir", dir, json ? "--json" : NULL, NULL };
+
+        return run_to_exit(args, out, out_size, err, err_size);
 }
 
 /*
@@ -293,6 +313,40 @@ static void test_check_config_text_from_files(void **state)
         json_object_put(o);
 
         assert_int_equal(unlink(link), 0);
+        config_fixture_cleanup(&c);
+}
+
+/*
+ * Options that make no sense are refused with status 2 and a reason, before
+ * anything starts: --json does nothing for the daemon itself, an empty
+ * configuration directory would read /gpreemptd.conf, and a relative
+ * runtime directory would depend on where the daemon was started.
+ */
+static void test_refuses_bad_options(void **state)
+{
+        struct config_fixture c;
+        char run_dir[96], out[4096], err[4096];
+
+        config_fixture_init(&c);
+        snprintf(run_dir, sizeof(run_dir), "%s/run", c.dir);
+        const struct {
+                const char *args[8];
+                const char *want;
+        } cases[] = {
+                { { "--json", "-c", c.dir, "-r", run_dir, NULL }, "--json goes with --check-config" },
+                { { "--check-config", "-c", "", NULL }, "--config-dir needs a directory" },
+                { { "--check-config", "--config-dir=", "--json", NULL }, "--config-dir needs a directory" },
+                { { "-c", c.dir, "-r", "relative-run", NULL }, "--runtime-dir=relative-run: expected an absolute path" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                int status = run_to_exit(cases[i].args, out, sizeof(out), err, sizeof(err));
+
+                if (status != 2 || !strstr(err, cases[i].want))
+                        fail_msg("case %zu: status %d, \"%s\" not in stderr:\n%s", i, status, cases[i].want, err);
+                assert_string_equal(out, "");
+        }
+        assert_int_not_equal(access(run_dir, F_OK), 0); /* refused before the runtime directory was made */
         config_fixture_cleanup(&c);
 }
 
@@ -772,6 +826,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_reload),
                 cmocka_unit_test(test_text_from_files),
                 cmocka_unit_test(test_check_config_text_from_files),
+                cmocka_unit_test(test_refuses_bad_options),
                 cmocka_unit_test(test_realtime_priority),
                 cmocka_unit_test(test_realtime_cpu_cap),
                 cmocka_unit_test(test_api_errors),
