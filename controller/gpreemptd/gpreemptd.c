@@ -4,12 +4,14 @@
  * have GPU work. See gpreemptd(8).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <json.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -27,6 +29,7 @@
 #include "varlink-server.h"
 
 #define STATUS_INTERVAL_US (5u * 1000000u)
+#define LOCK_FILE_NAME "gpreemptd.lock"
 
 struct options {
         struct paths paths;
@@ -204,13 +207,65 @@ static int on_user_signal(sd_event_source *s, const struct signalfd_siginfo *si,
         return 0;
 }
 
+/* The control socket this daemon bound itself, and the lock that makes it the only one there. */
+struct control_socket {
+        char *path; /* NULL when systemd passed the socket: it stays for the next activation */
+        struct stat st; /* the socket bound: another put there since is not this daemon's to remove */
+        int lock_fd;
+};
+
+static int refuse_second_daemon(const char *socket_path)
+{
+        log_error("Another gpreemptd serves %s: stop it first (systemctl stop gpreemptd), "
+                  "or give this one another --runtime-dir", socket_path);
+        return -EADDRINUSE;
+}
+
+/*
+ * Two daemons on one runtime directory would each take the socket from the
+ * other. The lock, held for the daemon's life and released by the kernel
+ * however it ends (SIGKILL too), lets only one run; connect() alone would
+ * miss a daemon that has not bound its socket yet.
+ */
+static int lock_runtime_dir(const char *runtime_dir, const char *socket_path, int *ret_fd)
+{
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -1;
+
+        if (asprintf(&path, "%s/" LOCK_FILE_NAME, runtime_dir) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return log_error_errno(-errno, "Cannot open the lock file %s", path);
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+                return errno == EWOULDBLOCK ? refuse_second_daemon(socket_path)
+                                            : log_error_errno(-errno, "Cannot lock %s", path);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static const char *file_kind(const char *path)
+{
+        struct stat st;
+
+        if (lstat(path, &st) < 0)
+                return "something other than a socket";
+        if (S_ISREG(st.st_mode))
+                return "a regular file";
+        if (S_ISDIR(st.st_mode))
+                return "a directory";
+        if (S_ISLNK(st.st_mode))
+                return "a symbolic link";
+        return "a device or FIFO";
+}
+
 /* Socket activation when systemd passes the socket, else a socket of our own. */
-static int listen_control_socket(struct varlink_server *server, const char *runtime_dir, bool *ret_own_socket)
+static int listen_control_socket(struct varlink_server *server, const char *runtime_dir,
+                                 struct control_socket *control)
 {
         _cleanup_free_ char *path = NULL;
         int n = sd_listen_fds(true), r;
 
-        *ret_own_socket = false;
         if (n > 0) {
                 for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
                         r = varlink_server_listen_fd(server, fd);
@@ -223,11 +278,35 @@ static int listen_control_socket(struct varlink_server *server, const char *runt
                 return log_error_errno(-errno, "Cannot create the runtime directory %s", runtime_dir);
         if (asprintf(&path, "%s/" API_SOCKET_NAME, runtime_dir) < 0)
                 return -ENOMEM;
-        r = varlink_server_listen_path(server, path);
+        r = lock_runtime_dir(runtime_dir, path, &control->lock_fd);
+        if (r < 0)
+                return r;
+        r = varlink_server_listen_path(server, path, &control->st);
+        if (r == -EADDRINUSE)
+                return refuse_second_daemon(path);
+        if (r == -ENOTSOCK) {
+                log_error("%s is %s, not a control socket: refusing to delete it. Move it away, "
+                          "or give gpreemptd another --runtime-dir", path, file_kind(path));
+                return r;
+        }
         if (r < 0)
                 return log_error_errno(r, "Cannot listen on %s", path);
-        *ret_own_socket = true;
+        control->path = TAKE_PTR(path);
         return 0;
+}
+
+/* Removes the socket if it is still the one this daemon bound, then lets the next daemon in. */
+static void control_socket_done(struct control_socket *control)
+{
+        struct stat st;
+
+        if (control->path && lstat(control->path, &st) == 0 && st.st_dev == control->st.st_dev &&
+            st.st_ino == control->st.st_ino)
+                (void)unlink(control->path);
+        free(control->path);
+        if (control->lock_fd >= 0)
+                close(control->lock_fd);
+        *control = (struct control_socket){ .lock_fd = -1 };
 }
 
 /*
@@ -259,8 +338,8 @@ static int run(struct options *o)
         struct config *config = NULL;
         sd_event *event = NULL;
         struct diag d = { 0 };
-        _cleanup_free_ char *runtime_dir = NULL, *socket_path = NULL;
-        bool own_socket = false;
+        _cleanup_free_ char *runtime_dir = NULL;
+        struct control_socket control = { .lock_fd = -1 };
         sigset_t mask;
         int r;
 
@@ -322,7 +401,7 @@ static int run(struct options *o)
         r = varlink_server_new(event, &info, &api_interface, api_read_group(m->paths.group), m, &server);
         if (r < 0)
                 goto out;
-        r = listen_control_socket(server, runtime_dir, &own_socket);
+        r = listen_control_socket(server, runtime_dir, &control);
         if (r < 0)
                 goto out;
         r = manager_start(m);
@@ -339,8 +418,7 @@ out:
         /* detaching every session makes the kernel resume their queues (kfd-interface.md §6) */
         manager_free(m);
         varlink_server_free(server);
-        if (own_socket && asprintf(&socket_path, "%s/" API_SOCKET_NAME, runtime_dir) >= 0)
-                unlink(socket_path);
+        control_socket_done(&control);
         sd_event_unref(event);
         return r;
 }

@@ -692,10 +692,39 @@ int varlink_server_listen_fd(struct varlink_server *s, int fd)
         return 0;
 }
 
-int varlink_server_listen_path(struct varlink_server *s, const char *path)
+/*
+ * Clears path for bind(): nothing there, or a socket nobody accepts on (its
+ * server was killed before it could remove it). connect() tells the two
+ * kinds of socket apart; a non-blocking one also counts a server whose
+ * backlog is full (EAGAIN) as live.
+ */
+static int clear_stale_socket(const struct sockaddr_un *sa)
+{
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        if (lstat(sa->sun_path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -ENOTSOCK;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 || errno == EAGAIN)
+                return -EADDRINUSE;
+        if (errno != ECONNREFUSED)
+                return -errno;
+        if (unlink(sa->sun_path) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+int varlink_server_listen_path(struct varlink_server *s, const char *path, struct stat *ret_st)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
 
         if (strlen(path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
@@ -703,14 +732,19 @@ int varlink_server_listen_path(struct varlink_server *s, const char *path)
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        /* a socket left by a previous instance would make bind fail */
-        if (unlink(path) < 0 && errno != ENOENT)
-                return -errno;
+        r = clear_stale_socket(&sa);
+        if (r < 0)
+                return r;
         if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
                 return -errno;
-        if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0)
+        /* fstat() of a socket describes the socket, not the file bind() made */
+        if (lstat(path, &st) < 0 || chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0)
                 return -errno;
-        return varlink_server_listen_fd(s, TAKE_FD(fd));
+        r = varlink_server_listen_fd(s, TAKE_FD(fd));
+        if (r < 0)
+                return r;
+        *ret_st = st;
+        return 0;
 }
 
 void varlink_server_free(struct varlink_server *s)

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <sys/stat.h>
 #include <systemd/sd-event.h>
 
 struct json_object;
@@ -83,8 +84,14 @@ int varlink_server_new(sd_event *event, const struct varlink_service_info *info,
                        struct varlink_server **ret_server);
 /* Serves a listening socket (takes the fd, also on failure). */
 int varlink_server_listen_fd(struct varlink_server *s, int fd);
-/* Binds a new socket at path (replacing a stale one), mode 0666: authorisation is per call. */
-int varlink_server_listen_path(struct varlink_server *s, const char *path);
+/*
+ * Binds a new socket at path, mode 0666: authorisation is per call. A stale
+ * socket there (connect() refused: its server is gone) is replaced; a live
+ * one gives -EADDRINUSE, and anything that is not a socket -ENOTSOCK, both
+ * left in place. *ret_st is the socket bound, for its owner to remove it at
+ * exit only if it is still that one.
+ */
+int varlink_server_listen_path(struct varlink_server *s, const char *path, struct stat *ret_st);
 void varlink_server_free(struct varlink_server *s);
 
 /*

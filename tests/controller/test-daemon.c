@@ -350,6 +350,115 @@ static void test_refuses_bad_options(void **state)
         config_fixture_cleanup(&c);
 }
 
+/* A socket at path that listens, as a server there would; returns its fd. */
+static int listen_at(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        assert_true(fd >= 0);
+        strcpy(sa.sun_path, path);
+        assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(listen(fd, 16), 0);
+        return fd;
+}
+
+/* Runs a gpreemptd on h's directories until it exits; returns its status, *err its stderr. */
+static int run_beside(struct daemon_harness *h, char *err, size_t err_size)
+{
+        const char *args[] = { "-c", h->config.dir, "-r", h->runtime_dir, NULL };
+        char out[4096];
+
+        return run_to_exit(args, out, sizeof(out), err, err_size);
+}
+
+/*
+ * A second gpreemptd on the same runtime directory is refused, and the
+ * first keeps its socket: the lock says so, and for a server that holds no
+ * lock (an older gpreemptd), a connect() that succeeds.
+ */
+static void test_second_daemon_refused(void **state)
+{
+        struct daemon_harness h, other;
+        struct json_object *reply;
+        char *error = NULL, err[8192], want[256];
+        struct stat st;
+        int fd;
+
+        daemon_harness_init(&h);
+        start(&h, NULL);
+        snprintf(want, sizeof(want), "Another gpreemptd serves %s", h.socket_path);
+        if (run_beside(&h, err, sizeof(err)) != 1 || !strstr(err, want))
+                fail_msg("the second gpreemptd was not refused with \"%s\"; stderr:\n%s", want, err);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        assert_int_not_equal(stat(h.socket_path, &st), 0);
+        daemon_harness_cleanup(&h);
+
+        daemon_harness_init(&other);
+        assert_int_equal(mkdir(other.runtime_dir, 0755), 0);
+        fd = listen_at(other.socket_path);
+        snprintf(want, sizeof(want), "Another gpreemptd serves %s", other.socket_path);
+        if (run_beside(&other, err, sizeof(err)) != 1 || !strstr(err, want))
+                fail_msg("gpreemptd took a live socket; stderr:\n%s", err);
+        assert_int_equal(stat(other.socket_path, &st), 0);
+        assert_true(S_ISSOCK(st.st_mode));
+        close(fd);
+        daemon_harness_cleanup(&other);
+}
+
+/* A socket nobody accepts on, as a daemon killed by SIGKILL leaves, is replaced; its lock went with it. */
+static void test_stale_socket_replaced(void **state)
+{
+        struct daemon_harness h;
+        struct json_object *reply;
+        char *error = NULL;
+
+        daemon_harness_init(&h);
+        assert_int_equal(mkdir(h.runtime_dir, 0755), 0);
+        close(listen_at(h.socket_path));
+        start(&h, NULL);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+
+        daemon_harness_stop(&h, SIGKILL);
+        close(h.stderr_fd);
+        start(&h, NULL);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&h);
+}
+
+/* What is at the socket's path and is not a socket is someone's file: refused, and kept. */
+static void test_file_at_socket_path_kept(void **state)
+{
+        struct daemon_harness h;
+        char err[8192], want[256], kept[16] = "";
+        FILE *f;
+
+        daemon_harness_init(&h);
+        assert_int_equal(mkdir(h.runtime_dir, 0755), 0);
+        f = fopen(h.socket_path, "w");
+        assert_non_null(f);
+        fputs("keep me", f);
+        fclose(f);
+        snprintf(want, sizeof(want), "%s is a regular file, not a control socket: refusing to delete it",
+                 h.socket_path);
+        if (run_beside(&h, err, sizeof(err)) != 1 || !strstr(err, want))
+                fail_msg("\"%s\" not in stderr:\n%s", want, err);
+        f = fopen(h.socket_path, "r");
+        assert_non_null(f);
+        assert_non_null(fgets(kept, sizeof(kept), f));
+        fclose(f);
+        assert_string_equal(kept, "keep me");
+        daemon_harness_cleanup(&h);
+}
+
 /* The scheduling policy and real-time priority of the daemon's loop (its main thread), from /proc. */
 static void loop_scheduling(pid_t pid, int *ret_policy, int *ret_priority)
 {
@@ -827,6 +936,9 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_text_from_files),
                 cmocka_unit_test(test_check_config_text_from_files),
                 cmocka_unit_test(test_refuses_bad_options),
+                cmocka_unit_test(test_second_daemon_refused),
+                cmocka_unit_test(test_stale_socket_replaced),
+                cmocka_unit_test(test_file_at_socket_path_kept),
                 cmocka_unit_test(test_realtime_priority),
                 cmocka_unit_test(test_realtime_cpu_cap),
                 cmocka_unit_test(test_api_errors),

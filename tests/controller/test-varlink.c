@@ -151,10 +151,11 @@ static void *serve(void *arg)
         static const struct varlink_service_info info = { "gpreempt", "test", "0", "https://example.invalid" };
         struct varlink_server *s = NULL;
         sd_event *e = NULL;
+        struct stat st;
 
         assert_int_equal(sd_event_new(&e), 0);
         assert_int_equal(varlink_server_new(e, &info, &iface, READ_GID, e, &s), 0);
-        assert_int_equal(varlink_server_listen_path(s, socket_path), 0);
+        assert_int_equal(varlink_server_listen_path(s, socket_path, &st), 0);
         assert_int_equal(write(ready_pipe[1], "x", 1), 1);
         sd_event_loop(e);
         varlink_server_free(s);
