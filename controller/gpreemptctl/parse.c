@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "parse-decimal.h"
+#include "parse-pid.h"
 
 int parse_u32(const char *s, uint32_t *ret_value)
 {
@@ -56,4 +57,22 @@ int parse_duration(const char *s, uint64_t *ret_usec)
                 return 0;
         }
         return -EINVAL;
+}
+
+int parse_pids(char *const *args, size_t n, pid_t *pids, size_t *bad_index)
+{
+        for (size_t i = 0; i < n; i++) {
+                int r = parse_pid(args[i], &pids[i]);
+
+                if (r < 0) {
+                        *bad_index = i;
+                        return r;
+                }
+                for (size_t k = 0; k < i; k++)
+                        if (pids[k] == pids[i]) {
+                                *bad_index = i;
+                                return -EEXIST;
+                        }
+        }
+        return 0;
 }

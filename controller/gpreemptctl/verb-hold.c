@@ -9,6 +9,7 @@
  * even by SIGKILL, the kernel's debugger-exit teardown
  * (kfd_process_notifier_release_internal) resumes every queue it suspended.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -21,7 +22,6 @@
 #include "cleanup.h"
 #include "ctl-report.h"
 #include "held-session.h"
-#include "parse-pid.h"
 #include "parse.h"
 #include "sources.h"
 #include "verbs.h"
@@ -487,6 +487,8 @@ int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
                 {},
         };
         struct hold hold = { 0 };
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n_pids, bad;
         uint64_t duration_usec = UINT64_MAX;
         int c, r, exit_code;
 
@@ -534,25 +536,22 @@ int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
         if (r != CTL_EXIT_OK)
                 return r;
 
-        hold.n_held = (size_t)(argc - optind);
-        hold.held = calloc(hold.n_held, sizeof(*hold.held));
+        n_pids = (size_t)(argc - optind);
+        pids = calloc(n_pids, sizeof(*pids));
+        if (!pids)
+                return ctl_report_usage("hold", "out of memory.");
+        r = parse_pids(argv + optind, n_pids, pids, &bad);
+        if (r == -EEXIST)
+                return ctl_report_usage("hold", "process %d is given twice.", (int)pids[bad]);
+        if (r < 0)
+                return ctl_report_usage("hold", "'%s' is not a process id.", argv[optind + (int)bad]);
+        hold.held = calloc(n_pids, sizeof(*hold.held));
         if (!hold.held)
                 return ctl_report_usage("hold", "out of memory.");
+        hold.n_held = n_pids;
         for (size_t i = 0; i < hold.n_held; i++) {
-                struct held *h = &hold.held[i];
-
-                h->hold = &hold;
-                if (parse_pid(argv[optind + (int)i], &h->pid) < 0) {
-                        free(hold.held);
-                        return ctl_report_usage("hold", "'%s' is not a process id.",
-                                            argv[optind + (int)i]);
-                }
-                for (size_t k = 0; k < i; k++)
-                        if (hold.held[k].pid == h->pid) {
-                                free(hold.held);
-                                return ctl_report_usage("hold", "process %d is given twice.",
-                                                    (int)h->pid);
-                        }
+                hold.held[i].hold = &hold;
+                hold.held[i].pid = pids[i];
         }
 
         r = ctl_open_context(globals, &hold.context);

@@ -56,6 +56,23 @@ static void test_pids(void **state)
         assert_int_equal(parse_pid("4194305", &pid), -ERANGE);
 }
 
+/* A verb's list of process ids: the first argument at fault is named, and one given twice is refused. */
+static void test_pid_lists(void **state)
+{
+        char *good[] = { "5", "6", "7" }, *twice[] = { "5", "6", "05" }, *bad[] = { "5", "x", "5" };
+        pid_t pids[3];
+        size_t at;
+
+        assert_int_equal(parse_pids(good, 3, pids, &at), 0);
+        assert_int_equal(pids[0], 5);
+        assert_int_equal(pids[2], 7);
+        assert_int_equal(parse_pids(twice, 3, pids, &at), -EEXIST);
+        assert_int_equal(at, 2);
+        assert_int_equal(pids[at], 5);
+        assert_int_equal(parse_pids(bad, 3, pids, &at), -EINVAL);
+        assert_int_equal(at, 1);
+}
+
 static void test_u32(void **state)
 {
         uint32_t v;
@@ -139,6 +156,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_durations),
                 cmocka_unit_test(test_pids),
+                cmocka_unit_test(test_pid_lists),
                 cmocka_unit_test(test_u32),
                 cmocka_unit_test(test_printable),
         };

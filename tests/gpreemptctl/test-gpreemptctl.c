@@ -596,6 +596,10 @@ static void test_usage_errors(void **state)
         assert_int_equal(run_ctl(&c, (const char *[]){ "hold", "12", "--gpu", "0", NULL }), 1);
         assert_output_has(&c, "no GPU on this node has gpu_id 0");
         child_kill(&c);
+        /* a process given twice is named, wherever its second time stands (its message once came from freed memory) */
+        assert_int_equal(run_ctl(&c, (const char *[]){ "hold", "5", "6", "5", NULL }), 1);
+        assert_output_has(&c, "process 5 is given twice");
+        child_kill(&c);
         /* above the kernel's PID_MAX_LIMIT: no process can have it, and the daemon's API refuses it too */
         assert_int_equal(run_ctl(&c, (const char *[]){ "queues", "99999999", NULL }), 1);
         assert_output_has(&c, "not a process id");
