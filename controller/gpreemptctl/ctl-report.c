@@ -56,14 +56,18 @@ int ctl_report_usage(const char *verb, const char *format, ...)
         message = raw ? printable_dup(raw) : NULL;
         fprintf(stderr, "gpreemptctl: %s\nTry 'gpreemptctl %s%s--help'.\n", message ? message : "out of memory",
                 verb ? verb : "", verb ? " " : "");
-        if (usage_as_json) {
-                json_object *o = json_object_new_object();
-
-                json_object_object_add(o, "error", json_object_new_string(message ? message : "out of memory"));
-                puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-                json_object_put(o);
-        }
+        if (usage_as_json)
+                ctl_report_json_error(message);
         return CTL_EXIT_USAGE;
+}
+
+void ctl_report_json_error(const char *sentence)
+{
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "error", json_object_new_string(sentence ? sentence : "out of memory"));
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
 }
 
 static const struct option *find_option(const struct option *options, const char *arg)

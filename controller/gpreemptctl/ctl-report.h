@@ -15,6 +15,9 @@
 char *ctl_report_error(int error, enum gp_op op, pid_t pid, int runtime_state);
 /* The same for a sentence in hand (malloc'd, taken over; NULL: out of memory). */
 char *ctl_report_sentence(char *sentence);
+/* Prints {"error": sentence} on stdout, what --json gives when a verb cannot
+ * do its work (NULL: the sentence could not be made, out of memory). */
+void ctl_report_json_error(const char *sentence);
 /* A usage error: prints the message and a pointer to --help (and {"error": ...} on stdout under --json). */
 int ctl_report_usage(const char *verb, const char *format, ...) __attribute__((format(printf, 2, 3)));
 /* Whether the command line asked for --json: usage errors are JSON too then. */

@@ -35,7 +35,6 @@
 
 #include "cleanup.h"
 #include "ctl-report.h"
-#include "parse-pid.h"
 #include "parse.h"
 #include "verbs.h"
 
@@ -182,6 +181,15 @@ static bool queue_wanted(const struct bench *b, const struct gp_queue *q)
         return wanted;
 }
 
+/* Says why the benchmark cannot start: the sentence is on stderr already;
+ * under --json it is the output too, which a script reads instead. */
+static void bench_refuse(const struct bench *b, char *sentence)
+{
+        if (b->json)
+                ctl_report_json_error(sentence);
+        free(sentence);
+}
+
 /* Attaches one target and counts its queues; reports why not. */
 static int bench_attach(struct bench *b, pid_t pid)
 {
@@ -189,32 +197,37 @@ static int bench_attach(struct bench *b, pid_t pid)
         const struct gp_queue *queues;
         struct gp_target *target;
         size_t n_queues, n = 0;
+        char *sentence;
         int r;
 
         r = gp_target_attach(b->context, pid, &opts, &target);
         if (r < 0) {
-                free(ctl_report_error(r, GP_OP_ATTACH, pid, -1));
+                bench_refuse(b, ctl_report_error(r, GP_OP_ATTACH, pid, -1));
                 return r;
         }
         b->targets[b->n_targets] = target;
         b->pids[b->n_targets++] = pid;
         if (gp_target_runtime_state(target) != GP_RUNTIME_ENABLED) {
-                fprintf(stderr, "gpreemptctl: pid %d: its ROCm runtime has not enabled debugging (state %s); "
-                                "start the benchmark once the program has created its queues.\n",
-                        (int)pid, gp_runtime_state_to_string(gp_target_runtime_state(target)));
+                if (asprintf(&sentence, "pid %d: its ROCm runtime has not enabled debugging (state %s); start the "
+                                        "benchmark once the program has created its queues",
+                             (int)pid, gp_runtime_state_to_string(gp_target_runtime_state(target))) < 0)
+                        sentence = NULL;
+                bench_refuse(b, ctl_report_sentence(sentence));
                 return -GP_ERR_NO_QUEUES;
         }
         r = gp_target_snapshot(target, &queues, &n_queues);
         if (r < 0) {
-                free(ctl_report_error(r, GP_OP_SNAPSHOT, pid, GP_RUNTIME_ENABLED));
+                bench_refuse(b, ctl_report_error(r, GP_OP_SNAPSHOT, pid, GP_RUNTIME_ENABLED));
                 return r;
         }
         for (size_t q = 0; q < n_queues; q++)
                 n += queue_wanted(b, &queues[q]);
         if (n == 0) {
-                fprintf(stderr, "gpreemptctl: pid %d has no GPU queue%s: give the PID of a program that runs GPU "
-                                "work (gpreemptctl queues PID lists them).\n",
-                        (int)pid, b->n_gpu_ids ? " on the GPUs asked for" : "");
+                if (asprintf(&sentence, "pid %d has no GPU queue%s: give the PID of a program that runs GPU work "
+                                        "(gpreemptctl queues PID lists them)",
+                             (int)pid, b->n_gpu_ids ? " on the GPUs asked for" : "") < 0)
+                        sentence = NULL;
+                bench_refuse(b, ctl_report_sentence(sentence));
                 return -GP_ERR_NO_QUEUES;
         }
         b->queues[b->n_targets - 1] = n;
@@ -532,6 +545,8 @@ int verb_bench(const struct ctl_globals *globals, int argc, char **argv)
 {
         _cleanup_(bench_release) struct bench b = { .cycles = 200, .hold_us = 5000, .gap_us = 5000 };
         struct sigaction interrupt = { .sa_handler = on_interrupt };
+        pid_t pids[BENCH_MAX_TARGETS];
+        size_t n_pids, bad;
         bool help = false;
         uint64_t cycle;
         int r;
@@ -539,29 +554,25 @@ int verb_bench(const struct ctl_globals *globals, int argc, char **argv)
         r = parse_options(&b, argc, argv, &help);
         if (r != CTL_EXIT_OK || help)
                 return r;
-        for (int i = optind; i < argc; i++) {
-                pid_t pid;
-
-                if (parse_pid(argv[i], &pid) < 0)
-                        return ctl_report_usage("bench", "'%s' is not a PID.", argv[i]);
-        }
+        n_pids = (size_t)(argc - optind); /* at most BENCH_MAX_TARGETS: parse_options() */
+        r = parse_pids(argv + optind, n_pids, pids, &bad);
+        if (r == -EEXIST)
+                return ctl_report_usage("bench", "process %d is given twice.", (int)pids[bad]);
+        if (r < 0)
+                return ctl_report_usage("bench", "'%s' is not a PID.", argv[optind + (int)bad]);
         for (int op = 0; op < _BENCH_OP_MAX; op++)
-                if (bench_samples_init(&b.samples[op], (size_t)b.cycles * (size_t)(argc - optind)) < 0) {
+                if (bench_samples_init(&b.samples[op], (size_t)b.cycles * n_pids) < 0) {
                         fputs("gpreemptctl: out of memory.\n", stderr);
                         return CTL_EXIT_FAILURE;
                 }
         r = ctl_open_context(globals, &b.context);
         if (r < 0) {
-                free(ctl_report_error(r, GP_OP_OPEN, 0, -1));
+                bench_refuse(&b, ctl_report_error(r, GP_OP_OPEN, 0, -1));
                 return CTL_EXIT_PRECONDITION;
         }
-        for (int i = optind; i < argc; i++) {
-                pid_t pid;
-
-                (void)parse_pid(argv[i], &pid);
-                if (bench_attach(&b, pid) < 0)
+        for (size_t i = 0; i < n_pids; i++)
+                if (bench_attach(&b, pids[i]) < 0)
                         return CTL_EXIT_PRECONDITION;
-        }
         /* SIGINT/SIGTERM end the run after the cycle's resume, not in the middle of it */
         (void)sigaction(SIGINT, &interrupt, NULL);
         (void)sigaction(SIGTERM, &interrupt, NULL);

@@ -558,14 +558,8 @@ int verb_hold(const struct ctl_globals *globals, int argc, char **argv)
         if (r < 0) {
                 _cleanup_free_ char *sentence = ctl_report_error(r, GP_OP_OPEN, 0, -1);
 
-                if (hold.json) {
-                        json_object *root = json_object_new_object();
-
-                        json_object_object_add(root, "error",
-                                               json_object_new_string(sentence ? sentence : ""));
-                        puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-                        json_object_put(root);
-                }
+                if (hold.json)
+                        ctl_report_json_error(sentence);
                 free(hold.held);
                 return CTL_EXIT_PRECONDITION;
         }

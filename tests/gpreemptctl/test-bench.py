@@ -93,6 +93,9 @@ gone = subprocess.Popen(["true"])
 gone.wait()
 p = ctl("bench", str(gone.pid))
 check("no such process: exit 2", p.returncode == 2 and "no such process" in p.stderr, p.stderr)
+p = ctl("bench", str(gone.pid), "--json")
+check("no such process, --json: the reason as JSON on stdout",
+      p.returncode == 2 and "no such process" in json.loads(p.stdout or "{}").get("error", ""), p.stdout + p.stderr)
 idle, idle_pid = start("--rate", "0.001", "--duration", "100000", "--queues", "1")
 p = ctl("bench", str(idle_pid), "--gpu", "1", "--cycles", "1")
 check("no queue on the GPUs asked for: exit 2", p.returncode == 2 and "no GPU queue on the GPUs asked for" in p.stderr,
@@ -101,7 +104,7 @@ idle.terminate()
 idle.wait(timeout=60)
 for args, what in ((["--cycles", "0", "1"], "--cycles"), (["--hold", "2h", "1"], "--hold"),
                    (["--watch-read-index", "0", "1"], "--watch-read-index"), ([], "expected the PIDs"),
-                   (["notapid"], "is not a PID")):
+                   (["notapid"], "is not a PID"), (["7", "8", "7"], "process 7 is given twice")):
     p = ctl("bench", *args)
     check(f"usage error: {what}", p.returncode == 1 and what in p.stderr, p.stderr)
 p = ctl("bench", "--help")
