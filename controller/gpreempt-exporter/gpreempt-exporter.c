@@ -181,8 +181,12 @@ static int ask_daemon(bool per_process, int timeout_ms, struct json_object **ret
                 *ret_why = explain_no_answer(path, r < 0 ? r : -EPROTO, error);
                 return r < 0 ? r : -EPROTO;
         }
-        if (!json_object_object_get_ex(reply, "families", &families)) {
-                *ret_why = strdup("gpreemptd's Metrics reply has no families");
+        /* collect() appends its own family to the list, and json-c aborts the program when that is not an
+         * array: a reply of another shape is refused here, as one without families is */
+        if (!json_object_object_get_ex(reply, "families", &families) ||
+            !json_object_is_type(families, json_type_array)) {
+                *ret_why = strdup("gpreemptd's Metrics reply has no list of families: is it an older or newer "
+                                  "gpreemptd? Restart it after upgrading");
                 return -EBADMSG;
         }
         *ret_families = json_object_get(families);

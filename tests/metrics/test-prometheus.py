@@ -12,9 +12,10 @@ seconds suspended grow for the offline workload only. `promtool check
 metrics` judges the exporter's output, and node_exporter's textfile mode
 is checked beside. Last, with gpreemptd stopped, the exporter answers
 gpreempt_up 0 over HTTP and exits 3 in textfile mode; methods other than
-GET and HEAD get 405 and other paths 404; and with a socket in the daemon's
+GET and HEAD get 405 and other paths 404; with a socket in the daemon's
 place that never answers, Prometheus still records gpreempt_up 0, since
-the exporter gives up within the scrape's timeout.
+the exporter gives up within the scrape's timeout; and one that answers
+Metrics without a list of families gets gpreempt_up 0 too.
 
   test-prometheus.py BUILD_DIR
 """
@@ -26,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -230,6 +232,61 @@ def check_daemon_that_never_answers(prometheus, runtime_dir, exporter_port, expo
         os.unlink(path)
 
 
+def check_malformed_replies(exporter, env, runtime_dir, exporter_port):
+    """A daemon that answers Metrics with families of another shape than a list (or none) is one that did
+    not answer: gpreempt_up 0 with the reason, exit 3 in textfile mode, and the HTTP exporter keeps
+    serving. Families that were not a list once aborted the exporter in json-c."""
+    path = os.path.join(runtime_dir, "io.gpreempt")
+    for families in ('"notalist"', "null", "{}", None):
+        parameters = '{"families":%s}' % families if families else "{}"
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(path)
+        server.listen(64)
+        stop = threading.Event()
+
+        def answer_everyone():
+            # Prometheus scrapes the HTTP exporter meanwhile: every connection gets the same reply
+            while not stop.is_set():
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                if stop.is_set():
+                    conn.close()
+                    return
+                with conn:
+                    request = b""
+                    while not request.endswith(b"\0"):
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
+                        request += chunk
+                    conn.sendall(('{"parameters":%s}' % parameters).encode() + b"\0")
+
+        thread = threading.Thread(target=answer_everyone, daemon=True)
+        thread.start()
+        try:
+            textfile = os.path.join(runtime_dir, "malformed.prom")
+            r = subprocess.run([exporter, "--textfile", textfile], env=env, capture_output=True, text=True,
+                               timeout=30)
+            assert r.returncode == 3, "families %s: textfile mode exited %d: %s" % (families, r.returncode, r.stderr)
+            assert "no list of families" in r.stderr, r.stderr
+            with open(textfile) as f:
+                text = f.read()
+            assert "gpreempt_up 0" in text, text
+            promtool_check(text)
+            os.unlink(textfile)
+            status, _, body = http_request("http://127.0.0.1:%d/metrics" % exporter_port, "GET")
+            assert status == 200 and "gpreempt_up 0" in body, (families, status, body)
+        finally:
+            stop.set()
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as wake:  # out of its accept()
+                wake.connect(path)
+            thread.join(timeout=10)
+            server.close()
+            os.unlink(path)
+
+
 def check_top(build, env):
     """gpreemptctl top shows the same counters: the offline workload's suspensions and the reaction's stages."""
     ctl = os.path.join(build.dir, "controller/gpreemptctl/gpreemptctl")
@@ -320,6 +377,7 @@ def inside(build_dir, tmp):
         check_textfile(exporter, env, tmp, expect_up=False)
         check_http_handling(exporter_port)
         check_daemon_that_never_answers(prometheus, runtime_dir, exporter_port, os.path.join(tmp, "exporter.log"))
+        check_malformed_replies(exporter, env, runtime_dir, exporter_port)
     finally:
         exporter_proc.send_signal(signal.SIGTERM)
         assert exporter_proc.wait(timeout=10) == 0
