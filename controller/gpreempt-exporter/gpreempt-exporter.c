@@ -51,13 +51,6 @@
 #define EXPORTER_SCRAPE_TIMEOUT_HEADER "X-Prometheus-Scrape-Timeout-Seconds"
 /* Scrapers are few; more connections than this wait. */
 #define EXPORTER_MAX_CONNECTIONS 16
-/*
- * Of those, one address may hold this many: a client that holds its
- * connections open with headers sent a byte at a time (the timeout below
- * is for idleness alone) would otherwise take every one, and no scrape
- * would get through until it stops.
- */
-#define EXPORTER_MAX_CONNECTIONS_PER_ADDRESS 4
 #define EXPORTER_CONNECTION_TIMEOUT_S 10
 
 enum exporter_exit {
@@ -348,13 +341,11 @@ static int serve(const struct options *o)
                 httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
                                          on_request, (void *)o, MHD_OPTION_LISTEN_SOCKET, SD_LISTEN_FDS_START,
                                          MHD_OPTION_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS,
-                                         MHD_OPTION_PER_IP_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS_PER_ADDRESS,
                                          MHD_OPTION_CONNECTION_TIMEOUT, EXPORTER_CONNECTION_TIMEOUT_S, MHD_OPTION_END);
         else
                 httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
                                          on_request, (void *)o, MHD_OPTION_SOCK_ADDR, &o->listen,
                                          MHD_OPTION_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS,
-                                         MHD_OPTION_PER_IP_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS_PER_ADDRESS,
                                          MHD_OPTION_CONNECTION_TIMEOUT, EXPORTER_CONNECTION_TIMEOUT_S, MHD_OPTION_END);
         if (!httpd) {
                 char address[INET_ADDRSTRLEN] = "";
