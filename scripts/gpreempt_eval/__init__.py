@@ -10,6 +10,7 @@ orchestrates, Python measures).
 """
 import os
 import signal
+import subprocess
 import sys
 
 # The directory that holds this package: what PYTHONPATH must name.
@@ -38,33 +39,50 @@ def child_env(env=None):
 
 
 class Interrupted(BaseException):
-    """SIGTERM, as raise_on_sigterm() turns it into an exception: what was
-    started is ended on the way out, as on Ctrl-C (KeyboardInterrupt). A
+    """SIGTERM, as raise_on_interruption() turns it into an exception: what
+    was started is ended on the way out, as on Ctrl-C (KeyboardInterrupt). A
     BaseException, so that no handler of ordinary errors takes it."""
 
 
-def raise_on_sigterm():
+def raise_on_interruption():
     """Python's default for SIGTERM ends the process at once: no finally
     runs, so the processes it started (a daemon that suspended offline work,
-    the jobs of a pass) would be left running."""
+    the jobs of a pass) would be left running. SIGTERM raises Interrupted
+    and SIGINT KeyboardInterrupt; the first of either ignores both from then
+    on, so that a second (Ctrl-C reaches the whole process group, and the
+    parent sends SIGTERM too) cannot cut short the clean-up the first began.
+    A SIGINT ignored on entry (a background job) stays ignored."""
     def interrupted(signum, frame):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise Interrupted("interrupted by SIGTERM")
     signal.signal(signal.SIGTERM, interrupted)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, interrupted)
 
 
 def run_interruptible(main):
     """An entry point that starts passes: SIGTERM ends it as Ctrl-C does,
     the pass under way ended on the way out (runner.run_to_the_end() says
     how); either exits 1."""
-    raise_on_sigterm()
+    raise_on_interruption()
     try:
         return main()
     except (Interrupted, KeyboardInterrupt):
         return 1
 
 
-def ignore_interruptions():
-    """For the clean-up an interruption started: a second signal would
-    interrupt it half-way."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
+def end_process(proc, timeout_s):
+    """SIGTERM to proc (a subprocess.Popen) unless it has exited, then
+    SIGKILL after timeout_s; returns whether it ended within that."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False

@@ -11,6 +11,7 @@ queues' read indices before and after, from SIGUSR1 reports), so warm-up and
 teardown do not dilute it. gpreemptd's suspend/resume log lines are stamped
 as they arrive; transitions and time suspended come from them.
 """
+import contextlib
 import json
 import os
 import re
@@ -22,9 +23,11 @@ import tempfile
 import threading
 import time
 
-from . import Interrupted, ignore_interruptions, raise_on_sigterm
+from . import Interrupted, end_process, raise_on_interruption
 
 READY_TIMEOUT_S = 30.0
+# gpreemptd's unit gives it this long to stop (TimeoutStopSec=), the online service too.
+DAEMON_STOP_TIMEOUT_S = 30
 # The daemon logs "Process PID: N queues suspended|resumed on ..." per transition.
 DAEMON_EVENT = re.compile(r"Process (\d+): \d+ queues (suspended|resumed) on")
 
@@ -91,15 +94,33 @@ class HostProbe:
         return self.max_delay_s
 
 
-def start_app(argv, env=None):
+# A program started whose start failed or was interrupted gets this long to end.
+START_END_TIMEOUT_S = 30
+
+
+def spawn_app(argv, env=None):
+    """(process, stdout, stderr) of a program just started: the caller holds
+    it from here on, to end it however the pass ends, before it is ready."""
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    out, err = LineReader(p.stdout), LineReader(p.stderr)
-    line, _ = out.wait_for(lambda l: l.startswith("READY"), 0, READY_TIMEOUT_S)
+    return p, LineReader(p.stdout), LineReader(p.stderr)
+
+
+def wait_ready(app, what):
+    line, _ = app[1].wait_for(lambda l: l.startswith("READY"), 0, READY_TIMEOUT_S)
     if line is None:
-        p.kill()
-        p.wait()
-        raise RuntimeError("%s did not become ready: %s" % (argv[0], "; ".join(l for _, l in err.lines if l)))
-    return p, out, err
+        raise RuntimeError("%s did not become ready: %s" % (what, "; ".join(l for _, l in app[2].lines if l)))
+
+
+def start_app(argv, env=None):
+    """spawn_app() and wait_ready(), for a caller that ends nothing else
+    first: a program whose start fails or is interrupted is ended here."""
+    app = spawn_app(argv, env)
+    try:
+        wait_ready(app, argv[0])
+    except BaseException:
+        end_process(app[0], START_END_TIMEOUT_S)
+        raise
+    return app
 
 
 def report(proc, out, after):
@@ -132,30 +153,50 @@ def stop(proc, out, err, what):
     return finals[-1] if finals else None
 
 
-def start_daemon(spec):
-    """gpreemptd with the pass's configuration; returns once it said READY=1."""
-    d = spec["gpreemptd"]
+@contextlib.contextmanager
+def notify_socket():
+    """A socket for the daemon's sd_notify() messages, and its address."""
     notify_dir = tempfile.mkdtemp(prefix="gpreempt-eval-notify-")
-    notify_path = os.path.join(notify_dir, "notify")
+    path = os.path.join(notify_dir, "notify")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(notify_path)
+    try:
+        sock.bind(path)
+        sock.settimeout(READY_TIMEOUT_S)
+        yield sock, path
+    finally:
+        sock.close()
+        if os.path.exists(path):
+            os.unlink(path)
+        os.rmdir(notify_dir)
+
+
+def spawn_daemon(spec, notify_path):
+    """gpreemptd with the pass's configuration, just started (as spawn_app())."""
+    d = spec["gpreemptd"]
     env = dict(os.environ, NOTIFY_SOCKET=notify_path)
     p = subprocess.Popen([d["binary"], "--config-dir", d["config_dir"], "--runtime-dir", d["runtime_dir"]],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    err = LineReader(p.stderr)
-    sock.settimeout(READY_TIMEOUT_S)
+    return p, LineReader(p.stderr)
+
+
+def wait_daemon_ready(sock, daemon):
     try:
         while b"READY=1" not in sock.recv(4096):
             pass
     except socket.timeout:
-        p.kill()
-        p.wait()
-        raise RuntimeError("gpreemptd did not become ready: %s" % "; ".join(l for _, l in err.lines if l))
-    finally:
-        sock.close()
-        os.unlink(notify_path)
-        os.rmdir(notify_dir)
-    return p, err
+        raise RuntimeError("gpreemptd did not become ready: %s" % "; ".join(l for _, l in daemon[1].lines if l))
+
+
+def start_daemon(spec):
+    """spawn_daemon() and wait_daemon_ready(), as start_app() is for a program."""
+    with notify_socket() as (sock, path):
+        daemon = spawn_daemon(spec, path)
+        try:
+            wait_daemon_ready(sock, daemon)
+        except BaseException:
+            end_process(daemon[0], START_END_TIMEOUT_S)
+            raise
+    return daemon
 
 
 def wait_attached(err, pid):
@@ -209,9 +250,12 @@ def run(spec):
     offline = daemon = online = None
     try:
         if spec.get("gpreemptd"):
-            daemon = start_daemon(spec)
+            with notify_socket() as (sock, path):
+                daemon = spawn_daemon(spec, path)
+                wait_daemon_ready(sock, daemon)
         if spec.get("offline"):
-            offline = start_app(spec["offline"])
+            offline = spawn_app(spec["offline"])
+            wait_ready(offline, "the offline job")
             if daemon:
                 wait_attached(daemon[1], offline[0].pid)
             time.sleep(spec["warmup_s"])
@@ -220,7 +264,8 @@ def run(spec):
         daemon_cpu0 = process_cpu_s(daemon[0].pid) if daemon else None
         probe = HostProbe()
         if spec.get("online"):
-            online = start_app(spec["online"] + ["--duration", str(spec["duration_s"])])
+            online = spawn_app(spec["online"] + ["--duration", str(spec["duration_s"])])
+            wait_ready(online, "the online service")
             if online[0].wait() != 0:
                 raise RuntimeError("the online service failed: %s" % "; ".join(l for _, l in online[2].lines if l))
             online[1].thread.join(5)
@@ -242,30 +287,42 @@ def run(spec):
         if daemon and offline:
             result["gpreempt"] = daemon_events(daemon[1], offline[0].pid, t0, t1)
     finally:
-        ignore_interruptions()
-        if online and online[0].poll() is None:
-            online[0].terminate()  # interrupted: it would go on for the rest of its --duration
-            online[0].wait()
-        # The daemon first: its SIGTERM resumes what it suspended, so the
-        # offline job can then destroy its queues without blocking.
-        if daemon:
-            daemon[0].send_signal(signal.SIGTERM)
-            daemon[0].wait(timeout=30)
-            daemon[1].thread.join(5)
-            if spec.get("daemon_log"):
-                with open(spec["daemon_log"], "w") as f:
-                    f.writelines("%.6f %s\n" % (t, l) for t, l in daemon[1].lines if l is not None)
-            if result.get("gpreempt") is not None:
-                result["gpreempt"]["log_errors"] = [l for _, l in daemon[1].lines if l and l.startswith(("<3>", "<2>"))]
-        if offline:
-            stop(offline[0], offline[1], offline[2], "the offline job")
+        end_pass(spec, result, online, daemon, offline)
     return result
+
+
+def end_pass(spec, result, online, daemon, offline):
+    """Ends what the pass started, each step whatever the one before did:
+    the online service (interrupted, it would go on for the rest of its
+    --duration), then the daemon, whose SIGTERM resumes what it suspended,
+    so that the offline job, last, can destroy its queues without blocking."""
+    try:
+        if online:
+            end_process(online[0], DAEMON_STOP_TIMEOUT_S)
+        if daemon and not end_process(daemon[0], DAEMON_STOP_TIMEOUT_S):
+            raise RuntimeError("gpreemptd did not exit within %d s of SIGTERM; killed" % DAEMON_STOP_TIMEOUT_S)
+    finally:
+        try:
+            if daemon:
+                keep_daemon_log(spec, result, daemon[1])
+        finally:
+            if offline:
+                stop(offline[0], offline[1], offline[2], "the offline job")
+
+
+def keep_daemon_log(spec, result, err):
+    err.thread.join(5)
+    if spec.get("daemon_log"):
+        with open(spec["daemon_log"], "w") as f:
+            f.writelines("%.6f %s\n" % (t, l) for t, l in err.lines if l is not None)
+    if result.get("gpreempt") is not None:
+        result["gpreempt"]["log_errors"] = [l for _, l in err.lines if l and l.startswith(("<3>", "<2>"))]
 
 
 def main():
     with open(sys.argv[1]) as f:
         spec = json.load(f)
-    raise_on_sigterm()
+    raise_on_interruption()
     try:
         result = run(spec)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:

@@ -13,13 +13,12 @@ import json
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from . import child_env, ignore_interruptions, module_argv
+from . import child_env, module_argv
 from . import host_steal
 from . import request_log
 
@@ -283,10 +282,9 @@ def run_to_the_end(argv, timeout_s, result_path):
     try:
         _, stderr = proc.communicate(timeout=timeout_s)
     except BaseException as e:
-        ignore_interruptions()
-        proc.send_signal(signal.SIGTERM)
+        proc.terminate()
         try:
-            proc.communicate(timeout=PASS_END_TIMEOUT_S)
+            proc.communicate(timeout=PASS_END_TIMEOUT_S)  # its stderr read meanwhile: a full pipe would block it
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
