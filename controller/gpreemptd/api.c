@@ -484,7 +484,7 @@ static void hold(struct varlink_call *call, struct json_object *params, struct m
         if (on && backing_off(call, m, p))
                 return;
         r = manager_hold(m, p, on, &made);
-        if (r == -EALREADY) {
+        if (!on && r == -EALREADY) { /* nothing held to release */
                 error_with_pid(call, "NotHeld", p->pid, NULL);
                 return;
         }

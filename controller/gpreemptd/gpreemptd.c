@@ -216,18 +216,31 @@ struct control_socket {
 
 static int refuse_second_daemon(const char *socket_path)
 {
-        log_error("Another gpreemptd serves %s: stop it first (systemctl stop gpreemptd), "
-                  "or give this one another --runtime-dir", socket_path);
+        log_error("Another gpreemptd serves %s, or gpreemptd.socket listens there: stop it first "
+                  "(systemctl stop gpreemptd.socket gpreemptd, or the one started by hand), "
+                  "or give this one another --runtime-dir",
+                  socket_path);
+        return -EADDRINUSE;
+}
+
+static int refuse_activation_beside_another(const char *runtime_dir)
+{
+        log_error("Another gpreemptd runs with the runtime directory %s (one started by hand?): stop it, "
+                  "and the service takes over",
+                  runtime_dir);
         return -EADDRINUSE;
 }
 
 /*
  * Two daemons on one runtime directory would each take the socket from the
- * other. The lock, held for the daemon's life and released by the kernel
- * however it ends (SIGKILL too), lets only one run; connect() alone would
- * miss a daemon that has not bound its socket yet.
+ * other, and both manage the node's processes. The lock, held for the
+ * daemon's life and released by the kernel however it ends (SIGKILL too),
+ * lets only one run; connect() alone would miss a daemon that has not
+ * bound its socket yet. A daemon systemd activates takes it too: systemd
+ * puts its socket in place of one a daemon started by hand serves. Returns
+ * 0, or -EWOULDBLOCK (said by the caller) and another -errno (said here).
  */
-static int lock_runtime_dir(const char *runtime_dir, const char *socket_path, int *ret_fd)
+static int lock_runtime_dir(const char *runtime_dir, int *ret_fd)
 {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -1;
@@ -238,8 +251,7 @@ static int lock_runtime_dir(const char *runtime_dir, const char *socket_path, in
         if (fd < 0)
                 return log_error_errno(-errno, "Cannot open the lock file %s", path);
         if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-                return errno == EWOULDBLOCK ? refuse_second_daemon(socket_path)
-                                            : log_error_errno(-errno, "Cannot lock %s", path);
+                return errno == EWOULDBLOCK ? -EWOULDBLOCK : log_error_errno(-errno, "Cannot lock %s", path);
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
@@ -266,6 +278,15 @@ static int listen_control_socket(struct varlink_server *server, const char *runt
         _cleanup_free_ char *path = NULL;
         int n = sd_listen_fds(true), r;
 
+        if (mkdir(runtime_dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "Cannot create the runtime directory %s", runtime_dir);
+        if (asprintf(&path, "%s/" API_SOCKET_NAME, runtime_dir) < 0)
+                return -ENOMEM;
+        r = lock_runtime_dir(runtime_dir, &control->lock_fd);
+        if (r == -EWOULDBLOCK)
+                return n > 0 ? refuse_activation_beside_another(runtime_dir) : refuse_second_daemon(path);
+        if (r < 0)
+                return r;
         if (n > 0) {
                 for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
                         r = varlink_server_listen_fd(server, fd);
@@ -274,13 +295,6 @@ static int listen_control_socket(struct varlink_server *server, const char *runt
                 }
                 return 0;
         }
-        if (mkdir(runtime_dir, 0755) < 0 && errno != EEXIST)
-                return log_error_errno(-errno, "Cannot create the runtime directory %s", runtime_dir);
-        if (asprintf(&path, "%s/" API_SOCKET_NAME, runtime_dir) < 0)
-                return -ENOMEM;
-        r = lock_runtime_dir(runtime_dir, path, &control->lock_fd);
-        if (r < 0)
-                return r;
         r = varlink_server_listen_path(server, path, &control->st);
         if (r == -EADDRINUSE)
                 return refuse_second_daemon(path);

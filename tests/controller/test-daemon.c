@@ -409,6 +409,41 @@ static void test_second_daemon_refused(void **state)
         daemon_harness_cleanup(&other);
 }
 
+/*
+ * Under socket activation too: systemd may have put its socket in place of
+ * the one a daemon started by hand serves, and the daemon it starts would
+ * then manage the node beside that one.
+ */
+static void test_activated_daemon_refused_beside_one_by_hand(void **state)
+{
+        struct daemon_harness h, activated;
+        struct json_object *reply;
+        char *error = NULL, want[256];
+        int status;
+
+        daemon_harness_init(&h);
+        start(&h, NULL);
+        daemon_harness_init(&activated);
+        assert_int_equal(mkdir(activated.runtime_dir, 0755), 0);
+        activated.listen_fd = listen_at(activated.socket_path);
+        strcpy(activated.runtime_dir, h.runtime_dir);
+        daemon_harness_start(&activated, binary, NULL);
+        assert_int_equal(waitpid(activated.pid, &status, 0), activated.pid);
+        activated.pid = -1;
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 1);
+        snprintf(want, sizeof(want), "Another gpreemptd runs with the runtime directory %s", h.runtime_dir);
+        if (!strstr(daemon_harness_log(&activated), want))
+                fail_msg("\"%s\" not in the activated daemon's log:\n%s", want, daemon_harness_log(&activated));
+        close(activated.listen_fd);
+        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
+        assert_null(error);
+        json_object_put(reply);
+        assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
+        daemon_harness_cleanup(&activated);
+        daemon_harness_cleanup(&h);
+}
+
 /* A socket nobody accepts on, as a daemon killed by SIGKILL leaves, is replaced; its lock went with it. */
 static void test_stale_socket_replaced(void **state)
 {
@@ -937,6 +972,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_check_config_text_from_files),
                 cmocka_unit_test(test_refuses_bad_options),
                 cmocka_unit_test(test_second_daemon_refused),
+                cmocka_unit_test(test_activated_daemon_refused_beside_one_by_hand),
                 cmocka_unit_test(test_stale_socket_replaced),
                 cmocka_unit_test(test_file_at_socket_path_kept),
                 cmocka_unit_test(test_realtime_priority),
