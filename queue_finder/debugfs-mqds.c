@@ -44,6 +44,7 @@ struct mqd_copy {
         uint8_t present[MQD_MAX_DWORDS];
         uint32_t next_offset;   /* byte offset the next row should have */
         bool any;
+        bool damaged;           /* a row malformed, missing or out of place: its values may be anywhere */
 };
 
 struct mqd_parser {
@@ -54,6 +55,7 @@ struct mqd_parser {
         pid_t pid;
         struct qf_mqd_queue *queue; /* being dumped, NULL between queues */
         unsigned addresses_copy;    /* the copy the queue's addresses came from, once it has them */
+        bool addresses_damaged;     /* that copy was damaged: an intact one's replace them */
         struct mqd_copy copy;
 };
 
@@ -115,7 +117,9 @@ static struct mqd_fields decode_sdma(const struct mqd_copy *c)
 /*
  * Folds the copy just completed into its queue. The first copy with the
  * ring and pointer addresses gives them (a damaged row may have cost an
- * earlier one its own); the others (one per XCC) must agree with it.
+ * earlier one its own), the first intact one if that copy was damaged (a
+ * row whose offset was damaged puts its values at other dwords); the
+ * others (one per XCC) must agree with it.
  */
 static void finish_copy(struct mqd_parser *m, unsigned long lineno)
 {
@@ -152,16 +156,18 @@ static void finish_copy(struct mqd_parser *m, unsigned long lineno)
                                             "MQD copy %u of the queue at line %lu lacks its ring and pointer addresses "
                                             "(cut or damaged rows)",
                                             x, q->line);
-                } else if (!q->has_addresses) {
+                } else if (!q->has_addresses || (m->addresses_damaged && !c->damaged)) {
                         if (x > 0)
                                 qf_diag_add(m->diags, m->name, lineno,
-                                            "the queue at line %lu takes its addresses from MQD copy %u", q->line, x);
+                                            "the queue at line %lu takes its addresses from MQD copy %u%s", q->line, x,
+                                            q->has_addresses ? ", the first intact one" : "");
                         q->has_addresses = true;
                         q->ring_base = f.ring_base;
                         q->rptr_addr = f.rptr_addr;
                         q->wptr_addr = f.wptr_addr;
                         q->doorbell_offset = f.doorbell_offset;
                         m->addresses_copy = x;
+                        m->addresses_damaged = c->damaged;
                 } else if (f.ring_base != q->ring_base || f.rptr_addr != q->rptr_addr || f.wptr_addr != q->wptr_addr) {
                         qf_diag_add(m->diags, m->name, lineno,
                                     "MQD copy %u of the queue at line %lu has ring base 0x%llx, rptr 0x%llx, wptr 0x%llx; copy %u has 0x%llx, 0x%llx, 0x%llx",
@@ -237,6 +243,7 @@ static void parse_row(struct mqd_parser *m, const struct qf_line *l)
         struct qf_hexdump_row row;
         if (!qf_hexdump_parse_row(l->p, l->len, &row)) {
                 qf_diag_add(m->diags, m->name, l->lineno, "malformed MQD dump row");
+                m->copy.damaged = m->queue != NULL;
                 return;
         }
         if (!m->queue) {
@@ -250,13 +257,16 @@ static void parse_row(struct mqd_parser *m, const struct qf_line *l)
         if (row.address % 4 != 0 || row.address < c->next_offset) {
                 qf_diag_add(m->diags, m->name, l->lineno, "MQD dump row at offset 0x%x, expected 0x%x",
                             row.address, c->next_offset);
+                c->damaged = true;
                 return;
         }
         /* a row cut short, or rows missing: what follows still lies where its offset says */
-        if (row.address > c->next_offset)
+        if (row.address > c->next_offset) {
                 qf_diag_add(m->diags, m->name, l->lineno,
                             "MQD dump row at offset 0x%x, expected 0x%x: the dwords between are missing", row.address,
                             c->next_offset);
+                c->damaged = true;
+        }
         unsigned first = row.address / 4;
         if (first + row.n_values > MQD_MAX_DWORDS) {
                 qf_diag_add(m->diags, m->name, l->lineno, "MQD larger than %d bytes", MQD_MAX_DWORDS * 4);

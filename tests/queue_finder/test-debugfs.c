@@ -105,6 +105,40 @@ static void test_real_mqds_damaged_row(void **state)
         qf_diags_clear(&d);
 }
 
+/*
+ * A row of copy 0 whose offset was damaged into another row's (0x200 read
+ * as 0x220, the address row) puts its values at the address dwords, and
+ * the real address row after it is refused: that copy's addresses are
+ * wrong, and the first intact copy's replace them.
+ */
+static void test_real_mqds_damaged_offset(void **state)
+{
+        char *dump = test_read_shared("mi308x-mqds-5queues.txt");
+        char *row = strstr(dump, "    00000200: ");
+        assert_non_null(row);
+        memcpy(row, "    00000220: ", strlen("    00000220: "));
+
+        struct qf_diags d = { 0 };
+        struct qf_mqds m;
+        int fd = test_fd_from_string(dump);
+        free(dump);
+        assert_int_equal(qf_mqds_parse(fd, "mqds", &d, &m), 0);
+        close(fd);
+        assert_int_equal(m.n, 5);
+        for (size_t i = 0; i < m.n; i++) {
+                assert_true(m.queues[i].has_addresses);
+                assert_int_equal(m.queues[i].ring_base, real_queues[i].ring_base);
+                assert_int_equal(m.queues[i].rptr_addr, real_queues[i].rptr);
+                assert_int_equal(m.queues[i].wptr_addr, real_queues[i].wptr);
+        }
+        bool replaced = false;
+        for (size_t i = 0; i < d.n; i++)
+                replaced |= strstr(d.items[i].message, "takes its addresses from MQD copy 1, the first intact one") != NULL;
+        assert_true(replaced);
+        qf_mqds_clear(&m);
+        qf_diags_clear(&d);
+}
+
 /* Upstream prints "PASID 0x<hex>"; SDMA MQDs keep the rptr address hi
  * before lo; a DIQ has no layout we decode. */
 static void test_mqds_upstream_variants(void **state)
@@ -444,6 +478,7 @@ int main(void)
                 cmocka_unit_test_prestate(test_real_mqds, &as_is),
                 cmocka_unit_test_prestate(test_real_mqds, &with_crlf),
                 cmocka_unit_test(test_real_mqds_damaged_row),
+                cmocka_unit_test(test_real_mqds_damaged_offset),
                 cmocka_unit_test(test_mqds_upstream_variants),
                 cmocka_unit_test_prestate(test_real_hqds_busy, &as_is),
                 cmocka_unit_test_prestate(test_real_hqds_busy, &with_crlf),
