@@ -74,6 +74,7 @@ struct bench {
         uint64_t cycles, hold_us, gap_us;
         uint64_t watch_us; /* --watch-read-index; 0: the suspend/resume cycles */
         bool json;
+        bool failed; /* bench_fail() said why: the first reason is the --json output, the others only logged */
         struct bench_samples samples[_BENCH_OP_MAX];
         struct bench_advance *advances;
         size_t n_advances;
@@ -181,12 +182,14 @@ static bool queue_wanted(const struct bench *b, const struct gp_queue *q)
         return wanted;
 }
 
-/* Says why the benchmark cannot start: the sentence is on stderr already;
- * under --json it is the output too, which a script reads instead. */
-static void bench_refuse(const struct bench *b, char *sentence)
+/* Says why the benchmark cannot start or go on: the sentence is on stderr
+ * already; under --json the first is the output too, which a script reads
+ * instead (a cycle whose suspension failed fails its resume too). */
+static void bench_fail(struct bench *b, char *sentence)
 {
-        if (b->json)
+        if (b->json && !b->failed)
                 ctl_report_json_error(sentence);
+        b->failed = true;
         free(sentence);
 }
 
@@ -202,7 +205,7 @@ static int bench_attach(struct bench *b, pid_t pid)
 
         r = gp_target_attach(b->context, pid, &opts, &target);
         if (r < 0) {
-                bench_refuse(b, ctl_report_error(r, GP_OP_ATTACH, pid, -1));
+                bench_fail(b, ctl_report_error(r, GP_OP_ATTACH, pid, -1));
                 return r;
         }
         b->targets[b->n_targets] = target;
@@ -212,12 +215,12 @@ static int bench_attach(struct bench *b, pid_t pid)
                                         "benchmark once the program has created its queues",
                              (int)pid, gp_runtime_state_to_string(gp_target_runtime_state(target))) < 0)
                         sentence = NULL;
-                bench_refuse(b, ctl_report_sentence(sentence));
+                bench_fail(b, ctl_report_sentence(sentence));
                 return -GP_ERR_NO_QUEUES;
         }
         r = gp_target_snapshot(target, &queues, &n_queues);
         if (r < 0) {
-                bench_refuse(b, ctl_report_error(r, GP_OP_SNAPSHOT, pid, GP_RUNTIME_ENABLED));
+                bench_fail(b, ctl_report_error(r, GP_OP_SNAPSHOT, pid, GP_RUNTIME_ENABLED));
                 return r;
         }
         for (size_t q = 0; q < n_queues; q++)
@@ -227,7 +230,7 @@ static int bench_attach(struct bench *b, pid_t pid)
                                         "(gpreemptctl queues PID lists them)",
                              (int)pid, b->n_gpu_ids ? " on the GPUs asked for" : "") < 0)
                         sentence = NULL;
-                bench_refuse(b, ctl_report_sentence(sentence));
+                bench_fail(b, ctl_report_sentence(sentence));
                 return -GP_ERR_NO_QUEUES;
         }
         b->queues[b->n_targets - 1] = n;
@@ -254,8 +257,8 @@ static int bench_call_all(struct bench *b, enum bench_op op)
                 s->wall_ns[s->n++] = clock_ns(CLOCK_MONOTONIC) - wall0;
                 if (r < 0) {
                         if (first_error == 0)
-                                free(ctl_report_error(r, op == BENCH_SUSPEND ? GP_OP_SUSPEND : GP_OP_RESUME,
-                                                      b->pids[i], GP_RUNTIME_ENABLED));
+                                bench_fail(b, ctl_report_error(r, op == BENCH_SUSPEND ? GP_OP_SUSPEND : GP_OP_RESUME,
+                                                               b->pids[i], GP_RUNTIME_ENABLED));
                         first_error = first_error ?: r;
                         continue;
                 }
@@ -279,7 +282,7 @@ static int bench_service(struct bench *b)
                 if (r >= 0 && gp_target_is_gone(b->targets[i]) > 0)
                         r = -GP_ERR_TARGET_GONE;
                 if (r < 0) {
-                        free(ctl_report_error(r, GP_OP_EVENTS, b->pids[i], GP_RUNTIME_ENABLED));
+                        bench_fail(b, ctl_report_error(r, GP_OP_EVENTS, b->pids[i], GP_RUNTIME_ENABLED));
                         return r;
                 }
         }
@@ -443,7 +446,7 @@ static int bench_watch(struct bench *b)
                 }
         }
         if (r < 0 && r != -ENOMEM)
-                free(ctl_report_error(r, GP_OP_SNAPSHOT, b->pids[0], GP_RUNTIME_ENABLED));
+                bench_fail(b, ctl_report_error(r, GP_OP_SNAPSHOT, b->pids[0], GP_RUNTIME_ENABLED));
         return r;
 }
 
@@ -567,7 +570,7 @@ int verb_bench(const struct ctl_globals *globals, int argc, char **argv)
                 }
         r = ctl_open_context(globals, &b.context);
         if (r < 0) {
-                bench_refuse(&b, ctl_report_error(r, GP_OP_OPEN, 0, -1));
+                bench_fail(&b, ctl_report_error(r, GP_OP_OPEN, 0, -1));
                 return CTL_EXIT_PRECONDITION;
         }
         for (size_t i = 0; i < n_pids; i++)

@@ -75,6 +75,15 @@ short, short_pid = start("--continuous", "--kernel-us", "200", "--duration", "1"
 p = ctl("bench", str(short_pid), "--cycles", "100000", "--hold", "1ms", "--gap", "1ms")
 short.wait(timeout=60)
 check("a target that exits mid-run: exit 4, says so", p.returncode == 4 and str(short_pid) in p.stderr, p.stderr)
+short, short_pid = start("--continuous", "--kernel-us", "200", "--duration", "1")
+p = ctl("bench", str(short_pid), "--cycles", "100000", "--hold", "1ms", "--gap", "1ms", "--json")
+short.wait(timeout=60)
+try:
+    said = json.loads(p.stdout).get("error", "")
+except ValueError:
+    said = ""
+check("a target that exits mid-run, --json: one document with the reason", p.returncode == 4 and str(short_pid) in said,
+      p.stdout + p.stderr)
 
 # the read-index watch on an open-loop target: one packet per request
 online, online_pid = start("--rate", "200", "--kernel-us", "100", "--duration", "3")
