@@ -5,20 +5,67 @@
  * as its process, so a known executable is matched by path and the pid is
  * only a comment; without one the section matches the pid.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
 
-/* INI values end at the newline; a path with control characters cannot be
- * written safely and is left out. */
-static bool printable(const char *s)
+/* gpreemptd.conf(5): Name= is 1 to this many letters, digits or "-_.@". */
+#define WORKLOAD_NAME_MAX 64
+/* What /proc/PID/exe adds to a binary replaced on disk (a package upgrade): not part of its path. */
+#define DELETED_SUFFIX " (deleted)"
+
+static bool name_char(char c)
 {
-        for (; *s; s++)
-                if ((unsigned char) *s < 0x20 || *s == 0x7f)
-                        return false;
-        return true;
+        return isalnum((unsigned char) c) || (c && strchr("-_.@", c));
+}
+
+/* "<executable's name>-<pid>" as gpreemptd takes a Name=: other characters
+ * become '_', and the name is cut to leave room for the pid. */
+static void workload_name(char buf[static WORKLOAD_NAME_MAX + 1], const char *base, size_t base_len, pid_t pid)
+{
+        char suffix[16];
+        int n = snprintf(suffix, sizeof(suffix), "-%d", (int) pid);
+        size_t k = 0;
+
+        for (; k < base_len && k < WORKLOAD_NAME_MAX - (size_t) n; k++)
+                buf[k] = name_char(base[k]) ? base[k] : '_';
+        memcpy(buf + k, suffix, (size_t) n + 1);
+}
+
+/*
+ * The executable's path as a MatchExecutable= glob that matches that path
+ * alone (fnmatch(3) without FNM_NOESCAPE: '\' makes "*?[\" literal), its
+ * " (deleted)" dropped, as gpreemptd drops it; NULL where no value can
+ * hold it: control characters (INI values end at the newline) or white
+ * space (which separates a Match key's values), and out of memory, where
+ * the pid matches instead. *ret_len: the path's length
+ * without the suffix. Free the result.
+ */
+static char *executable_glob(const char *exe, size_t *ret_len)
+{
+        size_t len = strlen(exe), sl = strlen(DELETED_SUFFIX);
+        char *glob, *g;
+
+        if (len > sl && strcmp(exe + len - sl, DELETED_SUFFIX) == 0)
+                len -= sl;
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char) exe[i] <= 0x20 || exe[i] == 0x7f)
+                        return NULL;
+        glob = g = malloc(2 * len + 1);
+        if (!glob)
+                return NULL;
+        for (size_t i = 0; i < len; i++) {
+                if (strchr("*?[]\\", exe[i]))
+                        *g++ = '\\';
+                *g++ = exe[i];
+        }
+        *g = '\0';
+        *ret_len = len;
+        return glob;
 }
 
 int qf_report_config(FILE *f, const struct qf_report *r, enum qf_workload_class cls)
@@ -37,19 +84,29 @@ int qf_report_config(FILE *f, const struct qf_report *r, enum qf_workload_class 
                 }
                 if (p->pid <= 0)
                         continue;
-                bool by_exe = p->has_exe && printable(p->exe);
-                const char *base = by_exe ? strrchr(p->exe, '/') : NULL;
+                size_t exe_len = 0;
+                char *glob = p->has_exe ? executable_glob(p->exe, &exe_len) : NULL;
+                char name[WORKLOAD_NAME_MAX + 1];
                 fprintf(f, "\n[Workload]\n");
-                if (by_exe)
-                        fprintf(f, "# pid %d when this was generated, %zu GPU queue(s)\nName=%s-%d\n", (int) p->pid,
-                                p->n_queues, base ? base + 1 : p->exe, (int) p->pid);
-                else
-                        fprintf(f, "# %zu GPU queue(s)\nName=pid-%d\n", p->n_queues, (int) p->pid);
+                if (glob) {
+                        const char *base = memrchr(p->exe, '/', exe_len);
+                        base = base ? base + 1 : p->exe;
+                        workload_name(name, base, exe_len - (size_t) (base - p->exe), p->pid);
+                        fprintf(f, "# pid %d when this was generated, %zu GPU queue(s)\nName=%s\n", (int) p->pid,
+                                p->n_queues, name);
+                } else {
+                        fprintf(f, "# %zu GPU queue(s)%s\nName=pid-%d\n", p->n_queues,
+                                p->has_exe ? "; its executable's path has white space or control characters, which "
+                                             "MatchExecutable= cannot hold"
+                                           : "",
+                                (int) p->pid);
+                }
                 fprintf(f, "Class=%s\n", class_name);
-                if (by_exe)
-                        fprintf(f, "MatchExecutable=%s\n", p->exe);
+                if (glob)
+                        fprintf(f, "MatchExecutable=%s\n", glob);
                 else
                         fprintf(f, "MatchPID=%d\n", (int) p->pid);
+                free(glob);
         }
         return ferror(f) ? -EIO : 0;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -190,6 +191,70 @@ static void test_table_shows_the_log_address(void **state)
         cli_output_free(&o);
 }
 
+/* A process of a fake node under root: one queue in sysfs on GPU 63420, exe linked to exe. */
+static void fake_gpu_process(const char *root, int pid, const char *exe_path)
+{
+        char path[512];
+
+        snprintf(path, sizeof(path), "mkdir -p %s/kfd/topology/nodes/1 %s/kfd/proc/%d/queues/0 %s/proc/%d", root, root,
+                 pid, root, pid);
+        assert_int_equal(system(path), 0);
+        static const char *const files[][2] = { { "size", "4096" }, { "type", "0" }, { "gpuid", "63420" } };
+        for (size_t i = 0; i < 3; i++) {
+                snprintf(path, sizeof(path), "%s/kfd/proc/%d/queues/0/%s", root, pid, files[i][0]);
+                FILE *f = fopen(path, "w");
+                assert_non_null(f);
+                fprintf(f, "%s\n", files[i][1]);
+                fclose(f);
+        }
+        snprintf(path, sizeof(path), "%s/kfd/topology/nodes/1/gpu_id", root);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("63420\n", f);
+        fclose(f);
+        snprintf(path, sizeof(path), "%s/proc/%d/exe", root, pid);
+        assert_int_equal(symlink(exe_path, path), 0);
+}
+
+/*
+ * --emit-config on executables whose paths gpreemptd's configuration does
+ * not take as they are: each section must parse back (Name= is 1 to 64 of
+ * "[A-Za-z0-9-_.@]") and match its own process alone (glob characters
+ * escaped, " (deleted)" dropped as gpreemptd drops it; a path with white
+ * space, which no Match value can hold, is matched by pid).
+ */
+static void test_config_for_odd_executables(void **state)
+{
+        char root[256], sysfs[300], proc[300], debugfs[300], long_exe[100] = "/opt/";
+        struct cli_output o;
+
+        memset(long_exe + 5, 'L', 70);
+        test_tmpdir_create("qf-config", root, sizeof(root));
+        fake_gpu_process(root, 1012, "/usr/bin/python3 (deleted)");
+        fake_gpu_process(root, 1016, "/usr/bin/p+q");
+        fake_gpu_process(root, 1010, long_exe);
+        fake_gpu_process(root, 1001, "/opt/my app/bin/train");
+        fake_gpu_process(root, 2001, "/srv/run[1]/tr*in");
+        snprintf(sysfs, sizeof(sysfs), "%s/kfd", root);
+        snprintf(proc, sizeof(proc), "%s/proc", root);
+        snprintf(debugfs, sizeof(debugfs), "%s/debugfs", root);
+        const char *argv[] = { exe, "--sysfs-root", sysfs, "--proc-root", proc, "--debugfs-root", debugfs,
+                               "--emit-config", "offline", NULL };
+        assert_int_equal(cli_run(argv, NULL, &o), 0);
+        assert_non_null(strstr(o.out, "Name=python3-1012\nClass=offline\nMatchExecutable=/usr/bin/python3\n"));
+        assert_non_null(strstr(o.out, "Name=p_q-1016\nClass=offline\nMatchExecutable=/usr/bin/p+q\n"));
+        assert_non_null(strstr(o.out, "Name=tr_in-2001\nClass=offline\nMatchExecutable=/srv/run\\[1\\]/tr\\*in\n"));
+        assert_non_null(strstr(o.out, "Name=pid-1001\nClass=offline\nMatchPID=1001\n"));
+        for (const char *n = strstr(o.out, "\nName="); n; n = strstr(n + 1, "\nName=")) {
+                size_t len = strcspn(n + 6, "\n");
+                if (len == 0 || len > 64 || strspn(n + 6, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                        "0123456789-_.@") != len)
+                        fail_msg("a Name= gpreemptd refuses: %.*s", (int) len, n + 6);
+        }
+        cli_output_free(&o);
+        assert_int_equal(test_tmpdir_remove(root), 0);
+}
+
 /* The pid of the only process in a --json document, NULL for a JSON null;
  * the document is kept in *doc for the caller to free. */
 static struct json_object *only_process(const char *out, struct json_object **doc)
@@ -325,6 +390,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_json_real_dumps),
                 cmocka_unit_test(test_snapshot_failure_is_a_warning),
                 cmocka_unit_test(test_log_from_stdin_and_config),
+                cmocka_unit_test(test_config_for_odd_executables),
                 cmocka_unit_test(test_table_shows_the_log_address),
                 cmocka_unit_test(test_log_without_pid),
                 cmocka_unit_test(test_log_pid_errors),
