@@ -148,6 +148,13 @@ static char *not_traced_cause(const struct explain_facts *f, const char *verb)
                              "Cannot %s process %d: not allowed to trace it; run as root (or "
                              "with CAP_SYS_PTRACE), and check /proc/sys/kernel/yama/ptrace_scope",
                              verb, f->pid);
+        else if (f->tracer_is_self)
+                r = asprintf(&s,
+                             "Cannot %s process %d: this program traces it, yet the kernel refused "
+                             "the call: the process is exiting, which ends its GPU debug session "
+                             "(nothing is left to do then), or the call came from another thread "
+                             "than the tracer",
+                             verb, f->pid);
         else
                 r = asprintf(&s,
                              "Cannot %s process %d: this thread is no longer its ptrace tracer, "
@@ -418,7 +425,9 @@ GP_EXPORT int gp_explain(const struct gp_explain_opts *opts, char **ret_sentence
                 facts.process_exists = access(path, F_OK) == 0;
                 if (proc_status_field(facts.pid, "TracerPid", &tracer) >= 0) {
                         facts.tracer_pid = atoi(tracer);
-                        facts.tracer_is_self = facts.tracer_pid == getpid();
+                        /* TracerPid names the tracing thread, which may be any of this process's */
+                        snprintf(path, sizeof(path), "/proc/self/task/%d", facts.tracer_pid);
+                        facts.tracer_is_self = facts.tracer_pid > 0 && access(path, F_OK) == 0;
                         if (facts.tracer_pid > 0 && proc_comm(facts.tracer_pid, &tracer_comm) >= 0)
                                 facts.tracer_comm = tracer_comm;
                 }

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Every precondition's sentence, from facts alone (no GPU, no processes). */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -74,6 +78,68 @@ static void test_traced_by_someone_else(void **state)
         f.tracer_pid = 77;
         f.tracer_comm = "strace";
         expect(&f, (const char *[]){ "traced by strace (pid 77)", "only one tracer", NULL });
+}
+
+/*
+ * A suspension refused although this program traces the process (a thread
+ * of its own is the tracer): not "stop that debugger", which would name
+ * this program's own thread.
+ */
+static void test_refused_although_traced_by_self(void **state)
+{
+        struct explain_facts f = facts(-EPERM, GP_OP_SUSPEND);
+
+        f.tracer_pid = 77;
+        f.tracer_comm = "gpreemptd-trace";
+        f.tracer_is_self = true;
+        f.runtime_state = GP_RUNTIME_ENABLED;
+        expect(&f, (const char *[]){ "this program traces it", "exiting", NULL });
+}
+
+struct tracer_thread {
+        pid_t target;
+        long seized;
+        pthread_barrier_t done;
+};
+
+static void *seize_from_a_thread(void *userdata)
+{
+        struct tracer_thread *t = userdata;
+
+        t->seized = ptrace(PTRACE_SEIZE, t->target, NULL, NULL);
+        pthread_barrier_wait(&t->done);
+        pthread_barrier_wait(&t->done); /* the tracer stays until the test has asked */
+        return NULL;
+}
+
+/* The facts gathered for a process that another thread of this one traces: that is this program. */
+static void test_tracer_thread_of_this_process_is_self(void **state)
+{
+        struct tracer_thread t = { 0 };
+        struct gp_explain_opts opts = { .sz = sizeof(opts), .error = -EPERM, .op = GP_OP_SUSPEND, .runtime_state = 1 };
+        pthread_t thread;
+        char *s = NULL;
+
+        t.target = fork();
+        assert_true(t.target >= 0);
+        if (t.target == 0) {
+                pause();
+                _exit(0);
+        }
+        pthread_barrier_init(&t.done, NULL, 2);
+        assert_int_equal(pthread_create(&thread, NULL, seize_from_a_thread, &t), 0);
+        pthread_barrier_wait(&t.done);
+        assert_int_equal(t.seized, 0);
+        opts.pid = t.target;
+        assert_int_equal(gp_explain(&opts, &s), 0);
+        pthread_barrier_wait(&t.done);
+        pthread_join(thread, NULL);
+        kill(t.target, SIGKILL);
+        waitpid(t.target, NULL, 0);
+        pthread_barrier_destroy(&t.done);
+        if (strstr(s, "stop that debugger") || !strstr(s, "this program traces it"))
+                fail_msg("\"%s\" blames this program's own tracer thread", s);
+        free(s);
 }
 
 static void test_not_allowed_to_trace(void **state)
@@ -250,6 +316,8 @@ int main(void)
                 cmocka_unit_test(test_kfd_too_old),
                 cmocka_unit_test(test_no_hws),
                 cmocka_unit_test(test_traced_by_someone_else),
+                cmocka_unit_test(test_refused_although_traced_by_self),
+                cmocka_unit_test(test_tracer_thread_of_this_process_is_self),
                 cmocka_unit_test(test_not_allowed_to_trace),
                 cmocka_unit_test(test_not_allowed_although_privileged),
                 cmocka_unit_test(test_kernel_thread),
