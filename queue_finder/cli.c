@@ -288,7 +288,11 @@ static int parse_options(int argc, char **argv, struct options *o)
                         report_error(o->json, "\"%s\" is not a process id (" PID_RANGE ").", argv[i]);
                         return -EINVAL;
                 }
-                o->n_pids++;
+                /* a pid given twice is one process: its queues once */
+                bool again = false;
+                for (size_t k = 0; k < o->n_pids && !again; k++)
+                        again = o->pids[k] == o->pids[o->n_pids];
+                o->n_pids += !again;
         }
         return 0;
 }

@@ -252,6 +252,14 @@ static void test_config_for_odd_executables(void **state)
                         fail_msg("a Name= gpreemptd refuses: %.*s", (int) len, n + 6);
         }
         cli_output_free(&o);
+
+        /* a pid given twice is one process, its queue listed once */
+        const char *twice[] = { exe, "--sysfs-root", sysfs, "--proc-root", proc, "--debugfs-root", debugfs,
+                                "--emit-config", "offline", "1016", "1016", NULL };
+        assert_int_equal(cli_run(twice, NULL, &o), 0);
+        assert_non_null(strstr(o.out, "1 GPU queue(s)"));
+        assert_null(strstr(strstr(o.out, "[Workload]") + 1, "[Workload]"));
+        cli_output_free(&o);
         assert_int_equal(test_tmpdir_remove(root), 0);
 }
 
