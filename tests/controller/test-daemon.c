@@ -372,6 +372,24 @@ static int run_beside(struct daemon_harness *h, char *err, size_t err_size)
         return run_to_exit(args, out, sizeof(out), err, err_size);
 }
 
+static void expect_error(struct daemon_harness *h, const char *method, const char *params_json, const char *want)
+{
+        struct json_object *params = params_json ? json_tokener_parse(params_json) : NULL, *reply = NULL;
+        char *error = NULL;
+
+        assert_int_equal(daemon_harness_call(h, method, params, &reply, &error), 0);
+        if (!want) {
+                if (error)
+                        fail_msg("%s(%s): unexpected error %s", method, params_json ? params_json : "", error);
+        } else if (!error || strcmp(error, want) != 0) {
+                fail_msg("%s(%s): got %s, want %s", method, params_json ? params_json : "", error ? error : "success",
+                         want);
+        }
+        free(error);
+        json_object_put(reply);
+        json_object_put(params);
+}
+
 /*
  * A second gpreemptd on the same runtime directory is refused, and the
  * first keeps its socket: the lock says so, and for a server that holds no
@@ -380,8 +398,7 @@ static int run_beside(struct daemon_harness *h, char *err, size_t err_size)
 static void test_second_daemon_refused(void **state)
 {
         struct daemon_harness h, other;
-        struct json_object *reply;
-        char *error = NULL, err[8192], want[256];
+        char err[8192], want[256];
         struct stat st;
         int fd;
 
@@ -390,9 +407,7 @@ static void test_second_daemon_refused(void **state)
         snprintf(want, sizeof(want), "Another gpreemptd serves %s", h.socket_path);
         if (run_beside(&h, err, sizeof(err)) != 1 || !strstr(err, want))
                 fail_msg("the second gpreemptd was not refused with \"%s\"; stderr:\n%s", want, err);
-        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
-        assert_null(error);
-        json_object_put(reply);
+        expect_error(&h, "io.gpreempt.Status", NULL, NULL);
         assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         assert_int_not_equal(stat(h.socket_path, &st), 0);
         daemon_harness_cleanup(&h);
@@ -417,8 +432,7 @@ static void test_second_daemon_refused(void **state)
 static void test_activated_daemon_refused_beside_one_by_hand(void **state)
 {
         struct daemon_harness h, activated;
-        struct json_object *reply;
-        char *error = NULL, want[256];
+        char want[256];
         int status;
 
         daemon_harness_init(&h);
@@ -436,9 +450,7 @@ static void test_activated_daemon_refused_beside_one_by_hand(void **state)
         if (!strstr(daemon_harness_log(&activated), want))
                 fail_msg("\"%s\" not in the activated daemon's log:\n%s", want, daemon_harness_log(&activated));
         close(activated.listen_fd);
-        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
-        assert_null(error);
-        json_object_put(reply);
+        expect_error(&h, "io.gpreempt.Status", NULL, NULL);
         assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&activated);
         daemon_harness_cleanup(&h);
@@ -448,23 +460,17 @@ static void test_activated_daemon_refused_beside_one_by_hand(void **state)
 static void test_stale_socket_replaced(void **state)
 {
         struct daemon_harness h;
-        struct json_object *reply;
-        char *error = NULL;
 
         daemon_harness_init(&h);
         assert_int_equal(mkdir(h.runtime_dir, 0755), 0);
         close(listen_at(h.socket_path));
         start(&h, NULL);
-        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
-        assert_null(error);
-        json_object_put(reply);
+        expect_error(&h, "io.gpreempt.Status", NULL, NULL);
 
         daemon_harness_stop(&h, SIGKILL);
         close(h.stderr_fd);
         start(&h, NULL);
-        assert_int_equal(daemon_harness_call(&h, "io.gpreempt.Status", NULL, &reply, &error), 0);
-        assert_null(error);
-        json_object_put(reply);
+        expect_error(&h, "io.gpreempt.Status", NULL, NULL);
         assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
 }
@@ -642,24 +648,6 @@ static void test_realtime_cpu_cap(void **state)
         json_object_put(reply);
         assert_int_equal(daemon_harness_stop(&h, SIGTERM), 0);
         daemon_harness_cleanup(&h);
-}
-
-static void expect_error(struct daemon_harness *h, const char *method, const char *params_json, const char *want)
-{
-        struct json_object *params = params_json ? json_tokener_parse(params_json) : NULL, *reply = NULL;
-        char *error = NULL;
-
-        assert_int_equal(daemon_harness_call(h, method, params, &reply, &error), 0);
-        if (!want) {
-                if (error)
-                        fail_msg("%s(%s): unexpected error %s", method, params_json ? params_json : "", error);
-        } else if (!error || strcmp(error, want) != 0) {
-                fail_msg("%s(%s): got %s, want %s", method, params_json ? params_json : "", error ? error : "success",
-                         want);
-        }
-        free(error);
-        json_object_put(reply);
-        json_object_put(params);
 }
 
 static void test_api_errors(void **state)

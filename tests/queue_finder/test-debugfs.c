@@ -69,6 +69,24 @@ static void test_real_mqds(void **state)
         qf_diags_clear(&d);
 }
 
+/* Parses dump (freed here), a damaged copy of the real one: every queue keeps its real addresses. */
+static void parse_damaged_real_mqds(char *dump, struct qf_diags *d, struct qf_mqds *m)
+{
+        int fd = test_fd_from_string(dump);
+
+        free(dump);
+        assert_int_equal(qf_mqds_parse(fd, "mqds", d, m), 0);
+        close(fd);
+        assert_int_equal(m->n, 5);
+        for (size_t i = 0; i < m->n; i++) {
+                assert_true(m->queues[i].has_addresses);
+                assert_int_equal(m->queues[i].ring_base, real_queues[i].ring_base);
+                assert_int_equal(m->queues[i].rptr_addr, real_queues[i].rptr);
+                assert_int_equal(m->queues[i].wptr_addr, real_queues[i].wptr);
+                assert_int_equal(m->queues[i].n_xcc, 4);
+        }
+}
+
 /*
  * Copy 0's row with the ring base and pointer addresses (offset 0x220) cut
  * short costs that copy its addresses only: the queue takes them from copy
@@ -84,18 +102,7 @@ static void test_real_mqds_damaged_row(void **state)
 
         struct qf_diags d = { 0 };
         struct qf_mqds m;
-        int fd = test_fd_from_string(dump);
-        free(dump);
-        assert_int_equal(qf_mqds_parse(fd, "mqds", &d, &m), 0);
-        close(fd);
-        assert_int_equal(m.n, 5);
-        for (size_t i = 0; i < m.n; i++) {
-                assert_true(m.queues[i].has_addresses);
-                assert_int_equal(m.queues[i].ring_base, real_queues[i].ring_base);
-                assert_int_equal(m.queues[i].rptr_addr, real_queues[i].rptr);
-                assert_int_equal(m.queues[i].wptr_addr, real_queues[i].wptr);
-                assert_int_equal(m.queues[i].n_xcc, 4);
-        }
+        parse_damaged_real_mqds(dump, &d, &m);
         /* the gap after the cut row, copy 0 without addresses, and copy 1's */
         assert_int_equal(d.n, 3);
         assert_true(strstr(d.items[0].message, "the dwords between are missing"));
@@ -120,17 +127,7 @@ static void test_real_mqds_damaged_offset(void **state)
 
         struct qf_diags d = { 0 };
         struct qf_mqds m;
-        int fd = test_fd_from_string(dump);
-        free(dump);
-        assert_int_equal(qf_mqds_parse(fd, "mqds", &d, &m), 0);
-        close(fd);
-        assert_int_equal(m.n, 5);
-        for (size_t i = 0; i < m.n; i++) {
-                assert_true(m.queues[i].has_addresses);
-                assert_int_equal(m.queues[i].ring_base, real_queues[i].ring_base);
-                assert_int_equal(m.queues[i].rptr_addr, real_queues[i].rptr);
-                assert_int_equal(m.queues[i].wptr_addr, real_queues[i].wptr);
-        }
+        parse_damaged_real_mqds(dump, &d, &m);
         bool replaced = false;
         for (size_t i = 0; i < d.n; i++)
                 replaced |= strstr(d.items[i].message, "takes its addresses from MQD copy 1, the first intact one") != NULL;
