@@ -8,6 +8,7 @@ scripts directory on the path, as its launcher in scripts/ does:
 scripts/README.md lists the entry points and the rule they follow (bash
 orchestrates, Python measures).
 """
+import contextlib
 import os
 import signal
 import subprocess
@@ -72,6 +73,29 @@ def run_interruptible(main):
         return main()
     except (Interrupted, KeyboardInterrupt):
         return 1
+
+
+@contextlib.contextmanager
+def interruptions_deferred():
+    """A block that a signal must not cut short (a clean-up, or a child
+    started and not yet held where the clean-up will find it): SIGINT and
+    SIGTERM that arrive meanwhile are raised when it ends, as
+    raise_on_interruption() would have raised them. Signals already
+    ignored stay so."""
+    held = []
+    handlers = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            handlers[sig] = signal.signal(sig, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        if held:
+            if held[0] == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise Interrupted("interrupted by SIGTERM")
 
 
 def end_process(proc, timeout_s):

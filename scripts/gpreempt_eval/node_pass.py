@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 
-from . import Interrupted, end_process, raise_on_interruption
+from . import Interrupted, end_process, interruptions_deferred, raise_on_interruption
 
 READY_TIMEOUT_S = 30.0
 # gpreemptd's unit gives it this long to stop (TimeoutStopSec=), the online service too.
@@ -100,9 +100,13 @@ START_END_TIMEOUT_S = 30
 
 def spawn_app(argv, env=None):
     """(process, stdout, stderr) of a program just started: the caller holds
-    it from here on, to end it however the pass ends, before it is ready."""
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    return p, LineReader(p.stdout), LineReader(p.stderr)
+    it from here on, to end it however the pass ends, before it is ready
+    (a signal meanwhile waits until the caller has it). In a session of its
+    own: Ctrl-C reaches the pass, which ends its programs in their order."""
+    with interruptions_deferred():
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
+        return p, LineReader(p.stdout), LineReader(p.stderr)
 
 
 def wait_ready(app, what):
@@ -118,7 +122,8 @@ def start_app(argv, env=None):
     try:
         wait_ready(app, argv[0])
     except BaseException:
-        end_process(app[0], START_END_TIMEOUT_S)
+        with interruptions_deferred():
+            end_process(app[0], START_END_TIMEOUT_S)
         raise
     return app
 
@@ -174,9 +179,11 @@ def spawn_daemon(spec, notify_path):
     """gpreemptd with the pass's configuration, just started (as spawn_app())."""
     d = spec["gpreemptd"]
     env = dict(os.environ, NOTIFY_SOCKET=notify_path)
-    p = subprocess.Popen([d["binary"], "--config-dir", d["config_dir"], "--runtime-dir", d["runtime_dir"]],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    return p, LineReader(p.stderr)
+    with interruptions_deferred():
+        p = subprocess.Popen([d["binary"], "--config-dir", d["config_dir"], "--runtime-dir", d["runtime_dir"]],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
+        return p, LineReader(p.stderr)
 
 
 def wait_daemon_ready(sock, daemon):
@@ -194,7 +201,8 @@ def start_daemon(spec):
         try:
             wait_daemon_ready(sock, daemon)
         except BaseException:
-            end_process(daemon[0], START_END_TIMEOUT_S)
+            with interruptions_deferred():
+                end_process(daemon[0], START_END_TIMEOUT_S)
             raise
     return daemon
 
@@ -295,7 +303,13 @@ def end_pass(spec, result, online, daemon, offline):
     """Ends what the pass started, each step whatever the one before did:
     the online service (interrupted, it would go on for the rest of its
     --duration), then the daemon, whose SIGTERM resumes what it suspended,
-    so that the offline job, last, can destroy its queues without blocking."""
+    so that the offline job, last, can destroy its queues without blocking.
+    A signal meanwhile is raised once all of it is done."""
+    with interruptions_deferred():
+        end_pass_steps(spec, result, online, daemon, offline)
+
+
+def end_pass_steps(spec, result, online, daemon, offline):
     try:
         if online:
             end_process(online[0], DAEMON_STOP_TIMEOUT_S)

@@ -18,15 +18,16 @@ import sys
 import tempfile
 import time
 
-from . import child_env, module_argv
+from . import child_env, interruptions_deferred, module_argv
 from . import host_steal
 from . import request_log
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
 RT_PRIORITY = 10
-# An interrupted pass ends its daemon (30 s at most) and its offline job (60 s) before it exits.
-PASS_END_TIMEOUT_S = 120
+# An interrupted pass ends its online service and its daemon (30 s each, then killed) and its
+# offline job (60 s, then killed) before it exits.
+PASS_END_TIMEOUT_S = 180
 
 # The modelled preemption: the defaults of tests/kfdemu/gpu/config-default.c,
 # split in the same proportions when the sweep scales the total.
@@ -282,15 +283,16 @@ def run_to_the_end(argv, timeout_s, result_path):
     try:
         _, stderr = proc.communicate(timeout=timeout_s)
     except BaseException as e:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=PASS_END_TIMEOUT_S)  # its stderr read meanwhile: a full pipe would block it
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-        if not isinstance(e, subprocess.TimeoutExpired):
-            print("evaluate: %s; the pass under way %s" % (str(e) or "interrupted by SIGINT", pass_end(result_path)),
-                  file=sys.stderr, flush=True)
+        with interruptions_deferred():
+            proc.terminate()
+            try:
+                proc.communicate(timeout=PASS_END_TIMEOUT_S)  # its stderr read meanwhile: a full pipe would block it
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            if not isinstance(e, subprocess.TimeoutExpired):
+                print("evaluate: %s; the pass under way %s" % (str(e) or "interrupted by SIGINT",
+                                                                pass_end(result_path)), file=sys.stderr, flush=True)
         raise
     return proc.returncode, stderr
 

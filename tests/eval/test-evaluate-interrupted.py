@@ -23,19 +23,23 @@ SOURCE, BUILD = sys.argv[1], sys.argv[2]
 DAEMON = os.path.realpath(os.path.join(BUILD, "controller", "gpreemptd", "gpreemptd"))
 
 
-def session_processes(sid):
-    """(pid, comm, exe) of the processes of session sid."""
+def marked_processes(mark):
+    """(pid, exe) of the live processes whose environment holds mark: what
+    evaluate started, whatever session each runs in (the pass puts its
+    programs in sessions of their own), and still found once reparented."""
     found = []
-    for stat in glob.glob("/proc/[0-9]*/stat"):
+    for environ in glob.glob("/proc/[0-9]*/environ"):
+        d = os.path.dirname(environ)
         try:
-            with open(stat) as f:
-                text = f.read()
-            exe = os.readlink(os.path.join(os.path.dirname(stat), "exe"))
-        except OSError:
+            with open(environ, "rb") as f:
+                if mark not in f.read().split(b"\0"):
+                    continue
+            with open(os.path.join(d, "stat"), "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    continue
+            found.append((int(os.path.basename(d)), os.readlink(os.path.join(d, "exe"))))
+        except (OSError, IndexError):
             continue
-        comm, fields = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
-        if int(fields[3]) == sid:  # field 6, the session, counted after the comm
-            found.append((int(os.path.basename(os.path.dirname(stat))), comm, exe))
     return found
 
 
@@ -52,12 +56,14 @@ def wait_until(predicate, timeout_s):
 def interrupt_during_a_pass(how, tmp):
     scratch_before = set(glob.glob(os.path.join(runner.scratch_parent(), "gpreempt-eval-*")))
     err_path = os.path.join(tmp, how + ".err")
+    mark = ("GPREEMPT_TEST_MARK=%s-%d" % (how, os.getpid())).encode()
+    env = dict(os.environ, GPREEMPT_TEST_MARK=mark.decode().split("=", 1)[1])
     with open(err_path, "w") as err:
         ev = subprocess.Popen([os.path.join(SOURCE, "scripts", "evaluate"), "--quick", "--runs", "1",
                                "--build", BUILD, "--only", "high-load", "--out", os.path.join(tmp, how)],
-                              stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+                              stdout=subprocess.DEVNULL, stderr=err, start_new_session=True, env=env)
     # the baseline pass first, then the one with gpreemptd: interrupted once the daemon runs
-    daemon = wait_until(lambda: [p for p in session_processes(ev.pid) if p[2] == DAEMON], 180)
+    daemon = wait_until(lambda: [p for p in marked_processes(mark) if p[1] == DAEMON], 180)
     check("%s: the pass with gpreemptd started" % how, daemon, open(err_path).read())
     time.sleep(2)
     if how == "SIGTERM":
@@ -76,9 +82,9 @@ def interrupt_during_a_pass(how, tmp):
     check("%s: it says the pass ended its processes, the daemon first" % how,
           "the pass under way ended: interrupted by %s; the pass's processes were ended, the daemon first"
           % how in text, text)
-    left = wait_until(lambda: not session_processes(ev.pid), 10)
-    check("%s: nothing it started is left running" % how, left, session_processes(ev.pid))
-    for pid, _, _ in session_processes(ev.pid):
+    left = wait_until(lambda: not marked_processes(mark), 10)
+    check("%s: nothing it started is left running" % how, left, marked_processes(mark))
+    for pid, _ in marked_processes(mark):
         os.kill(pid, signal.SIGKILL)
     scratch_left = set(glob.glob(os.path.join(runner.scratch_parent(), "gpreempt-eval-*"))) - scratch_before
     check("%s: its scratch directory is removed" % how, not scratch_left, scratch_left)
