@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <json.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,7 +14,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <unistd.h>
@@ -225,8 +228,9 @@ static int refuse_second_daemon(const char *socket_path)
 
 static int refuse_activation_beside_another(const char *runtime_dir)
 {
-        log_error("Another gpreemptd runs with the runtime directory %s (one started by hand?): stop it, "
-                  "and the service takes over",
+        /* each refusal is a failed start: systemd's start limit may give the service and its socket up */
+        log_error("Another gpreemptd runs with the runtime directory %s (one started by hand?): stop it, then "
+                  "systemctl reset-failed gpreemptd.socket gpreemptd; systemctl start gpreemptd.socket",
                   runtime_dir);
         return -EADDRINUSE;
 }
@@ -271,6 +275,48 @@ static const char *file_kind(const char *path)
         return "a device or FIFO";
 }
 
+/* The directory of the socket systemd passed (fd), where the lock goes; NULL if it has no path. */
+static char *passed_socket_dir(int fd)
+{
+        struct sockaddr_un sa = { 0 };
+        socklen_t len = sizeof(sa);
+        char path[sizeof(sa.sun_path) + 1] = { 0 }; /* sun_path need not end in a NUL */
+        const char *slash;
+        size_t path_len;
+
+        if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sun_family != AF_UNIX ||
+            len <= offsetof(struct sockaddr_un, sun_path) || sa.sun_path[0] != '/')
+                return NULL;
+        /* len may exceed the buffer: the kernel says how long the address was, not how much it wrote */
+        path_len = (size_t)len - offsetof(struct sockaddr_un, sun_path);
+        memcpy(path, sa.sun_path, path_len < sizeof(sa.sun_path) ? path_len : sizeof(sa.sun_path));
+        slash = strrchr(path, '/');
+        return strndup(path, slash == path ? 1 : (size_t)(slash - path));
+}
+
+/*
+ * The sockets systemd passed, under the lock of the first one's directory
+ * (a RuntimeDirectory= elsewhere may not even be writable in the unit's
+ * sandbox), else of the runtime directory.
+ */
+static int serve_passed_sockets(struct varlink_server *server, int n, const char *runtime_dir,
+                                struct control_socket *control)
+{
+        _cleanup_free_ char *dir = passed_socket_dir(SD_LISTEN_FDS_START);
+        int r = lock_runtime_dir(dir ? dir : runtime_dir, &control->lock_fd);
+
+        if (r == -EWOULDBLOCK)
+                return refuse_activation_beside_another(dir ? dir : runtime_dir);
+        if (r < 0)
+                return r;
+        for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
+                r = varlink_server_listen_fd(server, fd);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot serve the socket systemd passed");
+        }
+        return 0;
+}
+
 /* Socket activation when systemd passes the socket, else a socket of our own. */
 static int listen_control_socket(struct varlink_server *server, const char *runtime_dir,
                                  struct control_socket *control)
@@ -278,23 +324,17 @@ static int listen_control_socket(struct varlink_server *server, const char *runt
         _cleanup_free_ char *path = NULL;
         int n = sd_listen_fds(true), r;
 
+        if (n > 0)
+                return serve_passed_sockets(server, n, runtime_dir, control);
         if (mkdir(runtime_dir, 0755) < 0 && errno != EEXIST)
                 return log_error_errno(-errno, "Cannot create the runtime directory %s", runtime_dir);
         if (asprintf(&path, "%s/" API_SOCKET_NAME, runtime_dir) < 0)
                 return -ENOMEM;
         r = lock_runtime_dir(runtime_dir, &control->lock_fd);
         if (r == -EWOULDBLOCK)
-                return n > 0 ? refuse_activation_beside_another(runtime_dir) : refuse_second_daemon(path);
+                return refuse_second_daemon(path);
         if (r < 0)
                 return r;
-        if (n > 0) {
-                for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
-                        r = varlink_server_listen_fd(server, fd);
-                        if (r < 0)
-                                return log_error_errno(r, "Cannot serve the socket systemd passed");
-                }
-                return 0;
-        }
         r = varlink_server_listen_path(server, path, &control->st);
         if (r == -EADDRINUSE)
                 return refuse_second_daemon(path);

@@ -427,22 +427,30 @@ static void test_second_daemon_refused(void **state)
 /*
  * Under socket activation too: systemd may have put its socket in place of
  * the one a daemon started by hand serves, and the daemon it starts would
- * then manage the node beside that one.
+ * then manage the node beside that one. The lock is the passed socket's
+ * directory's, whatever the runtime directory is.
  */
 static void test_activated_daemon_refused_beside_one_by_hand(void **state)
 {
         struct daemon_harness h, activated;
-        char want[256];
-        int status;
+        char want[256], passed[sizeof(h.runtime_dir) + 16];
+        int status = 0;
+        pid_t exited = 0;
 
         daemon_harness_init(&h);
         start(&h, NULL);
         daemon_harness_init(&activated);
-        assert_int_equal(mkdir(activated.runtime_dir, 0755), 0);
-        activated.listen_fd = listen_at(activated.socket_path);
-        strcpy(activated.runtime_dir, h.runtime_dir);
+        snprintf(passed, sizeof(passed), "%s/passed", h.runtime_dir);
+        activated.listen_fd = listen_at(passed);
         daemon_harness_start(&activated, binary, NULL);
-        assert_int_equal(waitpid(activated.pid, &status, 0), activated.pid);
+        for (int i = 0; i < 200 && exited == 0; i++) {
+                exited = waitpid(activated.pid, &status, WNOHANG);
+                if (exited == 0)
+                        usleep(50000);
+        }
+        if (exited != activated.pid)
+                fail_msg("the activated daemon ran beside the one started by hand; its log:\n%s",
+                         daemon_harness_log(&activated)); /* it dies with the test (PR_SET_PDEATHSIG) */
         activated.pid = -1;
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 1);
