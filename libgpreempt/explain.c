@@ -136,6 +136,11 @@ static char *not_traced_cause(const struct explain_facts *f, const char *verb)
                              "again",
                              verb, f->pid, f->tracer_comm ? f->tracer_comm : "another process",
                              f->tracer_pid);
+        else if (f->tracer_is_self && f->op == GP_OP_ATTACH)
+                r = asprintf(&s,
+                             "Cannot %s process %d: this program traces it already (thread %d); "
+                             "use that session, or detach it first",
+                             verb, f->pid, f->tracer_pid);
         else if (f->op == GP_OP_ATTACH && f->caller_has_cap_sys_ptrace)
                 r = asprintf(&s,
                              "Cannot %s process %d: the kernel does not let this program trace it "
