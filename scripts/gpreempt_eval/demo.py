@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from . import runner
+from . import run_interruptible, runner
 
 SCENARIO = "high-load"
 
@@ -66,4 +66,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_interruptible(main))

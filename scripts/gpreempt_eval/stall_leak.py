@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 
-from . import runner
+from . import run_interruptible, runner
 
 HOG_PRIORITY = 50   # above the evaluation's SCHED_FIFO priority (runner.RT_PRIORITY)
 
@@ -90,4 +90,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_interruptible(main))
