@@ -431,6 +431,21 @@ def run(tmp, gpreemptd, gpreemptctl, app, plugin, prolog):
                        and not slurm("squeue", "-h").stdout.strip(), 10, 0.05),
               json.dumps(c.status()) + c.logs())
 
+        # --- a comment in UTF-8, as slurmd hands it to the Prolog: recorded byte for byte, the rule on it matches
+        job = sbatch(tmp, "commented-utf8", ["-p", "debug", "--comment=café gpreempt=offline"], offline_app)
+        record = os.path.join(c.jobs_dir, job)
+        p = wait_for(lambda: (lambda q: q if q and q["attached"] else None)(c.job_process("comment-offline")), 15, 0.1)
+        text = ""
+        if os.path.exists(record):
+            with open(record, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        check("a job whose --comment is in UTF-8: the Prolog records it as slurmd gave it, and the rule matches "
+              "(%r)" % text, p and p["class"] == "offline" and "\nComment=café gpreempt=offline\n" in text,
+              json.dumps(c.status()) + c.logs())
+        slurm("scancel", job)
+        wait_for(lambda: not os.path.exists(record) and c.job_process("comment-offline") is None
+                 and not slurm("squeue", "-h").stdout.strip(), 10, 0.05)
+
         # --- without the plugin: QOS and account rules, on what the Prolog
         # recorded (the QOS from slurmctld, the account from slurmd); both
         # jobs run at once, each on one of the node's CPUs. The QOS job's
