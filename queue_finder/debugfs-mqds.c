@@ -91,8 +91,9 @@ static struct mqd_fields decode_compute(const struct mqd_copy *c)
                 f.wptr_addr = pair(c, MQD_CP_HQD_PQ_WPTR_POLL_ADDR_LO, MQD_CP_HQD_PQ_WPTR_POLL_ADDR_HI);
                 f.doorbell_offset = QF_DOORBELL_OFFSET(c->dw[MQD_CP_HQD_PQ_DOORBELL_CONTROL]);
         }
-        /* QUEUE_SIZE (bits 0..5) = log2(ring bytes / 4) - 1 (update_mqd, kfd_mqd_manager_v9.c). */
-        if (c->present[MQD_CP_HQD_PQ_CONTROL])
+        /* QUEUE_SIZE (bits 0..5) = log2(ring bytes / 4) - 1 (update_mqd, kfd_mqd_manager_v9.c); a field
+         * that would give 2^63 bytes or more (a damaged dump: the shift would overflow) gives no size */
+        if (c->present[MQD_CP_HQD_PQ_CONTROL] && (c->dw[MQD_CP_HQD_PQ_CONTROL] & 0x3f) + 1 < 61)
                 f.ring_size = 4ULL << ((c->dw[MQD_CP_HQD_PQ_CONTROL] & 0x3f) + 1);
         return f;
 }

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,6 +61,27 @@ static void test_mqds_garbage(void **state)
 }
 
 /* Rows as both debugfs files print them (%08x values), and rows cut short. */
+/* A CP_HQD_PQ_CONTROL whose QUEUE_SIZE field is all ones (a damaged dump) gives no ring size, not an overflow. */
+static void test_queue_size_field_all_ones(void **state)
+{
+        char dump[4096];
+        int n = snprintf(dump, sizeof(dump), "Process 5 PASID 5:\n  Compute queue on device f7bc\n");
+        /* rows up to dword 151; dword 145, CP_HQD_PQ_CONTROL, is the second of the row at 0x240 */
+        for (unsigned off = 0; off <= 0x240; off += 0x20)
+                n += snprintf(dump + n, sizeof(dump) - (size_t) n,
+                              "    %08x: 00000000 %s 00000000 00000000 00000000 00000000 00000000 00000000\n", off,
+                              off == 0x240 ? "0000003f" : "00000000");
+        struct qf_diags d = { 0 };
+        struct qf_mqds m;
+        int fd = test_fd_from_string(dump);
+        assert_int_equal(qf_mqds_parse(fd, "mqds", &d, &m), 0);
+        close(fd);
+        assert_int_equal(m.n, 1);
+        assert_int_equal(m.queues[0].ring_size, 0);
+        qf_mqds_clear(&m);
+        qf_diags_clear(&d);
+}
+
 static void test_hexdump_rows(void **state)
 {
         struct qf_hexdump_row row;
@@ -172,6 +194,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_mqds_garbage),
+                cmocka_unit_test(test_queue_size_field_all_ones),
                 cmocka_unit_test(test_hexdump_rows),
                 cmocka_unit_test(test_hqds_garbage),
                 cmocka_unit_test(test_endless_junk),
